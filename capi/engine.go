@@ -1,0 +1,163 @@
+// The Go half of the adapter: it gives each C loop object a core.Engine and
+// implements core.Host by reading the memory the C half shares (bridge.h).
+// It never touches a Python object; C owns them and hands out integer
+// tokens. Per iteration it calls C once (zl_dispatch), plus twice around a
+// wait that blocks (zl_release / zl_reacquire).
+package main
+
+/*
+#include <errno.h>
+#include "bridge.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"runtime/cgo"
+	"unsafe"
+
+	"github.com/zloopgo/zloopgo/core"
+	"golang.org/x/sys/unix"
+)
+
+// errPython means a Python exception is set and Run must return to C.
+var errPython = errors.New("python exception pending")
+
+// host implements core.Host for one C loop object.
+type host struct {
+	loop   unsafe.Pointer // the C loop object, opaque here
+	shared *C.zl_shared
+}
+
+func (h *host) TakeNewTimers() []core.NewTimer {
+	n := int(h.shared.new_timers_len)
+	if n == 0 {
+		return nil
+	}
+	h.shared.new_timers_len = 0
+	return unsafe.Slice((*core.NewTimer)(unsafe.Pointer(h.shared.new_timers)), n)
+}
+
+func (h *host) slot(tok core.Token) *C.zl_timer_slot {
+	return (*C.zl_timer_slot)(unsafe.Add(unsafe.Pointer(h.shared.slots), uintptr(tok)*C.sizeof_zl_timer_slot))
+}
+
+func (h *host) TimerCancelled(tok core.Token) bool { return h.slot(tok).cancelled != 0 }
+
+func (h *host) CancelledTimers() int { return int(h.shared.cancelled_timers) }
+
+func (h *host) MustNotBlock() bool {
+	return h.shared.ready_len > 0 || h.shared.stopping != 0
+}
+
+func (h *host) Stopping() bool { return h.shared.stopping != 0 }
+
+func (h *host) Release()   { C.zl_release(h.loop) }
+func (h *host) Reacquire() { C.zl_reacquire(h.loop) }
+
+func (h *host) Dispatch(events []core.Event, timers []core.Token) error {
+	var ev *C.zl_event
+	if len(events) > 0 {
+		ev = (*C.zl_event)(unsafe.Pointer(&events[0]))
+	}
+	var tm *C.uint64_t
+	if len(timers) > 0 {
+		tm = (*C.uint64_t)(unsafe.Pointer(&timers[0]))
+	}
+	if C.zl_dispatch(h.loop, ev, C.int64_t(len(events)), tm, C.int64_t(len(timers))) != 0 {
+		return errPython
+	}
+	return nil
+}
+
+// loopEngine is what a C loop's engine id refers to.
+type loopEngine struct {
+	host   host
+	engine *core.Engine
+}
+
+func lookup(id C.uintptr_t) *loopEngine {
+	return cgo.Handle(id).Value().(*loopEngine)
+}
+
+// errnoOf turns an error into the errno C reports, EIO if it has none.
+func errnoOf(err error) C.int {
+	var errno unix.Errno
+	if errors.As(err, &errno) {
+		return C.int(errno)
+	}
+	return C.EIO
+}
+
+// zlgo_engine_new opens an engine for a C loop. It returns its id, or 0
+// with *errOut set to an errno.
+//
+//export zlgo_engine_new
+func zlgo_engine_new(loop unsafe.Pointer, shared *C.zl_shared, resolution C.double, wakeFD *C.int, errOut *C.int) C.uintptr_t {
+	le := &loopEngine{host: host{loop: loop, shared: shared}}
+	e, err := core.NewEngine(&le.host, float64(resolution))
+	if err != nil {
+		*errOut = errnoOf(err)
+		return 0
+	}
+	le.engine = e
+	*wakeFD = C.int(e.Reactor().WakeFD())
+	return C.uintptr_t(cgo.NewHandle(le))
+}
+
+// zlgo_engine_run iterates until stop. It returns 0, -1 when a Python
+// exception is set, or a positive errno when waiting for events failed.
+//
+//export zlgo_engine_run
+func zlgo_engine_run(id C.uintptr_t) C.int {
+	err := lookup(id).engine.Run()
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errPython):
+		return -1
+	default:
+		return errnoOf(err)
+	}
+}
+
+// zlgo_engine_close releases the engine's reactor. The C loop has already
+// released every timer it owned, so the heap's tokens are simply dropped.
+//
+//export zlgo_engine_close
+func zlgo_engine_close(id C.uintptr_t) {
+	h := cgo.Handle(id)
+	le := h.Value().(*loopEngine)
+	le.engine.Reset()
+	le.engine.Close()
+	h.Delete()
+}
+
+// zlgo_watch changes what descriptor fd is watched for, from interest old
+// to interest new (0 meaning not watched). It returns 0 or an errno, in
+// which case nothing changed.
+//
+//export zlgo_watch
+func zlgo_watch(id C.uintptr_t, fd C.int, old, new C.uint32_t) C.int {
+	e := lookup(id).engine
+	r := e.Reactor()
+	var err error
+	switch {
+	case old == 0 && new == 0:
+		return 0
+	case old == 0:
+		if err = r.Register(int(fd), core.Token(fd), core.Interest(new)); err == nil {
+			e.Watch(1)
+		}
+	case new == 0:
+		if err = r.Deregister(int(fd)); err == nil {
+			e.Watch(-1)
+		}
+	default:
+		err = r.Reregister(int(fd), core.Token(fd), core.Interest(new))
+	}
+	if err != nil {
+		return errnoOf(err)
+	}
+	return 0
+}

@@ -1,0 +1,405 @@
+/* Handle and TimerHandle: what call_soon / call_later return and what the
+ * ready queue holds. A handle stores its callback, up to three arguments
+ * inline, and the contextvars.Context it runs in; it runs with one
+ * vectorcall and no argument tuple. Handles are recycled through small
+ * free lists and take part in the cyclic GC. They know their loop but not
+ * the engine. */
+#include "zl.h"
+#include <structmember.h>
+
+#define FREELIST_MAX 256
+static zl_handle *handle_free[FREELIST_MAX];
+static int handle_free_n;
+static zl_handle *timer_free[FREELIST_MAX];
+static int timer_free_n;
+
+static PyObject *str_callback_error; /* "_zl_callback_error" */
+
+static void clear_call(zl_handle *h)
+{
+    Py_CLEAR(h->callback);
+    for (Py_ssize_t i = 0; i < h->nargs; i++)
+        Py_CLEAR(h->args[i]);
+    if (h->args != h->inline_args)
+        PyMem_Free(h->args);
+    h->args = h->inline_args;
+    h->nargs = 0;
+}
+
+zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
+                         PyObject *const *args, Py_ssize_t nargs, PyObject *context)
+{
+    zl_handle *h;
+    zl_handle **freelist = type == &zl_HandleType ? handle_free : timer_free;
+    int *freen = type == &zl_HandleType ? &handle_free_n : &timer_free_n;
+    if (*freen > 0) {
+        h = freelist[--*freen];
+        memset((char *)h + sizeof(PyObject), 0, sizeof(zl_handle) - sizeof(PyObject));
+        (void)PyObject_Init((PyObject *)h, type);
+    } else {
+        h = PyObject_GC_New(zl_handle, type);
+        if (h == NULL)
+            return NULL;
+        memset((char *)h + sizeof(PyObject), 0, sizeof(zl_handle) - sizeof(PyObject));
+    }
+    h->args = h->inline_args;
+    if (nargs > ZL_INLINE_ARGS) {
+        h->args = PyMem_Malloc(nargs * sizeof(PyObject *));
+        if (h->args == NULL) {
+            h->args = h->inline_args;
+            Py_DECREF(h);
+            PyErr_NoMemory();
+            return NULL;
+        }
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        h->args[i] = Py_NewRef(args[i]);
+    h->nargs = nargs;
+    h->callback = Py_NewRef(callback);
+    h->loop = (zl_loop *)Py_NewRef((PyObject *)loop);
+    h->is_timer = type == &zl_TimerHandleType;
+    if (context == NULL || context == Py_None) {
+        h->context = PyContext_CopyCurrent();
+        if (h->context == NULL) {
+            Py_DECREF(h);
+            return NULL;
+        }
+    } else {
+        h->context = Py_NewRef(context);
+    }
+    PyObject_GC_Track(h);
+    return h;
+}
+
+static PyObject *fetch_exception(void)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    return PyErr_GetRaisedException();
+#else
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb != NULL && value != NULL)
+        PyException_SetTraceback(value, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    return value;
+#endif
+}
+
+/* Runs the callback in its context. An exception other than SystemExit or
+ * KeyboardInterrupt goes to the loop's exception handler, as asyncio's
+ * Handle._run does; those two (and a failure of the handler itself)
+ * return -1 with the exception set. */
+int zl_handle_run(zl_handle *h)
+{
+    if (h->callback == NULL)
+        return 0;
+    PyObject *callback = Py_NewRef(h->callback);
+    PyObject *res = NULL;
+    h->running = 1;
+    if (PyContext_Enter(h->context) == 0) {
+        res = PyObject_Vectorcall(callback, h->args, h->nargs, NULL);
+        PyContext_Exit(h->context);
+    }
+    h->running = 0;
+    Py_DECREF(callback);
+    if (h->cancelled)
+        clear_call(h);
+    if (res != NULL) {
+        Py_DECREF(res);
+        return 0;
+    }
+    if (PyErr_ExceptionMatches(PyExc_SystemExit) || PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
+        return -1;
+    PyObject *exc = fetch_exception();
+    if (exc == NULL)
+        return 0;
+    PyObject *r = PyObject_CallMethodObjArgs((PyObject *)h->loop, str_callback_error,
+                                             (PyObject *)h, exc, NULL);
+    Py_DECREF(exc);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+void zl_handle_cancel(zl_handle *h)
+{
+    if (h->cancelled)
+        return;
+    Py_INCREF(h); /* cancelling may drop the last reference another owner held */
+    if (h->loop->debug && h->cancel_repr == NULL) {
+        h->cancel_repr = PyObject_Repr((PyObject *)h);
+        if (h->cancel_repr == NULL)
+            PyErr_Clear();
+    }
+    h->cancelled = 1;
+    if (!h->running)
+        clear_call(h);
+    if (h->is_timer)
+        zl_timer_cancelled(h->loop, h);
+    Py_DECREF(h);
+}
+
+/* asyncio's _check_callback, done natively for plain and bound Python
+ * functions; other callables are checked by zloopgo's debug path. */
+int zl_check_callback(PyObject *callback, const char *method)
+{
+    PyObject *func = callback;
+    if (PyMethod_Check(func))
+        func = PyMethod_GET_FUNCTION(func);
+    int is_coro = PyCoro_CheckExact(callback);
+    if (!is_coro && PyFunction_Check(func)) {
+        PyCodeObject *code = (PyCodeObject *)PyFunction_GET_CODE(func);
+        is_coro = (code->co_flags & CO_COROUTINE) != 0;
+    }
+    if (is_coro) {
+        PyErr_Format(PyExc_TypeError, "coroutines cannot be used with %s()", method);
+        return -1;
+    }
+    if (!PyCallable_Check(callback)) {
+        PyErr_Format(PyExc_TypeError, "a callable object was expected by %s(), got %R",
+                     method, callback);
+        return -1;
+    }
+    return 0;
+}
+
+static int handle_traverse(zl_handle *h, visitproc visit, void *arg)
+{
+    Py_VISIT(h->loop);
+    Py_VISIT(h->callback);
+    Py_VISIT(h->context);
+    Py_VISIT(h->source_traceback);
+    Py_VISIT(h->when_obj);
+    for (Py_ssize_t i = 0; i < h->nargs; i++)
+        Py_VISIT(h->args[i]);
+    return 0;
+}
+
+static int handle_clear(zl_handle *h)
+{
+    clear_call(h);
+    Py_CLEAR(h->context);
+    Py_CLEAR(h->source_traceback);
+    Py_CLEAR(h->cancel_repr);
+    Py_CLEAR(h->when_obj);
+    Py_CLEAR(h->loop);
+    return 0;
+}
+
+static void handle_dealloc(zl_handle *h)
+{
+    PyObject_GC_UnTrack(h);
+    if (h->weakreflist != NULL)
+        PyObject_ClearWeakRefs((PyObject *)h);
+    handle_clear(h);
+    PyTypeObject *type = Py_TYPE(h);
+    if (type == &zl_HandleType && handle_free_n < FREELIST_MAX)
+        handle_free[handle_free_n++] = h;
+    else if (type == &zl_TimerHandleType && timer_free_n < FREELIST_MAX)
+        timer_free[timer_free_n++] = h;
+    else
+        type->tp_free((PyObject *)h);
+}
+
+static PyObject *handle_repr(zl_handle *h)
+{
+    if (zl_repr_hook != NULL)
+        return PyObject_CallOneArg(zl_repr_hook, (PyObject *)h);
+    return PyUnicode_FromFormat("<%s object at %p>", Py_TYPE(h)->tp_name, h);
+}
+
+static PyObject *handle_cancel_method(zl_handle *h, PyObject *unused)
+{
+    zl_handle_cancel(h);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *handle_cancelled(zl_handle *h, PyObject *unused)
+{
+    return PyBool_FromLong(h->cancelled);
+}
+
+static PyObject *handle_get_context(zl_handle *h, PyObject *unused)
+{
+    return Py_NewRef(h->context ? h->context : Py_None);
+}
+
+static PyObject *handle_run_method(zl_handle *h, PyObject *unused)
+{
+    if (zl_handle_run(h) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *get_callback(zl_handle *h, void *c)
+{
+    return Py_NewRef(h->callback ? h->callback : Py_None);
+}
+
+static PyObject *get_args(zl_handle *h, void *c)
+{
+    if (h->callback == NULL)
+        Py_RETURN_NONE;
+    PyObject *t = PyTuple_New(h->nargs);
+    if (t == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < h->nargs; i++)
+        PyTuple_SET_ITEM(t, i, Py_NewRef(h->args[i]));
+    return t;
+}
+
+static PyObject *get_cancelled(zl_handle *h, void *c) { return PyBool_FromLong(h->cancelled); }
+static PyObject *get_loop(zl_handle *h, void *c) { return Py_NewRef(h->loop ? (PyObject *)h->loop : Py_None); }
+static PyObject *get_context(zl_handle *h, void *c) { return handle_get_context(h, NULL); }
+static PyObject *get_repr(zl_handle *h, void *c) { return Py_NewRef(h->cancel_repr ? h->cancel_repr : Py_None); }
+
+static PyObject *get_source_traceback(zl_handle *h, void *c)
+{
+    return Py_NewRef(h->source_traceback ? h->source_traceback : Py_None);
+}
+
+static int set_source_traceback(zl_handle *h, PyObject *v, void *c)
+{
+    Py_XSETREF(h->source_traceback, (v == NULL || v == Py_None) ? NULL : Py_NewRef(v));
+    return 0;
+}
+
+static PyMethodDef handle_methods[] = {
+    {"cancel", (PyCFunction)handle_cancel_method, METH_NOARGS, "Cancel the callback."},
+    {"cancelled", (PyCFunction)handle_cancelled, METH_NOARGS, "Whether cancel() was called."},
+    {"get_context", (PyCFunction)handle_get_context, METH_NOARGS, "The context the callback runs in."},
+    {"_run", (PyCFunction)handle_run_method, METH_NOARGS, "Run the callback now."},
+    {NULL}};
+
+static PyGetSetDef handle_getset[] = {
+    {"_callback", (getter)get_callback, NULL, NULL, NULL},
+    {"_args", (getter)get_args, NULL, NULL, NULL},
+    {"_cancelled", (getter)get_cancelled, NULL, NULL, NULL},
+    {"_loop", (getter)get_loop, NULL, NULL, NULL},
+    {"_context", (getter)get_context, NULL, NULL, NULL},
+    {"_repr", (getter)get_repr, NULL, NULL, NULL},
+    {"_source_traceback", (getter)get_source_traceback, (setter)set_source_traceback, NULL, NULL},
+    {NULL}};
+
+PyTypeObject zl_HandleType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "zloopgo.Handle",
+    .tp_doc = "A callback scheduled with call_soon(), as asyncio.Handle.",
+    .tp_basicsize = sizeof(zl_handle),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
+    .tp_dealloc = (destructor)handle_dealloc,
+    .tp_traverse = (traverseproc)handle_traverse,
+    .tp_clear = (inquiry)handle_clear,
+    .tp_repr = (reprfunc)handle_repr,
+    .tp_weaklistoffset = offsetof(zl_handle, weakreflist),
+    .tp_methods = handle_methods,
+    .tp_getset = handle_getset,
+};
+
+/* TimerHandle */
+
+static PyObject *timer_when_obj(zl_handle *h)
+{
+    if (h->when_obj != NULL)
+        return Py_NewRef(h->when_obj);
+    return PyFloat_FromDouble(h->when);
+}
+
+static PyObject *timer_when(zl_handle *h, PyObject *unused) { return timer_when_obj(h); }
+static PyObject *get_when(zl_handle *h, void *c) { return timer_when_obj(h); }
+static PyObject *get_scheduled(zl_handle *h, void *c) { return PyBool_FromLong(h->scheduled); }
+
+static Py_hash_t timer_hash(zl_handle *h)
+{
+    PyObject *w = timer_when_obj(h);
+    if (w == NULL)
+        return -1;
+    Py_hash_t r = PyObject_Hash(w);
+    Py_DECREF(w);
+    return r;
+}
+
+/* asyncio.TimerHandle orders by deadline and is equal to another timer
+ * with the same deadline, callback, arguments and cancelled state. */
+static PyObject *timer_richcompare(zl_handle *a, PyObject *other, int op)
+{
+    if (!PyObject_TypeCheck(other, &zl_TimerHandleType))
+        Py_RETURN_NOTIMPLEMENTED;
+    zl_handle *b = (zl_handle *)other;
+    PyObject *wa = timer_when_obj(a), *wb = timer_when_obj(b), *res = NULL;
+    if (wa == NULL || wb == NULL)
+        goto done;
+    if (op == Py_LT || op == Py_GT) {
+        res = PyObject_RichCompare(wa, wb, op);
+    } else if (op == Py_LE || op == Py_GE) {
+        int lt = PyObject_RichCompareBool(wa, wb, op == Py_LE ? Py_LT : Py_GT);
+        if (lt < 0)
+            goto done;
+        if (lt) {
+            res = Py_NewRef(Py_True);
+            goto done;
+        }
+        res = PyObject_RichCompare((PyObject *)a, other, Py_EQ);
+    } else {
+        PyObject *ta = NULL, *tb = NULL;
+        int eq = PyObject_RichCompareBool(wa, wb, Py_EQ);
+        if (eq > 0)
+            eq = PyObject_RichCompareBool(a->callback ? a->callback : Py_None,
+                                          b->callback ? b->callback : Py_None, Py_EQ);
+        if (eq > 0) {
+            ta = get_args(a, NULL);
+            tb = get_args(b, NULL);
+            eq = (ta && tb) ? PyObject_RichCompareBool(ta, tb, Py_EQ) : -1;
+        }
+        Py_XDECREF(ta);
+        Py_XDECREF(tb);
+        if (eq > 0)
+            eq = a->cancelled == b->cancelled;
+        if (eq >= 0)
+            res = PyBool_FromLong(op == Py_EQ ? eq : !eq);
+    }
+done:
+    Py_XDECREF(wa);
+    Py_XDECREF(wb);
+    return res;
+}
+
+static PyMethodDef timer_methods[] = {
+    {"when", (PyCFunction)timer_when, METH_NOARGS, "The loop time the callback is due at."},
+    {NULL}};
+
+static PyGetSetDef timer_getset[] = {
+    {"_when", (getter)get_when, NULL, NULL, NULL},
+    {"_scheduled", (getter)get_scheduled, NULL, NULL, NULL},
+    {NULL}};
+
+PyTypeObject zl_TimerHandleType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "zloopgo.TimerHandle",
+    .tp_doc = "A callback scheduled with call_later() or call_at(), as asyncio.TimerHandle.",
+    .tp_basicsize = sizeof(zl_handle),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_base = &zl_HandleType,
+    .tp_dealloc = (destructor)handle_dealloc,
+    .tp_traverse = (traverseproc)handle_traverse,
+    .tp_clear = (inquiry)handle_clear,
+    .tp_hash = (hashfunc)timer_hash,
+    .tp_richcompare = (richcmpfunc)timer_richcompare,
+    .tp_methods = timer_methods,
+    .tp_getset = timer_getset,
+};
+
+int zl_handle_types_ready(void)
+{
+    str_callback_error = PyUnicode_InternFromString("_zl_callback_error");
+    if (str_callback_error == NULL)
+        return -1;
+    if (PyType_Ready(&zl_HandleType) < 0 || PyType_Ready(&zl_TimerHandleType) < 0)
+        return -1;
+    return 0;
+}

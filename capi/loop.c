@@ -1,0 +1,773 @@
+/* LoopCore: the native half of zloopgo.Loop. It holds the ready queue, the
+ * timer slots and the descriptor table in C memory that the Go engine
+ * reads (bridge.h), implements the hot methods (call_soon, call_later,
+ * call_at, call_soon_threadsafe, time, stop) without calling Go, and runs
+ * the engine from _zl_run(). It knows the engine only through the
+ * zlgo_* functions and the three callbacks declared in bridge.h. */
+#include "zl.h"
+#include "_cgo_export.h"
+#include <errno.h>
+#include <limits.h>
+#include <time.h>
+#include <unistd.h>
+
+static PyObject *str_debug_schedule; /* "_zl_debug_schedule" */
+static PyObject *str_run_debug;      /* "_zl_run_debug" */
+
+static double monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    /* the same conversion as time.monotonic() and core.Now() */
+    return (double)((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec) / 1e9;
+}
+
+static int check_closed(zl_loop *L)
+{
+    if (L->closed) {
+        PyErr_SetString(PyExc_RuntimeError, "Event loop is closed");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the ready queue ---- */
+
+static int ring_push(zl_loop *L, zl_handle *h) /* steals h */
+{
+    if (L->sh.ready_len == L->ring_cap) {
+        int64_t cap = L->ring_cap * 2;
+        zl_handle **ring = PyMem_Malloc(cap * sizeof(zl_handle *));
+        if (ring == NULL) {
+            Py_DECREF(h);
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (int64_t i = 0; i < L->sh.ready_len; i++)
+            ring[i] = L->ring[(L->ring_head + i) & (L->ring_cap - 1)];
+        PyMem_Free(L->ring);
+        L->ring = ring;
+        L->ring_cap = cap;
+        L->ring_head = 0;
+    }
+    L->ring[(L->ring_head + L->sh.ready_len) & (L->ring_cap - 1)] = h;
+    L->sh.ready_len++;
+    return 0;
+}
+
+static zl_handle *ring_pop(zl_loop *L) /* returns a reference */
+{
+    zl_handle *h = L->ring[L->ring_head];
+    L->ring_head = (L->ring_head + 1) & (L->ring_cap - 1);
+    L->sh.ready_len--;
+    return h;
+}
+
+static void ring_clear(zl_loop *L)
+{
+    while (L->sh.ready_len > 0) {
+        zl_handle *h = ring_pop(L);
+        Py_DECREF(h);
+    }
+}
+
+/* ---- timer slots ---- */
+
+static int slot_alloc(zl_loop *L, zl_handle *h)
+{
+    if (L->slots_free == UINT32_MAX) {
+        uint32_t old = L->slots_cap, cap = old ? old * 2 : 64;
+        zl_timer_slot *slots = PyMem_Realloc(L->sh.slots, cap * sizeof(zl_timer_slot));
+        if (slots == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (uint32_t i = old; i < cap; i++) {
+            slots[i].handle = NULL;
+            slots[i].cancelled = 0;
+            slots[i].next_free = i + 1 < cap ? i + 1 : UINT32_MAX;
+        }
+        L->sh.slots = slots;
+        L->slots_cap = cap;
+        L->slots_free = old;
+    }
+    if (L->sh.new_timers_len == L->new_timers_cap) {
+        int64_t cap = L->new_timers_cap ? L->new_timers_cap * 2 : 64;
+        zl_newtimer *nt = PyMem_Realloc(L->sh.new_timers, cap * sizeof(zl_newtimer));
+        if (nt == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        L->sh.new_timers = nt;
+        L->new_timers_cap = cap;
+    }
+    uint32_t i = L->slots_free;
+    zl_timer_slot *s = &L->sh.slots[i];
+    L->slots_free = s->next_free;
+    s->handle = Py_NewRef((PyObject *)h);
+    s->cancelled = 0;
+    h->slot = i;
+    h->scheduled = 1;
+    L->sh.new_timers[L->sh.new_timers_len++] = (zl_newtimer){h->when, i};
+    return 0;
+}
+
+static void slot_free(zl_loop *L, uint32_t i)
+{
+    zl_timer_slot *s = &L->sh.slots[i];
+    s->handle = NULL;
+    s->cancelled = 0;
+    s->next_free = L->slots_free;
+    L->slots_free = i;
+}
+
+void zl_timer_cancelled(zl_loop *L, zl_handle *h)
+{
+    if (!h->scheduled)
+        return;
+    zl_timer_slot *s = &L->sh.slots[h->slot];
+    PyObject *ref = s->handle;
+    s->handle = NULL;
+    s->cancelled = 1;
+    L->sh.cancelled_timers++;
+    h->scheduled = 0;
+    Py_XDECREF(ref);
+}
+
+/* Drops every timer: on close, with the engine's heap dropped too. */
+static void slots_release_all(zl_loop *L)
+{
+    for (uint32_t i = 0; i < L->slots_cap; i++) {
+        zl_handle *h = L->sh.slots[i].handle;
+        if (h != NULL) {
+            h->scheduled = 0;
+            L->sh.slots[i].handle = NULL;
+            Py_DECREF(h);
+        }
+        L->sh.slots[i].cancelled = 0;
+        L->sh.slots[i].next_free = i + 1 < L->slots_cap ? i + 1 : UINT32_MAX;
+    }
+    L->slots_free = L->slots_cap ? 0 : UINT32_MAX;
+    L->sh.new_timers_len = 0;
+    L->sh.cancelled_timers = 0;
+}
+
+/* ---- scheduling ---- */
+
+/* Parses the keyword-only `context` argument of the call_* methods. */
+static int parse_context(PyObject *kwnames, PyObject *const *kwvalues, const char *method,
+                         PyObject **context)
+{
+    *context = NULL;
+    if (kwnames == NULL)
+        return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        if (!PyUnicode_Check(name) || PyUnicode_CompareWithASCIIString(name, "context") != 0) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%S'",
+                         method, name);
+            return -1;
+        }
+        *context = kwvalues[i];
+    }
+    return 0;
+}
+
+/* In debug mode, asyncio's thread and callback checks and the source
+ * traceback come from zloopgo's Python edge. */
+static int debug_schedule(zl_loop *L, const char *method, PyObject *callback, zl_handle *h)
+{
+    PyObject *name = PyUnicode_FromString(method);
+    if (name == NULL)
+        return -1;
+    PyObject *tb = PyObject_CallMethodObjArgs((PyObject *)L, str_debug_schedule, name, callback, NULL);
+    Py_DECREF(name);
+    if (tb == NULL)
+        return -1;
+    if (h != NULL && tb != Py_None)
+        Py_XSETREF(h->source_traceback, Py_NewRef(tb));
+    Py_DECREF(tb);
+    return 0;
+}
+
+static int check_schedule(zl_loop *L, const char *method, PyObject *callback)
+{
+    if (check_closed(L) < 0)
+        return -1;
+    if (L->debug)
+        return debug_schedule(L, method, callback, NULL);
+    return zl_check_callback(callback, method);
+}
+
+static PyObject *schedule_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames, const char *method)
+{
+    PyObject *context;
+    if (parse_context(kwnames, args + nargs, method, &context) < 0)
+        return NULL;
+    if (nargs < 1) {
+        PyErr_Format(PyExc_TypeError, "%s() missing 1 required positional argument: 'callback'", method);
+        return NULL;
+    }
+    if (check_schedule(L, method, args[0]) < 0)
+        return NULL;
+    zl_handle *h = zl_handle_new(L, &zl_HandleType, args[0], args + 1, nargs - 1, context);
+    if (h == NULL)
+        return NULL;
+    if (L->debug && debug_schedule(L, method, args[0], h) < 0) {
+        Py_DECREF(h);
+        return NULL;
+    }
+    if (ring_push(L, (zl_handle *)Py_NewRef(h)) < 0) {
+        Py_DECREF(h);
+        return NULL;
+    }
+    return (PyObject *)h;
+}
+
+static PyObject *loop_call_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return schedule_soon(L, args, PyVectorcall_NARGS(nargs), kwnames, "call_soon");
+}
+
+static PyObject *loop_call_soon_threadsafe(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                                           PyObject *kwnames)
+{
+    PyObject *h = schedule_soon(L, args, PyVectorcall_NARGS(nargs), kwnames, "call_soon_threadsafe");
+    /* The caller holds the GIL, so the loop thread is either running Python
+     * (it will see the handle) or sleeping in the reactor, which `polling`
+     * tells; only then is the wake-up write needed. */
+    if (h != NULL && atomic_load(&L->polling)) {
+        uint64_t one = 1;
+        ssize_t r = write(L->wakefd, &one, sizeof one);
+        (void)r; /* EAGAIN means a wake-up is already pending */
+    }
+    return h;
+}
+
+static PyObject *schedule_timer(zl_loop *L, double when, PyObject *when_obj, PyObject *const *args,
+                                Py_ssize_t nargs, PyObject *context, const char *method)
+{
+    if (check_schedule(L, method, args[0]) < 0)
+        return NULL;
+    zl_handle *h = zl_handle_new(L, &zl_TimerHandleType, args[0], args + 1, nargs - 1, context);
+    if (h == NULL)
+        return NULL;
+    h->when = when;
+    h->when_obj = Py_XNewRef(when_obj);
+    if (L->debug && debug_schedule(L, method, args[0], h) < 0) {
+        Py_DECREF(h);
+        return NULL;
+    }
+    if (slot_alloc(L, h) < 0) {
+        Py_DECREF(h);
+        return NULL;
+    }
+    return (PyObject *)h;
+}
+
+static PyObject *loop_call_later(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *context;
+    nargs = PyVectorcall_NARGS(nargs);
+    if (parse_context(kwnames, args + nargs, "call_later", &context) < 0)
+        return NULL;
+    if (nargs < 2) {
+        PyErr_SetString(PyExc_TypeError, "call_later() needs a delay and a callback");
+        return NULL;
+    }
+    PyObject *delay = args[0];
+    if (delay == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "delay must not be None");
+        return NULL;
+    }
+    double now = monotonic(), when;
+    PyObject *when_obj = NULL;
+    if (PyFloat_CheckExact(delay)) {
+        when = now + PyFloat_AS_DOUBLE(delay);
+    } else if (PyLong_CheckExact(delay)) {
+        double d = PyLong_AsDouble(delay);
+        if (d == -1.0 && PyErr_Occurred())
+            return NULL;
+        when = now + d;
+    } else {
+        /* anything else is added the way asyncio adds it: loop.time() + delay */
+        PyObject *nowf = PyFloat_FromDouble(now);
+        if (nowf == NULL)
+            return NULL;
+        when_obj = PyNumber_Add(nowf, delay);
+        Py_DECREF(nowf);
+        if (when_obj == NULL)
+            return NULL;
+        when = PyFloat_AsDouble(when_obj);
+        if (when == -1.0 && PyErr_Occurred()) {
+            Py_DECREF(when_obj);
+            return NULL;
+        }
+    }
+    PyObject *h = schedule_timer(L, when, when_obj, args + 1, nargs - 1, context, "call_later");
+    Py_XDECREF(when_obj);
+    return h;
+}
+
+static PyObject *loop_call_at(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *context;
+    nargs = PyVectorcall_NARGS(nargs);
+    if (parse_context(kwnames, args + nargs, "call_at", &context) < 0)
+        return NULL;
+    if (nargs < 2) {
+        PyErr_SetString(PyExc_TypeError, "call_at() needs a time and a callback");
+        return NULL;
+    }
+    if (args[0] == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "when cannot be None");
+        return NULL;
+    }
+    double when = PyFloat_AsDouble(args[0]);
+    if (when == -1.0 && PyErr_Occurred())
+        return NULL;
+    PyObject *when_obj = PyFloat_CheckExact(args[0]) ? NULL : args[0];
+    return schedule_timer(L, when, when_obj, args + 1, nargs - 1, context, "call_at");
+}
+
+static PyObject *loop_time(zl_loop *L, PyObject *unused)
+{
+    return PyFloat_FromDouble(monotonic());
+}
+
+static PyObject *loop_stop(zl_loop *L, PyObject *unused)
+{
+    L->sh.stopping = 1;
+    Py_RETURN_NONE;
+}
+
+/* ---- descriptors ---- */
+
+/* A descriptor argument as a C int (OverflowError beyond int's range). */
+static int as_fd(PyObject *obj)
+{
+    long v = PyLong_AsLong(obj);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (v < INT_MIN || v > INT_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "file descriptor out of range");
+        return -1;
+    }
+    return (int)v;
+}
+
+static int check_fd(int fd)
+{
+    if (fd < 0) {
+        PyErr_Format(PyExc_ValueError, "Invalid file descriptor: %d", fd);
+        return -1;
+    }
+    return 0;
+}
+
+static zl_fdwatch *fd_slot(zl_loop *L, int fd)
+{
+    if (fd >= L->fds_cap) {
+        int cap = L->fds_cap ? L->fds_cap : 64;
+        while (cap <= fd)
+            cap *= 2;
+        zl_fdwatch *fds = PyMem_Realloc(L->fds, cap * sizeof(zl_fdwatch));
+        if (fds == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        memset(fds + L->fds_cap, 0, (cap - L->fds_cap) * sizeof(zl_fdwatch));
+        L->fds = fds;
+        L->fds_cap = cap;
+    }
+    return &L->fds[fd];
+}
+
+static uint32_t watch_mask(zl_fdwatch *w)
+{
+    return (w->reader ? 1u : 0u) | (w->writer ? 2u : 0u);
+}
+
+static int set_watch(zl_loop *L, int fd, uint32_t old, uint32_t new)
+{
+    if (zl_check_not_forked() < 0)
+        return -1;
+    int err = zlgo_watch(L->engine, fd, old, new);
+    if (err != 0) {
+        errno = err;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    return 0;
+}
+
+/* Registers callback(*args) for fd becoming readable (which=0) or
+ * writable (which=1). The registration happens first: if the reactor
+ * refuses the descriptor, nothing changes and OSError is raised. */
+static PyObject *add_watch(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, int which)
+{
+    nargs = PyVectorcall_NARGS(nargs);
+    if (nargs < 2) {
+        PyErr_SetString(PyExc_TypeError, "expected a descriptor and a callback");
+        return NULL;
+    }
+    int fd = as_fd(args[0]);
+    if (fd == -1 && PyErr_Occurred())
+        return NULL;
+    if (check_closed(L) < 0 || check_fd(fd) < 0)
+        return NULL;
+    zl_handle *h = zl_handle_new(L, &zl_HandleType, args[1], args + 2, nargs - 2, NULL);
+    if (h == NULL)
+        return NULL;
+    zl_fdwatch *w = fd_slot(L, fd);
+    if (w == NULL) {
+        Py_DECREF(h);
+        return NULL;
+    }
+    uint32_t old = watch_mask(w);
+    if (set_watch(L, fd, old, old | (1u << which)) < 0) {
+        Py_DECREF(h);
+        return NULL;
+    }
+    zl_handle **place = which ? &w->writer : &w->reader;
+    zl_handle *previous = *place;
+    *place = (zl_handle *)Py_NewRef(h);
+    if (previous != NULL) {
+        zl_handle_cancel(previous);
+        Py_DECREF(previous);
+    }
+    return (PyObject *)h;
+}
+
+static PyObject *remove_watch(zl_loop *L, PyObject *arg, int which)
+{
+    int fd = as_fd(arg);
+    if (fd == -1 && PyErr_Occurred())
+        return NULL;
+    if (L->closed || L->engine == 0)
+        Py_RETURN_FALSE;
+    if (check_fd(fd) < 0)
+        return NULL;
+    if (fd >= L->fds_cap)
+        Py_RETURN_FALSE;
+    zl_fdwatch *w = &L->fds[fd];
+    zl_handle **place = which ? &w->writer : &w->reader;
+    if (*place == NULL)
+        Py_RETURN_FALSE;
+    uint32_t old = watch_mask(w);
+    if (set_watch(L, fd, old, old & ~(1u << which)) < 0)
+        return NULL;
+    zl_handle *h = *place;
+    *place = NULL;
+    zl_handle_cancel(h);
+    Py_DECREF(h);
+    Py_RETURN_TRUE;
+}
+
+static PyObject *loop_add_reader(zl_loop *L, PyObject *const *a, Py_ssize_t n) { return add_watch(L, a, n, 0); }
+static PyObject *loop_add_writer(zl_loop *L, PyObject *const *a, Py_ssize_t n) { return add_watch(L, a, n, 1); }
+static PyObject *loop_remove_reader(zl_loop *L, PyObject *fd) { return remove_watch(L, fd, 0); }
+static PyObject *loop_remove_writer(zl_loop *L, PyObject *fd) { return remove_watch(L, fd, 1); }
+
+/* (reader, writer) handles of fd, or None when it is not watched: what
+ * zloopgo's selector facade reports to asyncio's transports. */
+static PyObject *loop_watch_state(zl_loop *L, PyObject *arg)
+{
+    int fd = as_fd(arg);
+    if (fd == -1 && PyErr_Occurred())
+        return NULL;
+    if (fd < 0 || fd >= L->fds_cap || (L->fds[fd].reader == NULL && L->fds[fd].writer == NULL))
+        Py_RETURN_NONE;
+    zl_fdwatch *w = &L->fds[fd];
+    return Py_BuildValue("(OO)", w->reader ? (PyObject *)w->reader : Py_None,
+                         w->writer ? (PyObject *)w->writer : Py_None);
+}
+
+static void fds_release_all(zl_loop *L)
+{
+    for (int fd = 0; fd < L->fds_cap; fd++) {
+        zl_fdwatch *w = &L->fds[fd];
+        Py_CLEAR(w->reader);
+        Py_CLEAR(w->writer);
+    }
+}
+
+/* A ready descriptor queues its handles, as asyncio's _process_events:
+ * a handle cancelled by its owner is unregistered instead. */
+static void process_event(zl_loop *L, uint64_t fd, uint32_t mask)
+{
+    if (fd >= (uint64_t)L->fds_cap)
+        return; /* removed since the wait began */
+    zl_fdwatch *w = &L->fds[fd];
+    for (int which = 0; which < 2; which++) {
+        zl_handle *h = which ? w->writer : w->reader;
+        if (!(mask & (1u << which)) || h == NULL)
+            continue;
+        if (h->cancelled) {
+            PyObject *fdobj = PyLong_FromUnsignedLongLong(fd);
+            PyObject *r = fdobj ? remove_watch(L, fdobj, which) : NULL;
+            Py_XDECREF(fdobj);
+            Py_XDECREF(r);
+            if (r == NULL)
+                PyErr_WriteUnraisable((PyObject *)L);
+        } else if (ring_push(L, (zl_handle *)Py_NewRef(h)) < 0) {
+            PyErr_WriteUnraisable((PyObject *)L);
+        }
+    }
+}
+
+/* ---- the engine's callbacks (bridge.h) ---- */
+
+void zl_release(void *loop)
+{
+    zl_loop *L = loop;
+    atomic_store(&L->polling, 1);
+    L->saved_tstate = PyEval_SaveThread();
+}
+
+void zl_reacquire(void *loop)
+{
+    zl_loop *L = loop;
+    PyEval_RestoreThread(L->saved_tstate);
+    atomic_store(&L->polling, 0);
+}
+
+int zl_dispatch(void *loop, zl_event *events, int64_t nevents, uint64_t *timers, int64_t ntimers)
+{
+    zl_loop *L = loop;
+    for (int64_t i = 0; i < nevents; i++)
+        process_event(L, events[i].token, events[i].mask);
+    for (int64_t i = 0; i < ntimers; i++) {
+        uint32_t slot = (uint32_t)timers[i];
+        zl_handle *h = L->sh.slots[slot].handle;
+        if (h == NULL) {
+            L->sh.cancelled_timers--;
+        } else {
+            h->scheduled = 0;
+            if (ring_push(L, h) < 0) /* the slot's reference moves to the queue */
+                PyErr_WriteUnraisable((PyObject *)L);
+        }
+        slot_free(L, slot);
+    }
+    /* Due timers are queued before a signal may end the run, so none is lost. */
+    if (PyErr_CheckSignals() < 0)
+        return -1;
+    /* Only what is ready now runs; what these callbacks schedule waits for
+     * the next iteration. */
+    for (int64_t ntodo = L->sh.ready_len; ntodo > 0 && L->sh.ready_len > 0; ntodo--) {
+        zl_handle *h = ring_pop(L);
+        int rc = 0;
+        if (!h->cancelled) {
+            if (L->debug) {
+                PyObject *r = PyObject_CallMethodObjArgs((PyObject *)L, str_run_debug, (PyObject *)h, NULL);
+                rc = r ? 0 : -1;
+                Py_XDECREF(r);
+            } else {
+                rc = zl_handle_run(h);
+            }
+        }
+        Py_DECREF(h);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- running and closing ---- */
+
+static PyObject *loop_run_engine(zl_loop *L, PyObject *unused)
+{
+    if (zl_check_not_forked() < 0 || check_closed(L) < 0)
+        return NULL;
+    if (L->engine == 0) {
+        PyErr_SetString(PyExc_RuntimeError, "Event loop is closed");
+        return NULL;
+    }
+    L->running = 1;
+    int rc = zlgo_engine_run(L->engine);
+    L->running = 0;
+    if (rc == -1)
+        return NULL;
+    if (rc > 0) {
+        errno = rc;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    Py_RETURN_NONE;
+}
+
+static void engine_close(zl_loop *L)
+{
+    if (L->engine == 0)
+        return;
+    ring_clear(L);
+    slots_release_all(L);
+    fds_release_all(L);
+    /* A forked child must not call into the parent's Go runtime: it leaks
+     * the engine's two descriptors instead. */
+    if (!zl_forked_child)
+        zlgo_engine_close(L->engine);
+    L->engine = 0;
+    L->wakefd = -1;
+}
+
+static PyObject *loop_close_engine(zl_loop *L, PyObject *unused)
+{
+    if (L->running) {
+        PyErr_SetString(PyExc_RuntimeError, "Cannot close a running event loop");
+        return NULL;
+    }
+    engine_close(L);
+    Py_RETURN_NONE;
+}
+
+static PyObject *loop_ready_len(zl_loop *L, PyObject *unused)
+{
+    return PyLong_FromLongLong(L->sh.ready_len);
+}
+
+static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    if (zl_check_not_forked() < 0)
+        return NULL;
+    zl_loop *L = (zl_loop *)type->tp_alloc(type, 0);
+    if (L == NULL)
+        return NULL;
+    L->wakefd = -1;
+    L->slots_free = UINT32_MAX;
+    L->ring_cap = 256;
+    L->ring = PyMem_Malloc(L->ring_cap * sizeof(zl_handle *));
+    if (L->ring == NULL) {
+        Py_DECREF(L);
+        return PyErr_NoMemory();
+    }
+    struct timespec res;
+    double resolution = clock_getres(CLOCK_MONOTONIC, &res) == 0 ? res.tv_sec + res.tv_nsec * 1e-9 : 1e-9;
+    int wakefd = -1, err = 0;
+    L->engine = zlgo_engine_new(L, &L->sh, resolution, &wakefd, &err);
+    if (L->engine == 0) {
+        errno = err;
+        PyErr_SetFromErrno(PyExc_OSError);
+        Py_DECREF(L);
+        return NULL;
+    }
+    L->wakefd = wakefd;
+    return (PyObject *)L;
+}
+
+static int loop_traverse(zl_loop *L, visitproc visit, void *arg)
+{
+    for (int64_t i = 0; i < L->sh.ready_len; i++)
+        Py_VISIT(L->ring[(L->ring_head + i) & (L->ring_cap - 1)]);
+    for (uint32_t i = 0; i < L->slots_cap; i++)
+        Py_VISIT(L->sh.slots[i].handle);
+    for (int fd = 0; fd < L->fds_cap; fd++) {
+        Py_VISIT(L->fds[fd].reader);
+        Py_VISIT(L->fds[fd].writer);
+    }
+    return 0;
+}
+
+/* Breaking a reference cycle: handles are released, but timer slots stay
+ * allocated (marked cancelled) while the engine may still hold them. */
+static int loop_clear(zl_loop *L)
+{
+    ring_clear(L);
+    for (uint32_t i = 0; i < L->slots_cap; i++) {
+        zl_handle *h = L->sh.slots[i].handle;
+        if (h != NULL)
+            zl_timer_cancelled(L, h);
+    }
+    fds_release_all(L);
+    return 0;
+}
+
+static void loop_dealloc(zl_loop *L)
+{
+    PyObject_GC_UnTrack(L);
+    loop_clear(L);
+    engine_close(L);
+    PyMem_Free(L->ring);
+    PyMem_Free(L->sh.slots);
+    PyMem_Free(L->sh.new_timers);
+    PyMem_Free(L->fds);
+    Py_TYPE(L)->tp_free((PyObject *)L);
+}
+
+/* _closed, _stopping and _debug are the attributes asyncio.BaseEventLoop
+ * reads and writes; here they are stored where C and the engine see them. */
+static PyObject *get_flag(char *flag) { return PyBool_FromLong(*flag); }
+
+static int set_flag(char *flag, PyObject *v)
+{
+    if (v == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "cannot delete this attribute");
+        return -1;
+    }
+    int b = PyObject_IsTrue(v);
+    if (b < 0)
+        return -1;
+    *flag = (char)b;
+    return 0;
+}
+
+static PyObject *get_closed(zl_loop *L, void *c) { return get_flag(&L->closed); }
+static int set_closed(zl_loop *L, PyObject *v, void *c) { return set_flag(&L->closed, v); }
+static PyObject *get_debug(zl_loop *L, void *c) { return get_flag(&L->debug); }
+static int set_debug(zl_loop *L, PyObject *v, void *c) { return set_flag(&L->debug, v); }
+static PyObject *get_stopping(zl_loop *L, void *c) { return PyBool_FromLong(L->sh.stopping); }
+
+static int set_stopping(zl_loop *L, PyObject *v, void *c)
+{
+    char b;
+    if (set_flag(&b, v) < 0)
+        return -1;
+    L->sh.stopping = b;
+    return 0;
+}
+
+static PyMethodDef loop_methods[] = {
+    {"call_soon", (PyCFunction)(void (*)(void))loop_call_soon, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"call_soon_threadsafe", (PyCFunction)(void (*)(void))loop_call_soon_threadsafe, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"call_later", (PyCFunction)(void (*)(void))loop_call_later, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"call_at", (PyCFunction)(void (*)(void))loop_call_at, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"time", (PyCFunction)loop_time, METH_NOARGS, NULL},
+    {"stop", (PyCFunction)loop_stop, METH_NOARGS, NULL},
+    {"_zl_add_reader", (PyCFunction)(void (*)(void))loop_add_reader, METH_FASTCALL, NULL},
+    {"_zl_add_writer", (PyCFunction)(void (*)(void))loop_add_writer, METH_FASTCALL, NULL},
+    {"_zl_remove_reader", (PyCFunction)loop_remove_reader, METH_O, NULL},
+    {"_zl_remove_writer", (PyCFunction)loop_remove_writer, METH_O, NULL},
+    {"_zl_watch_state", (PyCFunction)loop_watch_state, METH_O, NULL},
+    {"_zl_run", (PyCFunction)loop_run_engine, METH_NOARGS, NULL},
+    {"_zl_close", (PyCFunction)loop_close_engine, METH_NOARGS, NULL},
+    {"_zl_ready_len", (PyCFunction)loop_ready_len, METH_NOARGS, NULL},
+    {NULL}};
+
+static PyGetSetDef loop_getset[] = {
+    {"_closed", (getter)get_closed, (setter)set_closed, NULL, NULL},
+    {"_debug", (getter)get_debug, (setter)set_debug, NULL, NULL},
+    {"_stopping", (getter)get_stopping, (setter)set_stopping, NULL, NULL},
+    {NULL}};
+
+PyTypeObject zl_LoopType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "zloopgo._engine.LoopCore",
+    .tp_doc = "The native core of zloopgo.Loop.",
+    .tp_basicsize = sizeof(zl_loop),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
+    .tp_new = loop_new,
+    .tp_dealloc = (destructor)loop_dealloc,
+    .tp_traverse = (traverseproc)loop_traverse,
+    .tp_clear = (inquiry)loop_clear,
+    .tp_methods = loop_methods,
+    .tp_getset = loop_getset,
+};
+
+int zl_loop_type_ready(void)
+{
+    str_debug_schedule = PyUnicode_InternFromString("_zl_debug_schedule");
+    str_run_debug = PyUnicode_InternFromString("_zl_run_debug");
+    if (str_debug_schedule == NULL || str_run_debug == NULL)
+        return -1;
+    return PyType_Ready(&zl_LoopType);
+}

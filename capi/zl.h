@@ -1,0 +1,89 @@
+/* The adapter's C objects: Loop (the native core of zloopgo.Loop), Handle
+ * and TimerHandle, and the helpers the C files share. Everything that
+ * touches CPython lives in the capi C files; the Go engine sees only bridge.h. */
+#ifndef ZL_H
+#define ZL_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdatomic.h>
+#include "bridge.h"
+
+/* Arguments up to this many are stored inside the handle (no tuple). */
+#define ZL_INLINE_ARGS 3
+
+typedef struct zl_loop zl_loop;
+
+typedef struct {
+    PyObject_HEAD
+    zl_loop *loop;            /* strong reference */
+    PyObject *callback;       /* NULL once cancelled */
+    PyObject *context;
+    PyObject *source_traceback; /* set in debug mode, else NULL */
+    PyObject *cancel_repr;    /* repr saved at cancel() in debug mode */
+    PyObject **args;          /* points at inline_args or a PyMem block */
+    Py_ssize_t nargs;
+    PyObject *inline_args[ZL_INLINE_ARGS];
+    PyObject *weakreflist;
+    char cancelled;
+    char is_timer;
+    char running;             /* its callback is executing */
+    /* TimerHandle only */
+    char scheduled;           /* its slot is held by the engine */
+    double when;
+    PyObject *when_obj;       /* what when() returns (the float asyncio would keep) */
+    uint32_t slot;
+} zl_handle;
+
+/* Reader and writer handles of one descriptor. */
+typedef struct {
+    zl_handle *reader;
+    zl_handle *writer;
+} zl_fdwatch;
+
+struct zl_loop {
+    PyObject_HEAD
+    zl_shared sh;             /* read by the engine; see bridge.h */
+    /* ready queue: a ring of handles, length in sh.ready_len */
+    zl_handle **ring;
+    int64_t ring_cap;         /* a power of two */
+    int64_t ring_head;
+    /* timer slots (sh.slots), their free list, and the new-timer buffer */
+    uint32_t slots_cap;
+    uint32_t slots_free;      /* head of the free list, UINT32_MAX if none */
+    int64_t new_timers_cap;
+    /* descriptors, indexed by fd */
+    zl_fdwatch *fds;
+    int fds_cap;
+    /* state */
+    uintptr_t engine;         /* Go engine id; 0 when closed */
+    int wakefd;
+    atomic_int polling;       /* the loop thread sleeps in the reactor */
+    PyThreadState *saved_tstate;
+    char closed;
+    char debug;
+    char running;             /* inside _zl_run */
+};
+
+extern PyTypeObject zl_LoopType;
+extern PyTypeObject zl_HandleType;
+extern PyTypeObject zl_TimerHandleType;
+
+/* capi/module.c */
+extern int zl_forked_child;    /* set in a child forked after the engine started */
+extern PyObject *zl_repr_hook; /* zloopgo's handle repr function */
+int zl_check_not_forked(void);
+
+/* capi/handle.c */
+zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
+                         PyObject *const *args, Py_ssize_t nargs, PyObject *context);
+int zl_handle_run(zl_handle *h);
+void zl_handle_cancel(zl_handle *h);
+int zl_check_callback(PyObject *callback, const char *method);
+int zl_handle_types_ready(void);
+
+/* capi/loop.c */
+void zl_timer_cancelled(zl_loop *loop, zl_handle *timer);
+int zl_loop_type_ready(void);
+
+#endif

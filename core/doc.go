@@ -1,0 +1,21 @@
+// Package core is zloopgo's event-loop engine: the run-once iteration, the
+// reactor contract and the monotonic clock.
+//
+// It knows nothing of Python, callbacks or cgo. Everything it schedules is an
+// opaque Token chosen by its Host (the CPython adapter in production, fakes in
+// tests). One iteration, in the order asyncio's BaseEventLoop._run_once uses:
+//
+//  1. take the timers the host scheduled since the last iteration;
+//  2. drop cancelled timers (from the top of the heap, or all of them when
+//     more than half the heap is cancelled);
+//  3. pick the poll timeout: zero if the host has ready work, else until the
+//     earliest timer, else forever;
+//  4. wait for descriptor events, with the host's lock (the GIL) released
+//     only if the wait may block;
+//  5. pop the timers that are due;
+//  6. hand events and timer tokens to the host in one call, which runs the
+//     ready callbacks.
+//
+// Step 6 is the only call into the host that crosses into C on every
+// iteration; steps 4's release/reacquire cross only when the wait blocks.
+package core

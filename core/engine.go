@@ -1,0 +1,211 @@
+// The run-once engine: one iteration of the event loop, phase by phase, as
+// listed in doc.go. It owns the timer heap and the reactor; it knows
+// nothing of what a token means.
+package core
+
+import (
+	"errors"
+	"time"
+
+	"github.com/zloopgo/zloopgo/core/timerheap"
+)
+
+// MaxTimeout caps one wait, as asyncio's MAXIMUM_SELECT_TIMEOUT does, so a
+// timer scheduled absurdly far away still lets the loop wake once a day.
+const MaxTimeout = 24 * time.Hour
+
+// compactMin and compactShare decide when cancelled timers are swept from
+// the whole heap rather than only from its top (asyncio's
+// _MIN_SCHEDULED_TIMER_HANDLES and _MIN_CANCELLED_TIMER_HANDLES_FRACTION).
+const (
+	compactMin   = 100
+	compactShare = 0.5
+)
+
+// NewTimer is a timer the host scheduled since the last iteration. Its
+// layout (float64 deadline, 8-byte token) is shared with the C adapter.
+type NewTimer struct {
+	When  float64
+	Token Token
+}
+
+// Host is the embedder's half of an iteration. Every method is called on
+// the loop's thread; only Release, Reacquire and Dispatch may cost a call
+// into foreign code, the others read shared memory.
+type Host interface {
+	// TakeNewTimers returns the timers scheduled since the last call, in
+	// scheduling order, and forgets them; the slice is valid until the next
+	// Host call.
+	TakeNewTimers() []NewTimer
+	// TimerCancelled reports whether the timer tok was cancelled.
+	TimerCancelled(tok Token) bool
+	// CancelledTimers counts cancelled timers whose tokens the host has not
+	// yet been given back through Dispatch.
+	CancelledTimers() int
+	// MustNotBlock reports callbacks waiting to run or a stop request.
+	MustNotBlock() bool
+	// Release is called before a wait that may block (the adapter drops the
+	// GIL); Reacquire right after it.
+	Release()
+	Reacquire()
+	// Dispatch hands over the ready descriptors and the timer tokens the
+	// engine is done with (due timers in firing order, and cancelled ones),
+	// and runs one batch of callbacks. An error ends Run.
+	Dispatch(events []Event, timers []Token) error
+	// Stopping reports a stop request; checked after each iteration.
+	Stopping() bool
+}
+
+// Engine is one event loop's engine.
+type Engine struct {
+	host       Host
+	reactor    Reactor
+	resolution float64
+	timers     timerheap.Heap
+	events     []Event
+	out        []Token // timer tokens handed back in this iteration
+	watched    int     // descriptors registered by the host
+}
+
+// NewEngine opens a reactor for host. resolution is the clock's, in
+// seconds: a timer is due when its deadline is before now + resolution.
+func NewEngine(host Host, resolution float64) (*Engine, error) {
+	r, err := NewReactor()
+	if err != nil {
+		return nil, err
+	}
+	return NewEngineWithReactor(host, r, resolution), nil
+}
+
+// NewEngineWithReactor is NewEngine with a given reactor (tests use fakes).
+func NewEngineWithReactor(host Host, r Reactor, resolution float64) *Engine {
+	return &Engine{host: host, reactor: r, resolution: resolution, events: make([]Event, 256)}
+}
+
+// Reactor gives the host access to descriptor registration.
+func (e *Engine) Reactor() Reactor { return e.reactor }
+
+// Watch records that the host registered (delta 1) or deregistered
+// (delta -1) a descriptor; with none registered, a non-blocking iteration
+// skips the poll system call.
+func (e *Engine) Watch(delta int) { e.watched += delta }
+
+// Run iterates until the host asks to stop or Dispatch fails.
+func (e *Engine) Run() error {
+	for {
+		if err := e.RunOnce(); err != nil {
+			return err
+		}
+		if e.host.Stopping() {
+			return nil
+		}
+	}
+}
+
+// RunOnce runs one iteration.
+func (e *Engine) RunOnce() error {
+	e.out = e.out[:0]
+	e.takeNewTimers()
+	e.dropCancelled()
+	n, err := e.poll(e.timeout())
+	if err != nil {
+		return err
+	}
+	e.popDue()
+	return e.host.Dispatch(e.events[:n], e.out)
+}
+
+func (e *Engine) takeNewTimers() {
+	for _, t := range e.host.TakeNewTimers() {
+		if e.host.TimerCancelled(t.Token) {
+			e.out = append(e.out, t.Token)
+			continue
+		}
+		e.timers.Push(t.When, t.Token)
+	}
+}
+
+// dropCancelled sweeps the whole heap when cancelled timers are the
+// majority, else only pops cancelled timers off the top so that they do
+// not shorten the wait.
+func (e *Engine) dropCancelled() {
+	n := e.timers.Len()
+	// Tokens already in out are cancelled ones the host still counts.
+	cancelled := e.host.CancelledTimers() - len(e.out)
+	if n > compactMin && float64(cancelled) > compactShare*float64(n) {
+		e.out = e.timers.Filter(e.keep, e.out)
+		return
+	}
+	for {
+		top, ok := e.timers.Top()
+		if !ok || !e.host.TimerCancelled(top.Token) {
+			return
+		}
+		e.out = append(e.out, e.timers.Pop().Token)
+	}
+}
+
+func (e *Engine) keep(tok Token) bool { return !e.host.TimerCancelled(tok) }
+
+// timeout follows asyncio: no wait with work ready or a stop pending, a
+// wait until the earliest timer, or an unbounded wait.
+func (e *Engine) timeout() time.Duration {
+	if e.host.MustNotBlock() {
+		return 0
+	}
+	top, ok := e.timers.Top()
+	if !ok {
+		return -1
+	}
+	wait := top.When - Now()
+	if wait <= 0 {
+		return 0
+	}
+	d := time.Duration(wait * float64(time.Second))
+	if d > MaxTimeout || wait > MaxTimeout.Seconds() {
+		return MaxTimeout
+	}
+	return d
+}
+
+// poll waits for descriptor events. A wait that cannot block skips the
+// system call when no descriptor is registered (a cross-thread wake-up
+// needs no poll: its callback is already queued).
+func (e *Engine) poll(timeout time.Duration) (int, error) {
+	if timeout == 0 {
+		if e.watched == 0 {
+			return 0, nil
+		}
+		return e.reactor.Wait(e.events, 0)
+	}
+	e.host.Release()
+	n, err := e.reactor.Wait(e.events, timeout)
+	e.host.Reacquire()
+	if err != nil {
+		return 0, errors.Join(errors.New("zloopgo: waiting for events failed"), err)
+	}
+	return n, nil
+}
+
+func (e *Engine) popDue() {
+	if e.timers.Len() == 0 {
+		return
+	}
+	end := Now() + e.resolution
+	for {
+		top, ok := e.timers.Top()
+		if !ok || top.When >= end {
+			return
+		}
+		e.out = append(e.out, e.timers.Pop().Token)
+	}
+}
+
+// Reset forgets every timer, returning their tokens for the host to
+// release (used when the loop closes).
+func (e *Engine) Reset() []Token {
+	return e.timers.Drain(nil)
+}
+
+// Close releases the reactor.
+func (e *Engine) Close() error { return e.reactor.Close() }

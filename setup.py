@@ -1,0 +1,64 @@
+"""Builds zloopgo's extension module with the Go toolchain.
+
+The module zloopgo._engine is a Go c-shared library (capi/ plus core/),
+named with the interpreter's extension suffix. CPython's symbols are left
+unresolved, to be bound to the interpreter that loads it, as for any
+extension module.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+GO_MIN = (1, 24)
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def find_go():
+    go = shutil.which("go")
+    if go is None:
+        sys.exit(
+            "zloopgo: building needs the Go toolchain (go >= %d.%d) on PATH; "
+            "install it from https://go.dev/dl/ or your system's package manager" % GO_MIN
+        )
+    version = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True).stdout
+    m = re.match(r"go(\d+)\.(\d+)", version.strip())
+    if not m or tuple(map(int, m.groups())) < GO_MIN:
+        sys.exit(
+            "zloopgo: found %r at %s, but building needs go >= %d.%d; "
+            "install a newer Go from https://go.dev/dl/" % (version.strip(), go, *GO_MIN)
+        )
+    return go
+
+
+class GoBuildExt(build_ext):
+    def build_extension(self, ext):
+        go = find_go()
+        out = os.path.abspath(self.get_ext_fullpath(ext.name))
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        env = dict(os.environ)
+        include = sysconfig.get_paths()["include"]
+        env["CGO_ENABLED"] = "1"
+        env["CGO_CFLAGS"] = f"-I{include} -O2 -Wall " + env.get("CGO_CFLAGS", "")
+        if sys.platform == "darwin":
+            env["CGO_LDFLAGS"] = "-undefined dynamic_lookup " + env.get("CGO_LDFLAGS", "")
+        else:
+            env["CGO_LDFLAGS"] = "-Wl,--unresolved-symbols=ignore-all " + env.get("CGO_LDFLAGS", "")
+        cmd = [go, "build", "-buildmode=c-shared", "-trimpath", "-buildvcs=false", "-o", out, "./capi"]
+        print(" ".join(cmd), flush=True)
+        subprocess.check_call(cmd, cwd=HERE, env=env)
+        header = os.path.splitext(out)[0] + ".h"
+        if os.path.exists(header):
+            os.remove(header)
+
+
+setup(
+    ext_modules=[Extension("zloopgo._engine", sources=["capi/module.c"])],
+    cmdclass={"build_ext": GoBuildExt},
+)

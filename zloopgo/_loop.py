@@ -1,0 +1,180 @@
+"""zloopgo.Loop: the asyncio event loop whose scheduler and reactor are native.
+
+The hot paths (call_soon, call_later, call_at, call_soon_threadsafe, time,
+stop, the run loop and descriptor watching) come from the C adapter's
+LoopCore, which drives the Go engine. Everything else (tasks, futures,
+exception handling, executors, async generators, sockets, transports,
+servers, TLS, signals, subprocesses) is asyncio's own code from the Unix
+selector loop, running on top of those primitives. This module knows the
+adapter's Python-facing methods; it knows nothing of Go.
+"""
+
+import selectors
+import sys
+import threading
+from asyncio import base_events, events, format_helpers, unix_events
+
+from . import _engine
+
+_HAS_RUN_FOREVER_SETUP = hasattr(base_events.BaseEventLoop, "_run_forever_setup")
+
+
+class _WatchedDescriptors:
+    """The part of the selectors API asyncio's transports consult (get_key,
+    close), answered from the adapter's descriptor table."""
+
+    def __init__(self, loop):
+        self._loop = loop
+
+    def get_key(self, fileobj):
+        fd = selectors._fileobj_to_fd(fileobj)
+        state = self._loop._zl_watch_state(fd)
+        if state is None:
+            raise KeyError(f"{fileobj!r} is not registered")
+        reader, writer = state
+        mask = (selectors.EVENT_READ if reader is not None else 0) | (
+            selectors.EVENT_WRITE if writer is not None else 0
+        )
+        return selectors.SelectorKey(fileobj, fd, mask, state)
+
+    def close(self):
+        self._loop = None
+
+
+class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
+    """An asyncio event loop run by zloopgo's Go engine."""
+
+    def __init__(self):
+        super().__init__(selector=_WatchedDescriptors(self))
+
+    # ---- running -------------------------------------------------------
+
+    def run_forever(self):
+        """Run until stop() is called."""
+        if _HAS_RUN_FOREVER_SETUP:  # 3.13+
+            try:
+                self._run_forever_setup()
+                self._zl_run()
+            finally:
+                self._run_forever_cleanup()
+            return
+        # 3.10-3.12 keep the same steps inline in BaseEventLoop.run_forever.
+        self._check_closed()
+        self._check_running()
+        self._set_coroutine_origin_tracking(self._debug)
+        old_agen_hooks = sys.get_asyncgen_hooks()
+        try:
+            self._thread_id = threading.get_ident()
+            sys.set_asyncgen_hooks(
+                firstiter=self._asyncgen_firstiter_hook,
+                finalizer=self._asyncgen_finalizer_hook,
+            )
+            events._set_running_loop(self)
+            self._zl_run()
+        finally:
+            self._stopping = False
+            self._thread_id = None
+            events._set_running_loop(None)
+            self._set_coroutine_origin_tracking(False)
+            sys.set_asyncgen_hooks(*old_agen_hooks)
+
+    def close(self):
+        """Close the loop: asyncio's steps, then release the engine."""
+        super().close()
+        self._zl_close()
+
+    # ---- descriptors ---------------------------------------------------
+
+    def _add_reader(self, fd, callback, *args):
+        return self._zl_add_reader(selectors._fileobj_to_fd(fd), callback, *args)
+
+    def _add_writer(self, fd, callback, *args):
+        return self._zl_add_writer(selectors._fileobj_to_fd(fd), callback, *args)
+
+    def _remove_reader(self, fd):
+        if self.is_closed():
+            return False
+        return self._zl_remove_reader(selectors._fileobj_to_fd(fd))
+
+    def _remove_writer(self, fd):
+        if self.is_closed():
+            return False
+        return self._zl_remove_writer(selectors._fileobj_to_fd(fd))
+
+    def _add_callback(self, handle):
+        # asyncio queues handles made outside call_soon (signal handlers)
+        # on BaseEventLoop._ready, which this loop does not run.
+        if not handle._cancelled:
+            self.call_soon(_run_unless_cancelled, handle)
+
+    def _process_events(self, event_list):  # pragma: no cover - never called
+        raise AssertionError("zloopgo dispatches descriptor events natively")
+
+    # ---- hooks the adapter calls (rare paths) --------------------------
+
+    def _zl_callback_error(self, handle, exc):
+        """Report an exception raised by a callback, as Handle._run does."""
+        cb = format_helpers._format_callback_source(
+            handle._callback, handle._args, debug=self.get_debug()
+        )
+        context = {
+            "message": f"Exception in callback {cb}",
+            "exception": exc,
+            "handle": handle,
+        }
+        if handle._source_traceback:
+            context["source_traceback"] = handle._source_traceback
+        self.call_exception_handler(context)
+
+    def _zl_debug_schedule(self, method, callback):
+        """Debug mode's checks for call_* and the handle's source traceback."""
+        if method != "call_soon_threadsafe":
+            self._check_thread()
+        self._check_callback(callback, method)
+        return format_helpers.extract_stack(sys._getframe(1))
+
+    def _zl_run_debug(self, handle):
+        """Run one handle the way asyncio's debug mode does: timed, with
+        slow callbacks logged."""
+        try:
+            self._current_handle = handle
+            t0 = self.time()
+            handle._run()
+            dt = self.time() - t0
+            if dt >= self.slow_callback_duration:
+                base_events.logger.warning(
+                    "Executing %s took %.3f seconds", base_events._format_handle(handle), dt
+                )
+        finally:
+            self._current_handle = None
+
+
+def _run_unless_cancelled(handle):
+    if not handle._cancelled:
+        handle._run()
+
+
+def _handle_repr(handle):
+    """asyncio's Handle/TimerHandle repr for the native handles."""
+    if handle._repr is not None:
+        return handle._repr
+    info = [type(handle).__name__]
+    if handle._cancelled:
+        info.append("cancelled")
+    if isinstance(handle, _engine.TimerHandle):
+        info.insert(1, f"when={handle.when()}")
+    if handle._callback is not None:
+        info.append(
+            format_helpers._format_callback_source(
+                handle._callback, handle._args, debug=handle._loop.get_debug()
+            )
+        )
+    if handle._source_traceback:
+        frame = handle._source_traceback[-1]
+        info.append(f"created at {frame[0]}:{frame[1]}")
+    return "<{}>".format(" ".join(info))
+
+
+_engine.set_repr_hook(_handle_repr)
+
+__all__ = ["Loop"]
