@@ -1,4 +1,4 @@
-"""The smallest end-to-end check: a coroutine runs on a zloopgo loop."""
+"""The smallest end-to-end check: a coroutine runs on each loop."""
 
 import asyncio
 
@@ -11,3 +11,11 @@ def test_run_returns_coroutine_result():
         return type(asyncio.get_running_loop()).__name__
 
     assert zloopgo.run(main()) == "Loop"
+
+
+def test_loop_fixture_runs_both(loop, loop_name):
+    async def main():
+        return asyncio.get_running_loop()
+
+    assert loop.run_until_complete(main()) is loop
+    assert (type(loop).__module__ == "zloopgo._loop") == (loop_name == "zloopgo")

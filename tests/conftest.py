@@ -1,0 +1,56 @@
+"""Dual-run fixtures: every test that takes `loop` (or `loop_factory`) runs
+once on stock asyncio and once on zloopgo, so each proves that zloopgo
+matches asyncio's behaviour.
+
+A test fails if the loop's exception handler is called and the test did
+not say it expected that (uvloop's test base does the same): read
+`loop_errors` to take the contexts the handler received.
+"""
+
+import asyncio
+
+import pytest
+
+import zloopgo
+
+FACTORIES = {
+    "asyncio": asyncio.SelectorEventLoop,
+    "zloopgo": zloopgo.new_event_loop,
+}
+
+
+@pytest.fixture(params=sorted(FACTORIES))
+def loop_name(request):
+    return request.param
+
+
+@pytest.fixture
+def loop_factory(loop_name):
+    return FACTORIES[loop_name]
+
+
+@pytest.fixture
+def loop_errors():
+    """Exception-handler contexts the test expects; the test must read them."""
+    return []
+
+
+@pytest.fixture
+def loop(loop_factory, loop_errors, request):
+    lp = loop_factory()
+    unexpected = []
+    expecting = "loop_errors" in request.fixturenames
+
+    def handler(_loop, context):
+        (loop_errors if expecting else unexpected).append(context)
+
+    lp.set_exception_handler(handler)
+    try:
+        yield lp
+    finally:
+        if not lp.is_closed():
+            if not lp.is_running():
+                lp.run_until_complete(lp.shutdown_asyncgens())
+            lp.close()
+        asyncio.set_event_loop(None)
+    assert not unexpected, f"unexpected exception handler calls: {unexpected}"
