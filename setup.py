@@ -50,12 +50,17 @@ class GoBuildExt(build_ext):
             env["CGO_LDFLAGS"] = "-undefined dynamic_lookup " + env.get("CGO_LDFLAGS", "")
         else:
             env["CGO_LDFLAGS"] = "-Wl,--unresolved-symbols=ignore-all " + env.get("CGO_LDFLAGS", "")
-        cmd = [go, "build", "-buildmode=c-shared", "-trimpath", "-buildvcs=false", "-o", out, "./capi"]
+        # Build beside the target and rename: a process that has the old
+        # module mapped keeps it intact instead of seeing it truncated.
+        tmp = out + ".building"
+        cmd = [go, "build", "-buildmode=c-shared", "-trimpath", "-buildvcs=false", "-o", tmp, "./capi"]
         print(" ".join(cmd), flush=True)
         subprocess.check_call(cmd, cwd=HERE, env=env)
-        header = os.path.splitext(out)[0] + ".h"
-        if os.path.exists(header):
-            os.remove(header)
+        os.replace(tmp, out)
+        header = tmp[: -len(".building")] + ".h"
+        for h in (os.path.splitext(tmp)[0] + ".h", header):
+            if os.path.exists(h):
+                os.remove(h)
 
 
 setup(
