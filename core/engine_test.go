@@ -1,0 +1,573 @@
+// Tests of the run-once engine against a fake host and a fake reactor: no
+// descriptors, no Python, no real waiting. Deadlines are small offsets from
+// Now(), so a test never depends on how fast the machine is beyond a few
+// hundred milliseconds of slack.
+package core_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zloopgo/zloopgo/core"
+)
+
+// fakeHost records every call the engine makes and plays the adapter's part
+// in the cancelled-timer bookkeeping: a cancelled timer counts until its
+// token comes back through Dispatch.
+type fakeHost struct {
+	t          *testing.T
+	log        *[]string // shared with the reactor, to check call order
+	pending    []core.NewTimer
+	taken      []core.NewTimer // the slice last returned by TakeNewTimers
+	cancelled  map[core.Token]bool
+	returned   map[core.Token]int // how often each token came back
+	ready      bool
+	stopping   bool
+	stopAfter  int // if > 0, Stopping turns true after that many Dispatch calls
+	failAt     int // if > 0, the failAt-th Dispatch returns errDispatch
+	dispatches []dispatchCall
+}
+
+type dispatchCall struct {
+	events []core.Event
+	timers []core.Token
+}
+
+var errDispatch = errors.New("fake dispatch failure")
+
+func newFakeHost(t *testing.T) *fakeHost {
+	return &fakeHost{
+		t:         t,
+		log:       new([]string),
+		cancelled: map[core.Token]bool{},
+		returned:  map[core.Token]int{},
+	}
+}
+
+// schedule queues a timer for the next iteration, as loop.call_at does.
+func (h *fakeHost) schedule(when float64, tok core.Token) {
+	h.pending = append(h.pending, core.NewTimer{When: when, Token: tok})
+}
+
+// cancel marks tok cancelled, as TimerHandle.cancel does.
+func (h *fakeHost) cancel(tok core.Token) { h.cancelled[tok] = true }
+
+// clobberTaken overwrites the slice TakeNewTimers last returned, as the
+// adapter's buffer is overwritten once callbacks schedule new timers: the
+// engine must have copied what it needs before then.
+func (h *fakeHost) clobberTaken() {
+	for i := range h.taken {
+		h.taken[i] = core.NewTimer{When: math.Inf(-1), Token: 0xdead}
+	}
+	h.taken = nil
+}
+
+func (h *fakeHost) TakeNewTimers() []core.NewTimer {
+	*h.log = append(*h.log, "take")
+	h.clobberTaken()
+	h.taken = h.pending
+	h.pending = nil
+	return h.taken
+}
+
+func (h *fakeHost) TimerCancelled(tok core.Token) bool { return h.cancelled[tok] }
+
+func (h *fakeHost) CancelledTimers() int {
+	n := 0
+	for tok := range h.cancelled {
+		if h.returned[tok] == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func (h *fakeHost) MustNotBlock() bool { return h.ready || h.stopping }
+func (h *fakeHost) Release()           { *h.log = append(*h.log, "release") }
+func (h *fakeHost) Reacquire()         { *h.log = append(*h.log, "reacquire") }
+func (h *fakeHost) Stopping() bool     { return h.stopping }
+
+func (h *fakeHost) Dispatch(events []core.Event, timers []core.Token) error {
+	*h.log = append(*h.log, "dispatch")
+	h.clobberTaken()
+	for _, tok := range timers {
+		h.returned[tok]++
+		if h.returned[tok] > 1 {
+			h.t.Errorf("token %#x handed back %d times", tok, h.returned[tok])
+		}
+	}
+	h.dispatches = append(h.dispatches, dispatchCall{slices.Clone(events), slices.Clone(timers)})
+	if h.stopAfter > 0 && len(h.dispatches) >= h.stopAfter {
+		h.stopping = true
+	}
+	if h.failAt > 0 && len(h.dispatches) == h.failAt {
+		return errDispatch
+	}
+	return nil
+}
+
+// last is the most recent Dispatch call.
+func (h *fakeHost) last() dispatchCall {
+	h.t.Helper()
+	if len(h.dispatches) == 0 {
+		h.t.Fatal("Dispatch was never called")
+	}
+	return h.dispatches[len(h.dispatches)-1]
+}
+
+// fakeReactor hands out scripted event batches and records each Wait.
+type fakeReactor struct {
+	log      *[]string
+	script   [][]core.Event
+	timeouts []time.Duration
+	waitErr  error
+	closed   bool
+}
+
+func (r *fakeReactor) Register(int, core.Token, core.Interest) error   { return nil }
+func (r *fakeReactor) Reregister(int, core.Token, core.Interest) error { return nil }
+func (r *fakeReactor) Deregister(int) error                            { return nil }
+func (r *fakeReactor) WakeFD() int                                     { return -1 }
+func (r *fakeReactor) Close() error                                    { r.closed = true; return nil }
+
+func (r *fakeReactor) Wait(events []core.Event, timeout time.Duration) (int, error) {
+	*r.log = append(*r.log, fmt.Sprintf("wait(%v)", timeout))
+	r.timeouts = append(r.timeouts, timeout)
+	if r.waitErr != nil {
+		return 0, r.waitErr
+	}
+	if len(r.script) == 0 {
+		return 0, nil
+	}
+	batch := r.script[0]
+	r.script = r.script[1:]
+	return copy(events, batch), nil
+}
+
+// waits is how many times Wait was called.
+func (r *fakeReactor) waits() int { return len(r.timeouts) }
+
+// lastTimeout is the timeout of the most recent Wait.
+func (r *fakeReactor) lastTimeout(t *testing.T) time.Duration {
+	t.Helper()
+	if len(r.timeouts) == 0 {
+		t.Fatal("Wait was never called")
+	}
+	return r.timeouts[len(r.timeouts)-1]
+}
+
+// setup builds an engine over fakes. resolution is 1ns: due means "in the
+// past", so tests control dueness through deadlines alone.
+func setup(t *testing.T) (*core.Engine, *fakeHost, *fakeReactor) {
+	h := newFakeHost(t)
+	r := &fakeReactor{log: h.log}
+	return core.NewEngineWithReactor(h, r, 1e-9), h, r
+}
+
+func runOnce(t *testing.T, e *core.Engine) {
+	t.Helper()
+	if err := e.RunOnce(); err != nil {
+		t.Fatalf("RunOnce: %v", err)
+	}
+}
+
+func TestDueTimersComeBackInDeadlineThenPushOrder(t *testing.T) {
+	e, h, _ := setup(t)
+	now := core.Now()
+	h.schedule(now-0.001, 1)
+	h.schedule(now-0.002, 2)
+	h.schedule(now-0.001, 3)
+	h.schedule(now-0.002, 4)
+	h.schedule(now+100, 5) // not due
+	h.schedule(math.NaN(), 6)
+	runOnce(t, e)
+	if got, want := h.last().timers, []core.Token{6, 2, 4, 1, 3}; !slices.Equal(got, want) {
+		t.Fatalf("timers handed back %v, want %v", got, want)
+	}
+	runOnce(t, e)
+	if got := h.last().timers; len(got) != 0 {
+		t.Fatalf("second iteration handed back %v, want nothing", got)
+	}
+}
+
+func TestTimerComesBackOnceItsDeadlinePasses(t *testing.T) {
+	e, h, _ := setup(t)
+	h.schedule(core.Now()+0.03, 7)
+	runOnce(t, e)
+	if got := h.last().timers; len(got) != 0 {
+		t.Fatalf("timer handed back %v before its deadline", got)
+	}
+	time.Sleep(40 * time.Millisecond)
+	runOnce(t, e)
+	if got := h.last().timers; !slices.Equal(got, []core.Token{7}) {
+		t.Fatalf("timers handed back %v, want [7]", got)
+	}
+}
+
+func TestResolutionMakesNearTimersDue(t *testing.T) {
+	h := newFakeHost(t)
+	e := core.NewEngineWithReactor(h, &fakeReactor{log: h.log}, 1.0)
+	h.schedule(core.Now()+0.5, 1)
+	h.schedule(core.Now()+5, 2)
+	runOnce(t, e)
+	if got := h.last().timers; !slices.Equal(got, []core.Token{1}) {
+		t.Fatalf("timers handed back %v, want [1] (within one resolution)", got)
+	}
+}
+
+func TestTimerCancelledBeforeDrainComesBackAndDoesNotBlock(t *testing.T) {
+	e, h, r := setup(t)
+	h.schedule(core.Now()+0.001, 1) // would make the wait short
+	h.schedule(core.Now()-1, 2)     // would make it zero
+	h.cancel(1)
+	h.cancel(2)
+	runOnce(t, e)
+	if got := h.last().timers; !slices.Equal(got, []core.Token{1, 2}) {
+		t.Fatalf("timers handed back %v, want [1 2]", got)
+	}
+	if got := r.lastTimeout(t); got != -1 {
+		t.Fatalf("timeout %v with only cancelled timers, want -1", got)
+	}
+	if h.CancelledTimers() != 0 {
+		t.Fatalf("host still counts %d cancelled timers", h.CancelledTimers())
+	}
+}
+
+func TestTimerCancelledAtHeapTopComesBackAndDoesNotBlock(t *testing.T) {
+	e, h, r := setup(t)
+	now := core.Now()
+	h.schedule(now+1, 1)
+	h.schedule(now+10, 2)
+	runOnce(t, e)
+	h.cancel(1)
+	runOnce(t, e)
+	if got := h.last().timers; !slices.Equal(got, []core.Token{1}) {
+		t.Fatalf("timers handed back %v, want [1]", got)
+	}
+	if got := r.lastTimeout(t); got < 9*time.Second || got > 10*time.Second {
+		t.Fatalf("timeout %v, want about 10s (the live timer)", got)
+	}
+}
+
+func TestCancelledTimerBelowTopComesBackWhenItReachesTop(t *testing.T) {
+	e, h, r := setup(t)
+	now := core.Now()
+	h.schedule(now+0.02, 1)
+	h.schedule(now+0.03, 2)
+	h.schedule(now+10, 3)
+	runOnce(t, e)
+	h.cancel(2)
+	time.Sleep(35 * time.Millisecond)
+	// Timer 1 is due; timer 2 is both due and cancelled: whichever path
+	// takes it, it comes back once, and the wait is for timer 3.
+	for i := 0; i < 3; i++ {
+		runOnce(t, e)
+	}
+	if h.returned[1] != 1 || h.returned[2] != 1 || h.returned[3] != 0 {
+		t.Fatalf("tokens handed back %v, want 1 and 2 once, 3 never", h.returned)
+	}
+	if got := r.lastTimeout(t); got < 9*time.Second || got > 10*time.Second {
+		t.Fatalf("timeout %v, want about 10s", got)
+	}
+}
+
+// scheduleMany puts n live timers 10s+ away into the engine's heap.
+func scheduleMany(t *testing.T, e *core.Engine, h *fakeHost, n int) {
+	now := core.Now()
+	for i := 0; i < n; i++ {
+		h.schedule(now+10+float64(i), core.Token(i))
+	}
+	runOnce(t, e)
+}
+
+func TestCompactionSweepsCancelledTimersFromTheWholeHeap(t *testing.T) {
+	e, h, r := setup(t)
+	scheduleMany(t, e, h, 200)
+	for tok := core.Token(1); tok <= 101; tok++ { // not the top (0)
+		h.cancel(tok)
+	}
+	runOnce(t, e)
+	got := slices.Clone(h.last().timers)
+	slices.Sort(got)
+	if len(got) != 101 || got[0] != 1 || got[100] != 101 {
+		t.Fatalf("compaction handed back %d tokens (%v...), want 1..101", len(got), got[:min(5, len(got))])
+	}
+	if got := r.lastTimeout(t); got < 9*time.Second || got > 10*time.Second {
+		t.Fatalf("timeout %v, want about 10s", got)
+	}
+	// The live ones are intact: Reset returns exactly them.
+	rest := e.Reset()
+	if len(rest) != 99 {
+		t.Fatalf("Reset returned %d tokens, want 99 live ones", len(rest))
+	}
+	for _, tok := range rest {
+		if h.cancelled[tok] {
+			t.Fatalf("Reset returned cancelled token %d: compaction kept it", tok)
+		}
+	}
+}
+
+func TestNoCompactionAtOrBelowTheThresholds(t *testing.T) {
+	cases := []struct {
+		name      string
+		timers    int
+		cancelled int
+	}{
+		{"100 timers, 99 cancelled", 100, 99},
+		{"200 timers, exactly half cancelled", 200, 100},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e, h, _ := setup(t)
+			scheduleMany(t, e, h, c.timers)
+			for tok := 1; tok <= c.cancelled; tok++ {
+				h.cancel(core.Token(tok))
+			}
+			runOnce(t, e)
+			if got := h.last().timers; len(got) != 0 {
+				t.Fatalf("handed back %d cancelled timers below the top, want none", len(got))
+			}
+		})
+	}
+}
+
+// Cancelled timers handed back at drain time are still counted by the host
+// during that iteration; they must not push the heap over the compaction
+// threshold.
+func TestNewCancelledTimersDoNotTriggerCompaction(t *testing.T) {
+	e, h, _ := setup(t)
+	scheduleMany(t, e, h, 200)
+	for tok := core.Token(1); tok <= 90; tok++ {
+		h.cancel(tok)
+	}
+	for i := 0; i < 30; i++ {
+		tok := core.Token(1000 + i)
+		h.schedule(core.Now()+5, tok)
+		h.cancel(tok)
+	}
+	runOnce(t, e)
+	got := h.last().timers
+	if len(got) != 30 {
+		t.Fatalf("handed back %d tokens, want the 30 new cancelled ones only", len(got))
+	}
+	for _, tok := range got {
+		if tok < 1000 {
+			t.Fatalf("handed back heap token %d: compacted with 90/200 cancelled", tok)
+		}
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	cases := []struct {
+		name     string
+		ready    bool
+		stopping bool
+		when     []float64 // offsets from Now(); NaN and ±Inf are absolute
+		lo, hi   time.Duration
+	}{
+		{name: "no timers", lo: -1, hi: -1},
+		{name: "ready work", ready: true, when: []float64{10}, lo: 0, hi: 0},
+		{name: "stop pending", stopping: true, when: []float64{10}, lo: 0, hi: 0},
+		{name: "earliest timer", when: []float64{5, 0.5, 2}, lo: 400 * time.Millisecond, hi: 500 * time.Millisecond},
+		{name: "past timer", when: []float64{-1}, lo: 0, hi: 0},
+		{name: "NaN timer", when: []float64{math.NaN(), 5}, lo: 0, hi: 0},
+		{name: "two days", when: []float64{2 * 86400}, lo: core.MaxTimeout, hi: core.MaxTimeout},
+		{name: "1e300 seconds", when: []float64{1e300}, lo: core.MaxTimeout, hi: core.MaxTimeout},
+		{name: "+Inf", when: []float64{math.Inf(1)}, lo: core.MaxTimeout, hi: core.MaxTimeout},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e, h, r := setup(t)
+			e.Watch(1) // so that a zero timeout still reaches Wait
+			h.ready, h.stopping = c.ready, c.stopping
+			now := core.Now()
+			for i, w := range c.when {
+				if !math.IsNaN(w) && !math.IsInf(w, 0) {
+					w += now
+				}
+				h.schedule(w, core.Token(i))
+			}
+			runOnce(t, e)
+			if got := r.lastTimeout(t); got < c.lo || got > c.hi {
+				t.Fatalf("timeout %v, want in [%v, %v]", got, c.lo, c.hi)
+			}
+		})
+	}
+}
+
+func TestReleaseAndReacquireWrapOnlyABlockingWait(t *testing.T) {
+	e, h, _ := setup(t)
+	e.Watch(1)
+
+	h.schedule(core.Now()+10, 1)
+	runOnce(t, e)
+	want := []string{"take", "release", "wait(", "reacquire", "dispatch"}
+	checkLog(t, *h.log, want)
+
+	*h.log = nil
+	h.ready = true
+	runOnce(t, e)
+	checkLog(t, *h.log, []string{"take", "wait(0s)", "dispatch"})
+
+	*h.log = nil
+	h.ready = false
+	e.Reset()
+	runOnce(t, e)
+	checkLog(t, *h.log, []string{"take", "release", "wait(-1ns)", "reacquire", "dispatch"})
+}
+
+// checkLog requires log to match want entry by entry, each entry by prefix.
+func checkLog(t *testing.T, log, want []string) {
+	t.Helper()
+	ok := len(log) == len(want)
+	for i := 0; ok && i < len(want); i++ {
+		ok = strings.HasPrefix(log[i], want[i])
+	}
+	if !ok {
+		t.Fatalf("calls %q, want %q", log, want)
+	}
+}
+
+func TestZeroTimeoutSkipsWaitWithoutDescriptors(t *testing.T) {
+	e, h, r := setup(t)
+	h.ready = true
+	runOnce(t, e)
+	if r.waits() != 0 {
+		t.Fatalf("Wait called %d times with nothing watched and work ready", r.waits())
+	}
+	checkLog(t, *h.log, []string{"take", "dispatch"})
+
+	e.Watch(1)
+	runOnce(t, e)
+	if r.waits() != 1 || r.lastTimeout(t) != 0 {
+		t.Fatalf("with one descriptor watched: %d waits, timeouts %v; want one of 0", r.waits(), r.timeouts)
+	}
+
+	e.Watch(-1)
+	runOnce(t, e)
+	if r.waits() != 1 {
+		t.Fatalf("Wait called again after the descriptor was unwatched")
+	}
+}
+
+func TestBlockingWaitHappensWithoutDescriptors(t *testing.T) {
+	// A cross-thread wake-up must still be able to end the wait.
+	e, h, r := setup(t)
+	h.schedule(core.Now()+1, 1)
+	runOnce(t, e)
+	if r.waits() != 1 {
+		t.Fatalf("Wait called %d times for a timed wait, want 1", r.waits())
+	}
+}
+
+func TestEventsReachDispatchUnchanged(t *testing.T) {
+	e, h, r := setup(t)
+	e.Watch(1)
+	h.ready = true
+	batch := []core.Event{
+		{Token: 3, Mask: core.Readable},
+		{Token: 1 << 40, Mask: core.Writable},
+		{Token: 5, Mask: core.Readable | core.Writable},
+	}
+	r.script = [][]core.Event{batch, nil}
+	runOnce(t, e)
+	if got := h.last().events; !slices.Equal(got, batch) {
+		t.Fatalf("Dispatch got events %v, want %v", got, batch)
+	}
+	runOnce(t, e)
+	if got := h.last().events; len(got) != 0 {
+		t.Fatalf("Dispatch got stale events %v", got)
+	}
+}
+
+func TestDispatchErrorEndsRun(t *testing.T) {
+	e, h, _ := setup(t)
+	h.ready = true
+	h.failAt = 3
+	if err := e.Run(); !errors.Is(err, errDispatch) {
+		t.Fatalf("Run returned %v, want the Dispatch error", err)
+	}
+	if len(h.dispatches) != 3 {
+		t.Fatalf("Dispatch called %d times, want 3", len(h.dispatches))
+	}
+}
+
+func TestWaitErrorEndsRunWithoutDispatch(t *testing.T) {
+	for _, ready := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ready=%v", ready), func(t *testing.T) {
+			e, h, r := setup(t)
+			e.Watch(1)
+			h.ready = ready
+			r.waitErr = errors.New("epoll_wait: EBADF")
+			if err := e.Run(); !errors.Is(err, r.waitErr) {
+				t.Fatalf("Run returned %v, want the wait error", err)
+			}
+			if len(h.dispatches) != 0 {
+				t.Fatalf("Dispatch called after a failed wait")
+			}
+			if !ready {
+				checkLog(t, *h.log, []string{"take", "release", "wait(", "reacquire"})
+			}
+		})
+	}
+}
+
+func TestStoppingEndsRunAfterOneIteration(t *testing.T) {
+	e, h, _ := setup(t)
+	h.stopping = true
+	if err := e.Run(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(h.dispatches) != 1 {
+		t.Fatalf("Dispatch called %d times, want 1", len(h.dispatches))
+	}
+}
+
+func TestStopRequestedDuringDispatchEndsRun(t *testing.T) {
+	e, h, _ := setup(t)
+	h.ready = true
+	h.stopAfter = 4
+	if err := e.Run(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(h.dispatches) != 4 {
+		t.Fatalf("Dispatch called %d times, want 4", len(h.dispatches))
+	}
+}
+
+func TestResetReturnsEveryToken(t *testing.T) {
+	e, h, r := setup(t)
+	now := core.Now()
+	for tok := core.Token(10); tok < 15; tok++ {
+		h.schedule(now+10+float64(tok), tok)
+	}
+	runOnce(t, e)
+	h.cancel(13) // below the top: still in the heap
+	got := e.Reset()
+	slices.Sort(got)
+	if want := []core.Token{10, 11, 12, 13, 14}; !slices.Equal(got, want) {
+		t.Fatalf("Reset returned %v, want %v", got, want)
+	}
+	if again := e.Reset(); len(again) != 0 {
+		t.Fatalf("second Reset returned %v", again)
+	}
+	runOnce(t, e)
+	if got := r.lastTimeout(t); got != -1 {
+		t.Fatalf("timeout %v after Reset, want -1", got)
+	}
+}
+
+func TestCloseClosesTheReactor(t *testing.T) {
+	e, _, r := setup(t)
+	if err := e.Close(); err != nil || !r.closed {
+		t.Fatalf("Close: err %v, reactor closed %v", err, r.closed)
+	}
+	if e.Reactor() != core.Reactor(r) {
+		t.Fatal("Reactor() is not the reactor the engine was built with")
+	}
+}
