@@ -10,6 +10,7 @@ adapter's Python-facing methods; it knows nothing of Go.
 """
 
 import selectors
+import signal
 import sys
 import threading
 from asyncio import base_events, events, format_helpers, unix_events
@@ -54,7 +55,7 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
         if _HAS_RUN_FOREVER_SETUP:  # 3.13+
             try:
                 self._run_forever_setup()
-                self._zl_run()
+                self._run_engine()
             finally:
                 self._run_forever_cleanup()
             return
@@ -70,13 +71,31 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
                 finalizer=self._asyncgen_finalizer_hook,
             )
             events._set_running_loop(self)
-            self._zl_run()
+            self._run_engine()
         finally:
             self._stopping = False
             self._thread_id = None
             events._set_running_loop(None)
             self._set_coroutine_origin_tracking(False)
             sys.set_asyncgen_hooks(*old_agen_hooks)
+
+    def _run_engine(self):
+        # A signal delivered to one of the Go runtime's threads instead of
+        # the loop thread would not interrupt the wait: Python's handler
+        # then only writes to the wakeup fd. So on the main thread the
+        # loop's self-pipe is the wakeup fd while it runs, and the wait
+        # ends for any signal (SIGINT gives KeyboardInterrupt at once).
+        old_wakeup_fd = None
+        if threading.current_thread() is threading.main_thread():
+            try:
+                old_wakeup_fd = signal.set_wakeup_fd(self._csock.fileno())
+            except ValueError:
+                old_wakeup_fd = None
+        try:
+            self._zl_run()
+        finally:
+            if old_wakeup_fd is not None and old_wakeup_fd != self._csock.fileno():
+                signal.set_wakeup_fd(old_wakeup_fd)
 
     def close(self):
         """Close the loop: asyncio's steps, then release the engine."""
