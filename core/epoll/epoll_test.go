@@ -1,0 +1,378 @@
+// Tests of the epoll backend against real pipes and eventfds.
+package epoll
+
+import (
+	"encoding/binary"
+	"errors"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func newPoller(t *testing.T) *Poller {
+	t.Helper()
+	p, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// fds tracks the descriptors one test opened, so that cleanup closes each
+// still-open one exactly once and never a number the test closed and the
+// process reused.
+type fds map[int]bool
+
+func newFDs(t *testing.T) fds {
+	m := fds{}
+	t.Cleanup(func() {
+		for fd, open := range m {
+			if open {
+				unix.Close(fd)
+			}
+		}
+	})
+	return m
+}
+
+// pipe opens a non-blocking pipe.
+func (m fds) pipe(t *testing.T) (r, w int) {
+	t.Helper()
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		t.Fatal(err)
+	}
+	m[p[0]], m[p[1]] = true, true
+	return p[0], p[1]
+}
+
+func (m fds) close(fd int) {
+	if m[fd] {
+		m[fd] = false
+		unix.Close(fd)
+	}
+}
+
+func write(t *testing.T, fd int) {
+	t.Helper()
+	if _, err := unix.Write(fd, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wait runs one Wait and returns the reported events by token.
+func wait(t *testing.T, p *Poller, timeout time.Duration) map[uint64]uint32 {
+	t.Helper()
+	n, err := p.Wait(64, timeout)
+	if err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	got := map[uint64]uint32{}
+	for i := 0; i < n; i++ {
+		tok, mask := p.Event(i)
+		if tok == wakeToken {
+			t.Fatal("the waker's token was reported")
+		}
+		if _, dup := got[tok]; dup {
+			t.Fatalf("token %#x reported twice", tok)
+		}
+		got[tok] = mask
+	}
+	return got
+}
+
+func expect(t *testing.T, got map[uint64]uint32, want map[uint64]uint32) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+	for tok, mask := range want {
+		if got[tok] != mask {
+			t.Fatalf("events %v, want %v", got, want)
+		}
+	}
+}
+
+const bigToken = 1<<40 | 7 // both halves of the 64-bit user data in use
+
+func TestReadableAfterWrite(t *testing.T) {
+	p := newPoller(t)
+	fd := newFDs(t)
+	r, w := fd.pipe(t)
+	if err := p.Register(r, bigToken, readable); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, wait(t, p, 0), nil)
+	write(t, w)
+	expect(t, wait(t, p, 0), map[uint64]uint32{bigToken: readable})
+	// Level-triggered: still readable until drained.
+	expect(t, wait(t, p, 0), map[uint64]uint32{bigToken: readable})
+}
+
+func TestWritable(t *testing.T) {
+	p := newPoller(t)
+	fd := newFDs(t)
+	_, w := fd.pipe(t)
+	if err := p.Register(w, 5, writable); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, wait(t, p, 0), map[uint64]uint32{5: writable})
+}
+
+func TestRegisterTwiceFails(t *testing.T) {
+	p := newPoller(t)
+	fd := newFDs(t)
+	r, _ := fd.pipe(t)
+	if err := p.Register(r, 1, readable); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Register(r, 1, readable); !errors.Is(err, unix.EEXIST) {
+		t.Fatalf("second Register: %v, want EEXIST", err)
+	}
+}
+
+func TestReregisterChangesInterestAndToken(t *testing.T) {
+	p := newPoller(t)
+	fd := newFDs(t)
+	_, w := fd.pipe(t)
+	if err := p.Register(w, 1, readable); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, wait(t, p, 0), nil) // a write end is never readable
+	if err := p.Reregister(w, 2, writable); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, wait(t, p, 0), map[uint64]uint32{2: writable})
+	if err := p.Reregister(w, 3, readable); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, wait(t, p, 0), nil)
+	if err := p.Reregister(w, 4, readable|writable); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, wait(t, p, 0), map[uint64]uint32{4: writable})
+}
+
+// epoll forgets a descriptor when its file is closed; a new file that gets
+// the same number is unknown to it, and MOD fails with ENOENT.
+func TestReregisterOnReusedDescriptorAdds(t *testing.T) {
+	p := newPoller(t)
+	fd := newFDs(t)
+	r1, _ := fd.pipe(t)
+	if err := p.Register(r1, 1, readable); err != nil {
+		t.Fatal(err)
+	}
+	r2, w2 := fd.pipe(t)
+	// Put a different pipe's read end under r1's number; dup3 closes the
+	// old file, which drops its epoll registration.
+	if err := unix.Dup3(r2, r1, unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN}
+	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_MOD, r1, &ev); !errors.Is(err, unix.ENOENT) {
+		t.Fatalf("precondition: EPOLL_CTL_MOD on the reused number gave %v, want ENOENT", err)
+	}
+	if err := p.Reregister(r1, 9, readable); err != nil {
+		t.Fatalf("Reregister on a reused descriptor: %v", err)
+	}
+	write(t, w2)
+	expect(t, wait(t, p, 0), map[uint64]uint32{9: readable})
+}
+
+func TestDeregister(t *testing.T) {
+	p := newPoller(t)
+	fd := newFDs(t)
+	r, w := fd.pipe(t)
+	if err := p.Register(r, 1, readable); err != nil {
+		t.Fatal(err)
+	}
+	write(t, w)
+	if err := p.Deregister(r); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, wait(t, p, 0), nil)
+	// Never registered (epoll says ENOENT): not an error either.
+	if err := p.Deregister(w); err != nil {
+		t.Fatalf("Deregister of an unwatched descriptor: %v", err)
+	}
+}
+
+func TestDeregisterClosedDescriptorIsNotAnError(t *testing.T) {
+	p := newPoller(t)
+	fd := newFDs(t)
+	r, _ := fd.pipe(t)
+	if err := p.Register(r, 1, readable); err != nil {
+		t.Fatal(err)
+	}
+	fd.close(r)
+	if err := p.Deregister(r); err != nil {
+		t.Fatalf("Deregister after close: %v", err)
+	}
+}
+
+func TestZeroTimeoutReturnsAtOnce(t *testing.T) {
+	p := newPoller(t)
+	fd := newFDs(t)
+	r, _ := fd.pipe(t)
+	if err := p.Register(r, 1, readable); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	n, err := p.Wait(16, 0)
+	if err != nil || n != 0 {
+		t.Fatalf("Wait(0): %d events, %v", n, err)
+	}
+	if d := time.Since(start); d > 50*time.Millisecond {
+		t.Fatalf("Wait(0) took %v", d)
+	}
+}
+
+func TestTimedWaitWaits(t *testing.T) {
+	p := newPoller(t)
+	for _, timeout := range []time.Duration{20 * time.Millisecond, 100 * time.Microsecond} {
+		start := time.Now()
+		n, err := p.Wait(16, timeout)
+		d := time.Since(start)
+		if err != nil || n != 0 {
+			t.Fatalf("Wait(%v): %d events, %v", timeout, n, err)
+		}
+		// A sub-millisecond wait rounds up to 1ms rather than down to a poll.
+		min := max(timeout, time.Millisecond) * 9 / 10
+		if d < min || d > timeout+time.Second {
+			t.Fatalf("Wait(%v) returned after %v", timeout, d)
+		}
+	}
+}
+
+// blockedWait starts Wait(-1) in a goroutine and returns its result channel.
+func blockedWait(p *Poller) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		n, err := p.Wait(16, -1)
+		if err == nil && n != 0 {
+			err = errors.New("a wake-up reported events")
+		}
+		done <- err
+	}()
+	return done
+}
+
+func awaitWake(t *testing.T, done <-chan error) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Wait(-1) was not woken")
+	}
+}
+
+func TestWakeEndsABlockedWait(t *testing.T) {
+	p := newPoller(t)
+	done := blockedWait(p)
+	time.Sleep(20 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("Wait(-1) returned before the wake-up: %v", err)
+	default:
+	}
+	if err := p.Wake(); err != nil {
+		t.Fatal(err)
+	}
+	awaitWake(t, done)
+}
+
+func TestWritingWakeFDEndsABlockedWait(t *testing.T) {
+	p := newPoller(t)
+	done := blockedWait(p)
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		var b [8]byte
+		binary.NativeEndian.PutUint64(b[:], 1)
+		unix.Write(p.WakeFD(), b[:])
+	}()
+	awaitWake(t, done)
+}
+
+func TestWakeIsConsumedAndNeverReported(t *testing.T) {
+	p := newPoller(t)
+	fd := newFDs(t)
+	r, w := fd.pipe(t)
+	if err := p.Register(r, 3, readable); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ { // wake-ups coalesce
+		if err := p.Wake(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, w)
+	expect(t, wait(t, p, 0), map[uint64]uint32{3: readable})
+	if err := p.Deregister(r); err != nil {
+		t.Fatal(err)
+	}
+	// The eventfd was drained: a timed wait now waits.
+	start := time.Now()
+	expect(t, wait(t, p, 30*time.Millisecond), nil)
+	if d := time.Since(start); d < 25*time.Millisecond {
+		t.Fatalf("wait after a consumed wake-up returned after %v", d)
+	}
+}
+
+// asyncio's EpollSelector wakes both readers and writers on EPOLLHUP and
+// EPOLLERR so that whichever callback is waiting sees the error.
+func TestHangUpAndErrorReportBothBits(t *testing.T) {
+	p := newPoller(t)
+	fd := newFDs(t)
+	r1, w1 := fd.pipe(t)
+	r2, w2 := fd.pipe(t)
+	if err := p.Register(r1, 1, readable); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Register(w2, 2, writable); err != nil {
+		t.Fatal(err)
+	}
+	fd.close(w1) // r1 sees EPOLLHUP
+	fd.close(r2) // w2 sees EPOLLERR
+	expect(t, wait(t, p, 0), map[uint64]uint32{1: readable | writable, 2: readable | writable})
+}
+
+func TestManyEventsGrowTheBuffer(t *testing.T) {
+	p := newPoller(t)
+	fd := newFDs(t)
+	const n = 150 // more than the initial buffer of 128
+	for i := 0; i < n; i++ {
+		_, w := fd.pipe(t)
+		if err := p.Register(w, uint64(i), writable); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := p.Wait(256, 0)
+	if err != nil || got != n {
+		t.Fatalf("Wait(256): %d events, %v; want %d", got, err, n)
+	}
+	got, err = p.Wait(10, 0)
+	if err != nil || got != 10 {
+		t.Fatalf("Wait(10): %d events, %v; want 10", got, err)
+	}
+}
+
+func TestCloseReleasesDescriptors(t *testing.T) {
+	p, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	epfd, wakefd := p.epfd, p.WakeFD()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range []int{epfd, wakefd} {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); !errors.Is(err, unix.EBADF) {
+			t.Errorf("descriptor %d still open after Close (fcntl: %v)", fd, err)
+		}
+	}
+}
