@@ -1,0 +1,196 @@
+"""Garbage collection: handles, timers and loops are released, and the
+reference cycles a loop and its callbacks form are collectable. Run on
+stock asyncio and on zloopgo."""
+
+import asyncio
+import gc
+import os
+import warnings
+import weakref
+
+
+class Holder:
+    """An object holding the loop, whose bound method is a callback."""
+
+    def __init__(self, loop):
+        self.loop = loop
+        self.handles = []
+
+    def method(self, *args):
+        pass
+
+
+class Arg:
+    """A weak-referenceable argument."""
+
+
+def run_one_iteration(loop):
+    loop.call_soon(loop.stop)
+    loop.run_forever()
+
+
+def collect():
+    for _ in range(3):
+        gc.collect()
+
+
+def test_ready_handle_cycle_collectable(loop_factory):
+    # loop -> ready queue -> handle -> bound method -> holder -> loop
+    lp = loop_factory()
+    holder = Holder(lp)
+    holder.handles.append(lp.call_soon(holder.method, Arg()))
+    wr_holder, wr_loop = weakref.ref(holder), weakref.ref(lp)
+    wr_handle = weakref.ref(holder.handles[0])
+    del holder, lp
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)  # the loop is left unclosed
+        collect()
+    assert wr_holder() is None
+    assert wr_handle() is None
+    assert wr_loop() is None
+
+
+def test_timer_handle_cycle_collectable(loop_factory):
+    lp = loop_factory()
+    holder = Holder(lp)
+    holder.handles.append(lp.call_later(3600, holder.method))
+    holder.handles.append(lp.call_at(lp.time() + 7200, holder.method))
+    lp.run_until_complete(asyncio.sleep(0))  # the engine now holds the timers
+    wr_holder, wr_loop = weakref.ref(holder), weakref.ref(lp)
+    del holder, lp
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        collect()
+    assert wr_holder() is None
+    assert wr_loop() is None
+
+
+def test_reader_handle_cycle_collectable(loop_factory):
+    r, w = os.pipe()
+    try:
+        lp = loop_factory()
+        holder = Holder(lp)
+        lp.add_reader(r, holder.method)
+        lp.add_writer(w, holder.method)
+        wr_holder, wr_loop = weakref.ref(holder), weakref.ref(lp)
+        del holder, lp
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            collect()
+        assert wr_holder() is None
+        assert wr_loop() is None
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_closed_loop_collectable(loop_factory):
+    lp = loop_factory()
+
+    async def main():
+        await asyncio.sleep(0.001)
+        return asyncio.get_running_loop()
+
+    assert lp.run_until_complete(main()) is lp
+    holder = Holder(lp)
+    lp.call_soon(holder.method)
+    lp.call_later(100, holder.method)
+    lp.close()
+    wr_loop, wr_holder = weakref.ref(lp), weakref.ref(holder)
+    del lp, holder
+    collect()
+    assert wr_loop() is None
+    assert wr_holder() is None
+
+
+def test_closing_releases_pending_callbacks(loop):
+    # No cycle through the callbacks: closing alone must drop them.
+    args = [Arg() for _ in range(3)]
+    refs = [weakref.ref(a) for a in args]
+    loop.call_soon(print, args[0])
+    loop.call_later(100, print, args[1])
+    loop.call_at(loop.time() + 100, print, args[2])
+    del args
+    loop.close()
+    assert [r() for r in refs] == [None, None, None]
+
+
+def test_cancelled_timer_releases_arguments_at_once(loop):
+    arg = Arg()
+    wr = weakref.ref(arg)
+    h = loop.call_later(3600, print, arg)
+    del arg
+    assert wr() is not None  # held by the scheduled handle
+    h.cancel()
+    assert wr() is None  # released by cancel(), before any iteration
+    assert h.cancelled()
+
+
+def test_cancelled_timers_released_after_one_iteration(loop):
+    args = [Arg() for _ in range(1000)]
+    arg_refs = [weakref.ref(a) for a in args]
+    handles = [loop.call_later(3600 + i, print, a) for i, a in enumerate(args)]
+    run_one_iteration(loop)  # the timers reach the engine's heap
+    handle_refs = [weakref.ref(h) for h in handles]
+    for h in handles:
+        h.cancel()
+    del args, handles, h
+    run_one_iteration(loop)
+    assert all(r() is None for r in arg_refs)
+    assert all(r() is None for r in handle_refs)
+
+
+def test_cancelled_timers_before_first_iteration_released(loop):
+    handles = [loop.call_later(3600, print) for _ in range(10)]
+    refs = [weakref.ref(h) for h in handles]
+    for h in handles:
+        h.cancel()
+    del handles, h
+    run_one_iteration(loop)
+    assert all(r() is None for r in refs)
+
+
+def test_fired_timer_and_handle_released(loop):
+    arg = Arg()
+    wr_arg = weakref.ref(arg)
+    got = []
+    h = loop.call_later(0.001, got.append, arg)
+    s = loop.call_soon(got.append, arg)
+    wr_h, wr_s = weakref.ref(h), weakref.ref(s)
+    del arg, h, s
+    loop.run_until_complete(asyncio.sleep(0.01))
+    assert len(got) == 2
+    del got
+    assert wr_h() is None and wr_s() is None
+    assert wr_arg() is None
+
+
+def test_removed_reader_releases_callback(loop):
+    r, w = os.pipe()
+    try:
+        arg = Arg()
+        wr = weakref.ref(arg)
+        loop.add_reader(r, print, arg)
+        del arg
+        assert wr() is not None
+        assert loop.remove_reader(r)
+        assert wr() is None
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_finished_tasks_released(loop):
+    async def job(a):
+        await asyncio.sleep(0)
+        return type(a).__name__
+
+    async def main(a):
+        return await asyncio.gather(*(job(a) for _ in range(10)))
+
+    arg = Arg()
+    wr = weakref.ref(arg)
+    assert loop.run_until_complete(main(arg)) == ["Arg"] * 10
+    del arg
+    collect()
+    assert wr() is None
