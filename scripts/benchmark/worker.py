@@ -1,0 +1,145 @@
+"""One measured sample in a fresh interpreter.
+
+    python -m benchmark.worker LOOP WORKLOAD SIZE
+    python -m benchmark.worker --probe LOOP
+    python -m benchmark.worker --provenance
+
+prints one line `BENCH-RESULT {json}` on stdout. Set ZL_BENCH_GC=off to
+disable the cyclic GC in the sample (explanatory runs only).
+ZL_BENCH_FAULT=LOOP:WORKLOAD:{hang,crash,raise,miscount} injects a fault
+into matching samples, to check that the harness records failures.
+"""
+
+import gc
+import json
+import os
+import sys
+
+MARK = "BENCH-RESULT "
+
+
+def make_loop(name):
+    if name == "asyncio":
+        import asyncio
+
+        return asyncio.SelectorEventLoop()
+    if name == "uvloop":
+        import uvloop
+
+        return uvloop.new_event_loop()
+    if name == "zloopgo":
+        import zloopgo
+
+        return zloopgo.new_event_loop()
+    if name == "rsloop":
+        import rsloop
+
+        return rsloop.new_event_loop()
+    raise SystemExit(f"unknown loop {name!r}")
+
+
+def _emit(obj):
+    sys.stdout.write(MARK + json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def _version(dist):
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def probe(name):
+    loop = make_loop(name)
+    loop.call_soon(loop.stop)
+    loop.run_forever()
+    kind = f"{type(loop).__module__}.{type(loop).__qualname__}"
+    loop.close()
+    _emit({"loop": name, "class": kind, "version": _version(name) if name != "asyncio" else None})
+
+
+def provenance():
+    import platform
+
+    info = {
+        "python": sys.version.replace("\n", " "),
+        "python_executable": sys.executable,
+        "platform": platform.platform(),
+        "kernel": platform.release(),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "gc_enabled_default": gc.isenabled(),
+        "gc_threshold": gc.get_threshold(),
+        "packages": {d: _version(d) for d in ("zloopgo", "uvloop", "rsloop")},
+    }
+    try:
+        import zloopgo
+
+        info["zloopgo_build_info"] = zloopgo.build_info()
+    except Exception as exc:  # recorded, not hidden
+        info["zloopgo_build_info"] = {"error": repr(exc)}
+    _emit(info)
+
+
+def sample(loop_name, workload_name, size):
+    from . import workloads
+
+    if workload_name == workloads.FLOOR.name:
+        wl, loop = workloads.FLOOR, None
+    else:
+        wl = workloads.WORKLOADS[workload_name]
+        loop = make_loop(loop_name)
+        import asyncio
+
+        asyncio.set_event_loop(loop)
+    if os.environ.get("ZL_BENCH_GC", "on") == "off":
+        gc.disable()
+    gc_on = gc.isenabled()
+    fault = os.environ.get("ZL_BENCH_FAULT", "")  # harness self-test: LOOP:WORKLOAD:KIND
+    if fault.startswith(f"{loop_name}:{workload_name}:"):
+        _inject(fault.rsplit(":", 1)[1])
+    seconds, counter, checks, extra = wl.func(loop, size)
+    if fault == f"{loop_name}:{workload_name}:miscount":
+        counter -= 1
+    if loop is not None:
+        loop.close()
+    _emit(
+        {
+            "seconds": seconds,
+            "counter": counter,
+            "checks": checks,
+            "extra": extra,
+            "gc": gc_on,
+            "pid": os.getpid(),
+        }
+    )
+
+
+def _inject(kind):
+    if kind == "hang":
+        import time
+
+        time.sleep(3600)
+    elif kind == "crash":
+        import signal
+
+        os.kill(os.getpid(), signal.SIGSEGV)
+    elif kind == "raise":
+        raise RuntimeError("injected failure")
+
+
+def main(argv):
+    if argv[:1] == ["--probe"]:
+        probe(argv[1])
+    elif argv[:1] == ["--provenance"]:
+        provenance()
+    else:
+        loop_name, workload_name, size = argv
+        sample(loop_name, workload_name, int(size))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
