@@ -1,0 +1,321 @@
+"""Handle / TimerHandle API, dual-run against asyncio.events.Handle and
+TimerHandle: cancel(), cancelled(), get_context(), repr, and the release
+of the callback and its arguments."""
+
+import asyncio
+import contextlib
+import contextvars
+import gc
+import sys
+import weakref
+
+import pytest
+
+import zloopgo
+
+VAR = contextvars.ContextVar("VAR", default="unset")
+
+SCHEDULERS = ["call_soon", "call_soon_threadsafe", "call_later", "call_at"]
+
+
+def run_once(loop):
+    loop.stop()
+    loop.run_forever()
+
+
+def schedule(loop, method, callback, *args, **kwargs):
+    if method in ("call_soon", "call_soon_threadsafe"):
+        return getattr(loop, method)(callback, *args, **kwargs)
+    if method == "call_later":
+        return loop.call_later(0, callback, *args, **kwargs)
+    return loop.call_at(loop.time(), callback, *args, **kwargs)
+
+
+@contextlib.contextmanager
+def zloop():
+    lp = zloopgo.new_event_loop()
+    try:
+        yield lp
+    finally:
+        lp.close()
+
+
+class Token:
+    """A weak-referenceable argument."""
+
+
+class CallbackObject:
+    """A weak-referenceable callable."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, *args):
+        self.calls += 1
+
+
+def my_named_callback(*args):
+    pass
+
+
+# ---- cancel / cancelled ---------------------------------------------------
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
+def test_cancelled_handle_does_not_run(loop, method):
+    out = []
+    h = schedule(loop, method, out.append, 1)
+    assert h.cancelled() is False
+    h.cancel()
+    assert h.cancelled() is True
+    run_once(loop)
+    assert out == []
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
+def test_cancel_twice(loop, method):
+    h = schedule(loop, method, my_named_callback)
+    h.cancel()
+    h.cancel()
+    assert h.cancelled()
+    run_once(loop)
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
+def test_handle_not_cancelled_after_running(loop, method):
+    out = []
+    h = schedule(loop, method, out.append, 1)
+    run_once(loop)
+    assert out == [1]
+    assert h.cancelled() is False
+    h.cancel()  # too late, but allowed
+    assert h.cancelled() is True
+
+
+def test_cancel_earlier_handle_in_same_batch(loop):
+    out = []
+    victim = None
+
+    def killer():
+        out.append("killer")
+        victim.cancel()
+
+    loop.call_soon(killer)
+    victim = loop.call_soon(out.append, "victim")
+    loop.call_soon(out.append, "after")
+    run_once(loop)
+    assert out == ["killer", "after"]
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
+def test_handle_cancels_itself_while_running(loop, method):
+    box = {}
+    token = Token()
+    ref = weakref.ref(token)
+
+    def cb(arg):
+        box["h"].cancel()
+        box["cancelled_inside"] = box["h"].cancelled()
+        box["arg_alive_inside"] = arg is ref()
+
+    box["h"] = schedule(loop, method, cb, token)
+    del token
+    run_once(loop)
+    assert box["cancelled_inside"] is True
+    assert box["arg_alive_inside"] is True
+    assert box["h"].cancelled()
+    assert ref() is None  # the cancelled handle released its argument
+
+
+def test_timer_handle_has_when_plain_handle_does_not(loop):
+    h = loop.call_soon(my_named_callback)
+    t = loop.call_later(10, my_named_callback)
+    assert not hasattr(h, "when")
+    assert isinstance(t.when(), float)
+    h.cancel()
+    t.cancel()
+
+
+# ---- get_context ----------------------------------------------------------
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="Handle.get_context() is new in 3.12")
+@pytest.mark.parametrize("method", SCHEDULERS)
+def test_get_context_explicit(loop, method):
+    ctx = contextvars.Context()
+    h = schedule(loop, method, my_named_callback, context=ctx)
+    assert h.get_context() is ctx
+    h.cancel()
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="Handle.get_context() is new in 3.12")
+@pytest.mark.parametrize("method", SCHEDULERS)
+def test_get_context_copied(loop, method):
+    token = VAR.set("captured")
+    try:
+        h = schedule(loop, method, my_named_callback)
+    finally:
+        VAR.reset(token)
+    ctx = h.get_context()
+    assert isinstance(ctx, contextvars.Context)
+    assert ctx[VAR] == "captured"
+    assert ctx is not contextvars.copy_context()
+    h.cancel()
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
+def test_zloopgo_get_context_on_every_version(method):
+    with zloop() as lp:
+        ctx = contextvars.Context()
+        h = schedule(lp, method, my_named_callback, context=ctx)
+        assert h.get_context() is ctx
+        token = VAR.set("captured")
+        try:
+            h2 = schedule(lp, method, my_named_callback)
+        finally:
+            VAR.reset(token)
+        assert h2.get_context()[VAR] == "captured"
+        h.cancel()
+        h2.cancel()
+
+
+# ---- repr -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
+def test_repr_names_the_callback(loop, method):
+    h = schedule(loop, method, my_named_callback, 1, "two")
+    r = repr(h)
+    kind = "TimerHandle" if method in ("call_later", "call_at") else "Handle"
+    assert r.startswith(f"<{kind} ")
+    # arguments are shown up to 3.12; 3.13+ shows them in debug mode only
+    assert "my_named_callback(" in r
+    assert "cancelled" not in r
+    if kind == "TimerHandle":
+        assert f"when={h.when()}" in r
+    h.cancel()
+    r = repr(h)
+    assert r.startswith(f"<{kind} ")
+    assert "cancelled" in r
+    assert "my_named_callback" not in r  # the callback was released
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
+def test_repr_in_debug_mode_keeps_callback_after_cancel(loop, method):
+    # asyncio: Handle.cancel() sets _cancelled, then (debug) saves repr(self)
+    # so the saved repr says 'cancelled' and still names the callback.
+    loop.set_debug(True)
+    h = schedule(loop, method, my_named_callback, 5)
+    r = repr(h)
+    assert "my_named_callback(5)" in r
+    assert "created at " in r
+    h.cancel()
+    r = repr(h)
+    assert "my_named_callback(5)" in r
+    assert "cancelled" in r
+
+
+def test_repr_of_partial_and_method(loop):
+    import functools
+
+    class Thing:
+        def method(self):
+            pass
+
+    h1 = loop.call_soon(functools.partial(my_named_callback, 1), 2)
+    h2 = loop.call_soon(Thing().method)
+    assert "my_named_callback(" in repr(h1)
+    assert "Thing.method(" in repr(h2)
+    h1.cancel()
+    h2.cancel()
+
+
+# ---- references are released ----------------------------------------------
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
+@pytest.mark.parametrize("nargs", [1, 5])
+def test_cancel_releases_arguments_without_gc(loop, method, nargs):
+    tokens = [Token() for _ in range(nargs)]
+    refs = [weakref.ref(t) for t in tokens]
+    h = schedule(loop, method, my_named_callback, *tokens)
+    del tokens
+    assert all(r() is not None for r in refs)  # the queued handle holds them
+    h.cancel()
+    assert all(r() is None for r in refs)  # released at cancel, no gc needed
+    assert h.cancelled()
+    run_once(loop)
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
+def test_cancel_releases_callback(loop, method):
+    cb = CallbackObject()
+    ref = weakref.ref(cb)
+    h = schedule(loop, method, cb)
+    del cb
+    assert ref() is not None
+    h.cancel()
+    assert ref() is None
+    run_once(loop)
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
+def test_cancel_releases_arguments_in_a_cycle_with_gc(loop, method):
+    token = Token()
+    token.self = token  # a cycle: only the collector frees it
+    ref = weakref.ref(token)
+    h = schedule(loop, method, my_named_callback, token)
+    del token
+    h.cancel()
+    gc.collect()
+    assert ref() is None
+    run_once(loop)
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
+@pytest.mark.parametrize("nargs", [1, 5])
+def test_run_handle_releases_references(loop, method, nargs):
+    cb = CallbackObject()
+    cb_ref = weakref.ref(cb)
+    tokens = [Token() for _ in range(nargs)]
+    refs = [weakref.ref(t) for t in tokens]
+    schedule(loop, method, cb, *tokens)  # the handle is not kept
+    del tokens
+    calls = cb
+    del cb
+    assert all(r() is not None for r in refs)
+    run_once(loop)
+    assert calls.calls == 1
+    del calls
+    assert cb_ref() is None
+    assert all(r() is None for r in refs)
+
+
+def test_run_handle_releases_references_after_an_exception(loop, loop_errors):
+    token = Token()
+    ref = weakref.ref(token)
+
+    def boom(arg):
+        raise ValueError("boom")
+
+    loop.call_soon(boom, token)
+    del token
+    run_once(loop)
+    assert len(loop_errors) == 1
+    loop_errors.clear()  # the context holds the handle, and so the argument
+    gc.collect()
+    assert ref() is None
+
+
+def test_cancelled_timer_is_released_by_the_loop(loop):
+    # A cancelled TimerHandle's callback and args are dropped at cancel();
+    # the loop forgets the cancelled timer by the time the deadline passes.
+    out = []
+    token = Token()
+    ref = weakref.ref(token)
+    h = loop.call_later(0.005, out.append, token)
+    del token
+    h.cancel()
+    assert ref() is None
+    loop.run_until_complete(asyncio.sleep(0.02))
+    assert out == []
