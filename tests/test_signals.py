@@ -1,0 +1,363 @@
+"""Signals on stock asyncio and on zloopgo: add_signal_handler delivery
+while the loop sleeps in the poller, removal, argument checks, and SIGINT
+(KeyboardInterrupt) out of a blocked loop. Tests that could hang or kill
+the interpreter on failure run in a subprocess."""
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="Unix signals")
+
+FACTORIES = {
+    "asyncio": "asyncio.SelectorEventLoop",
+    "zloopgo": "zloopgo.new_event_loop",
+}
+
+
+def run_script(loop_name, body, timeout=30):
+    code = (
+        "import asyncio, os, signal, sys, threading, time\n"
+        "import zloopgo\n"
+        f"factory = {FACTORIES[loop_name]}\n" + textwrap.dedent(body)
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def check(proc, *expected_lines):
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    lines = proc.stdout.splitlines()
+    for line in expected_lines:
+        assert line in lines, f"missing {line!r} in\n{proc.stdout}\n{proc.stderr}"
+
+
+@pytest.fixture
+def sigusr1_restored():
+    old = signal.getsignal(signal.SIGUSR1)
+    yield
+    signal.signal(signal.SIGUSR1, old)
+
+
+def test_signal_delivered_while_blocked_on_long_timer(loop, sigusr1_restored):
+    got = loop.create_future()
+    loop.add_signal_handler(signal.SIGUSR1, lambda *a: got.done() or got.set_result(a), "x", 1)
+    far = loop.call_later(60, lambda: None)
+
+    def sender():
+        time.sleep(0.05)  # the loop is waiting for the 60 s timer
+        os.kill(os.getpid(), signal.SIGUSR1)
+
+    t = threading.Thread(target=sender)
+    t.start()
+    t0 = time.monotonic()
+    try:
+        assert loop.run_until_complete(asyncio.wait_for(got, 10)) == ("x", 1)
+    finally:
+        t.join(10)
+        far.cancel()
+        assert loop.remove_signal_handler(signal.SIGUSR1)
+    assert time.monotonic() - t0 < 10  # liveness: not the 60 s timer
+
+
+def test_signal_sent_from_callback(loop, sigusr1_restored):
+    calls = []
+    got = loop.create_future()
+
+    def handler():
+        calls.append(threading.get_ident())
+        if not got.done():
+            got.set_result(None)
+
+    loop.add_signal_handler(signal.SIGUSR1, handler)
+    loop.call_later(0.01, os.kill, os.getpid(), signal.SIGUSR1)
+    try:
+        loop.run_until_complete(asyncio.wait_for(got, 10))
+    finally:
+        loop.remove_signal_handler(signal.SIGUSR1)
+    # the handler runs as a loop callback, on the loop's thread
+    assert calls == [threading.get_ident()]
+
+
+def test_signal_handler_repeated_delivery(loop, sigusr1_restored):
+    count = 0
+    done = loop.create_future()
+
+    def handler():
+        nonlocal count
+        count += 1
+        if count == 3:
+            done.set_result(None)
+        else:
+            loop.call_later(0.005, os.kill, os.getpid(), signal.SIGUSR1)
+
+    loop.add_signal_handler(signal.SIGUSR1, handler)
+    loop.call_soon(os.kill, os.getpid(), signal.SIGUSR1)
+    try:
+        loop.run_until_complete(asyncio.wait_for(done, 10))
+    finally:
+        loop.remove_signal_handler(signal.SIGUSR1)
+    assert count == 3
+
+
+def test_signal_handler_exception_goes_to_handler(loop, loop_errors, sigusr1_restored):
+    done = loop.create_future()
+
+    def handler():
+        loop.call_soon(done.set_result, None)
+        raise ValueError("in signal handler")
+
+    loop.add_signal_handler(signal.SIGUSR1, handler)
+    loop.call_soon(os.kill, os.getpid(), signal.SIGUSR1)
+    try:
+        loop.run_until_complete(asyncio.wait_for(done, 10))
+    finally:
+        loop.remove_signal_handler(signal.SIGUSR1)
+    assert len(loop_errors) == 1
+    assert isinstance(loop_errors[0]["exception"], ValueError)
+
+
+def test_replaced_signal_handler(loop, sigusr1_restored):
+    calls = []
+    done = loop.create_future()
+    loop.add_signal_handler(signal.SIGUSR1, calls.append, "old")
+
+    def new():
+        calls.append("new")
+        done.set_result(None)
+
+    loop.add_signal_handler(signal.SIGUSR1, new)
+    loop.call_soon(os.kill, os.getpid(), signal.SIGUSR1)
+    try:
+        loop.run_until_complete(asyncio.wait_for(done, 10))
+    finally:
+        loop.remove_signal_handler(signal.SIGUSR1)
+    assert calls == ["new"]
+
+
+def test_remove_signal_handler(loop, sigusr1_restored):
+    assert loop.remove_signal_handler(signal.SIGUSR1) is False
+    loop.add_signal_handler(signal.SIGUSR1, lambda: None)
+    assert signal.getsignal(signal.SIGUSR1) not in (signal.SIG_DFL, signal.SIG_IGN)
+    assert loop.remove_signal_handler(signal.SIGUSR1) is True
+    assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL
+    assert loop.remove_signal_handler(signal.SIGUSR1) is False
+    # with no handler left, the wake-up descriptor is unset again
+    assert signal.set_wakeup_fd(-1) == -1
+
+
+def test_close_removes_signal_handlers(loop_factory, sigusr1_restored):
+    lp = loop_factory()
+    lp.add_signal_handler(signal.SIGUSR1, lambda: None)
+    lp.close()
+    assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL
+    assert signal.set_wakeup_fd(-1) == -1
+
+
+def test_invalid_signal_value_error(loop):
+    for sig in (0, -1, signal.NSIG, 10_000):
+        with pytest.raises(ValueError):
+            loop.add_signal_handler(sig, lambda: None)
+        with pytest.raises(ValueError):
+            loop.remove_signal_handler(sig)
+    with pytest.raises(TypeError):
+        loop.add_signal_handler("SIGUSR1", lambda: None)
+
+
+def test_sigkill_runtime_error(loop):
+    with pytest.raises(RuntimeError, match=f"sig {int(signal.SIGKILL)} cannot be caught"):
+        loop.add_signal_handler(signal.SIGKILL, lambda: None)
+    assert loop.remove_signal_handler(signal.SIGKILL) is False
+
+
+def test_coroutine_function_handler_type_error(loop):
+    async def handler():
+        pass
+
+    with pytest.raises(TypeError, match="coroutines cannot be used with add_signal_handler"):
+        loop.add_signal_handler(signal.SIGUSR1, handler)
+    coro = handler()
+    try:
+        with pytest.raises(TypeError, match="coroutines cannot be used with add_signal_handler"):
+            loop.add_signal_handler(signal.SIGUSR1, coro)
+    finally:
+        coro.close()
+    assert loop.remove_signal_handler(signal.SIGUSR1) is False
+
+
+def test_add_signal_handler_on_closed_loop(loop):
+    loop.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        loop.add_signal_handler(signal.SIGUSR1, lambda: None)
+
+
+def test_add_signal_handler_from_other_thread(loop):
+    errors = []
+
+    def other():
+        try:
+            loop.add_signal_handler(signal.SIGUSR1, lambda: None)
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join(10)
+    assert len(errors) == 1
+    assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL
+
+
+@pytest.mark.parametrize("loop_name", sorted(FACTORIES))
+def test_sigint_interrupts_blocked_loop(loop_name):
+    # No SIGINT handler of the loop: Python's default turns SIGINT into
+    # KeyboardInterrupt, which must come out of run_until_complete while the
+    # loop waits in the poller; the loop then runs again.
+    proc = run_script(
+        loop_name,
+        """
+        loop = factory()
+        main = threading.main_thread().ident
+
+        def sender():
+            time.sleep(0.1)
+            signal.pthread_kill(main, signal.SIGINT)
+
+        t = threading.Thread(target=sender)
+        t.start()
+        t0 = time.monotonic()
+        try:
+            loop.run_until_complete(asyncio.sleep(60))
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt", flush=True)
+        print("fast", time.monotonic() - t0 < 20)
+        t.join()
+        print("running", loop.is_running())
+        print("again", loop.run_until_complete(asyncio.sleep(0.01, "ok")))
+        fut = loop.create_future()
+        loop.call_later(0.01, fut.set_result, "timer")
+        print("timer", loop.run_until_complete(fut))
+        loop.close()
+        """,
+    )
+    check(proc, "KeyboardInterrupt", "fast True", "running False", "again ok", "timer timer")
+
+
+@pytest.mark.parametrize("loop_name", sorted(FACTORIES))
+def test_sigint_process_directed_with_wakeup_fd(loop_name):
+    # With a signal handler installed, the wake-up descriptor wakes the loop
+    # whichever thread the kernel delivers SIGINT to.
+    proc = run_script(
+        loop_name,
+        """
+        loop = factory()
+        loop.add_signal_handler(signal.SIGUSR1, lambda: None)
+
+        def sender():
+            time.sleep(0.1)
+            os.kill(os.getpid(), signal.SIGINT)
+
+        t = threading.Thread(target=sender)
+        t.start()
+        try:
+            loop.run_until_complete(asyncio.sleep(60))
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt", flush=True)
+        t.join()
+        print("again", loop.run_until_complete(asyncio.sleep(0.01, "ok")))
+        loop.close()
+        """,
+    )
+    check(proc, "KeyboardInterrupt", "again ok")
+
+
+@pytest.mark.parametrize("loop_name", sorted(FACTORIES))
+def test_runner_sigint_cancels_main_task(loop_name):
+    # asyncio.Runner installs its own SIGINT handler: the main task is
+    # cancelled (its finally runs), then KeyboardInterrupt is raised.
+    proc = run_script(
+        loop_name,
+        """
+        main_ident = threading.main_thread().ident
+
+        async def main():
+            loop = asyncio.get_running_loop()
+            print("loop", type(loop).__module__, flush=True)
+            threading.Timer(0.1, signal.pthread_kill, (main_ident, signal.SIGINT)).start()
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                print("cancelled", flush=True)
+                raise
+
+        try:
+            with asyncio.Runner(loop_factory=factory) as runner:
+                runner.run(main())
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt", flush=True)
+        print("handler restored", signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+        """,
+    )
+    check(proc, "cancelled", "KeyboardInterrupt", "handler restored True")
+    module = "zloopgo._loop" if loop_name == "zloopgo" else "asyncio.unix_events"
+    assert f"loop {module}" in proc.stdout.splitlines()
+
+
+@pytest.mark.parametrize("loop_name", sorted(FACTORIES))
+def test_add_signal_handler_sigint(loop_name):
+    # A loop handler for SIGINT replaces KeyboardInterrupt.
+    proc = run_script(
+        loop_name,
+        """
+        loop = factory()
+        got = loop.create_future()
+        loop.add_signal_handler(signal.SIGINT, got.set_result, "handled")
+        main_ident = threading.main_thread().ident
+        threading.Timer(0.05, signal.pthread_kill, (main_ident, signal.SIGINT)).start()
+        print(loop.run_until_complete(asyncio.wait_for(got, 10)))
+        loop.remove_signal_handler(signal.SIGINT)
+        print("restored", signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+        loop.close()
+        """,
+    )
+    check(proc, "handled", "restored True")
+
+
+def test_zloopgo_many_signals_from_threads():
+    # Many SIGUSR1s sent from other threads, most delivered while the Go
+    # engine waits: each must reach the handler (none lost to a Go thread),
+    # and the process must not crash.
+    proc = run_script(
+        "zloopgo",
+        """
+        loop = factory()
+        seen = 0
+        done = loop.create_future()
+
+        def handler():
+            global seen
+            seen += 1
+            if seen == 50:
+                done.set_result(None)
+            else:
+                threading.Thread(target=os.kill, args=(os.getpid(), signal.SIGUSR1)).start()
+
+        loop.add_signal_handler(signal.SIGUSR1, handler)
+        loop.call_soon(os.kill, os.getpid(), signal.SIGUSR1)
+        loop.run_until_complete(asyncio.wait_for(done, 20))
+        print("seen", seen)
+        loop.close()
+        """,
+    )
+    check(proc, "seen 50")
