@@ -1,0 +1,376 @@
+"""Bad arguments to the scheduling and descriptor methods, and scheduling
+on a closed loop. Dual-run tests assert asyncio's behaviour; where asyncio
+checks only in debug mode, the dual-run test turns debug mode on and a
+zloopgo-only test shows that zloopgo checks at once even without it."""
+
+import asyncio
+import contextlib
+import decimal
+import functools
+import os
+import socket
+import tempfile
+import warnings
+
+import pytest
+
+import zloopgo
+
+SCHEDULERS = ["call_soon", "call_soon_threadsafe", "call_later", "call_at"]
+
+
+def run_once(loop):
+    loop.stop()
+    loop.run_forever()
+
+
+def schedule(loop, method, callback, *args, **kwargs):
+    if method in ("call_soon", "call_soon_threadsafe"):
+        return getattr(loop, method)(callback, *args, **kwargs)
+    if method == "call_later":
+        return loop.call_later(0, callback, *args, **kwargs)
+    return loop.call_at(loop.time(), callback, *args, **kwargs)
+
+
+@contextlib.contextmanager
+def zloop():
+    lp = zloopgo.new_event_loop()
+    try:
+        yield lp
+    finally:
+        lp.close()
+
+
+async def coro_func():
+    pass
+
+
+def noop(*args):
+    pass
+
+
+# asyncio names the method it checks in; call_later checks through call_at.
+def method_re(method):
+    return r"call_(later|at)\(\)" if method in ("call_later", "call_at") else rf"{method}\(\)"
+
+
+# ---- callbacks that are not plain callables -------------------------------
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
+@pytest.mark.parametrize("bad", [None, 42, "callback"])
+def test_non_callable_rejected_in_debug_mode(loop, method, bad):
+    loop.set_debug(True)
+    with pytest.raises(TypeError, match="a callable object was expected by " + method_re(method)):
+        schedule(loop, method, bad)
+    with pytest.raises(TypeError) as info:
+        schedule(loop, method, bad)
+    assert str(info.value).endswith(", got " + repr(bad))
+    run_once(loop)  # nothing was queued
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
+def test_coroutine_object_rejected_in_debug_mode(loop, method):
+    loop.set_debug(True)
+    coro = coro_func()
+    try:
+        with pytest.raises(TypeError, match="coroutines cannot be used with " + method_re(method)):
+            schedule(loop, method, coro)
+    finally:
+        coro.close()
+    run_once(loop)
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
+def test_coroutine_function_rejected_in_debug_mode(loop, method):
+    loop.set_debug(True)
+    with pytest.raises(TypeError, match="coroutines cannot be used with " + method_re(method)):
+        schedule(loop, method, coro_func)
+    run_once(loop)
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
+def test_coroutine_method_and_partial_rejected_in_debug_mode(loop, method):
+    class Thing:
+        async def method(self):
+            pass
+
+    loop.set_debug(True)
+    with pytest.raises(TypeError, match="coroutines cannot be used"):
+        schedule(loop, method, Thing().method)
+    with pytest.raises(TypeError, match="coroutines cannot be used"):
+        schedule(loop, method, functools.partial(coro_func))
+    run_once(loop)
+
+
+def test_asyncio_reports_non_callable_at_run_without_debug():
+    # Without debug mode asyncio accepts call_soon(42) and reports the
+    # TypeError to the exception handler when it runs; see the zloopgo-only
+    # tests below for zloopgo's stricter behaviour.
+    lp = asyncio.SelectorEventLoop()
+    errors = []
+    lp.set_exception_handler(lambda _lp, ctx: errors.append(ctx))
+    try:
+        lp.call_soon(42)
+        run_once(lp)
+    finally:
+        lp.close()
+    assert len(errors) == 1
+    assert isinstance(errors[0]["exception"], TypeError)
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
+@pytest.mark.parametrize("bad", [None, 42, "callback"])
+def test_zloopgo_rejects_non_callable_without_debug(method, bad):
+    with zloop() as lp:
+        assert not lp.get_debug()
+        with pytest.raises(TypeError, match=f"a callable object was expected by {method}\\(\\)"):
+            schedule(lp, method, bad)
+        run_once(lp)
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
+def test_zloopgo_rejects_coroutine_object_without_debug(method):
+    with zloop() as lp:
+        coro = coro_func()
+        try:
+            with pytest.raises(TypeError, match=f"coroutines cannot be used with {method}\\(\\)"):
+                schedule(lp, method, coro)
+        finally:
+            coro.close()
+        run_once(lp)
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
+def test_zloopgo_rejects_coroutine_function_without_debug(method):
+    class Thing:
+        async def method(self):
+            pass
+
+    with zloop() as lp, warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "never awaited" coroutine is made
+        with pytest.raises(TypeError, match=f"coroutines cannot be used with {method}\\(\\)"):
+            schedule(lp, method, coro_func)
+        with pytest.raises(TypeError, match=f"coroutines cannot be used with {method}\\(\\)"):
+            schedule(lp, method, Thing().method)
+        run_once(lp)
+
+
+# ---- bad delays and deadlines ---------------------------------------------
+
+
+@pytest.mark.parametrize("delay", ["1", b"1", [1], object(), decimal.Decimal("0.1")])
+def test_call_later_non_numeric_delay(loop, delay):
+    with pytest.raises(TypeError):
+        loop.call_later(delay, noop)
+    run_once(loop)
+
+
+def test_call_later_none_delay(loop):
+    with pytest.raises(TypeError, match="delay must not be None"):
+        loop.call_later(None, noop)
+
+
+def test_call_at_none_when(loop):
+    with pytest.raises(TypeError, match="when cannot be None"):
+        loop.call_at(None, noop)
+
+
+@pytest.mark.parametrize("when", ["soon", [1], object()])
+def test_zloopgo_call_at_non_numeric_when_rejected_at_once(when):
+    # asyncio stores any `when` and fails only when it compares deadlines;
+    # zloopgo converts the deadline at once.
+    with zloop() as lp:
+        with pytest.raises(TypeError):
+            lp.call_at(when, noop)
+        run_once(lp)
+
+
+# ---- bad call signatures --------------------------------------------------
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
+def test_unknown_keyword_argument(loop, method):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+        schedule(loop, method, noop, bogus=1)
+    run_once(loop)
+
+
+def test_missing_callback(loop):
+    with pytest.raises(TypeError):
+        loop.call_soon()
+    with pytest.raises(TypeError):
+        loop.call_soon_threadsafe()
+    with pytest.raises(TypeError):
+        loop.call_later(1)
+    with pytest.raises(TypeError):
+        loop.call_at(loop.time())
+    with pytest.raises(TypeError):
+        loop.call_later()
+    run_once(loop)
+
+
+def test_context_that_is_not_a_context_is_reported_at_run(loop, loop_errors):
+    out = []
+    loop.call_soon(out.append, 1, context=object())
+    loop.call_soon(out.append, 2)
+    run_once(loop)
+    assert out == [2]
+    assert len(loop_errors) == 1
+    assert loop_errors[0]["message"].startswith("Exception in callback")
+    assert isinstance(loop_errors[0]["exception"], Exception)
+
+
+def test_run_until_complete_non_awaitable(loop):
+    with pytest.raises(TypeError, match="An asyncio.Future, a coroutine or an awaitable"):
+        loop.run_until_complete(42)
+    assert loop.run_until_complete(asyncio.sleep(0, "ok")) == "ok"
+
+
+# ---- a closed loop --------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
+def test_scheduling_on_closed_loop(loop, method):
+    loop.close()
+    with pytest.raises(RuntimeError, match="Event loop is closed"):
+        schedule(loop, method, noop)
+
+
+def test_create_task_on_closed_loop(loop):
+    loop.close()
+    coro = coro_func()
+    try:
+        with pytest.raises(RuntimeError, match="Event loop is closed"):
+            loop.create_task(coro)
+    finally:
+        coro.close()
+
+
+def test_run_until_complete_on_closed_loop(loop):
+    loop.close()
+    coro = coro_func()
+    try:
+        with pytest.raises(RuntimeError, match="Event loop is closed"):
+            loop.run_until_complete(coro)
+    finally:
+        coro.close()
+    with pytest.raises(RuntimeError, match="Event loop is closed"):
+        loop.run_forever()
+
+
+def test_run_in_executor_on_closed_loop(loop):
+    loop.close()
+    with pytest.raises(RuntimeError, match="Event loop is closed"):
+        loop.run_in_executor(None, noop)
+
+
+def test_add_reader_on_closed_loop(loop):
+    r, w = os.pipe()
+    try:
+        loop.close()
+        with pytest.raises(RuntimeError, match="Event loop is closed"):
+            loop.add_reader(r, noop)
+        with pytest.raises(RuntimeError, match="Event loop is closed"):
+            loop.add_writer(w, noop)
+        assert loop.remove_reader(r) is False
+        assert loop.remove_writer(w) is False
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_non_callable_on_closed_loop_says_closed(loop):
+    # asyncio checks closed first, then (in debug mode) the callback
+    loop.set_debug(True)
+    loop.close()
+    with pytest.raises(RuntimeError, match="Event loop is closed"):
+        loop.call_soon(42)
+
+
+# ---- add_reader / add_writer ----------------------------------------------
+
+
+@pytest.mark.parametrize("which", ["reader", "writer"])
+def test_add_watch_negative_fd(loop, which):
+    with pytest.raises(ValueError, match="Invalid file descriptor: -1"):
+        getattr(loop, "add_" + which)(-1, noop)
+    with pytest.raises(ValueError, match="Invalid file descriptor: -1"):
+        getattr(loop, "remove_" + which)(-1)
+    run_once(loop)
+
+
+@pytest.mark.parametrize("which", ["reader", "writer"])
+@pytest.mark.parametrize("bad", [object(), "3", 1.5, None])
+def test_add_watch_object_without_fileno(loop, which, bad):
+    with pytest.raises(ValueError, match="Invalid file object"):
+        getattr(loop, "add_" + which)(bad, noop)
+    with pytest.raises(ValueError, match="Invalid file object"):
+        getattr(loop, "remove_" + which)(bad)
+
+
+@pytest.mark.parametrize("which", ["reader", "writer"])
+def test_add_watch_fd_too_large(loop, which):
+    with pytest.raises(OverflowError):
+        getattr(loop, "add_" + which)(2**40, noop)
+
+
+@pytest.mark.parametrize("which", ["reader", "writer"])
+def test_add_watch_closed_fd_registers_nothing(loop, which):
+    r, w = os.pipe()
+    os.close(r)
+    os.close(w)
+    fd = r
+    with pytest.raises(OSError) as info:
+        getattr(loop, "add_" + which)(fd, noop)
+    assert info.value.errno == 9  # EBADF
+    assert getattr(loop, "remove_" + which)(fd) is False
+    run_once(loop)
+
+
+@pytest.mark.parametrize("which", ["reader", "writer"])
+def test_add_watch_regular_file_registers_nothing(loop, which):
+    with tempfile.TemporaryFile() as f:
+        with pytest.raises(PermissionError):
+            getattr(loop, "add_" + which)(f, noop)
+        assert getattr(loop, "remove_" + which)(f) is False
+        assert getattr(loop, "remove_" + which)(f.fileno()) is False
+
+
+def test_failed_add_reader_leaves_loop_working(loop):
+    r, w = os.pipe()
+    os.close(r)
+    os.close(w)
+    with pytest.raises(OSError):
+        loop.add_reader(r, noop)
+    a, b = socket.socketpair()
+    try:
+        got = []
+
+        def on_readable():
+            got.append(a.recv(10))
+            loop.remove_reader(a)
+            loop.stop()
+
+        loop.add_reader(a, on_readable)
+        b.send(b"ping")
+        loop.run_forever()
+        assert got == [b"ping"]
+        assert loop.remove_reader(a) is False
+    finally:
+        a.close()
+        b.close()
+
+
+def test_failed_add_writer_keeps_existing_reader(loop):
+    # A failed registration changes nothing; an existing reader is kept.
+    a, b = socket.socketpair()
+    try:
+        loop.add_reader(a, noop)
+        with pytest.raises(ValueError):
+            loop.add_writer(-1, noop)
+        assert loop.remove_reader(a) is True
+        assert loop.remove_reader(a) is False
+    finally:
+        a.close()
+        b.close()
