@@ -5,6 +5,7 @@
 package core_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/zloopgo/zloopgo/core"
+	"golang.org/x/sys/unix"
 )
 
 // fakeHost records every call the engine makes and plays the adapter's part
@@ -102,6 +104,9 @@ func (h *fakeHost) Dispatch(events []core.Event, timers []core.Token) error {
 		}
 	}
 	h.dispatches = append(h.dispatches, dispatchCall{slices.Clone(events), slices.Clone(timers)})
+	if len(h.dispatches) > 1000 {
+		h.t.Fatal("Run did not end after 1000 iterations")
+	}
 	if h.stopAfter > 0 && len(h.dispatches) >= h.stopAfter {
 		h.stopping = true
 	}
@@ -569,5 +574,58 @@ func TestCloseClosesTheReactor(t *testing.T) {
 	}
 	if e.Reactor() != core.Reactor(r) {
 		t.Fatal("Reactor() is not the reactor the engine was built with")
+	}
+}
+
+// The engine over the real reactor: a descriptor event reaches Dispatch,
+// and a write to WakeFD from another thread ends a blocking iteration.
+func TestEngineWithRealReactor(t *testing.T) {
+	h := newFakeHost(t)
+	e, err := core.NewEngine(h, 1e-9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	if err := e.Reactor().Register(p[0], core.Token(p[0]), core.Readable); err != nil {
+		t.Fatal(err)
+	}
+	e.Watch(1)
+	if _, err := unix.Write(p[1], []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	runOnce(t, e)
+	want := []core.Event{{Token: core.Token(p[0]), Mask: core.Readable}}
+	if got := h.last().events; !slices.Equal(got, want) {
+		t.Fatalf("Dispatch got events %v, want %v", got, want)
+	}
+	var b [1]byte
+	unix.Read(p[0], b[:])
+
+	*h.log = nil
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		var one [8]byte
+		binary.NativeEndian.PutUint64(one[:], 1)
+		unix.Write(e.Reactor().WakeFD(), one[:])
+	}()
+	done := make(chan error, 1)
+	go func() { done <- e.RunOnce() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a write to WakeFD did not end the blocking wait")
+	}
+	checkLog(t, *h.log, []string{"take", "release", "reacquire", "dispatch"})
+	if got := h.last().events; len(got) != 0 {
+		t.Fatalf("the wake-up was reported as events %v", got)
 	}
 }
