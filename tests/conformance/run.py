@@ -1,0 +1,241 @@
+"""Run CPython's own asyncio test modules (those that need no sockets) on zloopgo.
+
+    python tests/conformance/run.py [--json out.json] [--module X ...] [--timeout S]
+
+Each module runs in a fresh interpreter (the current one) with a timeout, so
+a hang is a result rather than a stall; the child (_child.py) swaps
+``asyncio.new_event_loop``, ``asyncio.events.new_event_loop`` and the
+default policy's loop factory for ``zloopgo.new_event_loop``, checks that
+asyncio.run, asyncio.Runner, the policy and IsolatedAsyncioTestCase all
+get a zloopgo Loop, and records for every test whether it ran on zloopgo,
+only on a test double (test_utils.TestLoop, a mocked BaseEventLoop) or on
+no loop at all.
+
+Prints a Markdown table and exits 0; --json writes every test's outcome.
+The known failures per Python minor version live in baseline-3.X.json next
+to this file; tests/test_conformance.py compares a run with them.
+"""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+# (module, minimum Python, per-module timeout in seconds)
+MODULES = [
+    ("test_locks", (3, 10), 120),
+    ("test_queues", (3, 10), 120),
+    ("test_timeouts", (3, 11), 120),
+    ("test_taskgroups", (3, 11), 120),
+    ("test_waitfor", (3, 10), 120),
+    ("test_threads", (3, 10), 120),
+    ("test_futures2", (3, 10), 120),
+    ("test_context", (3, 10), 120),
+    ("test_pep492", (3, 10), 120),
+    ("test_runners", (3, 10), 120),
+    ("test_futures", (3, 10), 120),
+    ("test_tasks", (3, 10), 180),
+    ("test_eager_task_factory", (3, 12), 120),
+    ("test_staggered", (3, 12), 120),
+    ("test_protocols", (3, 10), 60),
+    ("test_transports", (3, 10), 60),
+]
+
+
+def available_modules():
+    import test.test_asyncio as pkg
+
+    pkg_dir = Path(pkg.__file__).parent
+    return [
+        (name, timeout)
+        for name, minver, timeout in MODULES
+        if sys.version_info[:2] >= minver and (pkg_dir / f"{name}.py").exists()
+    ]
+
+
+def baseline_path(version=None):
+    major, minor = (version or sys.version_info)[:2]
+    return HERE / f"baseline-{major}.{minor}.json"
+
+
+def run_module(name, timeout):
+    """Run one module in a child; return its summary dict."""
+    with tempfile.TemporaryDirectory(prefix="zlconf-") as tmp:
+        events_file = Path(tmp) / "events.jsonl"
+        log_file = Path(tmp) / "output.log"
+        cmd = [
+            sys.executable,
+            "-X",
+            "faulthandler",
+            str(HERE / "_child.py"),
+            name,
+            str(events_file),
+            str(max(timeout - 5, 1)),
+        ]
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        env.pop("PYTHONASYNCIODEBUG", None)
+        t0 = time.monotonic()
+        with open(log_file, "wb") as log:
+            proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
+            try:
+                rc = proc.wait(timeout=timeout)
+                hung = False
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                rc = proc.wait()
+                hung = True
+        seconds = round(time.monotonic() - t0, 2)
+        events = []
+        if events_file.exists():
+            for line in events_file.read_text().splitlines():
+                try:
+                    events.append(json.loads(line))
+                except ValueError:
+                    pass
+        output = log_file.read_text(errors="replace")
+    return summarize(name, events, rc, hung, seconds, output)
+
+
+def summarize(name, events, rc, hung, seconds, output):
+    swap = next((e for e in events if e["event"] == "swap"), None)
+    adapted = next((e["how"] for e in events if e["event"] == "adapted"), None)
+    done = any(e["event"] == "done" for e in events)
+    tests = [e for e in events if e["event"] == "test"]
+    finished = {t["id"] for t in tests}
+    running = [e["id"] for e in events if e["event"] == "start" and e["id"] not in finished]
+    for test_id in running:
+        why = "hung: killed after timeout" if hung else f"child died (exit {rc})"
+        tests.append(
+            {
+                "id": test_id,
+                "outcome": "error",
+                "message": why,
+                "kind": "unknown",
+                "seconds": None,
+                "traceback": output[-6000:],
+            }
+        )
+    if not done and not running:
+        why = "hung: killed after timeout" if hung else f"child died (exit {rc})"
+        tests.append(
+            {
+                "id": f"test.test_asyncio.{name}",
+                "outcome": "error",
+                "message": why,
+                "kind": "fixture",
+                "seconds": None,
+                "traceback": output[-6000:],
+            }
+        )
+    counted = [t for t in tests if t["kind"] != "fixture" or t["outcome"] in ("fail", "error")]
+    by = {
+        k: sum(t["outcome"] == k for t in counted)
+        for k in ("pass", "xfail", "fail", "error", "skip")
+    }
+    ran = [t for t in tests if t["kind"] != "fixture" and t["outcome"] != "skip"]
+    kinds = {k: sum(t["kind"] == k for t in ran) for k in ("zloopgo", "double", "none")}
+    if swap is None or not swap["ok"]:
+        check = "FAIL"
+    elif kinds["zloopgo"]:
+        check = "ok"
+    else:
+        check = "n/a"
+    return {
+        "module": name,
+        "ran": by["pass"] + by["xfail"] + by["fail"] + by["error"],
+        "passed": by["pass"] + by["xfail"],
+        "failed": by["fail"],
+        "errors": by["error"],
+        "skipped": by["skip"],
+        "on_zloopgo": kinds["zloopgo"],
+        "on_double": kinds["double"],
+        "no_loop": kinds["none"],
+        "swap_check": check,
+        "swap": swap,
+        "adapted": adapted,
+        "hung": hung,
+        "exit_code": rc,
+        "seconds": seconds,
+        "failures": {
+            t["id"]: {"outcome": t["outcome"], "message": t["message"], "kind": t["kind"]}
+            for t in tests
+            if t["outcome"] in ("fail", "error")
+        },
+        "tests": tests,
+        "output_tail": output[-4000:] if (hung or not done) else "",
+    }
+
+
+def table(results):
+    head = (
+        "| module | ran | passed | failed | errors | skipped | on zloopgo | test double "
+        "| no loop | swap check | seconds |"
+    )
+    lines = [head, "|" + "---|" * 11]
+    total = dict.fromkeys(
+        ("ran", "passed", "failed", "errors", "skipped", "on_zloopgo", "on_double", "no_loop"), 0
+    )
+    for r in results:
+        for k in total:
+            total[k] += r[k]
+        lines.append(
+            f"| {r['module']}{' *' if r['adapted'] else ''}{' (HUNG)' if r['hung'] else ''} | {r['ran']} | {r['passed']} "
+            f"| {r['failed']} | {r['errors']} | {r['skipped']} | {r['on_zloopgo']} "
+            f"| {r['on_double']} | {r['no_loop']} | {r['swap_check']} | {r['seconds']} |"
+        )
+    lines.append(
+        f"| **total** | {total['ran']} | {total['passed']} | {total['failed']} "
+        f"| {total['errors']} | {total['skipped']} | {total['on_zloopgo']} "
+        f"| {total['on_double']} | {total['no_loop']} | | "
+        f"{round(sum(r['seconds'] for r in results), 1)} |"
+    )
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", help="write the full results here")
+    ap.add_argument("--module", nargs="+", action="extend", help="only these modules")
+    ap.add_argument("--timeout", type=float, help="per-module timeout (seconds)")
+    args = ap.parse_args(argv)
+
+    mods = available_modules()
+    if args.module:
+        known = dict(mods)
+        unknown = [m for m in args.module if m not in known]
+        if unknown:
+            ap.error(f"not available on this Python: {', '.join(unknown)}")
+        mods = [(m, known[m]) for m in args.module]
+
+    results = []
+    for name, timeout in mods:
+        results.append(run_module(name, args.timeout or timeout))
+
+    print(f"CPython {sys.version.split()[0]} asyncio tests on zloopgo\n")
+    print(table(results))
+    for r in results:
+        if r["adapted"]:
+            print(f"\n\\* {r['module']}: {r['adapted']}.")
+    failing = [(r["module"], tid, f) for r in results for tid, f in r["failures"].items()]
+    if failing:
+        print("\nFailing tests:")
+        for _mod, tid, f in failing:
+            print(f"- {tid} [{f['outcome']}, {f['kind']}]: {f['message']}")
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps({"python": sys.version.split()[0], "modules": results}, indent=1)
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
