@@ -1,0 +1,82 @@
+"""CPython's own asyncio test modules (no sockets) on zloopgo, one test per
+module, compared with tests/conformance/baseline-3.X.json.
+
+A module's test fails when a test outside the baseline fails (or the module
+hangs), when a baseline entry now passes (so the baseline stays honest), or
+when the child did not see zloopgo loops. See tests/conformance/README.md.
+"""
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CONF = Path(__file__).resolve().parent / "conformance"
+_spec = importlib.util.spec_from_file_location("zloopgo_conformance_run", CONF / "run.py")
+conformance = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(conformance)
+
+# Modules in which no test runs a real loop: TestLoop throughout, or no loop.
+NO_REAL_LOOP = {"test_futures", "test_protocols", "test_transports"}
+
+
+def _baseline():
+    path = conformance.baseline_path()
+    if not path.exists():
+        return {}
+    return json.loads(path.read_text())["known_failures"]
+
+
+BASELINE = _baseline()
+
+
+@pytest.mark.parametrize(
+    "module,timeout",
+    [
+        pytest.param(name, timeout, marks=pytest.mark.timeout(timeout + 60), id=name)
+        for name, timeout in conformance.available_modules()
+    ],
+)
+def test_cpython_module(module, timeout, tmp_path):
+    out = tmp_path / "result.json"
+    proc = subprocess.run(
+        [sys.executable, str(CONF / "run.py"), "--module", module, "--json", str(out)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=timeout + 30,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (res,) = json.loads(out.read_text())["modules"]
+
+    assert res["swap"] and res["swap"]["ok"], f"swap probe did not see zloopgo: {res['swap']}"
+    if module in NO_REAL_LOOP:
+        assert res["swap_check"] in ("ok", "n/a")
+    else:
+        assert res["swap_check"] == "ok", "no test of this module ran on a zloopgo loop"
+    assert not res["hung"], f"{module} hung:\n{res['output_tail']}"
+
+    prefix = f"test.test_asyncio.{module}"
+    failing = res["failures"]
+    unexpected = {t: f for t, f in failing.items() if t not in BASELINE}
+    outcomes = {t["id"]: t["outcome"] for t in res["tests"]}
+    fixed = [
+        t
+        for t in BASELINE
+        if (t == prefix or t.startswith(prefix + ".")) and outcomes.get(t) in ("pass", "xfail")
+    ]
+    missing = [t for t in BASELINE if t.startswith(prefix + ".") and t not in outcomes]
+    problems = []
+    if unexpected:
+        problems.append(
+            "failing, not in the baseline:\n"
+            + "\n".join(f"  {t} [{f['outcome']}]: {f['message']}" for t, f in unexpected.items())
+        )
+    if fixed:
+        problems.append("in the baseline but passing now (remove them):\n  " + "\n  ".join(fixed))
+    if missing:
+        problems.append("in the baseline but not run:\n  " + "\n  ".join(missing))
+    assert not problems, "\n".join(problems)
