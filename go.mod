@@ -3,6 +3,6 @@ module github.com/zloopgo/zloopgo
 go 1.26.0
 
 require (
-	github.com/klauspost/cpuid/v2 v2.4.2 // indirect
-	golang.org/x/sys v0.50.0 // indirect
+	github.com/klauspost/cpuid/v2 v2.4.2
+	golang.org/x/sys v0.50.0
 )

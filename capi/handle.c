@@ -129,12 +129,14 @@ void zl_handle_cancel(zl_handle *h)
     if (h->cancelled)
         return;
     Py_INCREF(h); /* cancelling may drop the last reference another owner held */
+    h->cancelled = 1;
+    /* asyncio keeps the repr of a cancelled handle in debug mode, so that
+     * logs still name the callback once it is released */
     if (h->loop->debug && h->cancel_repr == NULL) {
         h->cancel_repr = PyObject_Repr((PyObject *)h);
         if (h->cancel_repr == NULL)
             PyErr_Clear();
     }
-    h->cancelled = 1;
     if (!h->running)
         clear_call(h);
     if (h->is_timer)

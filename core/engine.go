@@ -35,7 +35,7 @@ type NewTimer struct {
 type Host interface {
 	// TakeNewTimers returns the timers scheduled since the last call, in
 	// scheduling order, and forgets them; the slice is valid until the next
-	// Host call.
+	// TakeNewTimers or Dispatch call.
 	TakeNewTimers() []NewTimer
 	// TimerCancelled reports whether the timer tok was cancelled.
 	TimerCancelled(tok Token) bool
@@ -172,15 +172,18 @@ func (e *Engine) timeout() time.Duration {
 // system call when no descriptor is registered (a cross-thread wake-up
 // needs no poll: its callback is already queued).
 func (e *Engine) poll(timeout time.Duration) (int, error) {
-	if timeout == 0 {
-		if e.watched == 0 {
-			return 0, nil
-		}
-		return e.reactor.Wait(e.events, 0)
+	var n int
+	var err error
+	switch {
+	case timeout == 0 && e.watched == 0:
+		return 0, nil
+	case timeout == 0:
+		n, err = e.reactor.Wait(e.events, 0)
+	default:
+		e.host.Release()
+		n, err = e.reactor.Wait(e.events, timeout)
+		e.host.Reacquire()
 	}
-	e.host.Release()
-	n, err := e.reactor.Wait(e.events, timeout)
-	e.host.Reacquire()
 	if err != nil {
 		return 0, errors.Join(errors.New("zloopgo: waiting for events failed"), err)
 	}

@@ -63,6 +63,8 @@ def uninstall():
 
 def run(main, *, debug=None):
     """Run coroutine ``main`` on a new zloopgo loop, as asyncio.run does."""
+    if asyncio._get_running_loop() is not None:
+        raise RuntimeError("asyncio.run() cannot be called from a running event loop")
     if sys.version_info >= (3, 11):
         with asyncio.Runner(debug=debug, loop_factory=new_event_loop) as runner:
             return runner.run(main)
@@ -71,8 +73,6 @@ def run(main, *, debug=None):
 
 def _run_310(main, debug):
     # Python 3.10 has no asyncio.Runner: the same steps as its asyncio.run.
-    if asyncio._get_running_loop() is not None:
-        raise RuntimeError("asyncio.run() cannot be called from a running event loop")
     if not asyncio.iscoroutine(main):
         raise ValueError(f"a coroutine was expected, got {main!r}")
     loop = new_event_loop()

@@ -9,6 +9,7 @@ selector loop, running on top of those primitives. This module knows the
 adapter's Python-facing methods; it knows nothing of Go.
 """
 
+import inspect
 import selectors
 import signal
 import sys
@@ -98,9 +99,10 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
                 signal.set_wakeup_fd(old_wakeup_fd)
 
     def close(self):
-        """Close the loop: asyncio's steps, then release the engine."""
-        super().close()
+        """Close the loop: release the engine and every handle it held,
+        then asyncio's steps (which find no descriptor left to unwatch)."""
         self._zl_close()
+        super().close()
 
     # ---- descriptors ---------------------------------------------------
 
@@ -133,9 +135,7 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
 
     def _zl_callback_error(self, handle, exc):
         """Report an exception raised by a callback, as Handle._run does."""
-        cb = format_helpers._format_callback_source(
-            handle._callback, handle._args, debug=self.get_debug()
-        )
+        cb = _format_callback(handle._callback, handle._args, self.get_debug())
         context = {
             "message": f"Exception in callback {cb}",
             "exception": exc,
@@ -168,6 +168,17 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
             self._current_handle = None
 
 
+if "debug" in inspect.signature(format_helpers._format_callback_source).parameters:  # 3.13+
+
+    def _format_callback(callback, args, debug):
+        return format_helpers._format_callback_source(callback, args, debug=debug)
+
+else:
+
+    def _format_callback(callback, args, debug):
+        return format_helpers._format_callback_source(callback, args)
+
+
 def _run_unless_cancelled(handle):
     if not handle._cancelled:
         handle._run()
@@ -183,11 +194,7 @@ def _handle_repr(handle):
     if isinstance(handle, _engine.TimerHandle):
         info.insert(1, f"when={handle.when()}")
     if handle._callback is not None:
-        info.append(
-            format_helpers._format_callback_source(
-                handle._callback, handle._args, debug=handle._loop.get_debug()
-            )
-        )
+        info.append(_format_callback(handle._callback, handle._args, handle._loop.get_debug()))
     if handle._source_traceback:
         frame = handle._source_traceback[-1]
         info.append(f"created at {frame[0]}:{frame[1]}")
