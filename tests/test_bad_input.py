@@ -166,6 +166,12 @@ def test_call_later_non_numeric_delay(loop, delay):
     run_once(loop)
 
 
+def test_call_later_delay_too_large_for_a_float(loop):
+    with pytest.raises(OverflowError):
+        loop.call_later(10**400, noop)
+    run_once(loop)
+
+
 def test_call_later_none_delay(loop):
     with pytest.raises(TypeError, match="delay must not be None"):
         loop.call_later(None, noop)

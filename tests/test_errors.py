@@ -31,6 +31,10 @@ def raise_boom(*args):
     raise Boom(*args)
 
 
+def noop(*args):
+    pass
+
+
 # ---- exceptions in callbacks ----------------------------------------------
 
 
@@ -341,5 +345,49 @@ def test_interrupt_in_exception_handler_propagates(loop, exc_type):
         run_once(loop)
     assert out == []
     loop.set_exception_handler(lambda lp, ctx: None)
+    run_once(loop)
+    assert out == [1]
+
+
+@pytest.mark.timeout(10)
+def test_sigint_while_waiting_raises_keyboard_interrupt(loop):
+    import os
+    import signal
+    import threading
+    import time
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals are delivered to the main thread")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    h = loop.call_later(30, noop)  # the loop sleeps: nothing else is due
+    kill = threading.Timer(0.02, os.kill, (os.getpid(), signal.SIGINT))
+    fallback = threading.Timer(3.0, loop.call_soon_threadsafe, (loop.stop,))
+    kill.start()
+    fallback.start()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_forever()
+        assert time.monotonic() - t0 < 2.5  # not woken by the fallback
+    finally:
+        kill.join()
+        fallback.cancel()
+        fallback.join()
+        h.cancel()
+    assert loop.run_until_complete(asyncio.sleep(0, "usable")) == "usable"
+
+
+def test_interrupt_in_callback_in_debug_mode(loop):
+    loop.set_debug(True)
+    out = []
+
+    def interrupt():
+        raise KeyboardInterrupt
+
+    loop.call_soon(interrupt)
+    loop.call_soon(out.append, 1)
+    with pytest.raises(KeyboardInterrupt):
+        loop.run_forever()
+    assert out == []
     run_once(loop)
     assert out == [1]

@@ -116,6 +116,41 @@ def test_run_forever_restores_running_loop_and_asyncgen_hooks(loop):
         asyncio.get_running_loop()
 
 
+def test_two_loops_alternate_and_keep_their_own_callbacks(loop, loop_factory):
+    other = loop_factory()
+    try:
+        out = []
+        loop.call_soon(out.append, "mine")
+        other.call_soon(out.append, "other")
+        loop.call_later(0.001, out.append, "mine-timer")
+        other.call_later(0.001, out.append, "other-timer")
+        loop.run_until_complete(asyncio.sleep(0.01))
+        assert sorted(out) == ["mine", "mine-timer"]
+        other.run_until_complete(asyncio.sleep(0.01))
+        assert sorted(out) == ["mine", "mine-timer", "other", "other-timer"]
+    finally:
+        other.close()
+
+
+def test_running_another_loop_inside_a_running_loop_raises(loop, loop_factory):
+    other = loop_factory()
+    try:
+
+        async def main():
+            fut = other.create_future()
+            with pytest.raises(RuntimeError, match="another loop is running"):
+                other.run_until_complete(fut)
+            with pytest.raises(RuntimeError, match="another loop is running"):
+                other.run_forever()
+            fut.cancel()
+            return "ok"
+
+        assert loop.run_until_complete(main()) == "ok"
+        assert not other.is_running()
+    finally:
+        other.close()
+
+
 # ---- debug ----------------------------------------------------------------
 
 

@@ -97,6 +97,23 @@ def test_call_soon_from_callbacks_interleaves_in_fifo_order(loop):
     assert out == ["x", "y", "xa", "xb", "ya", "yb", "xaa", "xab", "xba", "xbb"]
 
 
+def test_callbacks_scheduled_mid_batch_grow_the_queue_in_order(loop):
+    # 200 callbacks each schedule 5 more while the batch is being consumed
+    out = []
+
+    def parent(i):
+        out.append(("p", i))
+        for j in range(5):
+            loop.call_soon(out.append, ("c", i, j))
+
+    for i in range(200):
+        loop.call_soon(parent, i)
+    run_once(loop)
+    assert out == [("p", i) for i in range(200)]
+    run_once(loop)
+    assert out[200:] == [("c", i, j) for i in range(200) for j in range(5)]
+
+
 # ---- contexts -------------------------------------------------------------
 
 

@@ -162,6 +162,17 @@ def test_call_at_fraction_keeps_fraction(loop):
     h.cancel()
 
 
+def test_call_at_float_subclass_is_kept(loop):
+    class When(float):
+        pass
+
+    when = When(loop.time() + 100)
+    h = loop.call_at(when, noop)
+    assert type(h.when()) is When
+    assert h.when() == when
+    h.cancel()
+
+
 def test_call_at_int_in_the_past_fires(loop):
     out = []
     loop.call_at(int(loop.time()) - 1, out.append, 1)
