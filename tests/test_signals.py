@@ -147,6 +147,50 @@ def test_replaced_signal_handler(loop, sigusr1_restored):
     assert calls == ["new"]
 
 
+def test_signal_between_runs_not_lost(loop, sigusr1_restored):
+    # A handler added while the loop runs (as asyncio.run(main()) code
+    # does); a signal that arrives after run_until_complete returned is
+    # handled by the next run, through the wake-up descriptor.
+    got = loop.create_future()
+
+    async def install():
+        loop.add_signal_handler(signal.SIGUSR1, lambda: got.done() or got.set_result("handled"))
+
+    loop.run_until_complete(install())
+    try:
+        signal.raise_signal(signal.SIGUSR1)  # the loop is not running
+        assert loop.run_until_complete(asyncio.wait_for(got, 2)) == "handled"
+    finally:
+        loop.remove_signal_handler(signal.SIGUSR1)
+
+
+def test_user_wakeup_fd_untouched_while_running(loop):
+    # With no signal handler of the loop, asyncio leaves a wake-up
+    # descriptor the application set alone, also while the loop runs.
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+    old_handler = signal.signal(signal.SIGUSR2, lambda *args: None)
+    old_fd = signal.set_wakeup_fd(w)
+    try:
+
+        async def main():
+            current = signal.set_wakeup_fd(-1)
+            signal.set_wakeup_fd(current)
+            os.kill(os.getpid(), signal.SIGUSR2)
+            await asyncio.sleep(0.02)
+            return current
+
+        assert loop.run_until_complete(main()) == w
+        assert os.read(r, 16) == bytes([signal.SIGUSR2])
+        assert signal.set_wakeup_fd(-1) == w  # still the application's after the run
+    finally:
+        signal.set_wakeup_fd(old_fd)
+        signal.signal(signal.SIGUSR2, old_handler)
+        os.close(r)
+        os.close(w)
+
+
 def test_remove_signal_handler(loop, sigusr1_restored):
     assert loop.remove_signal_handler(signal.SIGUSR1) is False
     loop.add_signal_handler(signal.SIGUSR1, lambda: None)
