@@ -24,6 +24,7 @@ def git_commit():
             cwd=ROOT,
             capture_output=True,
             text=True,
+            check=False,
         ).stdout.strip()
         return head + (" (with uncommitted changes)" if dirty else "")
     except (OSError, subprocess.CalledProcessError):

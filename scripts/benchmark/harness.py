@@ -30,7 +30,7 @@ def run_worker(args, timeout, env_extra=None):
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(
-            cmd, cwd=SCRIPTS, env=env, capture_output=True, text=True, timeout=timeout
+            cmd, cwd=SCRIPTS, env=env, capture_output=True, text=True, timeout=timeout, check=False
         )
     except subprocess.TimeoutExpired as exc:
         err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else exc.stderr
@@ -92,6 +92,13 @@ def probe(loop, timeout=60):
     return payload, status, detail
 
 
+def _load1():
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
 def rotate(seq, k):
     k %= len(seq)
     return seq[k:] + seq[:k]
@@ -129,7 +136,9 @@ def run(config, log=print):
                 warmup.append(rec)
                 log(f"warm-up {w}: {wl.name:18s} {loop:8s} {rec['status']}")
     samples = []
+    loads = []
     for r in range(config["rounds"]):
+        loads.append(_load1())
         order = rotate(contenders, r)
         for wl in wls:
             for loop in order:
@@ -148,6 +157,7 @@ def run(config, log=print):
         "probes": probes,
         "warmup": warmup,
         "samples": samples,
+        "round_load1": loads + [_load1()],
         "started": t_start,
         "elapsed": time.time() - t_start,
     }

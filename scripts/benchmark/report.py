@@ -126,6 +126,17 @@ def render(results, provenance):
         add(f"**Physical floor**: no accepted sample ({floor['failures']}).")
     add("")
 
+    loads = [x for x in results.get("round_load1", []) if x is not None]
+    cores = provenance.get("cpu_count") or 1
+    if loads and max(loads) > 1 + 0.25 * cores:  # this run itself keeps about 1 busy
+        add(
+            f"**Warning: the machine was busy.** The 1-minute load average, read at each "
+            f"round's start, ranged {min(loads):.2f}–{max(loads):.2f} on {cores} cores "
+            "(this run adds about 1). Absolute times are inflated "
+            "and noisy; read the ratios and the CoV."
+        )
+        add("")
+
     add("## Cells")
     add("")
     add("| workload | loop | ok | median | min | max | CoV |")
@@ -214,10 +225,12 @@ def provenance_lines(results, prov):
         ("OS / kernel", f"{prov.get('platform')} / {prov.get('kernel')}"),
         (
             "CPU",
-            f"{bi.get('cpu_brand', '?')} ({bi.get('cpu_vendor', '?')}), "
-            f"{bi.get('physical_cores', '?')} physical / {bi.get('logical_cores', '?')} logical "
-            f"cores, L1d {bi.get('cache_l1d', '?')} B, L2 {bi.get('cache_l2', '?')} B, "
-            f"L3 {bi.get('cache_l3', '?')} B",
+            (
+                f"{bi.get('cpu_brand', '?')} ({bi.get('cpu_vendor', '?')}), "
+                f"{bi.get('physical_cores', '?')} physical / {bi.get('logical_cores', '?')} "
+                f"logical cores, L1d {bi.get('cache_l1d', '?')} B, L2 {bi.get('cache_l2', '?')} "
+                f"B, L3 {bi.get('cache_l3', '?')} B"
+            ),
         ),
         ("CPU features", " ".join(bi.get("cpu_features", [])) or "?"),
         (
@@ -237,6 +250,10 @@ def provenance_lines(results, prov):
             f"{cfg['rounds']} / {cfg['warmup']} / {cfg['timeout']:g} s per sample",
         ),
         ("load average at start / end", f"{prov.get('loadavg_start')} / {prov.get('loadavg_end')}"),
+        (
+            "1-min load at each round's start",
+            " ".join(f"{x:.2f}" for x in results.get("round_load1", []) if x is not None),
+        ),
         ("harness wall time", f"{results['elapsed']:.0f} s"),
     ]
     return out

@@ -79,7 +79,7 @@ def provenance():
         import zloopgo
 
         info["zloopgo_build_info"] = zloopgo.build_info()
-    except Exception as exc:  # recorded, not hidden
+    except Exception as exc:  # noqa: BLE001 - recorded in the report, not hidden
         info["zloopgo_build_info"] = {"error": repr(exc)}
     _emit(info)
 
