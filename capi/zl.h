@@ -28,6 +28,7 @@ typedef struct {
     char cancelled;
     char is_timer;
     char running;             /* its callback is executing */
+    char context_untracked;   /* context is our own copy, kept off the GC lists */
     /* TimerHandle only */
     char scheduled;           /* its slot is held by the engine */
     double when;

@@ -83,20 +83,29 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
     def _run_engine(self):
         # A signal delivered to one of the Go runtime's threads instead of
         # the loop thread would not interrupt the wait: Python's handler
-        # then only writes to the wakeup fd. So on the main thread the
-        # loop's self-pipe is the wakeup fd while it runs, and the wait
-        # ends for any signal (SIGINT gives KeyboardInterrupt at once).
-        old_wakeup_fd = None
-        if threading.current_thread() is threading.main_thread():
-            try:
-                old_wakeup_fd = signal.set_wakeup_fd(self._csock.fileno())
-            except ValueError:
-                old_wakeup_fd = None
+        # then only writes to the wakeup fd. So on the main thread, unless
+        # the application installed a wakeup fd of its own, the loop's
+        # self-pipe is the wakeup fd while it runs, and the wait ends for
+        # any signal (SIGINT gives KeyboardInterrupt at once).
+        ours = self._claim_wakeup_fd()
         try:
             self._zl_run()
         finally:
-            if old_wakeup_fd is not None and old_wakeup_fd != self._csock.fileno():
-                signal.set_wakeup_fd(old_wakeup_fd)
+            if ours and not self._signal_handlers:
+                # add_signal_handler() keeps it set between runs; else give it back
+                current = signal.set_wakeup_fd(-1)
+                if current != self._csock.fileno():
+                    signal.set_wakeup_fd(current)
+
+    def _claim_wakeup_fd(self):
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        mine = self._csock.fileno()
+        old = signal.set_wakeup_fd(mine)
+        if old not in (-1, mine):
+            signal.set_wakeup_fd(old)  # the application's own: left alone
+            return False
+        return old == -1
 
     def close(self):
         """Close the loop: release the engine and every handle it held,
