@@ -175,6 +175,10 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
                 )
         finally:
             self._current_handle = None
+            # A failed task's traceback reaches this frame: drop the handle
+            # so that the task is freed within the iteration (asyncio's
+            # _run_once does the same).
+            handle = None
 
 
 if "debug" in inspect.signature(format_helpers._format_callback_source).parameters:  # 3.13+
