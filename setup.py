@@ -24,15 +24,17 @@ def find_go():
     go = shutil.which("go")
     if go is None:
         sys.exit(
-            "zloopgo: building needs the Go toolchain (go >= %d.%d) on PATH; "
-            "install it from https://go.dev/dl/ or your system's package manager" % GO_MIN
+            f"zloopgo: building needs the Go toolchain (go >= {GO_MIN[0]}.{GO_MIN[1]}) on PATH; "
+            "install it from https://go.dev/dl/ or your system's package manager"
         )
-    version = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True).stdout
+    version = subprocess.run(
+        [go, "env", "GOVERSION"], check=False, capture_output=True, text=True
+    ).stdout
     m = re.match(r"go(\d+)\.(\d+)", version.strip())
     if not m or tuple(map(int, m.groups())) < GO_MIN:
         sys.exit(
-            "zloopgo: found %r at %s, but building needs go >= %d.%d; "
-            "install a newer Go from https://go.dev/dl/" % (version.strip(), go, *GO_MIN)
+            f"zloopgo: found {version.strip()!r} at {go}, but building needs "
+            f"go >= {GO_MIN[0]}.{GO_MIN[1]}; install a newer Go from https://go.dev/dl/"
         )
     return go
 
@@ -53,7 +55,16 @@ class GoBuildExt(build_ext):
         # Build beside the target and rename: a process that has the old
         # module mapped keeps it intact instead of seeing it truncated.
         tmp = out + ".building"
-        cmd = [go, "build", "-buildmode=c-shared", "-trimpath", "-buildvcs=false", "-o", tmp, "./capi"]
+        cmd = [
+            go,
+            "build",
+            "-buildmode=c-shared",
+            "-trimpath",
+            "-buildvcs=false",
+            "-o",
+            tmp,
+            "./capi",
+        ]
         print(" ".join(cmd), flush=True)
         subprocess.check_call(cmd, cwd=HERE, env=env)
         os.replace(tmp, out)
