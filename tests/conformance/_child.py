@@ -25,6 +25,8 @@ import typing
 import unittest
 from asyncio import base_events, events, unix_events
 
+import network  # this directory (sys.path[0])
+
 import zloopgo
 from zloopgo._loop import Loop
 
@@ -185,6 +187,25 @@ def _adapt_pep492(mod):
     mod.BaseTest.setUp = setUp
 
 
+def _adapt_unix_events(mod):
+    """test_unix_events' signal and Unix-socket tests build an
+    asyncio.SelectorEventLoop in setUp; build a zloopgo Loop instead (the
+    code under test, add_signal_handler and create_unix_server/connection,
+    is the same asyncio code on both)."""
+
+    def adapt(cls):
+        def setUp(self):
+            super(cls, self).setUp()
+            self.loop = make_zloopgo()
+            self.set_event_loop(self.loop)
+
+        cls.setUp = setUp
+
+    for name in ("SelectorEventLoopSignalTests", "SelectorEventLoopUnixSocketTests"):
+        if hasattr(mod, name):
+            adapt(getattr(mod, name))
+
+
 # Modules whose tests build their loop from a test double on purpose, and
 # pass unchanged on a real loop once given one (checked on 3.11 and 3.13).
 ADAPTERS = {
@@ -196,6 +217,11 @@ ADAPTERS = {
     "test_pep492": (
         _adapt_pep492,
         "BaseTest.setUp (a BaseEventLoop with a mocked selector) uses a zloopgo Loop",
+    ),
+    "test_unix_events": (
+        _adapt_unix_events,
+        "SelectorEventLoopSignalTests and SelectorEventLoopUnixSocketTests (an "
+        + "asyncio.SelectorEventLoop in setUp) use a zloopgo Loop",
     ),
 }
 
@@ -321,7 +347,10 @@ def run(modname, emit):
             adapt, how = ADAPTERS[modname]
             adapt(mod)
             emit(event="adapted", how=how)
-        suite = unittest.defaultTestLoader.loadTestsFromModule(mod)
+        if modname in network.BINDINGS:
+            suite = network.load(mod, make_zloopgo)
+        else:
+            suite = unittest.defaultTestLoader.loadTestsFromModule(mod)
     except Exception:  # noqa: BLE001 - an import error is a result
         err = sys.exc_info()
         emit(

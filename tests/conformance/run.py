@@ -1,6 +1,11 @@
-"""Run CPython's own asyncio test modules (those that need no sockets) on zloopgo.
+"""Run CPython's own asyncio test modules on zloopgo.
 
     python tests/conformance/run.py [--json out.json] [--module X ...] [--timeout S]
+                                    [--network | --all]
+
+By default the modules that need no sockets; --network runs the socket,
+server and subprocess ones (CPython's mixins bound to zloopgo as network.py
+describes, and whole modules with the swap), --all both.
 
 Each module runs in a fresh interpreter (the current one) with a timeout, so
 a hang is a result rather than a stall; the child (_child.py) swaps
@@ -48,14 +53,30 @@ MODULES = [
     ("test_transports", (3, 10), 60),
 ]
 
+# Modules that use sockets, pipes and subprocesses (loopback only). Those in
+# network.BINDINGS run CPython's mixins bound to zloopgo (not the module's
+# own SelectorEventLoop classes); the others run whole with the swap.
+NETWORK_MODULES = [
+    ("test_sock_lowlevel", (3, 10), 120),
+    ("test_server", (3, 10), 120),
+    ("test_buffered_proto", (3, 10), 60),
+    ("test_sendfile", (3, 10), 120),
+    ("test_events", (3, 10), 180),
+    ("test_streams", (3, 10), 120),
+    ("test_unix_events", (3, 10), 120),
+    ("test_subprocess", (3, 10), 180),
+]
 
-def available_modules():
+
+def available_modules(network=False):
+    """(module, timeout) pairs this Python has: the socket-free modules, or
+    with network=True the socket/server/subprocess ones."""
     import test.test_asyncio as pkg
 
     pkg_dir = Path(pkg.__file__).parent
     return [
         (name, timeout)
-        for name, minver, timeout in MODULES
+        for name, minver, timeout in (NETWORK_MODULES if network else MODULES)
         if sys.version_info[:2] >= minver and (pkg_dir / f"{name}.py").exists()
     ]
 
@@ -206,11 +227,17 @@ def main(argv=None):
     ap.add_argument("--json", help="write the full results here")
     ap.add_argument("--module", nargs="+", action="extend", help="only these modules")
     ap.add_argument("--timeout", type=float, help="per-module timeout (seconds)")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument(
+        "--network", action="store_true", help="the socket/server/subprocess modules instead"
+    )
+    which.add_argument("--all", action="store_true", help="both sets of modules")
     args = ap.parse_args(argv)
 
-    mods = available_modules()
+    sockless, network = available_modules(), available_modules(network=True)
+    mods = network if args.network else sockless + network if args.all else sockless
     if args.module:
-        known = dict(mods)
+        known = dict(sockless + network)
         unknown = [m for m in args.module if m not in known]
         if unknown:
             ap.error(f"not available on this Python: {', '.join(unknown)}")

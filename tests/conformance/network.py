@@ -1,0 +1,123 @@
+"""CPython's socket, server and subprocess conformance tests, bound to zloopgo.
+
+CPython binds its loop-agnostic mixins to concrete loops at the bottom of
+each module (``EPollEventLoopTests(UnixEventLoopTestsMixin,
+SubprocessTestsMixin, test_utils.TestCase)`` with ``create_event_loop``
+returning ``asyncio.SelectorEventLoop(...)``, ``SelectorStartServerTests``
+with ``new_loop``, ...). ``BINDINGS`` does the same with the hook returning
+a zloopgo Loop, and names the module's other test classes that run as they
+are (with asyncio.new_event_loop swapped by _child.py). The bound classes
+get the CPython module as ``__module__``, so their test ids read
+``test.test_asyncio.MODULE.ZloopgoXxxTests.test_yyy``.
+
+Modules not in ``BINDINGS`` (test_streams, test_unix_events,
+test_subprocess) run whole, with the swap; ``ADAPTERS`` puts the few
+classes that build an ``asyncio.SelectorEventLoop`` on purpose on zloopgo.
+
+Everything here talks to loopback only (127.0.0.1, ::1, Unix sockets,
+socketpairs, pipes); nothing is resource-gated in these modules.
+"""
+
+import unittest
+
+
+def _bind(mod, name, bases, hook, factory, extra=None):
+    def make(self):
+        return factory()
+
+    ns = {hook: make, "__module__": mod.__name__, "__qualname__": name}
+    ns.update(extra or {})
+    return type(name, bases, ns)
+
+
+def _sock_lowlevel(mod, factory):
+    from test.test_asyncio import utils as test_utils
+
+    return [
+        _bind(
+            mod,
+            "ZloopgoSockTests",
+            (mod.BaseSockTestsMixin, test_utils.TestCase),
+            "create_event_loop",
+            factory,
+        )
+    ]
+
+
+def _server(mod, factory):
+    # SelectorStartServerTests carries the Unix variant itself
+    # (test_start_unix_server_1), so it is copied onto the binding.
+    extra = {}
+    unix = getattr(mod.SelectorStartServerTests, "test_start_unix_server_1", None)
+    if unix is not None:
+        extra["test_start_unix_server_1"] = unix
+    bound = _bind(
+        mod,
+        "ZloopgoStartServerTests",
+        (mod.BaseStartServer, unittest.TestCase),
+        "new_loop",
+        factory,
+        extra,
+    )
+    # IsolatedAsyncioTestCase classes: their loop comes from the swap.
+    rest = [getattr(mod, n) for n in ("TestServer2", "UnixServerCleanupTests") if hasattr(mod, n)]
+    return [bound, *rest]
+
+
+def _buffered_proto(mod, factory):
+    return [
+        _bind(
+            mod,
+            "ZloopgoBufferedProtocolTests",
+            (mod.BaseTestBufferedProtocol, unittest.TestCase),
+            "new_loop",
+            factory,
+        )
+    ]
+
+
+def _sendfile(mod, factory):
+    from test.test_asyncio import utils as test_utils
+
+    return [
+        _bind(
+            mod,
+            "ZloopgoSendfileTests",
+            (mod.SendfileTestsBase, test_utils.TestCase),
+            "create_event_loop",
+            factory,
+        )
+    ]
+
+
+def _events(mod, factory):
+    from test.test_asyncio import utils as test_utils
+
+    # As EPollEventLoopTests: UnixEventLoopTestsMixin attaches a child
+    # watcher (3.11-3.13) and SubprocessTestsMixin adds subprocess_exec/shell.
+    return [
+        _bind(
+            mod,
+            "ZloopgoEventLoopTests",
+            (mod.UnixEventLoopTestsMixin, mod.SubprocessTestsMixin, test_utils.TestCase),
+            "create_event_loop",
+            factory,
+        )
+    ]
+
+
+# module -> function(module, loop factory) returning the TestCase classes to run
+BINDINGS = {
+    "test_sock_lowlevel": _sock_lowlevel,
+    "test_server": _server,
+    "test_buffered_proto": _buffered_proto,
+    "test_sendfile": _sendfile,
+    "test_events": _events,
+}
+
+
+def load(mod, factory):
+    """The suite for a bound module: its bound classes, in definition order."""
+    loader = unittest.defaultTestLoader
+    classes = BINDINGS[mod.__name__.rsplit(".", 1)[-1]](mod, factory)
+    return unittest.TestSuite(loader.loadTestsFromTestCase(c) for c in classes)
