@@ -1,5 +1,8 @@
-"""CPython's own asyncio test modules (no sockets) on zloopgo, one test per
-module, compared with tests/conformance/baseline-3.X.json.
+"""CPython's own asyncio test modules on zloopgo, one test per module,
+compared with tests/conformance/baseline-3.X.json: the socket-free modules
+(test_cpython_module) and the socket/server/subprocess ones, CPython's
+mixins bound to zloopgo as tests/conformance/network.py does
+(test_cpython_network_module).
 
 A module's test fails when a test outside the baseline fails (or the module
 hangs), when a baseline entry now passes (so the baseline stays honest), or
@@ -41,6 +44,21 @@ BASELINE = _baseline()
     ],
 )
 def test_cpython_module(module, timeout, tmp_path):
+    _check_module(module, timeout, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "module,timeout",
+    [
+        pytest.param(name, timeout, marks=pytest.mark.timeout(timeout + 60), id=name)
+        for name, timeout in conformance.available_modules(network=True)
+    ],
+)
+def test_cpython_network_module(module, timeout, tmp_path):
+    _check_module(module, timeout, tmp_path)
+
+
+def _check_module(module, timeout, tmp_path):
     out = tmp_path / "result.json"
     proc = subprocess.run(
         [sys.executable, str(CONF / "run.py"), "--module", module, "--json", str(out)],
