@@ -34,15 +34,19 @@ zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
     int *freen = type == &zl_HandleType ? &handle_free_n : &timer_free_n;
     if (*freen > 0) {
         h = freelist[--*freen];
-        memset((char *)h + sizeof(PyObject), 0, sizeof(zl_handle) - sizeof(PyObject));
         (void)PyObject_Init((PyObject *)h, type);
     } else {
         h = PyObject_GC_New(zl_handle, type);
         if (h == NULL)
             return NULL;
-        memset((char *)h + sizeof(PyObject), 0, sizeof(zl_handle) - sizeof(PyObject));
     }
+    memset((char *)h + sizeof(PyObject), 0, type->tp_basicsize - sizeof(PyObject));
     h->args = h->inline_args;
+    if (nargs > INT32_MAX) {
+        Py_DECREF(h);
+        PyErr_SetString(PyExc_OverflowError, "too many arguments");
+        return NULL;
+    }
     if (nargs > ZL_INLINE_ARGS) {
         h->args = PyMem_Malloc(nargs * sizeof(PyObject *));
         if (h->args == NULL) {
@@ -54,7 +58,7 @@ zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
     }
     for (Py_ssize_t i = 0; i < nargs; i++)
         h->args[i] = Py_NewRef(args[i]);
-    h->nargs = nargs;
+    h->nargs = (int32_t)nargs;
     h->callback = Py_NewRef(callback);
     h->loop = (zl_loop *)Py_NewRef((PyObject *)loop);
     h->is_timer = type == &zl_TimerHandleType;
@@ -139,15 +143,20 @@ void zl_handle_cancel(zl_handle *h)
     h->cancelled = 1;
     /* asyncio keeps the repr of a cancelled handle in debug mode, so that
      * logs still name the callback once it is released */
-    if (h->loop->debug && h->cancel_repr == NULL) {
-        h->cancel_repr = PyObject_Repr((PyObject *)h);
-        if (h->cancel_repr == NULL)
+    if (h->loop->debug && (h->debug == NULL || h->debug->cancel_repr == NULL)) {
+        PyObject *r = PyObject_Repr((PyObject *)h);
+        zl_handle_debug *dbg = r ? zl_handle_debug_info(h) : NULL;
+        if (dbg != NULL)
+            dbg->cancel_repr = r;
+        else {
+            Py_XDECREF(r);
             PyErr_Clear();
+        }
     }
     if (!h->running)
         clear_call(h);
     if (h->is_timer)
-        zl_timer_cancelled(h->loop, h);
+        zl_timer_cancelled(h->loop, (zl_timer *)h);
     Py_DECREF(h);
 }
 
@@ -175,13 +184,27 @@ int zl_check_callback(PyObject *callback, const char *method)
     return 0;
 }
 
+zl_handle_debug *zl_handle_debug_info(zl_handle *h)
+{
+    if (h->debug == NULL) {
+        h->debug = PyMem_Calloc(1, sizeof(zl_handle_debug));
+        if (h->debug == NULL)
+            PyErr_NoMemory();
+    }
+    return h->debug;
+}
+
 static int handle_traverse(zl_handle *h, visitproc visit, void *arg)
 {
     Py_VISIT(h->loop);
     Py_VISIT(h->callback);
     Py_VISIT(h->context);
-    Py_VISIT(h->source_traceback);
-    Py_VISIT(h->when_obj);
+    if (h->debug != NULL) {
+        Py_VISIT(h->debug->source_traceback);
+        Py_VISIT(h->debug->cancel_repr);
+    }
+    if (h->is_timer)
+        Py_VISIT(((zl_timer *)h)->when_obj);
     for (Py_ssize_t i = 0; i < h->nargs; i++)
         Py_VISIT(h->args[i]);
     return 0;
@@ -202,9 +225,15 @@ static int handle_clear(zl_handle *h)
     clear_call(h);
     track_context(h);
     Py_CLEAR(h->context);
-    Py_CLEAR(h->source_traceback);
-    Py_CLEAR(h->cancel_repr);
-    Py_CLEAR(h->when_obj);
+    if (h->debug != NULL) {
+        zl_handle_debug *dbg = h->debug;
+        h->debug = NULL;
+        Py_XDECREF(dbg->source_traceback);
+        Py_XDECREF(dbg->cancel_repr);
+        PyMem_Free(dbg);
+    }
+    if (h->is_timer)
+        Py_CLEAR(((zl_timer *)h)->when_obj);
     Py_CLEAR(h->loop);
     return 0;
 }
@@ -277,16 +306,29 @@ static PyObject *get_args(zl_handle *h, void *c)
 static PyObject *get_cancelled(zl_handle *h, void *c) { return PyBool_FromLong(h->cancelled); }
 static PyObject *get_loop(zl_handle *h, void *c) { return Py_NewRef(h->loop ? (PyObject *)h->loop : Py_None); }
 static PyObject *get_context(zl_handle *h, void *c) { return handle_get_context(h, NULL); }
-static PyObject *get_repr(zl_handle *h, void *c) { return Py_NewRef(h->cancel_repr ? h->cancel_repr : Py_None); }
+static PyObject *get_repr(zl_handle *h, void *c)
+{
+    PyObject *r = h->debug ? h->debug->cancel_repr : NULL;
+    return Py_NewRef(r ? r : Py_None);
+}
 
 static PyObject *get_source_traceback(zl_handle *h, void *c)
 {
-    return Py_NewRef(h->source_traceback ? h->source_traceback : Py_None);
+    PyObject *tb = h->debug ? h->debug->source_traceback : NULL;
+    return Py_NewRef(tb ? tb : Py_None);
 }
 
 static int set_source_traceback(zl_handle *h, PyObject *v, void *c)
 {
-    Py_XSETREF(h->source_traceback, (v == NULL || v == Py_None) ? NULL : Py_NewRef(v));
+    if (v == NULL || v == Py_None) {
+        if (h->debug != NULL)
+            Py_CLEAR(h->debug->source_traceback);
+        return 0;
+    }
+    zl_handle_debug *dbg = zl_handle_debug_info(h);
+    if (dbg == NULL)
+        return -1;
+    Py_XSETREF(dbg->source_traceback, Py_NewRef(v));
     return 0;
 }
 
@@ -324,18 +366,18 @@ PyTypeObject zl_HandleType = {
 
 /* TimerHandle */
 
-static PyObject *timer_when_obj(zl_handle *h)
+static PyObject *timer_when_obj(zl_timer *h)
 {
     if (h->when_obj != NULL)
         return Py_NewRef(h->when_obj);
     return PyFloat_FromDouble(h->when);
 }
 
-static PyObject *timer_when(zl_handle *h, PyObject *unused) { return timer_when_obj(h); }
-static PyObject *get_when(zl_handle *h, void *c) { return timer_when_obj(h); }
-static PyObject *get_scheduled(zl_handle *h, void *c) { return PyBool_FromLong(h->scheduled); }
+static PyObject *timer_when(zl_timer *h, PyObject *unused) { return timer_when_obj(h); }
+static PyObject *get_when(zl_timer *h, void *c) { return timer_when_obj(h); }
+static PyObject *get_scheduled(zl_timer *h, void *c) { return PyBool_FromLong(h->scheduled); }
 
-static Py_hash_t timer_hash(zl_handle *h)
+static Py_hash_t timer_hash(zl_timer *h)
 {
     PyObject *w = timer_when_obj(h);
     if (w == NULL)
@@ -347,12 +389,13 @@ static Py_hash_t timer_hash(zl_handle *h)
 
 /* asyncio.TimerHandle orders by deadline and is equal to another timer
  * with the same deadline, callback, arguments and cancelled state. */
-static PyObject *timer_richcompare(zl_handle *a, PyObject *other, int op)
+static PyObject *timer_richcompare(zl_timer *ta, PyObject *other, int op)
 {
     if (!PyObject_TypeCheck(other, &zl_TimerHandleType))
         Py_RETURN_NOTIMPLEMENTED;
-    zl_handle *b = (zl_handle *)other;
-    PyObject *wa = timer_when_obj(a), *wb = timer_when_obj(b), *res = NULL;
+    zl_timer *tb_ = (zl_timer *)other;
+    zl_handle *a = &ta->base, *b = &tb_->base;
+    PyObject *wa = timer_when_obj(ta), *wb = timer_when_obj(tb_), *res = NULL;
     if (wa == NULL || wb == NULL)
         goto done;
     if (op == Py_LT || op == Py_GT) {
@@ -403,7 +446,7 @@ PyTypeObject zl_TimerHandleType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "zloopgo.TimerHandle",
     .tp_doc = "A callback scheduled with call_later() or call_at(), as asyncio.TimerHandle.",
-    .tp_basicsize = sizeof(zl_handle),
+    .tp_basicsize = sizeof(zl_timer),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_base = &zl_HandleType,
     .tp_dealloc = (destructor)handle_dealloc,

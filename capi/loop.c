@@ -73,7 +73,7 @@ static void ring_clear(zl_loop *L)
 
 /* ---- timer slots ---- */
 
-static int slot_alloc(zl_loop *L, zl_handle *h)
+static int slot_alloc(zl_loop *L, zl_timer *h)
 {
     if (L->slots_free == UINT32_MAX) {
         uint32_t old = L->slots_cap, cap = old ? old * 2 : 64;
@@ -121,7 +121,7 @@ static void slot_free(zl_loop *L, uint32_t i)
     L->slots_free = i;
 }
 
-void zl_timer_cancelled(zl_loop *L, zl_handle *h)
+void zl_timer_cancelled(zl_loop *L, zl_timer *h)
 {
     if (!h->scheduled)
         return;
@@ -138,7 +138,7 @@ void zl_timer_cancelled(zl_loop *L, zl_handle *h)
 static void slots_release_all(zl_loop *L)
 {
     for (uint32_t i = 0; i < L->slots_cap; i++) {
-        zl_handle *h = L->sh.slots[i].handle;
+        zl_timer *h = L->sh.slots[i].handle;
         if (h != NULL) {
             h->scheduled = 0;
             L->sh.slots[i].handle = NULL;
@@ -184,8 +184,14 @@ static int debug_schedule(zl_loop *L, const char *method, PyObject *callback, zl
     Py_DECREF(name);
     if (tb == NULL)
         return -1;
-    if (h != NULL && tb != Py_None)
-        Py_XSETREF(h->source_traceback, Py_NewRef(tb));
+    if (h != NULL && tb != Py_None) {
+        zl_handle_debug *dbg = zl_handle_debug_info(h);
+        if (dbg == NULL) {
+            Py_DECREF(tb);
+            return -1;
+        }
+        Py_XSETREF(dbg->source_traceback, Py_NewRef(tb));
+    }
     Py_DECREF(tb);
     return 0;
 }
@@ -250,12 +256,12 @@ static PyObject *schedule_timer(zl_loop *L, double when, PyObject *when_obj, PyO
 {
     if (check_schedule(L, method, args[0]) < 0)
         return NULL;
-    zl_handle *h = zl_handle_new(L, &zl_TimerHandleType, args[0], args + 1, nargs - 1, context);
+    zl_timer *h = (zl_timer *)zl_handle_new(L, &zl_TimerHandleType, args[0], args + 1, nargs - 1, context);
     if (h == NULL)
         return NULL;
     h->when = when;
     h->when_obj = Py_XNewRef(when_obj);
-    if (L->debug && debug_schedule(L, method, args[0], h) < 0) {
+    if (L->debug && debug_schedule(L, method, args[0], &h->base) < 0) {
         Py_DECREF(h);
         return NULL;
     }
@@ -540,12 +546,12 @@ int zl_dispatch(void *loop, zl_event *events, int64_t nevents, uint64_t *timers,
         process_event(L, events[i].token, events[i].mask);
     for (int64_t i = 0; i < ntimers; i++) {
         uint32_t slot = (uint32_t)timers[i];
-        zl_handle *h = L->sh.slots[slot].handle;
+        zl_timer *h = L->sh.slots[slot].handle;
         if (h == NULL) {
             L->sh.cancelled_timers--;
         } else {
             h->scheduled = 0;
-            if (ring_push(L, h) < 0) /* the slot's reference moves to the queue */
+            if (ring_push(L, &h->base) < 0) /* the slot's reference moves to the queue */
                 PyErr_WriteUnraisable((PyObject *)L);
         }
         slot_free(L, slot);
@@ -674,7 +680,7 @@ static int loop_clear(zl_loop *L)
 {
     ring_clear(L);
     for (uint32_t i = 0; i < L->slots_cap; i++) {
-        zl_handle *h = L->sh.slots[i].handle;
+        zl_timer *h = L->sh.slots[i].handle;
         if (h != NULL)
             zl_timer_cancelled(L, h);
     }

@@ -14,27 +14,37 @@
 
 typedef struct zl_loop zl_loop;
 
+/* What only debug mode records about a handle, kept out of line so that
+ * every handle stays small (112 bytes with the GC header). */
+typedef struct {
+    PyObject *source_traceback; /* where the handle was created */
+    PyObject *cancel_repr;      /* repr saved at cancel() */
+} zl_handle_debug;
+
 typedef struct {
     PyObject_HEAD
     zl_loop *loop;            /* strong reference */
     PyObject *callback;       /* NULL once cancelled */
     PyObject *context;
-    PyObject *source_traceback; /* set in debug mode, else NULL */
-    PyObject *cancel_repr;    /* repr saved at cancel() in debug mode */
     PyObject **args;          /* points at inline_args or a PyMem block */
-    Py_ssize_t nargs;
     PyObject *inline_args[ZL_INLINE_ARGS];
     PyObject *weakreflist;
+    zl_handle_debug *debug;   /* NULL unless debug mode recorded something */
+    int32_t nargs;
     char cancelled;
     char is_timer;
     char running;             /* its callback is executing */
     char context_untracked;   /* context is our own copy, kept off the GC lists */
-    /* TimerHandle only */
-    char scheduled;           /* its slot is held by the engine */
-    double when;
-    PyObject *when_obj;       /* what when() returns (the float asyncio would keep) */
-    uint32_t slot;
 } zl_handle;
+
+/* A TimerHandle: a handle with a deadline and a slot the engine holds. */
+typedef struct {
+    zl_handle base;
+    double when;
+    PyObject *when_obj;       /* what when() returns if not a float of `when` */
+    uint32_t slot;
+    char scheduled;           /* its slot is held by the engine */
+} zl_timer;
 
 /* Reader and writer handles of one descriptor. */
 typedef struct {
@@ -84,7 +94,8 @@ int zl_check_callback(PyObject *callback, const char *method);
 int zl_handle_types_ready(void);
 
 /* capi/loop.c */
-void zl_timer_cancelled(zl_loop *loop, zl_handle *timer);
+void zl_timer_cancelled(zl_loop *loop, zl_timer *timer);
+zl_handle_debug *zl_handle_debug_info(zl_handle *h);
 int zl_loop_type_ready(void);
 
 #endif
