@@ -11,7 +11,7 @@ get the CPython module as ``__module__``, so their test ids read
 ``test.test_asyncio.MODULE.ZloopgoXxxTests.test_yyy``.
 
 Modules not in ``BINDINGS`` (test_streams, test_unix_events,
-test_subprocess) run whole, with the swap; ``ADAPTERS`` puts the few
+test_subprocess, test_ssl) run whole, with the swap; ``ADAPTERS`` puts the few
 classes that build an ``asyncio.SelectorEventLoop`` on purpose on zloopgo.
 
 Everything here talks to loopback only (127.0.0.1, ::1, Unix sockets,
@@ -106,6 +106,18 @@ def _events(mod, factory):
     ]
 
 
+def _sslproto(mod, factory):
+    # SslProtoHandshakeTests makes its loop with asyncio.new_event_loop (swapped).
+    bound = _bind(
+        mod,
+        "ZloopgoStartTLSTests",
+        (mod.BaseStartTLS, unittest.TestCase),
+        "new_loop",
+        factory,
+    )
+    return [mod.SslProtoHandshakeTests, bound]
+
+
 # module -> function(module, loop factory) returning the TestCase classes to run
 BINDINGS = {
     "test_sock_lowlevel": _sock_lowlevel,
@@ -113,6 +125,7 @@ BINDINGS = {
     "test_buffered_proto": _buffered_proto,
     "test_sendfile": _sendfile,
     "test_events": _events,
+    "test_sslproto": _sslproto,
 }
 
 

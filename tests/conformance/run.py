@@ -65,6 +65,8 @@ NETWORK_MODULES = [
     ("test_streams", (3, 10), 120),
     ("test_unix_events", (3, 10), 120),
     ("test_subprocess", (3, 10), 180),
+    ("test_sslproto", (3, 10), 120),
+    ("test_ssl", (3, 11), 180),
 ]
 
 
