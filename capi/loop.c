@@ -13,6 +13,7 @@
 
 static PyObject *str_debug_schedule; /* "_zl_debug_schedule" */
 static PyObject *str_run_debug;      /* "_zl_run_debug" */
+static PyObject *str_Future, *str_Task, *kw_loop, *kw_loop_name, *kw_loop_context, *kw_loop_name_context;
 
 static double monotonic(void)
 {
@@ -348,6 +349,83 @@ static PyObject *loop_stop(zl_loop *L, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* ---- futures and tasks ---- */
+
+/* create_future(): asyncio's futures.Future(loop=self), without a Python frame. */
+static PyObject *loop_create_future(zl_loop *L, PyObject *unused)
+{
+    PyObject *future_type = PyObject_GetAttr(zl_futures_module, str_Future);
+    if (future_type == NULL)
+        return NULL;
+    PyObject *args[1] = {(PyObject *)L};
+    PyObject *fut = PyObject_Vectorcall(future_type, args, 0, kw_loop);
+    Py_DECREF(future_type);
+    return fut;
+}
+
+/* create_task(coro, *, name=None, context=None): asyncio's
+ * tasks.Task(coro, loop=self, name=name, context=context). With a task
+ * factory or in debug mode, asyncio's own Python method runs instead. */
+static PyObject *loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    nargs = PyVectorcall_NARGS(nargs);
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (L->task_factory != NULL || L->debug || nargs != 1 || nkw > 2) {
+        /* the general path: prepend self and call BaseEventLoop.create_task */
+        PyObject *stack[8];
+        if (nargs + nkw + 1 > 8)
+            return PyErr_Format(PyExc_TypeError, "create_task() takes 1 positional argument");
+        stack[0] = (PyObject *)L;
+        for (Py_ssize_t i = 0; i < nargs + nkw; i++)
+            stack[i + 1] = args[i];
+        return PyObject_Vectorcall(zl_base_create_task, stack, nargs + 1, kwnames);
+    }
+    /* arguments for Task(coro, loop=self, name=..., context=...) */
+    PyObject *stack[4] = {args[0], (PyObject *)L, NULL, NULL};
+    PyObject *name = NULL, *context = NULL;
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, i);
+        if (PyUnicode_CompareWithASCIIString(key, "name") == 0)
+            name = args[1 + i];
+        else if (PyUnicode_CompareWithASCIIString(key, "context") == 0)
+            context = args[1 + i];
+        else
+            return PyErr_Format(PyExc_TypeError, "create_task() got an unexpected keyword argument '%S'", key);
+    }
+    if (check_closed(L) < 0)
+        return NULL;
+    PyObject *names = kw_loop;
+    Py_ssize_t n = 2;
+    if (name != NULL && context != NULL) {
+        names = kw_loop_name_context;
+        stack[n++] = name;
+        stack[n++] = context;
+    } else if (name != NULL) {
+        names = kw_loop_name;
+        stack[n++] = name;
+    } else if (context != NULL) {
+        names = kw_loop_context;
+        stack[n++] = context;
+    }
+    PyObject *task_type = PyObject_GetAttr(zl_tasks_module, str_Task);
+    if (task_type == NULL)
+        return NULL;
+    PyObject *task = PyObject_Vectorcall(task_type, stack, 1, names);
+    Py_DECREF(task_type);
+    return task;
+}
+
+static PyObject *get_task_factory(zl_loop *L, void *c)
+{
+    return Py_NewRef(L->task_factory ? L->task_factory : Py_None);
+}
+
+static int set_task_factory(zl_loop *L, PyObject *v, void *c)
+{
+    Py_XSETREF(L->task_factory, (v == NULL || v == Py_None) ? NULL : Py_NewRef(v));
+    return 0;
+}
+
 /* ---- descriptors ---- */
 
 /* A descriptor argument as a C int (OverflowError beyond int's range). */
@@ -663,6 +741,7 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 
 static int loop_traverse(zl_loop *L, visitproc visit, void *arg)
 {
+    Py_VISIT(L->task_factory);
     for (int64_t i = 0; i < L->sh.ready_len; i++)
         Py_VISIT(L->ring[(L->ring_head + i) & (L->ring_cap - 1)]);
     for (uint32_t i = 0; i < L->slots_cap; i++)
@@ -678,6 +757,7 @@ static int loop_traverse(zl_loop *L, visitproc visit, void *arg)
  * allocated (marked cancelled) while the engine may still hold them. */
 static int loop_clear(zl_loop *L)
 {
+    Py_CLEAR(L->task_factory);
     ring_clear(L);
     for (uint32_t i = 0; i < L->slots_cap; i++) {
         zl_timer *h = L->sh.slots[i].handle;
@@ -738,6 +818,8 @@ static PyMethodDef loop_methods[] = {
     {"call_later", (PyCFunction)(void (*)(void))loop_call_later, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"call_at", (PyCFunction)(void (*)(void))loop_call_at, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"time", (PyCFunction)loop_time, METH_NOARGS, NULL},
+    {"create_future", (PyCFunction)loop_create_future, METH_NOARGS, NULL},
+    {"create_task", (PyCFunction)(void (*)(void))loop_create_task, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"stop", (PyCFunction)loop_stop, METH_NOARGS, NULL},
     {"_zl_add_reader", (PyCFunction)(void (*)(void))loop_add_reader, METH_FASTCALL, NULL},
     {"_zl_add_writer", (PyCFunction)(void (*)(void))loop_add_writer, METH_FASTCALL, NULL},
@@ -753,6 +835,7 @@ static PyGetSetDef loop_getset[] = {
     {"_closed", (getter)get_closed, (setter)set_closed, NULL, NULL},
     {"_debug", (getter)get_debug, (setter)set_debug, NULL, NULL},
     {"_stopping", (getter)get_stopping, (setter)set_stopping, NULL, NULL},
+    {"_task_factory", (getter)get_task_factory, (setter)set_task_factory, NULL, NULL},
     {NULL}};
 
 PyTypeObject zl_LoopType = {
@@ -773,7 +856,14 @@ int zl_loop_type_ready(void)
 {
     str_debug_schedule = PyUnicode_InternFromString("_zl_debug_schedule");
     str_run_debug = PyUnicode_InternFromString("_zl_run_debug");
-    if (str_debug_schedule == NULL || str_run_debug == NULL)
+    str_Future = PyUnicode_InternFromString("Future");
+    str_Task = PyUnicode_InternFromString("Task");
+    kw_loop = Py_BuildValue("(s)", "loop");
+    kw_loop_name = Py_BuildValue("(ss)", "loop", "name");
+    kw_loop_context = Py_BuildValue("(ss)", "loop", "context");
+    kw_loop_name_context = Py_BuildValue("(sss)", "loop", "name", "context");
+    if (str_debug_schedule == NULL || str_run_debug == NULL || str_Future == NULL || str_Task == NULL ||
+        kw_loop == NULL || kw_loop_name == NULL || kw_loop_context == NULL || kw_loop_name_context == NULL)
         return -1;
     return PyType_Ready(&zl_LoopType);
 }

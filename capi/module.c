@@ -12,6 +12,9 @@
 
 int zl_forked_child;
 PyObject *zl_repr_hook;
+PyObject *zl_futures_module;
+PyObject *zl_tasks_module;
+PyObject *zl_base_create_task;
 
 static void mark_forked_child(void) { zl_forked_child = 1; }
 
@@ -33,6 +36,19 @@ static PyObject *set_repr_hook(PyObject *mod, PyObject *fn)
     Py_RETURN_NONE;
 }
 
+/* asyncio pieces the native create_future/create_task use; installed by
+ * zloopgo's Python edge, which imports asyncio anyway. */
+static PyObject *set_asyncio(PyObject *mod, PyObject *args)
+{
+    PyObject *futures, *tasks, *base_create_task;
+    if (!PyArg_ParseTuple(args, "OOO", &futures, &tasks, &base_create_task))
+        return NULL;
+    Py_XSETREF(zl_futures_module, Py_NewRef(futures));
+    Py_XSETREF(zl_tasks_module, Py_NewRef(tasks));
+    Py_XSETREF(zl_base_create_task, Py_NewRef(base_create_task));
+    Py_RETURN_NONE;
+}
+
 static PyObject *build_info_json(PyObject *mod, PyObject *unused)
 {
     if (zl_check_not_forked() < 0)
@@ -50,6 +66,7 @@ static PyObject *forked_child(PyObject *mod, PyObject *unused)
 
 static PyMethodDef module_methods[] = {
     {"set_repr_hook", set_repr_hook, METH_O, "Install the function that formats handles."},
+    {"set_asyncio", set_asyncio, METH_VARARGS, "Install asyncio.futures, asyncio.tasks and BaseEventLoop.create_task."},
     {"build_info_json", build_info_json, METH_NOARGS, "Build facts from the Go side, as JSON."},
     {"forked_child", forked_child, METH_NOARGS, "Whether this process was forked after the engine started."},
     {NULL}};

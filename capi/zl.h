@@ -71,6 +71,7 @@ struct zl_loop {
     int wakefd;
     atomic_int polling;       /* the loop thread sleeps in the reactor */
     PyThreadState *saved_tstate;
+    PyObject *task_factory;   /* asyncio's _task_factory, kept here so create_task sees it */
     char closed;
     char debug;
     char running;             /* inside _zl_run */
@@ -83,6 +84,9 @@ extern PyTypeObject zl_TimerHandleType;
 /* capi/module.c */
 extern int zl_forked_child;    /* set in a child forked after the engine started */
 extern PyObject *zl_repr_hook; /* zloopgo's handle repr function */
+extern PyObject *zl_futures_module;   /* asyncio.futures: Future is looked up per call */
+extern PyObject *zl_tasks_module;     /* asyncio.tasks: Task is looked up per call */
+extern PyObject *zl_base_create_task; /* asyncio's BaseEventLoop.create_task */
 int zl_check_not_forked(void);
 
 /* capi/handle.c */

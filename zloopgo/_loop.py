@@ -14,7 +14,7 @@ import selectors
 import signal
 import sys
 import threading
-from asyncio import base_events, events, format_helpers, unix_events
+from asyncio import base_events, events, format_helpers, futures, tasks, unix_events
 
 from . import _engine
 
@@ -215,5 +215,6 @@ def _handle_repr(handle):
 
 
 _engine.set_repr_hook(_handle_repr)
+_engine.set_asyncio(futures, tasks, base_events.BaseEventLoop.create_task)
 
 __all__ = ["Loop"]
