@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 import zloopgo
 
 SLOT = 0.006
+FACTORY = zloopgo.new_event_loop
 MAX_SLOTS = 8
 
 
@@ -70,7 +71,7 @@ def last_slot(ops):
     return max(slots)
 
 
-def run_program(factory, program):
+def run_program(factory, program, slot=SLOT):
     """Runs the program on a new loop; returns the tags in the order their
     callbacks ran and whether any callback ran more than half a slot late."""
     loop = factory()
@@ -89,10 +90,10 @@ def run_program(factory, program):
             elif kind == "stop":
                 loop.stop()
             else:
-                _, tag, slot, children = op
+                _, tag, _, children = op
                 if kind == "later":
                     now = loop.time()
-                    deadline = base + slot * SLOT
+                    deadline = base + op[2] * slot
                     due = max(deadline, now)
                     handles[tag] = loop.call_later(deadline - now, callback, tag, children, due)
                 else:
@@ -101,7 +102,7 @@ def run_program(factory, program):
 
     def callback(tag, children, root_due):
         order.append(tag)
-        if loop.time() - root_due > SLOT / 2:
+        if loop.time() - root_due > slot / 2:
             late.append(tag)
         execute(children, root_due)
 
@@ -112,7 +113,7 @@ def run_program(factory, program):
     try:
         base = loop.time()
         execute(program, base)
-        loop.call_at(base + (last_slot(program) + 2) * SLOT, finish)
+        loop.call_at(base + (last_slot(program) + 2) * slot, finish)
         for _ in range(1000):  # each stop() in the program ends one run
             loop.run_forever()
             if state["done"]:
@@ -125,7 +126,7 @@ def run_program(factory, program):
 
 def compare(program):
     want, late_a = run_program(asyncio.SelectorEventLoop, program)
-    got, late_z = run_program(zloopgo.new_event_loop, program)
+    got, late_z = run_program(FACTORY, program)
     if want != got and (late_a or late_z):
         assume(False)  # a late run may interleave timers and callbacks differently
     assert got == want, f"program {program}"
@@ -157,7 +158,8 @@ def test_random_soon_programs_same_order_as_asyncio(program):
 def test_known_program():
     # a fixed program touching each rule, as a reproducer that needs no
     # hypothesis database: same-batch cancel, callbacks scheduled from
-    # callbacks, a timer cancelled after it reached the heap, stop()
+    # callbacks, a timer cancelled after it reached the heap, stop(). Wide
+    # slots, and a late run (a loaded machine) is tried again.
     program = [
         ("soon", 0, None, [("soon", 1, None, []), ("cancel", 2), ("later", 3, 1, [])]),
         ("soon", 2, None, []),
@@ -165,6 +167,9 @@ def test_known_program():
         ("later", 6, 4, []),
         ("threadsafe", 7, None, [("later", 8, 2, [("soon", 9, None, [])])]),
     ]
-    order, _ = run_program(zloopgo.new_event_loop, program)
-    assert order == [0, 7, 1, 3, 8, 9, 4, 5]
-    compare(program)
+    want = [0, 7, 1, 3, 8, 9, 4, 5]
+    for _ in range(5):
+        runs = [run_program(f, program, slot=0.05) for f in (asyncio.SelectorEventLoop, FACTORY)]
+        if not any(late for _, late in runs):
+            break
+    assert [order for order, _ in runs] == [want, want]
