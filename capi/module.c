@@ -77,7 +77,7 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__engine(void)
 {
-    if (zl_handle_types_ready() < 0 || zl_loop_type_ready() < 0)
+    if (zl_handle_types_ready() < 0 || zl_loop_type_ready() < 0 || zl_transport_type_ready() < 0)
         return NULL;
     if (pthread_atfork(NULL, NULL, mark_forked_child) != 0) {
         PyErr_SetString(PyExc_RuntimeError, "pthread_atfork failed");
@@ -88,7 +88,8 @@ PyMODINIT_FUNC PyInit__engine(void)
         return NULL;
     if (PyModule_AddObjectRef(m, "LoopCore", (PyObject *)&zl_LoopType) < 0 ||
         PyModule_AddObjectRef(m, "Handle", (PyObject *)&zl_HandleType) < 0 ||
-        PyModule_AddObjectRef(m, "TimerHandle", (PyObject *)&zl_TimerHandleType) < 0) {
+        PyModule_AddObjectRef(m, "TimerHandle", (PyObject *)&zl_TimerHandleType) < 0 ||
+        PyModule_AddObjectRef(m, "StreamFastPaths", (PyObject *)&zl_StreamFastPathsType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

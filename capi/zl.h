@@ -80,6 +80,7 @@ struct zl_loop {
 extern PyTypeObject zl_LoopType;
 extern PyTypeObject zl_HandleType;
 extern PyTypeObject zl_TimerHandleType;
+extern PyTypeObject zl_StreamFastPathsType;
 
 /* capi/module.c */
 extern int zl_forked_child;    /* set in a child forked after the engine started */
@@ -101,5 +102,8 @@ int zl_handle_types_ready(void);
 void zl_timer_cancelled(zl_loop *loop, zl_timer *timer);
 zl_handle_debug *zl_handle_debug_info(zl_handle *h);
 int zl_loop_type_ready(void);
+
+/* capi/transport.c */
+int zl_transport_type_ready(void);
 
 #endif

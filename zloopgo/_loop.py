@@ -17,6 +17,7 @@ import threading
 from asyncio import base_events, events, format_helpers, futures, tasks, unix_events
 
 from . import _engine
+from ._transports import SocketTransport
 
 _HAS_RUN_FOREVER_SETUP = hasattr(base_events.BaseEventLoop, "_run_forever_setup")
 
@@ -130,6 +131,10 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
         if self.is_closed():
             return False
         return self._zl_remove_writer(selectors._fileobj_to_fd(fd))
+
+    def _make_socket_transport(self, sock, protocol, waiter=None, *, extra=None, server=None):
+        self._ensure_fd_no_transport(sock)
+        return SocketTransport(self, sock, protocol, waiter, extra, server)
 
     def _add_callback(self, handle):
         # asyncio queues handles made outside call_soon (signal handlers)

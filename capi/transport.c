@@ -1,0 +1,243 @@
+/* StreamFastPaths: native versions of the three methods of asyncio's
+ * socket transport that run for every packet and every write —
+ * _read_ready, _read_ready__data_received and write. zloopgo's transport
+ * class puts this type first in its bases; everything else (buffering
+ * after a partial send, flow control, closing, errors) stays asyncio's own
+ * Python code, reached through the same attributes and methods asyncio
+ * uses, so behaviour and messages are asyncio's.
+ *
+ * It knows asyncio's transport attributes by name; it knows nothing of the
+ * loop or the engine. */
+#include "zl.h"
+#include <errno.h>
+#include <sys/socket.h>
+
+static PyObject *s_conn_lost, *s_sock_fd, *s_max_size, *s_protocol, *s_data_received,
+    *s_fatal_error, *s_on_eof, *s_read_ready_cb, *s_eof, *s_empty_waiter, *s_buffer,
+    *s_write_rest, *s_write_conn_lost, *msg_read_error, *msg_data_received, *msg_write_error;
+
+/* One receive buffer for the process: the GIL serializes its users, and
+ * every read is copied out into an exactly sized bytes before any Python
+ * code runs. */
+static char *scratch;
+static size_t scratch_size;
+
+static int attr_true(PyObject *self, PyObject *name)
+{
+    PyObject *v = PyObject_GetAttr(self, name);
+    if (v == NULL)
+        return -1;
+    int r = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+}
+
+static int attr_int(PyObject *self, PyObject *name, long *out)
+{
+    PyObject *v = PyObject_GetAttr(self, name);
+    if (v == NULL)
+        return -1;
+    *out = PyLong_AsLong(v);
+    Py_DECREF(v);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* self._fatal_error(exc, message) with the pending exception as exc, as the
+ * transport's `except BaseException` clauses do; SystemExit and
+ * KeyboardInterrupt propagate. */
+static PyObject *report_fatal(PyObject *self, PyObject *message)
+{
+    if (PyErr_ExceptionMatches(PyExc_SystemExit) || PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
+        return NULL;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb != NULL && value != NULL)
+        PyException_SetTraceback(value, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    if (value == NULL)
+        Py_RETURN_NONE;
+    PyObject *r = PyObject_CallMethodObjArgs(self, s_fatal_error, value, message, NULL);
+    Py_DECREF(value);
+    if (r == NULL)
+        return NULL;
+    Py_DECREF(r);
+    Py_RETURN_NONE;
+}
+
+static PyObject *read_ready(PyObject *self, PyObject *unused)
+{
+    PyObject *cb = PyObject_GetAttr(self, s_read_ready_cb);
+    if (cb == NULL)
+        return NULL;
+    PyObject *r = PyObject_CallNoArgs(cb);
+    Py_DECREF(cb);
+    return r;
+}
+
+static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
+{
+    int lost = attr_true(self, s_conn_lost);
+    if (lost != 0)
+        return lost < 0 ? NULL : Py_NewRef(Py_None);
+    long fd, max_size;
+    if (attr_int(self, s_sock_fd, &fd) < 0 || attr_int(self, s_max_size, &max_size) < 0)
+        return NULL;
+    if (max_size <= 0) {
+        PyErr_SetString(PyExc_ValueError, "negative buffersize in recv");
+        return report_fatal(self, msg_read_error);
+    }
+    if ((size_t)max_size > scratch_size) {
+        char *b = PyMem_RawRealloc(scratch, max_size);
+        if (b == NULL)
+            return PyErr_NoMemory();
+        scratch = b;
+        scratch_size = max_size;
+    }
+    ssize_t n;
+    do {
+        n = recv((int)fd, scratch, max_size, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            Py_RETURN_NONE;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return report_fatal(self, msg_read_error);
+    }
+    if (n == 0)
+        return PyObject_CallMethodNoArgs(self, s_on_eof);
+    PyObject *data = PyBytes_FromStringAndSize(scratch, n);
+    if (data == NULL)
+        return NULL;
+    PyObject *protocol = PyObject_GetAttr(self, s_protocol);
+    if (protocol == NULL) {
+        Py_DECREF(data);
+        return NULL;
+    }
+    PyObject *r = PyObject_CallMethodOneArg(protocol, s_data_received, data);
+    Py_DECREF(protocol);
+    Py_DECREF(data);
+    if (r == NULL)
+        return report_fatal(self, msg_data_received);
+    Py_DECREF(r);
+    Py_RETURN_NONE;
+}
+
+/* write(data): asyncio's checks, then, with nothing buffered, one send(2)
+ * straight from the caller's buffer. What is left (a partial send, or
+ * EAGAIN) goes to zloopgo's _zl_write_rest, which buffers it the way this
+ * Python version's asyncio does; a lost connection goes to asyncio's own
+ * write for its counting and warning. */
+static PyObject *transport_write(PyObject *self, PyObject *data)
+{
+    if (!PyBytes_Check(data) && !PyByteArray_Check(data) && !PyMemoryView_Check(data))
+        return PyErr_Format(PyExc_TypeError, "data argument must be a bytes-like object, not '%s'",
+                            Py_TYPE(data)->tp_name);
+    int flag = attr_true(self, s_eof);
+    if (flag != 0) {
+        if (flag > 0)
+            PyErr_SetString(PyExc_RuntimeError, "Cannot call write() after write_eof()");
+        return NULL;
+    }
+    PyObject *waiter = PyObject_GetAttr(self, s_empty_waiter);
+    if (waiter == NULL)
+        return NULL;
+    Py_DECREF(waiter);
+    if (waiter != Py_None) {
+        PyErr_SetString(PyExc_RuntimeError, "unable to write; sendfile is in progress");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (view.len == 0) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    if ((flag = attr_true(self, s_conn_lost)) != 0) {
+        PyBuffer_Release(&view);
+        return flag < 0 ? NULL : PyObject_CallMethodOneArg(self, s_write_conn_lost, data);
+    }
+    PyObject *buffer = PyObject_GetAttr(self, s_buffer);
+    if (buffer == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    Py_ssize_t buffered = PyObject_Length(buffer);
+    Py_DECREF(buffer);
+    if (buffered < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    Py_ssize_t sent = 0;
+    if (buffered == 0) {
+        long fd;
+        if (attr_int(self, s_sock_fd, &fd) < 0) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        ssize_t n;
+        do {
+            /* MSG_NOSIGNAL: a closed peer is an error on this transport,
+             * never a SIGPIPE, whatever the process's SIGPIPE setting */
+            n = send((int)fd, view.buf, view.len, MSG_NOSIGNAL);
+        } while (n < 0 && errno == EINTR);
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+            PyBuffer_Release(&view);
+            PyErr_SetFromErrno(PyExc_OSError);
+            return report_fatal(self, msg_write_error);
+        }
+        sent = n < 0 ? 0 : n;
+        if (sent == view.len) {
+            PyBuffer_Release(&view);
+            Py_RETURN_NONE;
+        }
+    }
+    PyBuffer_Release(&view);
+    PyObject *n_obj = PyLong_FromSsize_t(buffered == 0 ? sent : -1);
+    if (n_obj == NULL)
+        return NULL;
+    PyObject *r = PyObject_CallMethodObjArgs(self, s_write_rest, data, n_obj, NULL);
+    Py_DECREF(n_obj);
+    return r;
+}
+
+static PyMethodDef fast_methods[] = {
+    {"_read_ready", read_ready, METH_NOARGS, NULL},
+    {"_read_ready__data_received", read_ready_data_received, METH_NOARGS, NULL},
+    {"write", transport_write, METH_O, "Write data to the transport (asyncio.WriteTransport.write)."},
+    {NULL}};
+
+PyTypeObject zl_StreamFastPathsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "zloopgo._engine.StreamFastPaths",
+    .tp_doc = "Native per-packet methods for asyncio's socket transport.",
+    .tp_basicsize = sizeof(PyObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_methods = fast_methods,
+};
+
+int zl_transport_type_ready(void)
+{
+    struct {
+        PyObject **slot;
+        const char *text;
+    } names[] = {
+        {&s_conn_lost, "_conn_lost"}, {&s_sock_fd, "_sock_fd"}, {&s_max_size, "max_size"},
+        {&s_protocol, "_protocol"}, {&s_data_received, "data_received"},
+        {&s_fatal_error, "_fatal_error"}, {&s_on_eof, "_read_ready__on_eof"},
+        {&s_read_ready_cb, "_read_ready_cb"}, {&s_eof, "_eof"}, {&s_empty_waiter, "_empty_waiter"},
+        {&s_buffer, "_buffer"}, {&s_write_rest, "_zl_write_rest"},
+        {&s_write_conn_lost, "_zl_write_conn_lost"},
+        {&msg_read_error, "Fatal read error on socket transport"},
+        {&msg_data_received, "Fatal error: protocol.data_received() call failed."},
+        {&msg_write_error, "Fatal write error on socket transport"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        *names[i].slot = PyUnicode_InternFromString(names[i].text);
+        if (*names[i].slot == NULL)
+            return -1;
+    }
+    return PyType_Ready(&zl_StreamFastPathsType);
+}

@@ -1,0 +1,38 @@
+"""zloopgo's socket transport: asyncio's own selector socket transport
+whose per-packet methods (_read_ready, _read_ready__data_received, write)
+are native (capi/transport.c).
+
+Everything the native methods hand back — a write that could not be sent
+at once, a write after the connection was lost — is finished here exactly
+as this Python version's asyncio finishes it. This module knows asyncio's
+transport internals; it knows nothing of the engine.
+"""
+
+import sys
+from asyncio import selector_events
+
+from . import _engine
+
+# asyncio 3.12 turned the write buffer from a bytearray into a deque of chunks.
+_BUFFER_IS_DEQUE = sys.version_info >= (3, 12)
+
+
+class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTransport):
+    """A TCP or Unix stream transport, asyncio.Transport's whole surface."""
+
+    def _zl_write_rest(self, data, sent):
+        # The tail of asyncio's write(): `sent` bytes left already (-1: the
+        # buffer was not empty, so nothing was tried).
+        if sent >= 0:
+            if sent:
+                data = memoryview(data)[sent:] if _BUFFER_IS_DEQUE else data[sent:]
+            self._loop._add_writer(self._sock_fd, self._write_ready)
+        if _BUFFER_IS_DEQUE:
+            self._buffer.append(data)
+        else:
+            self._buffer.extend(data)
+        self._maybe_pause_protocol()
+
+    def _zl_write_conn_lost(self, data):
+        # asyncio counts (and past a threshold logs) writes to a lost connection.
+        selector_events._SelectorSocketTransport.write(self, data)
