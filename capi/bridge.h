@@ -41,15 +41,23 @@ typedef struct {
     int64_t ready_len;        /* handles waiting in the ready queue */
     int32_t stopping;         /* loop.stop() was called */
     int32_t pad;
+    /* written by Go, read by C in zl_dispatch: C memory, so that handing
+     * them over passes no Go pointer */
+    zl_event *events;         /* the engine's event buffer, events_cap long */
+    int64_t events_cap;
+    uint64_t *timers_out;     /* timer tokens handed back, timers_out_cap long */
+    int64_t timers_out_cap;
 } zl_shared;
 
 /* Called by the engine (capi/engine.go); implemented in capi/loop.c.
  * `loop` is the adapter's loop object. */
 void zl_release(void *loop);   /* drop the GIL before a blocking wait */
-void zl_reacquire(void *loop); /* take it back */
-/* Queue the ready descriptors' handles and the due timers, then run one
- * batch of callbacks. Returns 0, or -1 with a Python exception set. */
-int zl_dispatch(void *loop, zl_event *events, int64_t nevents,
-                uint64_t *timers, int64_t ntimers);
+void zl_reacquire(void *loop); /* take it back (after a failed wait) */
+/* Grow timers_out to hold at least `need` tokens; -1 if out of memory. */
+int zl_grow_timers_out(void *loop, int64_t need);
+/* Take the GIL back if `reacquire`, queue the handles of the first
+ * `nevents` events and of the first `ntimers` tokens of timers_out, then
+ * run one batch of callbacks. Returns 0, or -1 with a Python exception set. */
+int zl_dispatch(void *loop, int64_t nevents, int64_t ntimers, int reacquire);
 
 #endif

@@ -23,6 +23,9 @@ import (
 // errPython means a Python exception is set and Run must return to C.
 var errPython = errors.New("python exception pending")
 
+// errNoMemory means C could not grow a buffer the engine hands over.
+var errNoMemory = unix.ENOMEM
+
 // host implements core.Host for one C loop object.
 type host struct {
 	loop   unsafe.Pointer // the C loop object, opaque here
@@ -55,16 +58,26 @@ func (h *host) Stopping() bool { return h.shared.stopping != 0 }
 func (h *host) Release()   { C.zl_release(h.loop) }
 func (h *host) Reacquire() { C.zl_reacquire(h.loop) }
 
-func (h *host) Dispatch(events []core.Event, timers []core.Token) error {
-	var ev *C.zl_event
-	if len(events) > 0 {
-		ev = (*C.zl_event)(unsafe.Pointer(&events[0]))
+// EventBuffer makes the engine write ready events straight into C memory.
+func (h *host) EventBuffer() []core.Event {
+	return unsafe.Slice((*core.Event)(unsafe.Pointer(h.shared.events)), int(h.shared.events_cap))
+}
+
+func (h *host) Dispatch(events []core.Event, timers []core.Token, reacquire bool) error {
+	if int64(len(timers)) > int64(h.shared.timers_out_cap) {
+		if C.zl_grow_timers_out(h.loop, C.int64_t(len(timers))) != 0 {
+			h.Reacquire()
+			return errNoMemory
+		}
 	}
-	var tm *C.uint64_t
 	if len(timers) > 0 {
-		tm = (*C.uint64_t)(unsafe.Pointer(&timers[0]))
+		copy(unsafe.Slice((*core.Token)(unsafe.Pointer(h.shared.timers_out)), len(timers)), timers)
 	}
-	if C.zl_dispatch(h.loop, ev, C.int64_t(len(events)), tm, C.int64_t(len(timers))) != 0 {
+	again := C.int(0)
+	if reacquire {
+		again = 1
+	}
+	if C.zl_dispatch(h.loop, C.int64_t(len(events)), C.int64_t(len(timers)), again) != 0 {
 		return errPython
 	}
 	return nil

@@ -617,9 +617,27 @@ void zl_reacquire(void *loop)
     atomic_store(&L->polling, 0);
 }
 
-int zl_dispatch(void *loop, zl_event *events, int64_t nevents, uint64_t *timers, int64_t ntimers)
+int zl_grow_timers_out(void *loop, int64_t need)
 {
     zl_loop *L = loop;
+    int64_t cap = L->sh.timers_out_cap ? L->sh.timers_out_cap : 256;
+    while (cap < need)
+        cap *= 2;
+    uint64_t *out = PyMem_RawRealloc(L->sh.timers_out, cap * sizeof(uint64_t));
+    if (out == NULL)
+        return -1;
+    L->sh.timers_out = out;
+    L->sh.timers_out_cap = cap;
+    return 0;
+}
+
+int zl_dispatch(void *loop, int64_t nevents, int64_t ntimers, int reacquire)
+{
+    zl_loop *L = loop;
+    if (reacquire)
+        zl_reacquire(L);
+    zl_event *events = L->sh.events;
+    uint64_t *timers = L->sh.timers_out;
     for (int64_t i = 0; i < nevents; i++)
         process_event(L, events[i].token, events[i].mask);
     for (int64_t i = 0; i < ntimers; i++) {
@@ -721,7 +739,9 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     L->slots_free = UINT32_MAX;
     L->ring_cap = 256;
     L->ring = PyMem_Malloc(L->ring_cap * sizeof(zl_handle *));
-    if (L->ring == NULL) {
+    L->sh.events_cap = 256;
+    L->sh.events = PyMem_RawCalloc(L->sh.events_cap, sizeof(zl_event));
+    if (L->ring == NULL || L->sh.events == NULL || zl_grow_timers_out(L, 256) < 0) {
         Py_DECREF(L);
         return PyErr_NoMemory();
     }
@@ -777,6 +797,8 @@ static void loop_dealloc(zl_loop *L)
     PyMem_Free(L->sh.slots);
     PyMem_Free(L->sh.new_timers);
     PyMem_Free(L->fds);
+    PyMem_RawFree(L->sh.events);
+    PyMem_RawFree(L->sh.timers_out);
     Py_TYPE(L)->tp_free((PyObject *)L);
 }
 

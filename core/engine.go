@@ -45,15 +45,25 @@ type Host interface {
 	// MustNotBlock reports callbacks waiting to run or a stop request.
 	MustNotBlock() bool
 	// Release is called before a wait that may block (the adapter drops the
-	// GIL); Reacquire right after it.
+	// GIL). What it gives up is taken back by the Dispatch that follows
+	// (reacquire set), or by Reacquire if the wait failed: one call into
+	// the host fewer per sleeping iteration.
 	Release()
 	Reacquire()
 	// Dispatch hands over the ready descriptors and the timer tokens the
 	// engine is done with (due timers in firing order, and cancelled ones),
-	// and runs one batch of callbacks. An error ends Run.
-	Dispatch(events []Event, timers []Token) error
+	// and runs one batch of callbacks; with reacquire set it first undoes
+	// Release. An error ends Run.
+	Dispatch(events []Event, timers []Token, reacquire bool) error
 	// Stopping reports a stop request; checked after each iteration.
 	Stopping() bool
+}
+
+// EventBufferer is implemented by a host that wants ready events written
+// straight into memory it owns (the C adapter: then handing them over
+// passes no Go pointer across cgo).
+type EventBufferer interface {
+	EventBuffer() []Event
 }
 
 // Engine is one event loop's engine.
@@ -79,7 +89,13 @@ func NewEngine(host Host, resolution float64) (*Engine, error) {
 
 // NewEngineWithReactor is NewEngine with a given reactor (tests use fakes).
 func NewEngineWithReactor(host Host, r Reactor, resolution float64) *Engine {
-	return &Engine{host: host, reactor: r, resolution: resolution, events: make([]Event, 256)}
+	e := &Engine{host: host, reactor: r, resolution: resolution}
+	if b, ok := host.(EventBufferer); ok {
+		e.events = b.EventBuffer()
+	} else {
+		e.events = make([]Event, 256)
+	}
+	return e
 }
 
 // Reactor gives the host access to descriptor registration.
@@ -107,12 +123,12 @@ func (e *Engine) RunOnce() error {
 	e.out = e.out[:0]
 	e.takeNewTimers()
 	e.dropCancelled()
-	n, err := e.poll(e.timeout())
+	n, released, err := e.poll(e.timeout())
 	if err != nil {
 		return err
 	}
 	e.popDue()
-	return e.host.Dispatch(e.events[:n], e.out)
+	return e.host.Dispatch(e.events[:n], e.out, released)
 }
 
 func (e *Engine) takeNewTimers() {
@@ -168,26 +184,29 @@ func (e *Engine) timeout() time.Duration {
 	return d
 }
 
-// poll waits for descriptor events. A wait that cannot block skips the
-// system call when no descriptor is registered (a cross-thread wake-up
-// needs no poll: its callback is already queued).
-func (e *Engine) poll(timeout time.Duration) (int, error) {
-	var n int
-	var err error
+// poll waits for descriptor events; released reports that the host's
+// lock was given up for a wait that may block, so Dispatch must take it
+// back. A wait that cannot block skips the system call when no descriptor
+// is registered (a cross-thread wake-up needs no poll: its callback is
+// already queued).
+func (e *Engine) poll(timeout time.Duration) (n int, released bool, err error) {
 	switch {
 	case timeout == 0 && e.watched == 0:
-		return 0, nil
+		return 0, false, nil
 	case timeout == 0:
 		n, err = e.reactor.Wait(e.events, 0)
 	default:
 		e.host.Release()
+		released = true
 		n, err = e.reactor.Wait(e.events, timeout)
-		e.host.Reacquire()
 	}
 	if err != nil {
-		return 0, errors.Join(errors.New("zloopgo: waiting for events failed"), err)
+		if released {
+			e.host.Reacquire()
+		}
+		return 0, false, errors.Join(errors.New("zloopgo: waiting for events failed"), err)
 	}
-	return n, nil
+	return n, released, nil
 }
 
 func (e *Engine) popDue() {

@@ -94,7 +94,10 @@ func (h *fakeHost) Release()           { *h.log = append(*h.log, "release") }
 func (h *fakeHost) Reacquire()         { *h.log = append(*h.log, "reacquire") }
 func (h *fakeHost) Stopping() bool     { return h.stopping }
 
-func (h *fakeHost) Dispatch(events []core.Event, timers []core.Token) error {
+func (h *fakeHost) Dispatch(events []core.Event, timers []core.Token, reacquire bool) error {
+	if reacquire {
+		h.Reacquire()
+	}
 	*h.log = append(*h.log, "dispatch")
 	h.clobberTaken()
 	for _, tok := range timers {
