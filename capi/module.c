@@ -66,6 +66,7 @@ static PyObject *forked_child(PyObject *mod, PyObject *unused)
 
 static PyMethodDef module_methods[] = {
     {"set_repr_hook", set_repr_hook, METH_O, "Install the function that formats handles."},
+    {"set_transport_layout", zl_set_transport_layout, METH_O, "Record where a transport class keeps its slots."},
     {"set_asyncio", set_asyncio, METH_VARARGS, "Install asyncio.futures, asyncio.tasks and BaseEventLoop.create_task."},
     {"build_info_json", build_info_json, METH_NOARGS, "Build facts from the Go side, as JSON."},
     {"forked_child", forked_child, METH_NOARGS, "Whether this process was forked after the engine started."},

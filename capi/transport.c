@@ -10,6 +10,7 @@
  * loop or the engine. */
 #include "zl.h"
 #include <errno.h>
+#include <structmember.h>
 #include <sys/socket.h>
 
 static PyObject *s_conn_lost, *s_sock_fd, *s_max_size, *s_protocol, *s_data_received,
@@ -22,14 +23,64 @@ static PyObject *s_conn_lost, *s_sock_fd, *s_max_size, *s_protocol, *s_data_rece
 static char *scratch;
 static size_t scratch_size;
 
-static int attr_true(PyObject *self, PyObject *name)
+/* zloopgo's transport class keeps the attributes read here in __slots__;
+ * set_transport_layout() records their offsets so that reading one is a
+ * load instead of an attribute lookup. Instances of other classes (or a
+ * slot not yet set) take the ordinary lookup. */
+static PyTypeObject *layout_type;
+enum { F_CONN_LOST, F_SOCK_FD, F_PROTOCOL, F_EOF, F_EMPTY_WAITER, F_BUFFER, F_READ_READY_CB, F_COUNT };
+static PyObject **field_names[F_COUNT] = {&s_conn_lost, &s_sock_fd, &s_protocol, &s_eof,
+                                          &s_empty_waiter, &s_buffer, &s_read_ready_cb};
+static Py_ssize_t field_offset[F_COUNT];
+
+static PyObject *get_field(PyObject *self, int f) /* new reference */
 {
-    PyObject *v = PyObject_GetAttr(self, name);
+    if (layout_type != NULL && PyObject_TypeCheck(self, layout_type)) {
+        PyObject *v = *(PyObject **)((char *)self + field_offset[f]);
+        if (v != NULL)
+            return Py_NewRef(v);
+    }
+    return PyObject_GetAttr(self, *field_names[f]);
+}
+
+PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls)
+{
+    if (!PyType_Check(cls))
+        return PyErr_Format(PyExc_TypeError, "expected a class, got %R", cls);
+    for (int f = 0; f < F_COUNT; f++) {
+        PyObject *d = PyDict_GetItemWithError(((PyTypeObject *)cls)->tp_dict, *field_names[f]);
+        if (d == NULL || Py_TYPE(d) != &PyMemberDescr_Type) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_TypeError, "%R must declare %R in __slots__", cls, *field_names[f]);
+            return NULL;
+        }
+        PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+        if (m->type != T_OBJECT_EX)
+            return PyErr_Format(PyExc_TypeError, "%R is not an object slot", *field_names[f]);
+        field_offset[f] = m->offset;
+    }
+    Py_XSETREF(layout_type, (PyTypeObject *)Py_NewRef(cls));
+    Py_RETURN_NONE;
+}
+
+static int field_true(PyObject *self, int f)
+{
+    PyObject *v = get_field(self, f);
     if (v == NULL)
         return -1;
     int r = PyObject_IsTrue(v);
     Py_DECREF(v);
     return r;
+}
+
+static int field_int(PyObject *self, int f, long *out)
+{
+    PyObject *v = get_field(self, f);
+    if (v == NULL)
+        return -1;
+    *out = PyLong_AsLong(v);
+    Py_DECREF(v);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
 static int attr_int(PyObject *self, PyObject *name, long *out)
@@ -68,7 +119,7 @@ static PyObject *report_fatal(PyObject *self, PyObject *message)
 
 static PyObject *read_ready(PyObject *self, PyObject *unused)
 {
-    PyObject *cb = PyObject_GetAttr(self, s_read_ready_cb);
+    PyObject *cb = get_field(self, F_READ_READY_CB);
     if (cb == NULL)
         return NULL;
     PyObject *r = PyObject_CallNoArgs(cb);
@@ -78,11 +129,11 @@ static PyObject *read_ready(PyObject *self, PyObject *unused)
 
 static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
 {
-    int lost = attr_true(self, s_conn_lost);
+    int lost = field_true(self, F_CONN_LOST);
     if (lost != 0)
         return lost < 0 ? NULL : Py_NewRef(Py_None);
     long fd, max_size;
-    if (attr_int(self, s_sock_fd, &fd) < 0 || attr_int(self, s_max_size, &max_size) < 0)
+    if (field_int(self, F_SOCK_FD, &fd) < 0 || attr_int(self, s_max_size, &max_size) < 0)
         return NULL;
     if (max_size <= 0) {
         PyErr_SetString(PyExc_ValueError, "negative buffersize in recv");
@@ -110,7 +161,7 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
     PyObject *data = PyBytes_FromStringAndSize(scratch, n);
     if (data == NULL)
         return NULL;
-    PyObject *protocol = PyObject_GetAttr(self, s_protocol);
+    PyObject *protocol = get_field(self, F_PROTOCOL);
     if (protocol == NULL) {
         Py_DECREF(data);
         return NULL;
@@ -134,13 +185,13 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
     if (!PyBytes_Check(data) && !PyByteArray_Check(data) && !PyMemoryView_Check(data))
         return PyErr_Format(PyExc_TypeError, "data argument must be a bytes-like object, not '%s'",
                             Py_TYPE(data)->tp_name);
-    int flag = attr_true(self, s_eof);
+    int flag = field_true(self, F_EOF);
     if (flag != 0) {
         if (flag > 0)
             PyErr_SetString(PyExc_RuntimeError, "Cannot call write() after write_eof()");
         return NULL;
     }
-    PyObject *waiter = PyObject_GetAttr(self, s_empty_waiter);
+    PyObject *waiter = get_field(self, F_EMPTY_WAITER);
     if (waiter == NULL)
         return NULL;
     Py_DECREF(waiter);
@@ -155,11 +206,11 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
         PyBuffer_Release(&view);
         Py_RETURN_NONE;
     }
-    if ((flag = attr_true(self, s_conn_lost)) != 0) {
+    if ((flag = field_true(self, F_CONN_LOST)) != 0) {
         PyBuffer_Release(&view);
         return flag < 0 ? NULL : PyObject_CallMethodOneArg(self, s_write_conn_lost, data);
     }
-    PyObject *buffer = PyObject_GetAttr(self, s_buffer);
+    PyObject *buffer = get_field(self, F_BUFFER);
     if (buffer == NULL) {
         PyBuffer_Release(&view);
         return NULL;
@@ -173,7 +224,7 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
     Py_ssize_t sent = 0;
     if (buffered == 0) {
         long fd;
-        if (attr_int(self, s_sock_fd, &fd) < 0) {
+        if (field_int(self, F_SOCK_FD, &fd) < 0) {
             PyBuffer_Release(&view);
             return NULL;
         }

@@ -105,5 +105,6 @@ int zl_loop_type_ready(void);
 
 /* capi/transport.c */
 int zl_transport_type_ready(void);
+PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls);
 
 #endif

@@ -20,6 +20,18 @@ _BUFFER_IS_DEQUE = sys.version_info >= (3, 12)
 class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTransport):
     """A TCP or Unix stream transport, asyncio.Transport's whole surface."""
 
+    # The attributes the native methods read on every packet live in slots,
+    # whose offsets the adapter records: reading one is then a load.
+    __slots__ = (
+        "_conn_lost",
+        "_sock_fd",
+        "_protocol",
+        "_eof",
+        "_empty_waiter",
+        "_buffer",
+        "_read_ready_cb",
+    )
+
     def _zl_write_rest(self, data, sent):
         # The tail of asyncio's write(): `sent` bytes left already (-1: the
         # buffer was not empty, so nothing was tried).
@@ -36,3 +48,6 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
     def _zl_write_conn_lost(self, data):
         # asyncio counts (and past a threshold logs) writes to a lost connection.
         selector_events._SelectorSocketTransport.write(self, data)
+
+
+_engine.set_transport_layout(SocketTransport)
