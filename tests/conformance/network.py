@@ -18,6 +18,7 @@ Everything here talks to loopback only (127.0.0.1, ::1, Unix sockets,
 socketpairs, pipes); nothing is resource-gated in these modules.
 """
 
+import inspect
 import unittest
 
 
@@ -95,15 +96,55 @@ def _events(mod, factory):
 
     # As EPollEventLoopTests: UnixEventLoopTestsMixin attaches a child
     # watcher (3.11-3.13) and SubprocessTestsMixin adds subprocess_exec/shell.
-    return [
-        _bind(
-            mod,
-            "ZloopgoEventLoopTests",
-            (mod.UnixEventLoopTestsMixin, mod.SubprocessTestsMixin, test_utils.TestCase),
-            "create_event_loop",
-            factory,
-        )
-    ]
+    bound = _bind(
+        mod,
+        "ZloopgoEventLoopTests",
+        (mod.UnixEventLoopTestsMixin, mod.SubprocessTestsMixin, test_utils.TestCase),
+        "create_event_loop",
+        factory,
+    )
+    rest = [_events_rest(getattr(mod, n)) for n in _EVENTS_REST if hasattr(mod, n)]
+    return [bound, *rest]
+
+
+def _events_rest(cls):
+    """Up to 3.12 test_get_event_loop_new_process runs a loop in a worker
+    that ProcessPoolExecutor forks from a process whose zloopgo engine has
+    started: zloopgo raises its documented RuntimeError there (README,
+    "fork()"), and the failed test leaves its pool unshut, so the
+    interpreter hangs at exit (stock asyncio does too when that worker
+    fails). Skipped there, with that reason; 3.13's version uses
+    forkserver and runs."""
+    test = getattr(cls, "test_get_event_loop_new_process", None)
+    if test is None or "forkserver" in inspect.getsource(test):
+        return cls
+    reason = (
+        "zloopgo-limitation: the worker is forked after the Go engine started "
+        + "(RuntimeError, README 'fork()'); the failed test then hangs at exit"
+    )
+    return type(
+        cls.__name__,
+        (cls,),
+        {
+            "test_get_event_loop_new_process": unittest.skip(reason)(test),
+            "__module__": cls.__module__,
+            "__qualname__": cls.__qualname__,
+        },
+    )
+
+
+# test_events' classes that are not bound to a loop class: handles, timers,
+# policies and get_event_loop (their loops come from the swap).
+_EVENTS_REST = (
+    "HandleTests",
+    "TimerTests",
+    "AbstractEventLoopTests",
+    "PolicyTests",
+    "TestPyGetEventLoop",
+    "TestCGetEventLoop",
+    "TestServer",
+    "TestAbstractServer",
+)
 
 
 def _sslproto(mod, factory):
