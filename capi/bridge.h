@@ -50,14 +50,15 @@ typedef struct {
 } zl_shared;
 
 /* Called by the engine (capi/engine.go); implemented in capi/loop.c.
- * `loop` is the adapter's loop object. */
-void zl_release(void *loop);   /* drop the GIL before a blocking wait */
-void zl_reacquire(void *loop); /* take it back (after a failed wait) */
+ * `loop` is the adapter's loop object, passed as an integer: a pointer
+ * argument would make cgo check on every call whether it is a Go pointer. */
+void zl_release(uintptr_t loop);   /* drop the GIL before a blocking wait */
+void zl_reacquire(uintptr_t loop); /* take it back (after a failed wait) */
 /* Grow timers_out to hold at least `need` tokens; -1 if out of memory. */
-int zl_grow_timers_out(void *loop, int64_t need);
+int zl_grow_timers_out(uintptr_t loop, int64_t need);
 /* Take the GIL back if `reacquire`, queue the handles of the first
  * `nevents` events and of the first `ntimers` tokens of timers_out, then
  * run one batch of callbacks. Returns 0, or -1 with a Python exception set. */
-int zl_dispatch(void *loop, int64_t nevents, int64_t ntimers, int reacquire);
+int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int reacquire);
 
 #endif

@@ -28,7 +28,7 @@ var errNoMemory = unix.ENOMEM
 
 // host implements core.Host for one C loop object.
 type host struct {
-	loop   unsafe.Pointer // the C loop object, opaque here
+	loop   C.uintptr_t // the C loop object, opaque here
 	shared *C.zl_shared
 }
 
@@ -106,7 +106,7 @@ func errnoOf(err error) C.int {
 // with *errOut set to an errno.
 //
 //export zlgo_engine_new
-func zlgo_engine_new(loop unsafe.Pointer, shared *C.zl_shared, resolution C.double, wakeFD *C.int, errOut *C.int) C.uintptr_t {
+func zlgo_engine_new(loop C.uintptr_t, shared *C.zl_shared, resolution C.double, wakeFD *C.int, errOut *C.int) C.uintptr_t {
 	le := &loopEngine{host: host{loop: loop, shared: shared}}
 	e, err := core.NewEngine(&le.host, float64(resolution))
 	if err != nil {

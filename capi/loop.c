@@ -603,23 +603,23 @@ static void process_event(zl_loop *L, uint64_t fd, uint32_t mask)
 
 /* ---- the engine's callbacks (bridge.h) ---- */
 
-void zl_release(void *loop)
+void zl_release(uintptr_t loop)
 {
-    zl_loop *L = loop;
+    zl_loop *L = (zl_loop *)loop;
     atomic_store(&L->polling, 1);
     L->saved_tstate = PyEval_SaveThread();
 }
 
-void zl_reacquire(void *loop)
+void zl_reacquire(uintptr_t loop)
 {
-    zl_loop *L = loop;
+    zl_loop *L = (zl_loop *)loop;
     PyEval_RestoreThread(L->saved_tstate);
     atomic_store(&L->polling, 0);
 }
 
-int zl_grow_timers_out(void *loop, int64_t need)
+int zl_grow_timers_out(uintptr_t loop, int64_t need)
 {
-    zl_loop *L = loop;
+    zl_loop *L = (zl_loop *)loop;
     int64_t cap = L->sh.timers_out_cap ? L->sh.timers_out_cap : 256;
     while (cap < need)
         cap *= 2;
@@ -631,11 +631,11 @@ int zl_grow_timers_out(void *loop, int64_t need)
     return 0;
 }
 
-int zl_dispatch(void *loop, int64_t nevents, int64_t ntimers, int reacquire)
+int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int reacquire)
 {
-    zl_loop *L = loop;
+    zl_loop *L = (zl_loop *)loop;
     if (reacquire)
-        zl_reacquire(L);
+        zl_reacquire(loop);
     zl_event *events = L->sh.events;
     uint64_t *timers = L->sh.timers_out;
     for (int64_t i = 0; i < nevents; i++)
@@ -741,14 +741,14 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     L->ring = PyMem_Malloc(L->ring_cap * sizeof(zl_handle *));
     L->sh.events_cap = 256;
     L->sh.events = PyMem_RawCalloc(L->sh.events_cap, sizeof(zl_event));
-    if (L->ring == NULL || L->sh.events == NULL || zl_grow_timers_out(L, 256) < 0) {
+    if (L->ring == NULL || L->sh.events == NULL || zl_grow_timers_out((uintptr_t)L, 256) < 0) {
         Py_DECREF(L);
         return PyErr_NoMemory();
     }
     struct timespec res;
     double resolution = clock_getres(CLOCK_MONOTONIC, &res) == 0 ? res.tv_sec + res.tv_nsec * 1e-9 : 1e-9;
     int wakefd = -1, err = 0;
-    L->engine = zlgo_engine_new(L, &L->sh, resolution, &wakefd, &err);
+    L->engine = zlgo_engine_new((uintptr_t)L, &L->sh, resolution, &wakefd, &err);
     if (L->engine == 0) {
         errno = err;
         PyErr_SetFromErrno(PyExc_OSError);
