@@ -17,6 +17,7 @@ import threading
 from asyncio import base_events, events, format_helpers, futures, tasks, unix_events
 
 from . import _engine
+from ._numeric_addr import numeric_getaddrinfo
 from ._transports import SocketTransport
 
 _HAS_RUN_FOREVER_SETUP = hasattr(base_events.BaseEventLoop, "_run_forever_setup")
@@ -113,6 +114,20 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
         then asyncio's steps (which find no descriptor left to unwatch)."""
         self._zl_close()
         super().close()
+
+    # ---- name resolution -----------------------------------------------
+
+    async def getaddrinfo(self, host, port, *, family=0, type=0, proto=0, flags=0):
+        """asyncio's getaddrinfo; a numeric host is answered in place (the
+        exact list socket.getaddrinfo returns) instead of in the executor."""
+        if not self._debug:  # debug mode keeps asyncio's logged lookup
+            self._check_closed()  # run_in_executor's first step
+            infos = numeric_getaddrinfo(host, port, family, type, proto, flags)
+            if infos is not None:
+                return infos
+        return await super().getaddrinfo(
+            host, port, family=family, type=type, proto=proto, flags=flags
+        )
 
     # ---- descriptors ---------------------------------------------------
 

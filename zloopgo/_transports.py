@@ -23,13 +23,13 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
     # The attributes the native methods read on every packet live in slots,
     # whose offsets the adapter records: reading one is then a load.
     __slots__ = (
-        "_conn_lost",
-        "_sock_fd",
-        "_protocol",
-        "_eof",
-        "_empty_waiter",
         "_buffer",
+        "_conn_lost",
+        "_empty_waiter",
+        "_eof",
+        "_protocol",
         "_read_ready_cb",
+        "_sock_fd",
     )
 
     def _zl_write_rest(self, data, sent):
