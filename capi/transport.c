@@ -1,6 +1,6 @@
-/* StreamFastPaths: native versions of the three methods of asyncio's
- * socket transport that run for every packet and every write —
- * _read_ready, _read_ready__data_received and write. zloopgo's transport
+/* StreamFastPaths: native versions of the methods of asyncio's socket
+ * transport that run for every packet and every write — _read_ready,
+ * _read_ready__data_received, _read_ready__get_buffer and write. zloopgo's transport
  * class puts this type first in its bases; everything else (buffering
  * after a partial send, flow control, closing, errors) stays asyncio's own
  * Python code, reached through the same attributes and methods asyncio
@@ -15,7 +15,8 @@
 
 static PyObject *s_conn_lost, *s_sock_fd, *s_max_size, *s_protocol, *s_data_received,
     *s_fatal_error, *s_on_eof, *s_read_ready_cb, *s_eof, *s_empty_waiter, *s_buffer,
-    *s_write_rest, *s_write_conn_lost, *msg_read_error, *msg_data_received, *msg_write_error;
+    *s_write_rest, *s_write_conn_lost, *msg_read_error, *msg_data_received, *msg_write_error,
+    *s_get_buffer, *s_buffer_updated, *msg_get_buffer, *msg_buffer_updated, *minus_one;
 
 /* One receive buffer for the process: the GIL serializes its users, and
  * every read is copied out into an exactly sized bytes before any Python
@@ -175,6 +176,63 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* The BufferedProtocol read: get_buffer(-1), recv(2) straight into it,
+ * buffer_updated(n) — asyncio's _read_ready__get_buffer. */
+static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
+{
+    int lost = field_true(self, F_CONN_LOST);
+    if (lost != 0)
+        return lost < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *protocol = get_field(self, F_PROTOCOL);
+    if (protocol == NULL)
+        return NULL;
+    PyObject *buf = PyObject_CallMethodOneArg(protocol, s_get_buffer, minus_one);
+    Py_buffer view = {0};
+    if (buf != NULL && PyObject_GetBuffer(buf, &view, PyBUF_WRITABLE) == 0 && view.len == 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_RuntimeError, "get_buffer() returned an empty buffer");
+    }
+    if (PyErr_Occurred()) {
+        Py_XDECREF(buf);
+        Py_DECREF(protocol);
+        return report_fatal(self, msg_get_buffer);
+    }
+    long fd;
+    if (field_int(self, F_SOCK_FD, &fd) < 0) {
+        PyBuffer_Release(&view);
+        Py_DECREF(buf);
+        Py_DECREF(protocol);
+        return NULL;
+    }
+    ssize_t n;
+    do {
+        n = recv((int)fd, view.buf, view.len, 0);
+    } while (n < 0 && errno == EINTR);
+    int err = errno;
+    PyBuffer_Release(&view);
+    Py_DECREF(buf);
+    if (n < 0) {
+        Py_DECREF(protocol);
+        if (err == EAGAIN || err == EWOULDBLOCK)
+            Py_RETURN_NONE;
+        errno = err;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return report_fatal(self, msg_read_error);
+    }
+    if (n == 0) {
+        Py_DECREF(protocol);
+        return PyObject_CallMethodNoArgs(self, s_on_eof);
+    }
+    PyObject *nbytes = PyLong_FromSsize_t(n);
+    PyObject *r = nbytes ? PyObject_CallMethodOneArg(protocol, s_buffer_updated, nbytes) : NULL;
+    Py_XDECREF(nbytes);
+    Py_DECREF(protocol);
+    if (r == NULL)
+        return report_fatal(self, msg_buffer_updated);
+    Py_DECREF(r);
+    Py_RETURN_NONE;
+}
+
 /* write(data): asyncio's checks, then, with nothing buffered, one send(2)
  * straight from the caller's buffer. What is left (a partial send, or
  * EAGAIN) goes to zloopgo's _zl_write_rest, which buffers it the way this
@@ -257,6 +315,7 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
 static PyMethodDef fast_methods[] = {
     {"_read_ready", read_ready, METH_NOARGS, NULL},
     {"_read_ready__data_received", read_ready_data_received, METH_NOARGS, NULL},
+    {"_read_ready__get_buffer", read_ready_get_buffer, METH_NOARGS, NULL},
     {"write", transport_write, METH_O, "Write data to the transport (asyncio.WriteTransport.write)."},
     {NULL}};
 
@@ -284,11 +343,17 @@ int zl_transport_type_ready(void)
         {&msg_read_error, "Fatal read error on socket transport"},
         {&msg_data_received, "Fatal error: protocol.data_received() call failed."},
         {&msg_write_error, "Fatal write error on socket transport"},
+        {&s_get_buffer, "get_buffer"}, {&s_buffer_updated, "buffer_updated"},
+        {&msg_get_buffer, "Fatal error: protocol.get_buffer() call failed."},
+        {&msg_buffer_updated, "Fatal error: protocol.buffer_updated() call failed."},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         *names[i].slot = PyUnicode_InternFromString(names[i].text);
         if (*names[i].slot == NULL)
             return -1;
     }
+    minus_one = PyLong_FromLong(-1);
+    if (minus_one == NULL)
+        return -1;
     return PyType_Ready(&zl_StreamFastPathsType);
 }
