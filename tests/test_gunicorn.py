@@ -270,6 +270,9 @@ def test_gunicorn_preload_that_runs_zloopgo_arbiter_gives_up(tmp_path):
     finally:
         stop(proc, log)
     text = read_log(tmp_path)
-    assert exit_code == 3, f"arbiter exit {exit_code}\n{text}"  # Arbiter.WORKER_BOOT_ERROR
+    # The arbiter halts with WORKER_BOOT_ERROR (3); when both workers fail
+    # at once, the second HaltServer escapes gunicorn's own halt and the
+    # exit code is 1. Either way it stopped by itself.
+    assert exit_code in (1, 3), f"arbiter exit {exit_code}\n{text}"
     assert "the Go runtime does not survive fork()" in text, text
     assert "Worker failed to boot" in text, text
