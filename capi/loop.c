@@ -343,6 +343,13 @@ static PyObject *loop_time(zl_loop *L, PyObject *unused)
     return PyFloat_FromDouble(monotonic());
 }
 
+/* get_debug(): every asyncio Future and Task asks it when created, so it
+ * is native too (set_debug stays asyncio's, writing _debug below). */
+static PyObject *loop_get_debug(zl_loop *L, PyObject *unused)
+{
+    return PyBool_FromLong(L->debug);
+}
+
 static PyObject *loop_stop(zl_loop *L, PyObject *unused)
 {
     L->sh.stopping = 1;
@@ -843,6 +850,7 @@ static PyMethodDef loop_methods[] = {
     {"create_future", (PyCFunction)loop_create_future, METH_NOARGS, NULL},
     {"create_task", (PyCFunction)(void (*)(void))loop_create_task, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"stop", (PyCFunction)loop_stop, METH_NOARGS, NULL},
+    {"get_debug", (PyCFunction)loop_get_debug, METH_NOARGS, NULL},
     {"_zl_add_reader", (PyCFunction)(void (*)(void))loop_add_reader, METH_FASTCALL, NULL},
     {"_zl_add_writer", (PyCFunction)(void (*)(void))loop_add_writer, METH_FASTCALL, NULL},
     {"_zl_remove_reader", (PyCFunction)loop_remove_reader, METH_O, NULL},
