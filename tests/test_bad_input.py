@@ -4,7 +4,6 @@ checks only in debug mode, the dual-run test turns debug mode on and a
 zloopgo-only test shows that zloopgo checks at once even without it."""
 
 import asyncio
-import contextlib
 import decimal
 import functools
 import os
@@ -13,32 +12,7 @@ import tempfile
 import warnings
 
 import pytest
-
-import zloopgo
-
-SCHEDULERS = ["call_soon", "call_soon_threadsafe", "call_later", "call_at"]
-
-
-def run_once(loop):
-    loop.stop()
-    loop.run_forever()
-
-
-def schedule(loop, method, callback, *args, **kwargs):
-    if method in ("call_soon", "call_soon_threadsafe"):
-        return getattr(loop, method)(callback, *args, **kwargs)
-    if method == "call_later":
-        return loop.call_later(0, callback, *args, **kwargs)
-    return loop.call_at(loop.time(), callback, *args, **kwargs)
-
-
-@contextlib.contextmanager
-def zloop():
-    lp = zloopgo.new_event_loop()
-    try:
-        yield lp
-    finally:
-        lp.close()
+from helpers import SCHEDULERS, run_once, schedule, zloop
 
 
 async def coro_func():

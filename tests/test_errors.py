@@ -6,21 +6,7 @@ import asyncio
 import logging
 
 import pytest
-
-SCHEDULERS = ["call_soon", "call_soon_threadsafe", "call_later", "call_at"]
-
-
-def run_once(loop):
-    loop.stop()
-    loop.run_forever()
-
-
-def schedule(loop, method, callback, *args):
-    if method in ("call_soon", "call_soon_threadsafe"):
-        return getattr(loop, method)(callback, *args)
-    if method == "call_later":
-        return loop.call_later(0, callback, *args)
-    return loop.call_at(loop.time(), callback, *args)
+from helpers import SCHEDULERS, run_once, schedule
 
 
 class Boom(Exception):

@@ -10,43 +10,15 @@ import errno
 import logging
 import re
 import socket
-import subprocess
 import sys
-import textwrap
 import time
 
 import pytest
+from helpers import SCRIPT_FACTORIES, check, run_script
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 
 TIMEOUT = 10
-
-FACTORIES = {
-    "asyncio": "asyncio.SelectorEventLoop",
-    "zloopgo": "zloopgo.new_event_loop",
-}
-
-
-def run_script(loop_name, body, timeout=60):
-    code = (
-        "import asyncio, errno, os, signal, socket, sys, time\n"
-        "import zloopgo\n"
-        f"factory = {FACTORIES[loop_name]}\n" + textwrap.dedent(body)
-    )
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def check(proc, *expected_lines):
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-    lines = proc.stdout.splitlines()
-    for line in expected_lines:
-        assert line in lines, f"missing {line!r} in\n{proc.stdout}\n{proc.stderr}"
 
 
 def normalize(message):
@@ -246,7 +218,7 @@ def test_task_factory_exception_inside_running_loop(loop):
 # ---- SIGPIPE -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("loop_name", sorted(FACTORIES))
+@pytest.mark.parametrize("loop_name", sorted(SCRIPT_FACTORIES))
 def test_sigpipe_never_kills(loop_name):
     proc = run_script(
         loop_name,
@@ -359,7 +331,7 @@ def test_sigpipe_never_kills(loop_name):
 # ---- child processes -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("loop_name", sorted(FACTORIES))
+@pytest.mark.parametrize("loop_name", sorted(SCRIPT_FACTORIES))
 def test_subprocesses_do_not_disturb_loop(loop_name):
     proc = run_script(
         loop_name,

@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 import pytest
+from helpers import check
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 
@@ -48,13 +49,6 @@ def run_scenario(tmp_path, body, timeout=60):
         cwd=str(tmp_path),
     )
     return proc
-
-
-def check(proc, *expected_lines):
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-    lines = proc.stdout.splitlines()
-    for line in expected_lines:
-        assert line in lines, f"missing {line!r} in\n{proc.stdout}\n{proc.stderr}"
 
 
 def test_import_alone_does_not_start_engine(tmp_path):

@@ -3,41 +3,15 @@ TimerHandle: cancel(), cancelled(), get_context(), repr, and the release
 of the callback and its arguments."""
 
 import asyncio
-import contextlib
 import contextvars
 import gc
 import sys
 import weakref
 
 import pytest
-
-import zloopgo
+from helpers import SCHEDULERS, run_once, schedule, zloop
 
 VAR = contextvars.ContextVar("VAR", default="unset")
-
-SCHEDULERS = ["call_soon", "call_soon_threadsafe", "call_later", "call_at"]
-
-
-def run_once(loop):
-    loop.stop()
-    loop.run_forever()
-
-
-def schedule(loop, method, callback, *args, **kwargs):
-    if method in ("call_soon", "call_soon_threadsafe"):
-        return getattr(loop, method)(callback, *args, **kwargs)
-    if method == "call_later":
-        return loop.call_later(0, callback, *args, **kwargs)
-    return loop.call_at(loop.time(), callback, *args, **kwargs)
-
-
-@contextlib.contextmanager
-def zloop():
-    lp = zloopgo.new_event_loop()
-    try:
-        yield lp
-    finally:
-        lp.close()
 
 
 class Token:

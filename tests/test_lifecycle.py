@@ -11,15 +11,11 @@ import threading
 import weakref
 
 import pytest
+from helpers import run_once
 
 import zloopgo
 
 VAR = contextvars.ContextVar("VAR", default="unset")
-
-
-def run_once(loop):
-    loop.stop()
-    loop.run_forever()
 
 
 class Token:

@@ -8,15 +8,9 @@ import threading
 import time
 
 import pytest
+from helpers import run_once
 
 VAR = contextvars.ContextVar("VAR", default="unset")
-
-
-def run_once(loop):
-    """One iteration: asyncio documents that stop() before run_forever()
-    polls once with a zero timeout, runs what is ready and returns."""
-    loop.stop()
-    loop.run_forever()
 
 
 # ---- call_soon ------------------------------------------------------------

@@ -6,42 +6,14 @@ the interpreter on failure run in a subprocess."""
 import asyncio
 import os
 import signal
-import subprocess
 import sys
-import textwrap
 import threading
 import time
 
 import pytest
+from helpers import SCRIPT_FACTORIES, check, run_script
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="Unix signals")
-
-FACTORIES = {
-    "asyncio": "asyncio.SelectorEventLoop",
-    "zloopgo": "zloopgo.new_event_loop",
-}
-
-
-def run_script(loop_name, body, timeout=30):
-    code = (
-        "import asyncio, os, signal, sys, threading, time\n"
-        "import zloopgo\n"
-        f"factory = {FACTORIES[loop_name]}\n" + textwrap.dedent(body)
-    )
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def check(proc, *expected_lines):
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-    lines = proc.stdout.splitlines()
-    for line in expected_lines:
-        assert line in lines, f"missing {line!r} in\n{proc.stdout}\n{proc.stderr}"
 
 
 @pytest.fixture
@@ -263,7 +235,7 @@ def test_add_signal_handler_from_other_thread(loop):
     assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL
 
 
-@pytest.mark.parametrize("loop_name", sorted(FACTORIES))
+@pytest.mark.parametrize("loop_name", sorted(SCRIPT_FACTORIES))
 def test_sigint_interrupts_blocked_loop(loop_name):
     # No SIGINT handler of the loop: Python's default turns SIGINT into
     # KeyboardInterrupt, which must come out of run_until_complete while the
@@ -298,7 +270,7 @@ def test_sigint_interrupts_blocked_loop(loop_name):
     check(proc, "KeyboardInterrupt", "fast True", "running False", "again ok", "timer timer")
 
 
-@pytest.mark.parametrize("loop_name", sorted(FACTORIES))
+@pytest.mark.parametrize("loop_name", sorted(SCRIPT_FACTORIES))
 def test_sigint_process_directed_with_wakeup_fd(loop_name):
     # With a signal handler installed, the wake-up descriptor wakes the loop
     # whichever thread the kernel delivers SIGINT to.
@@ -326,7 +298,7 @@ def test_sigint_process_directed_with_wakeup_fd(loop_name):
     check(proc, "KeyboardInterrupt", "again ok")
 
 
-@pytest.mark.parametrize("loop_name", sorted(FACTORIES))
+@pytest.mark.parametrize("loop_name", sorted(SCRIPT_FACTORIES))
 def test_runner_sigint_cancels_main_task(loop_name):
     # asyncio.Runner installs its own SIGINT handler: the main task is
     # cancelled (its finally runs), then KeyboardInterrupt is raised.
@@ -358,7 +330,7 @@ def test_runner_sigint_cancels_main_task(loop_name):
     assert f"loop {module}" in proc.stdout.splitlines()
 
 
-@pytest.mark.parametrize("loop_name", sorted(FACTORIES))
+@pytest.mark.parametrize("loop_name", sorted(SCRIPT_FACTORIES))
 def test_add_signal_handler_sigint(loop_name):
     # A loop handler for SIGINT replaces KeyboardInterrupt.
     proc = run_script(

@@ -3,35 +3,19 @@ asyncio's BaseEventLoop, plus zloopgo-only checks of guarantees asyncio
 leaves undefined."""
 
 import asyncio
-import contextlib
 import fractions
 import math
 import random
 import time
 
 import pytest
-
-import zloopgo
+from helpers import run_once, zloop
 
 RESOLUTION = time.get_clock_info("monotonic").resolution
 
 
-def run_once(loop):
-    loop.stop()
-    loop.run_forever()
-
-
 def run_for(loop, seconds):
     loop.run_until_complete(asyncio.sleep(seconds))
-
-
-@contextlib.contextmanager
-def zloop():
-    lp = zloopgo.new_event_loop()
-    try:
-        yield lp
-    finally:
-        lp.close()
 
 
 def noop(*args):

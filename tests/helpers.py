@@ -1,0 +1,69 @@
+"""Small helpers the test modules share: running one loop iteration,
+scheduling through each call_* method, a zloopgo loop that closes itself,
+and scripts run in a fresh interpreter (for what may hang or must exit)."""
+
+import contextlib
+import subprocess
+import sys
+import textwrap
+
+import zloopgo
+
+SCHEDULERS = ["call_soon", "call_soon_threadsafe", "call_later", "call_at"]
+
+# What a subprocess script calls `factory` to make its loop.
+SCRIPT_FACTORIES = {
+    "asyncio": "asyncio.SelectorEventLoop",
+    "zloopgo": "zloopgo.new_event_loop",
+}
+
+
+def run_once(loop):
+    """One iteration: asyncio documents that stop() before run_forever()
+    polls once with a zero timeout, runs what is ready and returns."""
+    loop.stop()
+    loop.run_forever()
+
+
+def schedule(loop, method, callback, *args, **kwargs):
+    """Schedule callback(*args) to run at the next iteration through `method`."""
+    if method in ("call_soon", "call_soon_threadsafe"):
+        return getattr(loop, method)(callback, *args, **kwargs)
+    if method == "call_later":
+        return loop.call_later(0, callback, *args, **kwargs)
+    return loop.call_at(loop.time(), callback, *args, **kwargs)
+
+
+@contextlib.contextmanager
+def zloop():
+    """A zloopgo loop, closed afterwards."""
+    lp = zloopgo.new_event_loop()
+    try:
+        yield lp
+    finally:
+        lp.close()
+
+
+def run_script(loop_name, body, timeout=60):
+    """Run `body` in a fresh interpreter with `factory` making a loop of
+    `loop_name`; returns the CompletedProcess (a hang is a TimeoutExpired)."""
+    code = (
+        "import asyncio, errno, os, signal, socket, sys, threading, time\n"
+        "import zloopgo\n"
+        f"factory = {SCRIPT_FACTORIES[loop_name]}\n" + textwrap.dedent(body)
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def check(proc, *expected_lines):
+    """The script exited 0 and printed each expected line."""
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    lines = proc.stdout.splitlines()
+    for line in expected_lines:
+        assert line in lines, f"missing {line!r} in\n{proc.stdout}\n{proc.stderr}"
