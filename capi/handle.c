@@ -87,7 +87,7 @@ zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
     return h;
 }
 
-static PyObject *fetch_exception(void)
+PyObject *zl_fetch_exception(void)
 {
 #if PY_VERSION_HEX >= 0x030C0000
     return PyErr_GetRaisedException();
@@ -128,7 +128,7 @@ int zl_handle_run(zl_handle *h)
     }
     if (PyErr_ExceptionMatches(PyExc_SystemExit) || PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
         return -1;
-    PyObject *exc = fetch_exception();
+    PyObject *exc = zl_fetch_exception();
     if (exc == NULL)
         return 0;
     PyObject *r = PyObject_CallMethodObjArgs((PyObject *)h->loop, str_callback_error,

@@ -101,13 +101,7 @@ static PyObject *report_fatal(PyObject *self, PyObject *message)
 {
     if (PyErr_ExceptionMatches(PyExc_SystemExit) || PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
         return NULL;
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (tb != NULL && value != NULL)
-        PyException_SetTraceback(value, tb);
-    Py_XDECREF(type);
-    Py_XDECREF(tb);
+    PyObject *value = zl_fetch_exception();
     if (value == NULL)
         Py_RETURN_NONE;
     PyObject *r = PyObject_CallMethodObjArgs(self, s_fatal_error, value, message, NULL);

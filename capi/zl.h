@@ -97,6 +97,8 @@ int zl_handle_run(zl_handle *h);
 void zl_handle_cancel(zl_handle *h);
 int zl_check_callback(PyObject *callback, const char *method);
 int zl_handle_types_ready(void);
+/* Takes the pending exception, normalized, with its traceback attached. */
+PyObject *zl_fetch_exception(void);
 
 /* capi/loop.c */
 void zl_timer_cancelled(zl_loop *loop, zl_timer *timer);
