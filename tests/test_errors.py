@@ -348,17 +348,20 @@ def test_sigint_while_waiting_raises_keyboard_interrupt(loop):
     h = loop.call_later(30, noop)  # the loop sleeps: nothing else is due
     kill = threading.Timer(0.02, os.kill, (os.getpid(), signal.SIGINT))
     fallback = threading.Timer(3.0, loop.call_soon_threadsafe, (loop.stop,))
-    kill.start()
-    fallback.start()
+    # Both timers start from inside the loop, so that the signal cannot
+    # arrive before run_forever() (it would escape from the test itself).
+    loop.call_soon(kill.start)
+    loop.call_soon(fallback.start)
     t0 = time.monotonic()
     try:
         with pytest.raises(KeyboardInterrupt):
             loop.run_forever()
         assert time.monotonic() - t0 < 2.5  # not woken by the fallback
     finally:
-        kill.join()
         fallback.cancel()
-        fallback.join()
+        for timer in (kill, fallback):
+            if timer.is_alive() or timer.ident is not None:
+                timer.join()
         h.cancel()
     assert loop.run_until_complete(asyncio.sleep(0, "usable")) == "usable"
 
