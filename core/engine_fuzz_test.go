@@ -56,7 +56,10 @@ var (
 
 const (
 	fzPoisonToken = core.Token(0xdead_beef_dead_beef)
-	fzMaxTimers   = 4096
+	fzMaxTimers   = 256
+	// fzMaxOps bounds an input's cost: the fuzzer minimizes every new
+	// interesting input in O(len²) runs, during which it makes no progress.
+	fzMaxOps = 64
 )
 
 // fzTimer is one timer instance; its token may be reused after it is
@@ -91,12 +94,11 @@ type fzHost struct {
 	base float64 // Now() when the input started; due means before it
 	res  float64
 
-	timers    []*fzTimer              // every instance, in scheduling order
-	held      map[core.Token]*fzTimer // taken by the engine, not handed back
-	free      []core.Token            // LIFO, as capi's slot free list
-	slots     int                     // tokens minted so far
-	pending   []*fzTimer              // scheduled, not yet taken
-	ntBuf     []core.NewTimer         // the shared new-timer buffer
+	timers    []*fzTimer      // every instance, in scheduling order
+	held      []*fzTimer      // by token: taken by the engine, not handed back
+	free      []core.Token    // LIFO, as capi's slot free list
+	pending   []*fzTimer      // scheduled, not yet taken
+	ntBuf     []core.NewTimer // the shared new-timer buffer
 	ntLen     int
 	cancelled int // cancelled and not handed back (zl_shared.cancelled_timers)
 	lastWhen  float64
@@ -132,8 +134,8 @@ func (h *fzHost) schedule(when float64) {
 	if n := len(h.free); n > 0 {
 		tok, h.free = h.free[n-1], h.free[:n-1]
 	} else {
-		tok = core.Token(h.slots)
-		h.slots++
+		tok = core.Token(len(h.held))
+		h.held = append(h.held, nil)
 	}
 	key := when
 	if math.IsNaN(key) {
@@ -184,6 +186,14 @@ func (h *fzHost) cancel(tm *fzTimer) {
 	h.cancelled++
 }
 
+// holder is the timer the engine holds under tok, or nil.
+func (h *fzHost) holder(tok core.Token) *fzTimer {
+	if tok >= core.Token(len(h.held)) {
+		return nil
+	}
+	return h.held[tok]
+}
+
 func (h *fzHost) TakeNewTimers() []core.NewTimer {
 	if !h.inIter {
 		h.t.Fatal("TakeNewTimers called outside RunOnce")
@@ -204,7 +214,7 @@ func (h *fzHost) TakeNewTimers() []core.NewTimer {
 }
 
 func (h *fzHost) TimerCancelled(tok core.Token) bool {
-	tm := h.held[tok]
+	tm := h.holder(tok)
 	if tm == nil {
 		h.t.Fatalf("TimerCancelled(%#x): the engine does not hold that token (poisoned: %v)", tok, tok == fzPoisonToken)
 	}
@@ -231,7 +241,7 @@ func (h *fzHost) Reacquire() { h.t.Fatal("Reacquire called although no wait fail
 func (h *fzHost) earliest() *fzTimer {
 	var best *fzTimer
 	for _, tm := range h.held {
-		if !tm.cancelled && (best == nil || fzLess(tm, best) < 0) {
+		if tm != nil && !tm.cancelled && (best == nil || fzLess(tm, best) < 0) {
 			best = tm
 		}
 	}
@@ -293,7 +303,7 @@ func (h *fzHost) Dispatch(events []core.Event, timers []core.Token, reacquire bo
 	// The due live timers the engine holds, in firing order.
 	var want []*fzTimer
 	for _, tm := range h.held {
-		if !tm.cancelled && tm.due(h.base) {
+		if tm != nil && !tm.cancelled && tm.due(h.base) {
 			want = append(want, tm)
 		}
 	}
@@ -301,11 +311,11 @@ func (h *fzHost) Dispatch(events []core.Event, timers []core.Token, reacquire bo
 
 	var got []*fzTimer
 	for _, tok := range timers {
-		tm := h.held[tok]
+		tm := h.holder(tok)
 		if tm == nil {
-			h.t.Fatalf("token %#x handed back but not held by the engine (twice, never scheduled or poisoned: %v); timers %v", tok, tok == fzPoisonToken, timers)
+			h.t.Fatalf("token %#x handed back but not held by the engine (twice, never scheduled or poisoned: %v) among %d tokens", tok, tok == fzPoisonToken, len(timers))
 		}
-		delete(h.held, tok)
+		h.held[tok] = nil
 		tm.returned = true
 		if tm.cancelled {
 			h.cancelled--
@@ -423,113 +433,118 @@ func FuzzEngineAgainstModel(f *testing.F) {
 		run(15, 1, 1), op(fzSchedSpecial, 8), op(fzRealloc, 0), run(15, 0, 1),
 		op(fzSchedFuture, 7), run(4, 0, 0), op(fzCancelMany, 2), run(0, 1, 0)))
 	f.Add([]byte{})
+	f.Fuzz(fuzzEngineInput)
+}
 
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var cfg byte
-		if len(data) > 0 {
-			cfg, data = data[0], data[1:]
+// fuzzEngineInput runs one input: a configuration byte (resolution, event
+// buffer and new-timer buffer sizes), then operations.
+func fuzzEngineInput(t *testing.T, data []byte) {
+	var cfg byte
+	if len(data) > 0 {
+		cfg, data = data[0], data[1:]
+	}
+	data = data[:min(len(data), 2*fzMaxOps)]
+	h := &fzHost{
+		t:      t,
+		base:   core.Now(),
+		res:    fzResolutions[cfg&3],
+		ntBuf:  make([]core.NewTimer, int(cfg>>5)+1),
+		events: make([]core.Event, int(cfg>>2&7)+1),
+	}
+	r := &fzReactor{h: h}
+	e := core.NewEngineWithReactor(h, r, h.res)
+	watch := func(on bool) {
+		if on && h.watched == 0 {
+			e.Watch(1)
+			h.watched = 1
+		} else if !on && h.watched == 1 {
+			e.Watch(-1)
+			h.watched = 0
 		}
-		h := &fzHost{
-			t:      t,
-			base:   core.Now(),
-			res:    fzResolutions[cfg&3],
-			held:   map[core.Token]*fzTimer{},
-			ntBuf:  make([]core.NewTimer, int(cfg>>5)+1),
-			events: make([]core.Event, int(cfg>>2&7)+1),
-		}
-		r := &fzReactor{h: h}
-		e := core.NewEngineWithReactor(h, r, h.res)
-		watch := func(on bool) {
-			if on && h.watched == 0 {
-				e.Watch(1)
-				h.watched = 1
-			} else if !on && h.watched == 1 {
-				e.Watch(-1)
-				h.watched = 0
-			}
-		}
+	}
 
-		for len(data) > 0 {
-			code := data[0] % fzOps
-			var p byte
-			if len(data) > 1 {
-				p = data[1]
+	for len(data) > 0 {
+		code := data[0] % fzOps
+		var p byte
+		if len(data) > 1 {
+			p = data[1]
+		}
+		data = data[min(2, len(data)):]
+		switch code {
+		case fzSchedPast:
+			h.schedule(h.base - fzPast[int(p)%len(fzPast)])
+		case fzSchedFuture:
+			h.schedule(h.base + fzFuture[int(p)%len(fzFuture)])
+		case fzSchedSpecial:
+			h.schedule(fzSpecial[int(p)%len(fzSpecial)])
+		case fzCancel:
+			if live := h.live(); len(live) > 0 {
+				h.cancel(live[int(p)%len(live)])
 			}
-			data = data[min(2, len(data)):]
-			switch code {
-			case fzSchedPast:
-				h.schedule(h.base - fzPast[int(p)%len(fzPast)])
-			case fzSchedFuture:
-				h.schedule(h.base + fzFuture[int(p)%len(fzFuture)])
-			case fzSchedSpecial:
-				h.schedule(fzSpecial[int(p)%len(fzSpecial)])
-			case fzCancel:
-				if live := h.live(); len(live) > 0 {
-					h.cancel(live[int(p)%len(live)])
+		case fzRun:
+			n := int(p & 15)
+			batch := make([]core.Event, n)
+			for i := range batch {
+				batch[i] = core.Event{
+					Token: (core.Token(i)+1)*0x9e37_79b9_7f4a_7c15 ^ core.Token(p),
+					Mask:  core.Interest(1 + (i+int(p))%3),
 				}
-			case fzRun:
-				n := int(p & 15)
-				batch := make([]core.Event, n)
-				for i := range batch {
-					batch[i] = core.Event{
-						Token: (core.Token(i)+1)*0x9e37_79b9_7f4a_7c15 ^ core.Token(p),
-						Mask:  core.Interest(1 + (i+int(p))%3),
-					}
+			}
+			h.ready = p&16 != 0
+			watch(p&32 != 0)
+			fzRunOnce(t, e, h, r, batch)
+		case fzSchedMany:
+			n := 8 * (int(p%16) + 1)
+			for i := range n {
+				if (i+int(p))%17 == 0 {
+					h.schedule(h.base - fzPast[i%len(fzPast)])
+				} else {
+					h.schedule(h.base + fzFuture[(i+int(p))%len(fzFuture)])
 				}
-				h.ready = p&16 != 0
-				watch(p&32 != 0)
-				fzRunOnce(t, e, h, r, batch)
-			case fzSchedMany:
-				n := 8 * (int(p%16) + 1)
-				for i := range n {
-					if (i+int(p))%17 == 0 {
-						h.schedule(h.base - fzPast[i%len(fzPast)])
-					} else {
-						h.schedule(h.base + fzFuture[(i+int(p))%len(fzFuture)])
-					}
+			}
+		case fzCancelMany:
+			k := int(p%3) + 1
+			for i, tm := range h.live() {
+				if i%k == 0 {
+					h.cancel(tm)
 				}
-			case fzCancelMany:
-				k := int(p%3) + 1
-				for i, tm := range h.live() {
-					if i%k == 0 {
-						h.cancel(tm)
-					}
-				}
-			case fzRealloc:
-				h.realloc(len(h.ntBuf) + int(p%4))
-			case fzRunMany:
-				h.ready = false
-				for range int(p%4) + 1 {
-					fzRunOnce(t, e, h, r, nil)
-				}
+			}
+		case fzRealloc:
+			h.realloc(len(h.ntBuf) + int(p%4))
+		case fzRunMany:
+			h.ready = false
+			for range int(p%4) + 1 {
+				fzRunOnce(t, e, h, r, nil)
 			}
 		}
+	}
 
-		// Take whatever is pending, then drain: every token the engine was
-		// given comes back exactly once.
-		h.ready = false
-		fzRunOnce(t, e, h, r, nil)
-		for _, tok := range e.Reset() {
-			tm := h.held[tok]
-			if tm == nil {
-				t.Fatalf("Reset returned token %#x the engine did not hold", tok)
-			}
-			delete(h.held, tok)
-			tm.returned = true
+	// Take whatever is pending, then drain: every token the engine was
+	// given comes back exactly once.
+	h.ready = false
+	fzRunOnce(t, e, h, r, nil)
+	for _, tok := range e.Reset() {
+		tm := h.holder(tok)
+		if tm == nil {
+			t.Fatalf("Reset returned token %#x the engine did not hold", tok)
 		}
-		if len(h.held) != 0 {
-			t.Fatalf("%d tokens lost: neither handed back nor returned by Reset", len(h.held))
+		h.held[tok] = nil
+		tm.returned = true
+	}
+	for tok, tm := range h.held {
+		if tm != nil {
+			t.Fatalf("token %#x lost: neither handed back nor returned by Reset", tok)
 		}
-		for _, tm := range h.timers {
-			if !tm.returned {
-				t.Fatalf("timer %#x (#%d) never came back", tm.tok, tm.seq)
-			}
+	}
+	for _, tm := range h.timers {
+		if !tm.returned {
+			t.Fatalf("timer %#x (#%d) never came back", tm.tok, tm.seq)
 		}
-		if again := e.Reset(); len(again) != 0 {
-			t.Fatalf("second Reset returned %v", again)
-		}
-		// An empty engine waits forever and hands back nothing.
-		watch(true)
-		fzRunOnce(t, e, h, r, nil)
-	})
+	}
+	if again := e.Reset(); len(again) != 0 {
+		t.Fatalf("second Reset returned %v", again)
+	}
+	// An empty engine waits forever and hands back nothing.
+	watch(true)
+	fzRunOnce(t, e, h, r, nil)
 }
