@@ -8,7 +8,8 @@ follows (a NaN delay fires, an infinite one never does, an error reaches
 the exception handler). The asyncio runs prove the table; the zloopgo runs
 hold zloopgo to it. Where asyncio checks only in debug mode, a row gives
 the non-debug outcome separately, and a zloopgo one where zloopgo checks at
-once. After every row the loop must still run a coroutine, a call_soon
+once; where asyncio accepts a value and fails on it only later (in its run
+loop), a row may let zloopgo refuse it at once. After every row the loop must still run a coroutine, a call_soon
 round trip, a timer and a descriptor callback.
 """
 
@@ -665,6 +666,8 @@ CASES += [
 ]
 
 # ---- connections, servers, endpoints --------------------------------------
+# (create_server(backlog="x") is left out: asyncio itself leaks the bound
+# socket when listen() refuses the backlog)
 
 P = asyncio.Protocol
 CASES += [
@@ -745,12 +748,6 @@ CASES += [
         lambda lp, r: lp.create_server(P, LOCALHOST, "abc"),
         socket.gaierror,
         "Servname not supported",
-    ),
-    case(
-        "create_server-backlog-str",
-        lambda lp, r: lp.create_server(P, LOCALHOST, 0, backlog="x"),
-        TypeError,
-        "integer",
     ),
     case(
         "create_server-ssl_handshake_timeout-without-ssl",
