@@ -533,6 +533,12 @@ static PyObject *add_watch(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, 
 
 static PyObject *remove_watch(zl_loop *L, PyObject *arg, int which)
 {
+    int overflow;
+    long v = PyLong_AsLongAndOverflow(arg, &overflow);
+    if (v == -1 && PyErr_Occurred())
+        return NULL;
+    if (overflow > 0 || v > INT_MAX)
+        Py_RETURN_FALSE; /* beyond any descriptor: never watched, as asyncio answers */
     int fd = as_fd(arg);
     if (fd == -1 && PyErr_Occurred())
         return NULL;

@@ -15,7 +15,7 @@
 
 static PyObject *s_conn_lost, *s_sock_fd, *s_max_size, *s_protocol, *s_data_received,
     *s_fatal_error, *s_on_eof, *s_read_ready_cb, *s_eof, *s_empty_waiter, *s_buffer,
-    *s_write_rest, *s_write_conn_lost, *msg_read_error, *msg_data_received, *msg_write_error,
+    *s_write_rest, *s_write_python, *msg_read_error, *msg_data_received, *msg_write_error,
     *s_get_buffer, *s_buffer_updated, *msg_get_buffer, *msg_buffer_updated, *minus_one;
 
 /* One receive buffer for the process: the GIL serializes its users, and
@@ -230,8 +230,9 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
 /* write(data): asyncio's checks, then, with nothing buffered, one send(2)
  * straight from the caller's buffer. What is left (a partial send, or
  * EAGAIN) goes to zloopgo's _zl_write_rest, which buffers it the way this
- * Python version's asyncio does; a lost connection goes to asyncio's own
- * write for its counting and warning. */
+ * Python version's asyncio does; a lost connection (counted and warned
+ * about) and data that is not one contiguous buffer go to asyncio's own
+ * write. */
 static PyObject *transport_write(PyObject *self, PyObject *data)
 {
     if (!PyBytes_Check(data) && !PyByteArray_Check(data) && !PyMemoryView_Check(data))
@@ -252,15 +253,19 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
         return NULL;
     }
     Py_buffer view;
-    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
+        /* not one contiguous block (a strided memoryview): asyncio's own
+         * write handles it, reporting send()'s failure as a fatal error */
+        PyErr_Clear();
+        return PyObject_CallMethodOneArg(self, s_write_python, data);
+    }
     if (view.len == 0) {
         PyBuffer_Release(&view);
         Py_RETURN_NONE;
     }
     if ((flag = field_true(self, F_CONN_LOST)) != 0) {
         PyBuffer_Release(&view);
-        return flag < 0 ? NULL : PyObject_CallMethodOneArg(self, s_write_conn_lost, data);
+        return flag < 0 ? NULL : PyObject_CallMethodOneArg(self, s_write_python, data);
     }
     PyObject *buffer = get_field(self, F_BUFFER);
     if (buffer == NULL) {
@@ -333,7 +338,7 @@ int zl_transport_type_ready(void)
         {&s_fatal_error, "_fatal_error"}, {&s_on_eof, "_read_ready__on_eof"},
         {&s_read_ready_cb, "_read_ready_cb"}, {&s_eof, "_eof"}, {&s_empty_waiter, "_empty_waiter"},
         {&s_buffer, "_buffer"}, {&s_write_rest, "_zl_write_rest"},
-        {&s_write_conn_lost, "_zl_write_conn_lost"},
+        {&s_write_python, "_zl_write_python"},
         {&msg_read_error, "Fatal read error on socket transport"},
         {&msg_data_received, "Fatal error: protocol.data_received() call failed."},
         {&msg_write_error, "Fatal write error on socket transport"},

@@ -45,8 +45,10 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
             self._buffer.extend(data)
         self._maybe_pause_protocol()
 
-    def _zl_write_conn_lost(self, data):
-        # asyncio counts (and past a threshold logs) writes to a lost connection.
+    def _zl_write_python(self, data):
+        # asyncio's own write, for what the native one hands over: writes to
+        # a lost connection (counted, logged past a threshold) and data that
+        # is not one contiguous buffer.
         selector_events._SelectorSocketTransport.write(self, data)
 
 
