@@ -1,8 +1,8 @@
 // The Go half of the adapter: it gives each C loop object a core.Engine and
 // implements core.Host by reading the memory the C half shares (bridge.h).
 // It never touches a Python object; C owns them and hands out integer
-// tokens. Per iteration it calls C once (zl_dispatch), plus twice around a
-// wait that blocks (zl_release / zl_reacquire).
+// tokens. Per iteration it calls C once (zl_dispatch), plus once before a
+// wait that may block (zl_release; zl_dispatch takes the GIL back).
 package main
 
 /*
@@ -66,7 +66,9 @@ func (h *host) EventBuffer() []core.Event {
 func (h *host) Dispatch(events []core.Event, timers []core.Token, reacquire bool) error {
 	if int64(len(timers)) > int64(h.shared.timers_out_cap) {
 		if C.zl_grow_timers_out(h.loop, C.int64_t(len(timers))) != 0 {
-			h.Reacquire()
+			if reacquire {
+				h.Reacquire()
+			}
 			return errNoMemory
 		}
 	}
