@@ -76,6 +76,13 @@ def parse(argv):
         default="",
         help="comma-separated subset of the contenders (default: all available)",
     )
+    p.add_argument(
+        "--size",
+        action="append",
+        default=[],
+        metavar="WORKLOAD=N",
+        help="size of one workload, not scaled (repeatable), e.g. --size stream_rtt=5000",
+    )
     p.add_argument("--no-optional", action="store_true", help="leave rsloop out")
     p.add_argument("--out", default=os.path.join(ROOT, "bench-results"))
     a = p.parse_args(argv)
@@ -85,7 +92,14 @@ def parse(argv):
     for w in names:
         if w not in workloads.WORKLOADS:
             p.error(f"unknown workload {w!r}")
+    size = {}
+    for item in a.size:
+        w, _, n = item.partition("=")
+        if w not in workloads.WORKLOADS or not n.isdigit() or int(n) < 1:
+            p.error(f"bad --size {item!r}: want WORKLOAD=N with N >= 1")
+        size[w] = int(n)
     return {
+        "size": size,
         "rounds": rounds,
         "warmup": a.warmup,
         "scale": scale,

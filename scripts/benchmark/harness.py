@@ -82,6 +82,8 @@ def sample(loop, wl, size, timeout, gc_off):
     if rec["status"] == "ok":
         if wl.metric == "rss":
             rec["value"] = payload["extra"]["rss_delta_mib"]
+        elif wl.metric == "mibs":
+            rec["value"] = size / payload["seconds"] if payload["seconds"] > 0 else float("inf")
         else:
             rec["value"] = payload["seconds"] / size * 1e9
     return rec
@@ -122,6 +124,7 @@ def run(config, log=print):
 
     wls = [workloads.WORKLOADS[n] for n in config["workloads"]]
     sizes = {wl.name: max(1, int(wl.size * config["scale"])) for wl in wls}
+    sizes.update((k, v) for k, v in config.get("size", {}).items() if k in sizes)  # as given
     sizes[workloads.FLOOR.name] = max(1, int(workloads.FLOOR.size * config["scale"]))
     timeout = config["timeout"]
     gc_off = config["gc_off"]
