@@ -11,6 +11,7 @@ import collections
 import itertools
 import operator
 import resource
+import socket
 import sys
 import threading
 import time
@@ -219,17 +220,368 @@ def floor(loop, n):
     return dt, n - operator.length_hint(rep), {}, {}
 
 
+# ---- network -----------------------------------------------------------------
+#
+# Client and server are both in the worker process, on the loop under test,
+# connected over 127.0.0.1 (an ephemeral port). Only the measured exchange
+# is timed: listening, connecting and closing are not. Every socket of
+# every contender gets TCP_NODELAY (as asyncio's and uvloop's transports set
+# it anyway; a check records that it is on); buffer sizes are left at the
+# kernel's defaults and recorded in extra.
+
+HOST = "127.0.0.1"
+RTT_SIZE = 1024
+# 256 distinct 1 KiB messages: an echo that is stale, short or from another
+# message does not compare equal.
+_MSGS = [bytes([i]) * RTT_SIZE for i in range(256)]
+
+
+def _same_settings(transport, seen):
+    """TCP_NODELAY on, for every contender; records what the socket has."""
+    sock = transport.get_extra_info("socket")
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    seen.append(
+        (
+            sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0,
+            sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF),
+            sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF),
+        )
+    )
+
+
+def _settings_result(seen, want):
+    checks = {"both_ends_tcp_nodelay": len(seen) == want and all(s[0] for s in seen)}
+    extra = {"sndbuf": [s[1] for s in seen], "rcvbuf": [s[2] for s in seen]}
+    return checks, extra
+
+
+def _port(server):
+    return server.sockets[0].getsockname()[1]
+
+
+def stream_rtt(loop, n):
+    """n round trips of 1 KiB through asyncio streams: the client writes,
+    drains, readexactly()s the echo; the server (start_server)
+    readexactly()s, writes, drains. Counter: echoes equal to what was sent."""
+    seen = []
+
+    async def handle(reader, writer):
+        _same_settings(writer.transport, seen)
+        try:
+            while True:
+                data = await reader.readexactly(RTT_SIZE)
+                writer.write(data)
+                await writer.drain()
+        except asyncio.IncompleteReadError:
+            pass
+        writer.close()
+
+    async def main():
+        server = await asyncio.start_server(handle, HOST, 0)
+        reader, writer = await asyncio.open_connection(HOST, _port(server))
+        _same_settings(writer.transport, seen)
+        msgs = _MSGS
+        good = 0
+        t0 = time.perf_counter()
+        for i in range(n):
+            msg = msgs[i & 255]
+            writer.write(msg)
+            await writer.drain()
+            if await reader.readexactly(RTT_SIZE) == msg:
+                good += 1
+        dt = time.perf_counter() - t0
+        writer.close()
+        await writer.wait_closed()
+        server.close()
+        await server.wait_closed()
+        return dt, good
+
+    dt, good = loop.run_until_complete(main())
+    checks, extra = _settings_result(seen, 2)
+    return dt, good, checks, extra
+
+
+class _EchoServer(asyncio.Protocol):
+    def __init__(self, seen):
+        self.seen = seen
+
+    def connection_made(self, transport):
+        self.transport = transport
+        _same_settings(transport, self.seen)
+
+    def data_received(self, data):
+        self.transport.write(data)
+
+
+class _Requester(asyncio.Protocol):
+    """Sends request i, waits for the whole reply (`reply_len` bytes),
+    compares it with what `expect(i)` says, sends request i + 1; n times."""
+
+    def __init__(self, n, request, reply_len, expect, seen, done):
+        self.n = n
+        self.request = request
+        self.reply_len = reply_len
+        self.expect = expect
+        self.seen = seen
+        self.done = done
+        self.i = 0
+        self.good = 0
+        self.buf = bytearray()
+
+    def connection_made(self, transport):
+        self.transport = transport
+        _same_settings(transport, self.seen)
+
+    def start(self):
+        self.transport.write(self.request(0))
+
+    def data_received(self, data):
+        buf = self.buf
+        buf += data
+        if len(buf) < self.reply_len:
+            return
+        if buf == self.expect(self.i):
+            self.good += 1
+        buf.clear()
+        self.i += 1
+        if self.i == self.n:
+            self.done.set_result(None)
+        else:
+            self.transport.write(self.request(self.i))
+
+    def connection_lost(self, exc):
+        if not self.done.done():
+            self.done.set_exception(ConnectionError(f"lost after {self.i} replies: {exc!r}"))
+
+
+async def _request_reply(loop, n, server_factory, request, reply_len, expect, seen):
+    """One Protocol client against one Protocol server on `loop`; returns
+    (seconds for the n exchanges, good replies)."""
+    server = await loop.create_server(server_factory, HOST, 0)
+    done = loop.create_future()
+    transport, client = await loop.create_connection(
+        lambda: _Requester(n, request, reply_len, expect, seen, done), HOST, _port(server)
+    )
+    t0 = time.perf_counter()
+    client.start()
+    await done
+    dt = time.perf_counter() - t0
+    transport.close()
+    server.close()
+    await server.wait_closed()
+    return dt, client.good
+
+
+def proto_echo(loop, n):
+    """n round trips of 1 KiB between a Protocol client and a Protocol echo
+    server (data_received -> write). Counter: echoes equal to what was sent."""
+    seen = []
+    msgs = _MSGS
+    coro = _request_reply(
+        loop,
+        n,
+        lambda: _EchoServer(seen),
+        lambda i: msgs[i & 255],
+        RTT_SIZE,
+        lambda i: msgs[i & 255],
+        seen,
+    )
+    dt, good = loop.run_until_complete(coro)
+    checks, extra = _settings_result(seen, 2)
+    return dt, good, checks, extra
+
+
+REQUEST = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: zloopgo-bench\r\n".ljust(98) + b"\r\n"
+HEADER = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1024\r\n"
+    b"Server: zloopgo-bench\r\n"
+).ljust(196) + b"\r\n\r\n"
+BODY = bytes(range(256)) * 4
+RESPONSE = HEADER + BODY
+assert len(REQUEST) == 100 and len(HEADER) == 200 and len(BODY) == 1024
+
+
+class _HTTPLikeServer(asyncio.Protocol):
+    """Answers every whole 100-byte request with header (200 B) and body
+    (1 KiB): in two transport.write calls, or in one (prebuilt) buffer."""
+
+    def __init__(self, seen, two):
+        self.seen = seen
+        self.two = two
+        self.pending = 0
+        self.bad = 0
+
+    def connection_made(self, transport):
+        self.transport = transport
+        _same_settings(transport, self.seen)
+
+    def data_received(self, data):
+        if data != REQUEST:  # a fragment or several requests: count bytes
+            self.pending += len(data)
+            if self.pending < len(REQUEST):
+                return
+            self.pending -= len(REQUEST)
+        write = self.transport.write
+        if self.two:
+            write(HEADER)
+            write(BODY)
+        else:
+            write(RESPONSE)
+
+
+def _http_like(loop, n, two):
+    seen = []
+    coro = _request_reply(
+        loop,
+        n,
+        lambda: _HTTPLikeServer(seen, two),
+        lambda i: REQUEST,
+        len(RESPONSE),
+        lambda i: RESPONSE,
+        seen,
+    )
+    dt, good = loop.run_until_complete(coro)
+    checks, extra = _settings_result(seen, 2)
+    return dt, good, checks, extra
+
+
+def two_writes(loop, n):
+    """n HTTP-like exchanges: 100-byte request, response written as header
+    (200 B) + body (1 KiB) in two transport.write calls."""
+    return _http_like(loop, n, True)
+
+
+def one_write(loop, n):
+    """The same exchanges with header + body in one transport.write."""
+    return _http_like(loop, n, False)
+
+
+BULK_CHUNK = 64 * 1024
+
+
+class _BulkSender(asyncio.Protocol):
+    """Writes `chunks` x 64 KiB as fast as flow control lets it: stops on
+    pause_writing, goes on at resume_writing."""
+
+    def __init__(self, chunks, seen):
+        self.left = chunks
+        self.seen = seen
+        self.paused = False
+        self.pauses = 0
+        self.chunk = b"\xa5" * BULK_CHUNK
+
+    def connection_made(self, transport):
+        self.transport = transport
+        _same_settings(transport, self.seen)
+
+    def pause_writing(self):
+        self.paused = True
+        self.pauses += 1
+
+    def resume_writing(self):
+        self.paused = False
+        self.pump()
+
+    def pump(self):
+        write = self.transport.write
+        chunk = self.chunk
+        while self.left and not self.paused:
+            self.left -= 1
+            write(chunk)
+
+
+class _BulkCounter(asyncio.Protocol):
+    def __init__(self, total, seen, done):
+        self.total = total
+        self.seen = seen
+        self.done = done
+        self.received = 0
+        self.reads = 0
+
+    def connection_made(self, transport):
+        _same_settings(transport, self.seen)
+
+    def data_received(self, data):
+        self.received += len(data)
+        self.reads += 1
+        if self.received >= self.total and not self.done.done():
+            self.done.set_result(None)
+
+
+def bulk(loop, mib):
+    """`mib` MiB in 64 KiB transport.write calls from a Protocol client to a
+    Protocol server that counts the bytes; the client respects flow control
+    (pause_writing / resume_writing, default water marks). Timed: from the
+    first write until the server has counted every byte. Counter: bytes the
+    server received."""
+    seen = []
+    total = mib << 20
+    chunks = total // BULK_CHUNK
+    counters = []
+
+    def server_factory():
+        counters.append(_BulkCounter(total, seen, done))
+        return counters[-1]
+
+    async def main():
+        server = await loop.create_server(server_factory, HOST, 0)
+        transport, sender = await loop.create_connection(
+            lambda: _BulkSender(chunks, seen), HOST, _port(server)
+        )
+        t0 = time.perf_counter()
+        sender.pump()
+        await done
+        dt = time.perf_counter() - t0
+        transport.close()
+        server.close()
+        await server.wait_closed()
+        return dt, sender
+
+    done = loop.create_future()
+    dt, sender = loop.run_until_complete(main())
+    received = sum(c.received for c in counters)
+    checks, extra = _settings_result(seen, 2)
+    checks["one_connection"] = len(counters) == 1
+    checks["sender_wrote_all"] = sender.left == 0
+    extra.update(pauses=sender.pauses, server_reads=sum(c.reads for c in counters))
+    return dt, received, checks, extra
+
+
+def getaddrinfo_numeric(loop, n):
+    """n x await loop.getaddrinfo('127.0.0.1', 80, type=SOCK_STREAM), one
+    after another. Counter: calls completed. Check: the last result equals
+    socket.getaddrinfo's for the same arguments (compared once, untimed)."""
+    ref = socket.getaddrinfo(HOST, 80, type=socket.SOCK_STREAM)
+
+    async def main():
+        getaddrinfo = loop.getaddrinfo
+        stream = socket.SOCK_STREAM
+        res = None
+        done = 0
+        t0 = time.perf_counter()
+        for _ in range(n):
+            res = await getaddrinfo(HOST, 80, type=stream)
+            done += 1
+        return time.perf_counter() - t0, done, res
+
+    dt, done, res = loop.run_until_complete(main())
+    return dt, done, {"same_as_socket_getaddrinfo": res == ref}, {"result": repr(res)}
+
+
 class Workload:
-    def __init__(self, name, func, size, title, metric="ns", needs_loop=True):
+    def __init__(self, name, func, size, title, metric="ns", needs_loop=True, unit=1):
         self.name = name
         self.func = func
         self.size = size
         self.title = title
-        self.metric = metric  # "ns": ns per operation; "rss": MiB of peak RSS growth
+        # "ns": ns per operation; "rss": MiB of peak RSS growth;
+        # "mibs": MiB/s, the size being MiB (higher is better).
+        self.metric = metric
         self.needs_loop = needs_loop
+        self.unit = unit  # the counter counts size x unit (bulk: bytes per MiB)
 
     def expected(self, size):
-        return size
+        return size * self.unit
 
 
 WORKLOADS = {
@@ -244,6 +596,21 @@ WORKLOADS = {
         Workload("tasks", tasks, 200_000, "N tasks awaiting sleep(0), batches of 5000"),
         Workload("threadsafe", threadsafe, 200_000, "call_soon_threadsafe from 1 thread"),
         Workload("rss", rss, 1_000_000, "peak RSS growth, N call_soon at once", metric="rss"),
+        Workload("stream_rtt", stream_rtt, 20_000, "1 KiB round trip, asyncio streams"),
+        Workload("proto_echo", proto_echo, 20_000, "1 KiB round trip, Protocol echo"),
+        Workload(
+            "bulk", bulk, 256, "MiB in 64 KiB writes, flow control (MiB/s)", "mibs", unit=1 << 20
+        ),
+        Workload(
+            "getaddrinfo_numeric",
+            getaddrinfo_numeric,
+            20_000,
+            "await getaddrinfo('127.0.0.1', 80)",
+        ),
+        Workload(
+            "two_writes", two_writes, 20_000, "100 B request, reply in 2 writes (200 B + 1 KiB)"
+        ),
+        Workload("one_write", one_write, 20_000, "100 B request, reply in 1 write (1224 B)"),
     ]
 }
 
