@@ -147,10 +147,16 @@ def render(results, provenance):
             parts = []
             for loop in contenders:
                 loss = loss_pct(cells, name, loop)
-                parts.append(f"{loop} {'—' if loss is None else f'{loss:+.1f}%'}")
+                if loss is None:
+                    parts.append(f"{loop} —")
+                    continue
+                extra_ns = cells[(name, loop)]["median"] - cells[(base, loop)]["median"]
+                parts.append(f"{loop} {loss:+.1f}% ({extra_ns:+,.0f} ns)")
             add(
-                f"**{name} vs {base}** (median time per exchange, {name} / {base} - 1; "
-                f"the issue wants zloopgo < {TARGETS[name][1]:g}%): " + ", ".join(parts) + "."
+                f"**{name} vs {base}** (median time per exchange, {name} / {base} - 1, and "
+                f"the difference; the issue wants zloopgo < {TARGETS[name][1]:g}%): "
+                + ", ".join(parts)
+                + "."
             )
             add("")
 
