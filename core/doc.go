@@ -17,5 +17,6 @@
 //     ready callbacks.
 //
 // Step 6 is the only call into the host that crosses into C on every
-// iteration; steps 4's release/reacquire cross only when the wait blocks.
+// iteration; step 4's release is one more, only when the wait may block
+// (step 6 takes the lock back).
 package core
