@@ -11,6 +11,16 @@
 #include <time.h>
 #include <unistd.h>
 
+/* PyErr_SetRaisedException for 3.10/3.11 too (steals exc). */
+static void PyErr_SetRaisedException_compat(PyObject *exc)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(exc);
+#else
+    PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(exc)), exc, PyException_GetTraceback(exc));
+#endif
+}
+
 static PyObject *str_debug_schedule; /* "_zl_debug_schedule" */
 static PyObject *str_run_debug;      /* "_zl_run_debug" */
 static PyObject *str_Future, *str_Task, *kw_loop, *kw_loop_name, *kw_loop_context, *kw_loop_name_context;
@@ -670,9 +680,10 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int reacquire)
         return -1;
     /* Only what is ready now runs; what these callbacks schedule waits for
      * the next iteration. */
-    for (int64_t ntodo = L->sh.ready_len; ntodo > 0 && L->sh.ready_len > 0; ntodo--) {
+    int rc = 0;
+    L->dispatching = 1;
+    for (int64_t ntodo = L->sh.ready_len; ntodo > 0 && L->sh.ready_len > 0 && rc == 0; ntodo--) {
         zl_handle *h = ring_pop(L);
-        int rc = 0;
         if (!h->cancelled) {
             if (L->debug) {
                 PyObject *r = PyObject_CallMethodObjArgs((PyObject *)L, str_run_debug, (PyObject *)h, NULL);
@@ -683,10 +694,17 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int reacquire)
             }
         }
         Py_DECREF(h);
-        if (rc < 0)
-            return -1;
     }
-    return 0;
+    L->dispatching = 0;
+    /* The writes the batch made leave now, one vectored send per transport,
+     * also when KeyboardInterrupt or SystemExit ends the batch early. */
+    if (L->flush_len > 0) {
+        PyObject *exc = rc < 0 ? zl_fetch_exception() : NULL;
+        zl_flush_writes(L);
+        if (exc != NULL)
+            PyErr_SetRaisedException_compat(exc);
+    }
+    return rc;
 }
 
 /* ---- running and closing ---- */
@@ -718,6 +736,7 @@ static void engine_close(zl_loop *L)
     ring_clear(L);
     slots_release_all(L);
     fds_release_all(L);
+    zl_drop_flush_list(L);
     /* A forked child must not call into the parent's Go runtime: it leaks
      * the engine's two descriptors instead. */
     if (!zl_forked_child)
@@ -774,6 +793,8 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 
 static int loop_traverse(zl_loop *L, visitproc visit, void *arg)
 {
+    for (int64_t i = 0; i < L->flush_len; i++)
+        Py_VISIT(L->flush[i]);
     Py_VISIT(L->task_factory);
     for (int64_t i = 0; i < L->sh.ready_len; i++)
         Py_VISIT(L->ring[(L->ring_head + i) & (L->ring_cap - 1)]);
@@ -790,6 +811,7 @@ static int loop_traverse(zl_loop *L, visitproc visit, void *arg)
  * allocated (marked cancelled) while the engine may still hold them. */
 static int loop_clear(zl_loop *L)
 {
+    zl_drop_flush_list(L);
     Py_CLEAR(L->task_factory);
     ring_clear(L);
     for (uint32_t i = 0; i < L->slots_cap; i++) {
@@ -810,6 +832,7 @@ static void loop_dealloc(zl_loop *L)
     PyMem_Free(L->sh.slots);
     PyMem_Free(L->sh.new_timers);
     PyMem_Free(L->fds);
+    PyMem_Free(L->flush);
     PyMem_RawFree(L->sh.events);
     PyMem_RawFree(L->sh.timers_out);
     Py_TYPE(L)->tp_free((PyObject *)L);

@@ -16,7 +16,8 @@
 static PyObject *s_conn_lost, *s_sock_fd, *s_max_size, *s_protocol, *s_data_received,
     *s_fatal_error, *s_on_eof, *s_read_ready_cb, *s_eof, *s_empty_waiter, *s_buffer,
     *s_write_rest, *s_write_python, *msg_read_error, *msg_data_received, *msg_write_error,
-    *s_get_buffer, *s_buffer_updated, *msg_get_buffer, *msg_buffer_updated, *minus_one;
+    *s_get_buffer, *s_buffer_updated, *msg_get_buffer, *msg_buffer_updated, *minus_one,
+    *s_loop, *s_pending, *s_buffer_rest;
 
 /* One receive buffer for the process: the GIL serializes its users, and
  * every read is copied out into an exactly sized bytes before any Python
@@ -29,9 +30,13 @@ static size_t scratch_size;
  * load instead of an attribute lookup. Instances of other classes (or a
  * slot not yet set) take the ordinary lookup. */
 static PyTypeObject *layout_type;
-enum { F_CONN_LOST, F_SOCK_FD, F_PROTOCOL, F_EOF, F_EMPTY_WAITER, F_BUFFER, F_READ_READY_CB, F_COUNT };
+enum {
+    F_CONN_LOST, F_SOCK_FD, F_PROTOCOL, F_EOF, F_EMPTY_WAITER, F_BUFFER, F_READ_READY_CB,
+    F_LOOP, F_PENDING, F_COUNT
+};
 static PyObject **field_names[F_COUNT] = {&s_conn_lost, &s_sock_fd, &s_protocol, &s_eof,
-                                          &s_empty_waiter, &s_buffer, &s_read_ready_cb};
+                                          &s_empty_waiter, &s_buffer, &s_read_ready_cb,
+                                          &s_loop, &s_pending};
 static Py_ssize_t field_offset[F_COUNT];
 
 static PyObject *get_field(PyObject *self, int f) /* new reference */
@@ -49,7 +54,7 @@ PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls)
     if (!PyType_Check(cls))
         return PyErr_Format(PyExc_TypeError, "expected a class, got %R", cls);
     for (int f = 0; f < F_COUNT; f++) {
-        PyObject *d = PyDict_GetItemWithError(((PyTypeObject *)cls)->tp_dict, *field_names[f]);
+        PyObject *d = _PyType_Lookup((PyTypeObject *)cls, *field_names[f]); /* borrowed */
         if (d == NULL || Py_TYPE(d) != &PyMemberDescr_Type) {
             if (!PyErr_Occurred())
                 PyErr_Format(PyExc_TypeError, "%R must declare %R in __slots__", cls, *field_names[f]);
@@ -227,6 +232,199 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* ---- writes coalesced per batch ----
+ *
+ * While the loop runs a batch of callbacks, a write to a transport whose
+ * buffer is empty is not sent at once: it waits in the transport's
+ * _zl_pending list, and at the end of the batch everything a transport got
+ * leaves in one vectored send (an HTTP response written as header + body
+ * becomes one packet). What the kernel does not take then goes to asyncio's
+ * buffer, as a partial send would. Writes outside a batch, and anything
+ * bigger than COALESCE_MAX, are sent at once as asyncio does. Methods that
+ * must see the data sent first (write_eof, writelines, close, abort,
+ * sendfile's waiter) flush the transport (zloopgo/_transports.py). */
+
+#define COALESCE_MAX (64 * 1024) /* bytes held per transport before sending */
+#define COALESCE_IOV 64          /* chunks held per transport */
+
+static int set_field(PyObject *self, int f, PyObject *v) /* steals v */
+{
+    if (layout_type == NULL || !PyObject_TypeCheck(self, layout_type)) {
+        int r = PyObject_SetAttr(self, *field_names[f], v);
+        Py_XDECREF(v);
+        return r;
+    }
+    PyObject **place = (PyObject **)((char *)self + field_offset[f]);
+    Py_XSETREF(*place, v);
+    return 0;
+}
+
+static PyObject *flush_pending(PyObject *self, PyObject *pending);
+
+/* Queues data for the end of the batch: 1 if queued, 0 if it must be sent
+ * now, -1 on error. */
+static int coalesce(PyObject *self, PyObject *data, Py_buffer *view)
+{
+    if (view->len > COALESCE_MAX || layout_type == NULL || !PyObject_TypeCheck(self, layout_type))
+        return 0;
+    PyObject *loop = *(PyObject **)((char *)self + field_offset[F_LOOP]);
+    if (loop == NULL || !PyObject_TypeCheck(loop, &zl_LoopType) || !((zl_loop *)loop)->dispatching)
+        return 0;
+    zl_loop *L = (zl_loop *)loop;
+    PyObject *pending = *(PyObject **)((char *)self + field_offset[F_PENDING]);
+    if (pending != NULL && pending != Py_None) {
+        Py_ssize_t held = 0, n = PyList_GET_SIZE(pending);
+        for (Py_ssize_t i = 0; i < n; i++)
+            held += PyBytes_GET_SIZE(PyList_GET_ITEM(pending, i));
+        if (n >= COALESCE_IOV || held + view->len > COALESCE_MAX) {
+            /* full: send what is held now, then this write goes the usual way */
+            PyObject *p = Py_NewRef(pending);
+            if (set_field(self, F_PENDING, Py_NewRef(Py_None)) < 0) {
+                Py_DECREF(p);
+                return -1;
+            }
+            PyObject *r = flush_pending(self, p);
+            Py_DECREF(p);
+            if (r == NULL)
+                return -1;
+            Py_DECREF(r);
+            return 0;
+        }
+    }
+    /* bytes are kept as they are; a mutable buffer is copied, since the
+     * caller may change it once write() returned (asyncio had sent it) */
+    PyObject *chunk = PyBytes_CheckExact(data) ? Py_NewRef(data)
+                                                : PyBytes_FromStringAndSize(view->buf, view->len);
+    if (chunk == NULL)
+        return -1;
+    if (pending == NULL || pending == Py_None) {
+        if (L->flush_len == L->flush_cap) {
+            int64_t cap = L->flush_cap ? L->flush_cap * 2 : 16;
+            PyObject **f = PyMem_Realloc(L->flush, cap * sizeof(PyObject *));
+            if (f == NULL) {
+                Py_DECREF(chunk);
+                PyErr_NoMemory();
+                return -1;
+            }
+            L->flush = f;
+            L->flush_cap = cap;
+        }
+        PyObject *list = PyList_New(1);
+        if (list == NULL) {
+            Py_DECREF(chunk);
+            return -1;
+        }
+        PyList_SET_ITEM(list, 0, chunk);
+        if (set_field(self, F_PENDING, list) < 0)
+            return -1;
+        L->flush[L->flush_len++] = Py_NewRef(self);
+        return 1;
+    }
+    int r = PyList_Append(pending, chunk);
+    Py_DECREF(chunk);
+    return r < 0 ? -1 : 1;
+}
+
+/* Sends the chunks of `pending` (bytes objects) in one sendmsg(2); the rest
+ * goes to _zl_buffer_rest, an error to _fatal_error, as asyncio's write
+ * would have handled them. */
+static PyObject *flush_pending(PyObject *self, PyObject *pending)
+{
+    Py_ssize_t n = PyList_GET_SIZE(pending);
+    if (n == 0)
+        Py_RETURN_NONE;
+    int lost = field_true(self, F_CONN_LOST);
+    if (lost != 0) /* the connection went away in the same batch: nothing to send to */
+        return lost < 0 ? NULL : Py_NewRef(Py_None);
+    long fd;
+    if (field_int(self, F_SOCK_FD, &fd) < 0)
+        return NULL;
+    struct iovec iov[COALESCE_IOV + 1];
+    Py_ssize_t count = n < COALESCE_IOV + 1 ? n : COALESCE_IOV + 1;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *b = PyList_GET_ITEM(pending, i);
+        iov[i].iov_base = PyBytes_AS_STRING(b);
+        iov[i].iov_len = PyBytes_GET_SIZE(b);
+    }
+    struct msghdr msg = {0};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = count;
+    ssize_t sent;
+    do {
+        sent = sendmsg((int)fd, &msg, MSG_NOSIGNAL);
+    } while (sent < 0 && errno == EINTR);
+    if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        return report_fatal(self, msg_write_error);
+    }
+    if (sent < 0)
+        sent = 0;
+    /* what is left, in order: the unsent tail of the chunk sendmsg stopped in, then the rest */
+    Py_ssize_t i = 0;
+    while (i < n && sent >= PyBytes_GET_SIZE(PyList_GET_ITEM(pending, i))) {
+        sent -= PyBytes_GET_SIZE(PyList_GET_ITEM(pending, i));
+        i++;
+    }
+    if (i == n)
+        Py_RETURN_NONE;
+    PyObject *rest = PyList_GetSlice(pending, i, n);
+    if (rest == NULL)
+        return NULL;
+    if (sent > 0) {
+        PyObject *first = PyList_GET_ITEM(rest, 0);
+        PyObject *tail = PyBytes_FromStringAndSize(PyBytes_AS_STRING(first) + sent,
+                                                   PyBytes_GET_SIZE(first) - sent);
+        if (tail == NULL || PyList_SetItem(rest, 0, tail) < 0) {
+            Py_DECREF(rest);
+            return NULL;
+        }
+    }
+    PyObject *r = PyObject_CallMethodOneArg(self, s_buffer_rest, rest);
+    Py_DECREF(rest);
+    return r;
+}
+
+/* _zl_flush(): send this transport's coalesced writes now. */
+static PyObject *transport_flush(PyObject *self, PyObject *unused)
+{
+    PyObject *pending = get_field(self, F_PENDING);
+    if (pending == NULL)
+        return NULL;
+    if (pending == Py_None || !PyList_Check(pending)) {
+        Py_DECREF(pending);
+        Py_RETURN_NONE;
+    }
+    if (set_field(self, F_PENDING, Py_NewRef(Py_None)) < 0) {
+        Py_DECREF(pending);
+        return NULL;
+    }
+    PyObject *r = flush_pending(self, pending);
+    Py_DECREF(pending);
+    return r;
+}
+
+void zl_flush_writes(zl_loop *L)
+{
+    /* flushing may run Python code (errors, flow control) that writes
+     * again: those writes are sent at once, since the batch is over */
+    while (L->flush_len > 0) {
+        PyObject *t = L->flush[--L->flush_len];
+        PyObject *r = transport_flush(t, NULL);
+        if (r == NULL)
+            PyErr_WriteUnraisable(t);
+        Py_XDECREF(r);
+        Py_DECREF(t);
+    }
+}
+
+void zl_drop_flush_list(zl_loop *L)
+{
+    while (L->flush_len > 0) {
+        PyObject *t = L->flush[--L->flush_len];
+        Py_DECREF(t);
+    }
+}
+
 /* write(data): asyncio's checks, then, with nothing buffered, one send(2)
  * straight from the caller's buffer. What is left (a partial send, or
  * EAGAIN) goes to zloopgo's _zl_write_rest, which buffers it the way this
@@ -278,6 +476,13 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
         PyBuffer_Release(&view);
         return NULL;
     }
+    if (buffered == 0) {
+        int queued = coalesce(self, data, &view);
+        if (queued != 0) {
+            PyBuffer_Release(&view);
+            return queued < 0 ? NULL : Py_NewRef(Py_None);
+        }
+    }
     Py_ssize_t sent = 0;
     if (buffered == 0) {
         long fd;
@@ -316,6 +521,7 @@ static PyMethodDef fast_methods[] = {
     {"_read_ready__data_received", read_ready_data_received, METH_NOARGS, NULL},
     {"_read_ready__get_buffer", read_ready_get_buffer, METH_NOARGS, NULL},
     {"write", transport_write, METH_O, "Write data to the transport (asyncio.WriteTransport.write)."},
+    {"_zl_flush", transport_flush, METH_NOARGS, "Send the writes held for the end of the batch now."},
     {NULL}};
 
 PyTypeObject zl_StreamFastPathsType = {
@@ -343,6 +549,7 @@ int zl_transport_type_ready(void)
         {&msg_data_received, "Fatal error: protocol.data_received() call failed."},
         {&msg_write_error, "Fatal write error on socket transport"},
         {&s_get_buffer, "get_buffer"}, {&s_buffer_updated, "buffer_updated"},
+        {&s_loop, "_loop"}, {&s_pending, "_zl_pending"}, {&s_buffer_rest, "_zl_buffer_rest"},
         {&msg_get_buffer, "Fatal error: protocol.get_buffer() call failed."},
         {&msg_buffer_updated, "Fatal error: protocol.buffer_updated() call failed."},
     };

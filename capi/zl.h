@@ -75,6 +75,10 @@ struct zl_loop {
     char closed;
     char debug;
     char running;             /* inside _zl_run */
+    char dispatching;         /* running a batch of callbacks: writes are coalesced */
+    /* transports holding writes to send at the end of this batch */
+    PyObject **flush;
+    int64_t flush_len, flush_cap;
 };
 
 extern PyTypeObject zl_LoopType;
@@ -108,5 +112,8 @@ int zl_loop_type_ready(void);
 /* capi/transport.c */
 int zl_transport_type_ready(void);
 PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls);
+/* Sends the writes coalesced during the batch just run (see transport.c). */
+void zl_flush_writes(zl_loop *loop);
+void zl_drop_flush_list(zl_loop *loop);
 
 #endif

@@ -30,7 +30,51 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
         "_protocol",
         "_read_ready_cb",
         "_sock_fd",
+        "_zl_pending",
     )
+
+    def __init__(self, *args, **kwargs):
+        # Writes made during a batch of callbacks wait here, as bytes, for
+        # the end of the batch (capi/transport.c, "writes coalesced").
+        self._zl_pending = None
+        super().__init__(*args, **kwargs)
+
+    def _zl_buffer_rest(self, chunks):
+        # What the end-of-batch send left: buffered as asyncio buffers the
+        # rest of a partial send.
+        self._loop._add_writer(self._sock_fd, self._write_ready)
+        for chunk in chunks:
+            if _BUFFER_IS_DEQUE:
+                self._buffer.append(chunk)
+            else:
+                self._buffer.extend(chunk)
+        self._maybe_pause_protocol()
+
+    # Everything that must find the held writes sent first.
+
+    def write_eof(self):
+        self._zl_flush()
+        super().write_eof()
+
+    def writelines(self, list_of_data):
+        self._zl_flush()
+        super().writelines(list_of_data)
+
+    def close(self):
+        self._zl_flush()
+        super().close()
+
+    def abort(self):
+        self._zl_flush()
+        super().abort()
+
+    def _make_empty_waiter(self):
+        self._zl_flush()
+        return super()._make_empty_waiter()
+
+    def _force_close(self, exc):
+        self._zl_pending = None  # the connection is gone: nothing to send to
+        super()._force_close(exc)
 
     def _zl_write_rest(self, data, sent):
         # The tail of asyncio's write(): `sent` bytes left already (-1: the
@@ -49,6 +93,7 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
         # asyncio's own write, for what the native one hands over: writes to
         # a lost connection (counted, logged past a threshold) and data that
         # is not one contiguous buffer.
+        self._zl_flush()
         selector_events._SelectorSocketTransport.write(self, data)
 
 
