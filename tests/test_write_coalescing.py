@@ -1,0 +1,125 @@
+"""Writes made in one batch of callbacks leave together at its end on
+zloopgo (capi/transport.c, "writes coalesced"); these dual-run tests pin
+down that nothing a program can see changes: order, content, and what
+write_eof, writelines, close and abort see afterwards."""
+
+import asyncio
+import socket
+
+import pytest
+
+
+async def _pair(loop):
+    """A connected (transport, protocol) for us and a blocking peer socket."""
+    ours, peer = socket.socketpair()
+    ours.setblocking(False)
+    received = []
+
+    class Proto(asyncio.Protocol):
+        def data_received(self, data):
+            received.append(data)
+
+    transport, protocol = await loop.connect_accepted_socket(Proto, ours)
+    return transport, protocol, peer, received
+
+
+def _read_all(peer):
+    """Everything the peer receives until EOF (or a reset, or 5 s)."""
+    peer.settimeout(5)
+    chunks = []
+    while True:
+        try:
+            b = peer.recv(65536)
+        except (ConnectionResetError, TimeoutError):
+            break
+        if not b:
+            break
+        chunks.append(b)
+    return b"".join(chunks)
+
+
+def test_writes_in_one_callback_arrive_in_order(loop):
+    async def main():
+        transport, _, peer, _ = await _pair(loop)
+        transport.write(b"HTTP/1.1 200 OK\r\n\r\n")
+        transport.write(bytearray(b"body-1,"))
+        transport.write(memoryview(b"body-2,"))
+        transport.writelines([b"line-1,", b"line-2"])
+        transport.write_eof()
+        await asyncio.sleep(0)
+        data = await loop.run_in_executor(None, _read_all, peer)
+        transport.close()
+        peer.close()
+        return data
+
+    assert loop.run_until_complete(main()) == b"HTTP/1.1 200 OK\r\n\r\nbody-1,body-2,line-1,line-2"
+
+
+@pytest.mark.parametrize("finish", ["close", "abort_after_yield", "write_eof"])
+def test_data_written_before_closing_reaches_the_peer(loop, finish):
+    async def main():
+        transport, _, peer, _ = await _pair(loop)
+        transport.write(b"a" * 1000)
+        transport.write(b"b" * 1000)
+        if finish == "close":
+            transport.close()
+        elif finish == "write_eof":
+            transport.write_eof()
+        else:
+            await asyncio.sleep(0)  # the batch ended: the data left
+            transport.abort()
+        data = await loop.run_in_executor(None, _read_all, peer)
+        transport.close()
+        peer.close()
+        await asyncio.sleep(0)
+        return data
+
+    assert loop.run_until_complete(main()) == b"a" * 1000 + b"b" * 1000
+
+
+def test_mutating_a_bytearray_after_write_does_not_change_what_is_sent(loop):
+    async def main():
+        transport, _, peer, _ = await _pair(loop)
+        buf = bytearray(b"original")
+        transport.write(buf)
+        buf[:] = b"changed!"
+        transport.write_eof()
+        data = await loop.run_in_executor(None, _read_all, peer)
+        transport.close()
+        peer.close()
+        return data
+
+    assert loop.run_until_complete(main()) == b"original"
+
+
+def test_many_and_large_writes_in_one_callback(loop):
+    # More chunks and bytes than one coalesced send holds: the rest is sent
+    # or buffered in order, flow control included.
+    chunks = [bytes([65 + i % 26]) * (100 + i * 37) for i in range(300)]
+    chunks.append(b"z" * 300_000)
+
+    async def main():
+        transport, _, peer, _ = await _pair(loop)
+        for c in chunks:
+            transport.write(c)
+        transport.write_eof()
+        data = await loop.run_in_executor(None, _read_all, peer)
+        transport.close()
+        peer.close()
+        return data
+
+    assert loop.run_until_complete(main()) == b"".join(chunks)
+
+
+def test_write_buffer_size_after_write_is_zero_as_after_a_full_send(loop):
+    async def main():
+        transport, _, peer, _ = await _pair(loop)
+        transport.write(b"x" * 100)
+        size = transport.get_write_buffer_size()
+        await asyncio.sleep(0)
+        got = await loop.run_in_executor(None, peer.recv, 100)
+        transport.close()
+        peer.close()
+        return size, got
+
+    assert loop.run_until_complete(main()) == (0, b"x" * 100)
