@@ -262,7 +262,8 @@ static int set_field(PyObject *self, int f, PyObject *v) /* steals v */
 static PyObject *flush_pending(PyObject *self, PyObject *pending);
 
 /* Queues data for the end of the batch: 1 if queued, 0 if it must be sent
- * now, -1 on error. */
+ * now, 2 if it must be sent now but held writes were just sent first (what
+ * they left may now be buffered, so the caller looks again), -1 on error. */
 static int coalesce(PyObject *self, PyObject *data, Py_buffer *view)
 {
     if (view->len > COALESCE_MAX || layout_type == NULL || !PyObject_TypeCheck(self, layout_type))
@@ -288,7 +289,7 @@ static int coalesce(PyObject *self, PyObject *data, Py_buffer *view)
             if (r == NULL)
                 return -1;
             Py_DECREF(r);
-            return 0;
+            return 2;
         }
     }
     /* bytes are kept as they are; a mutable buffer is copied, since the
@@ -478,9 +479,18 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
     }
     if (buffered == 0) {
         int queued = coalesce(self, data, &view);
-        if (queued != 0) {
+        if (queued == 1 || queued < 0) {
             PyBuffer_Release(&view);
             return queued < 0 ? NULL : Py_NewRef(Py_None);
+        }
+        if (queued == 2) { /* a partial send of the held writes must stay ahead of this one */
+            buffer = get_field(self, F_BUFFER);
+            buffered = buffer ? PyObject_Length(buffer) : -1;
+            Py_XDECREF(buffer);
+            if (buffered < 0) {
+                PyBuffer_Release(&view);
+                return NULL;
+            }
         }
     }
     Py_ssize_t sent = 0;

@@ -123,3 +123,26 @@ def test_write_buffer_size_after_write_is_zero_as_after_a_full_send(loop):
         return size, got
 
     assert loop.run_until_complete(main()) == (0, b"x" * 100)
+
+
+def test_order_kept_when_held_writes_only_partly_leave(loop):
+    # Small socket buffers: sending the held writes to make room for the
+    # next one leaves part of them buffered; the next write must queue
+    # behind that part, not overtake it.
+    async def main():
+        ours, peer = socket.socketpair()
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        peer.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        ours.setblocking(False)
+        transport, _ = await loop.connect_accepted_socket(asyncio.Protocol, ours)
+        first, second = b"A" * 60_000, b"B" * 60_000
+        transport.write(first)
+        transport.write(second)
+        transport.write(b"C" * 10)
+        transport.write_eof()
+        data = await loop.run_in_executor(None, _read_all, peer)
+        transport.close()
+        peer.close()
+        return data
+
+    assert loop.run_until_complete(main()) == b"A" * 60_000 + b"B" * 60_000 + b"C" * 10
