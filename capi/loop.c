@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-/* PyErr_SetRaisedException for 3.10/3.11 too (steals exc). */
-static void PyErr_SetRaisedException_compat(PyObject *exc)
+/* Sets exc as the pending exception again (steals it), on every version. */
+static void restore_exception(PyObject *exc)
 {
 #if PY_VERSION_HEX >= 0x030C0000
     PyErr_SetRaisedException(exc);
@@ -702,7 +702,7 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int reacquire)
         PyObject *exc = rc < 0 ? zl_fetch_exception() : NULL;
         zl_flush_writes(L);
         if (exc != NULL)
-            PyErr_SetRaisedException_compat(exc);
+            restore_exception(exc);
     }
     return rc;
 }
@@ -753,11 +753,6 @@ static PyObject *loop_close_engine(zl_loop *L, PyObject *unused)
     }
     engine_close(L);
     Py_RETURN_NONE;
-}
-
-static PyObject *loop_ready_len(zl_loop *L, PyObject *unused)
-{
-    return PyLong_FromLongLong(L->sh.ready_len);
 }
 
 static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
@@ -887,7 +882,6 @@ static PyMethodDef loop_methods[] = {
     {"_zl_watch_state", (PyCFunction)loop_watch_state, METH_O, NULL},
     {"_zl_run", (PyCFunction)loop_run_engine, METH_NOARGS, NULL},
     {"_zl_close", (PyCFunction)loop_close_engine, METH_NOARGS, NULL},
-    {"_zl_ready_len", (PyCFunction)loop_ready_len, METH_NOARGS, NULL},
     {NULL}};
 
 static PyGetSetDef loop_getset[] = {

@@ -1,10 +1,11 @@
 """zloopgo's socket transport: asyncio's own selector socket transport
-whose per-packet methods (_read_ready, _read_ready__data_received, write)
-are native (capi/transport.c).
+whose per-packet methods (_read_ready, _read_ready__data_received,
+_read_ready__get_buffer, write) are native (capi/transport.c), and whose
+writes made during one batch of callbacks leave together at its end.
 
-Everything the native methods hand back — a write that could not be sent
-at once, a write after the connection was lost — is finished here exactly
-as this Python version's asyncio finishes it. This module knows asyncio's
+Everything the native methods hand back — what a send did not take, a
+write after the connection was lost — is finished here exactly as this
+Python version's asyncio finishes it. This module knows asyncio's
 transport internals; it knows nothing of the engine.
 """
 
@@ -42,7 +43,11 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
     def _zl_buffer_rest(self, chunks):
         # What the end-of-batch send left: buffered as asyncio buffers the
         # rest of a partial send.
-        self._loop._add_writer(self._sock_fd, self._write_ready)
+        self._zl_buffer(chunks, register_writer=True)
+
+    def _zl_buffer(self, chunks, register_writer):
+        if register_writer:
+            self._loop._add_writer(self._sock_fd, self._write_ready)
         for chunk in chunks:
             if _BUFFER_IS_DEQUE:
                 self._buffer.append(chunk)
@@ -78,16 +83,11 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
 
     def _zl_write_rest(self, data, sent):
         # The tail of asyncio's write(): `sent` bytes left already (-1: the
-        # buffer was not empty, so nothing was tried).
-        if sent >= 0:
-            if sent:
-                data = memoryview(data)[sent:] if _BUFFER_IS_DEQUE else data[sent:]
-            self._loop._add_writer(self._sock_fd, self._write_ready)
-        if _BUFFER_IS_DEQUE:
-            self._buffer.append(data)
-        else:
-            self._buffer.extend(data)
-        self._maybe_pause_protocol()
+        # buffer was not empty, so nothing was tried and the writer is
+        # already registered).
+        if sent > 0:
+            data = memoryview(data)[sent:] if _BUFFER_IS_DEQUE else data[sent:]
+        self._zl_buffer([data], register_writer=sent >= 0)
 
     def _zl_write_python(self, data):
         # asyncio's own write, for what the native one hands over: writes to
