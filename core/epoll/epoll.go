@@ -9,6 +9,7 @@ package epoll
 import (
 	"errors"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -121,7 +122,13 @@ func (p *Poller) Wait(max int, timeout time.Duration) (int, error) {
 	} else if timeout > 0 {
 		ms = int((timeout + time.Millisecond - 1) / time.Millisecond)
 	}
-	n, err := unix.EpollWait(p.epfd, p.buf[:max], ms)
+	var n int
+	var err error
+	if ms == 0 {
+		n, err = p.peek(max)
+	} else {
+		n, err = unix.EpollWait(p.epfd, p.buf[:max], ms)
+	}
 	if err == unix.EINTR {
 		return 0, nil
 	}
@@ -137,6 +144,20 @@ func (p *Poller) Wait(max int, timeout time.Duration) (int, error) {
 		p.ready = append(p.ready, ev)
 	}
 	return len(p.ready), nil
+}
+
+// peek is epoll_wait with a zero timeout as a raw system call: it cannot
+// block, so it skips the runtime's entersyscall/exitsyscall bookkeeping
+// that unix.EpollWait pays on every call (about 3% of a ping-pong run's
+// time in perf). epoll_pwait with no mask is epoll_wait on every
+// architecture, including those without epoll_wait.
+func (p *Poller) peek(max int) (int, error) {
+	r, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(p.epfd),
+		uintptr(unsafe.Pointer(&p.buf[0])), uintptr(max), 0, 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(r), nil
 }
 
 func tokenOf(ev unix.EpollEvent) uint64 {

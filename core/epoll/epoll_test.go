@@ -397,3 +397,20 @@ func TestCloseReleasesDescriptors(t *testing.T) {
 		}
 	}
 }
+
+// A zero-timeout Wait is a raw system call; its errors must still surface
+// like those of a blocking one.
+func TestWaitOnAClosedPollerFails(t *testing.T) {
+	p, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, timeout := range []time.Duration{0, time.Millisecond} {
+		if _, err := p.Wait(16, timeout); !errors.Is(err, unix.EBADF) {
+			t.Errorf("Wait(%v) on a closed poller: %v, want EBADF", timeout, err)
+		}
+	}
+}
