@@ -5,6 +5,7 @@ package core
 
 import (
 	"errors"
+	"runtime"
 	"time"
 
 	"github.com/zloopgo/zloopgo/core/timerheap"
@@ -75,7 +76,21 @@ type Engine struct {
 	events     []Event
 	out        []Token // timer tokens handed back in this iteration
 	watched    int     // descriptors registered by the host
+	iterations uint
+	lastYield  float64 // Now() at the last yield
+	yield      func()  // runtime.Gosched; tests count calls instead
 }
+
+// yieldEvery is how often a busy loop hands its goroutine back to the Go
+// scheduler. Go's sysmon thread treats a goroutine that has not been
+// rescheduled for 10 ms as hogging its P: it signals the thread to preempt
+// it and then polls every 20 µs for a while, a few thousand wake-ups a
+// second on another core. Yielding first costs one scheduler pass every
+// few milliseconds.
+const (
+	yieldEvery      = 0.005 // seconds, half of sysmon's 10 ms
+	yieldCheckEvery = 64    // iterations between looks at the clock
+)
 
 // NewEngine opens a reactor for host. resolution is the clock's, in
 // seconds: a timer is due when its deadline is before now + resolution.
@@ -89,7 +104,7 @@ func NewEngine(host Host, resolution float64) (*Engine, error) {
 
 // NewEngineWithReactor is NewEngine with a given reactor (tests use fakes).
 func NewEngineWithReactor(host Host, r Reactor, resolution float64) *Engine {
-	e := &Engine{host: host, reactor: r, resolution: resolution}
+	e := &Engine{host: host, reactor: r, resolution: resolution, yield: runtime.Gosched}
 	if b, ok := host.(EventBufferer); ok {
 		e.events = b.EventBuffer()
 	} else {
@@ -115,6 +130,18 @@ func (e *Engine) Run() error {
 		if e.host.Stopping() {
 			return nil
 		}
+		e.maybeYield()
+	}
+}
+
+func (e *Engine) maybeYield() {
+	e.iterations++
+	if e.iterations%yieldCheckEvery != 0 {
+		return
+	}
+	if now := Now(); now-e.lastYield >= yieldEvery {
+		e.lastYield = now
+		e.yield()
 	}
 }
 

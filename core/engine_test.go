@@ -632,3 +632,47 @@ func TestEngineWithRealReactor(t *testing.T) {
 		t.Fatalf("the wake-up was reported as events %v", got)
 	}
 }
+
+// busyHost always has callbacks ready, so every iteration polls without
+// blocking; it stops once it has seen `want` yields or its deadline passed.
+type busyHost struct {
+	deadline   time.Time
+	yields     []time.Time
+	want       int
+	iterations int
+}
+
+func (h *busyHost) TakeNewTimers() []core.NewTimer { return nil }
+func (h *busyHost) TimerCancelled(core.Token) bool { return false }
+func (h *busyHost) CancelledTimers() int           { return 0 }
+func (h *busyHost) MustNotBlock() bool             { return true }
+func (h *busyHost) Release()                       {}
+func (h *busyHost) Reacquire()                     {}
+func (h *busyHost) Stopping() bool {
+	return len(h.yields) >= h.want || time.Now().After(h.deadline)
+}
+func (h *busyHost) Dispatch([]core.Event, []core.Token, bool) error {
+	h.iterations++
+	return nil
+}
+
+func TestBusyRunYieldsToTheSchedulerEveryFewMilliseconds(t *testing.T) {
+	h := &busyHost{deadline: time.Now().Add(10 * time.Second), want: 4}
+	e := core.NewEngineWithReactor(h, &fakeReactor{log: new([]string)}, 1e-9)
+	e.SetYield(func() { h.yields = append(h.yields, time.Now()) })
+	if err := e.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.yields) < h.want {
+		t.Fatalf("%d yields in 10 s of busy iterations, want %d", len(h.yields), h.want)
+	}
+	every := time.Duration(core.YieldEvery * float64(time.Second))
+	for i := 1; i < len(h.yields); i++ {
+		if gap := h.yields[i].Sub(h.yields[i-1]); gap < every {
+			t.Errorf("yields %d and %d are %v apart, less than %v", i-1, i, gap, every)
+		}
+	}
+	if h.iterations < 64*len(h.yields) {
+		t.Errorf("%d iterations for %d yields: the clock is read too often", h.iterations, len(h.yields))
+	}
+}

@@ -1,0 +1,9 @@
+// Hooks that only the tests of package core see.
+package core
+
+// SetYield replaces what a busy Run calls to hand its goroutine back to
+// the scheduler.
+func (e *Engine) SetYield(f func()) { e.yield = f }
+
+// YieldEvery is how long a busy Run goes between yields, in seconds.
+const YieldEvery = yieldEvery
