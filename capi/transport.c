@@ -1,6 +1,7 @@
 /* StreamFastPaths: native versions of the methods of asyncio's socket
  * transport that run for every packet and every write — _read_ready,
- * _read_ready__data_received, _read_ready__get_buffer and write. zloopgo's transport
+ * _read_ready__data_received, _read_ready__get_buffer, write, and the
+ * is_closing that StreamWriter.drain() asks on every write. zloopgo's transport
  * class puts this type first in its bases; everything else (buffering
  * after a partial send, flow control, closing, errors) stays asyncio's own
  * Python code, reached through the same attributes and methods asyncio
@@ -17,13 +18,20 @@ static PyObject *s_conn_lost, *s_sock_fd, *s_max_size, *s_protocol, *s_data_rece
     *s_fatal_error, *s_on_eof, *s_read_ready_cb, *s_eof, *s_empty_waiter, *s_buffer,
     *s_write_rest, *s_write_python, *msg_read_error, *msg_data_received, *msg_write_error,
     *s_get_buffer, *s_buffer_updated, *msg_get_buffer, *msg_buffer_updated, *minus_one,
-    *s_loop, *s_pending, *s_buffer_rest;
+    *s_loop, *s_pending, *s_buffer_rest, *s_closing, *s_large_reads;
 
 /* One receive buffer for the process: the GIL serializes its users, and
  * every read is copied out into an exactly sized bytes before any Python
  * code runs. */
 static char *scratch;
 static size_t scratch_size;
+
+/* A transport whose last read was at least LARGE_READ bytes receives the
+ * next one straight into a bytes of max_size, shrunk to what came: a bulk
+ * stream then skips copying each read out of the scratch buffer. Small
+ * reads stay in the scratch buffer: an exactly sized copy is cheaper than
+ * allocating max_size for a few bytes. */
+#define LARGE_READ (64 * 1024)
 
 /* zloopgo's transport class keeps the attributes read here in __slots__;
  * set_transport_layout() records their offsets so that reading one is a
@@ -32,11 +40,11 @@ static size_t scratch_size;
 static PyTypeObject *layout_type;
 enum {
     F_CONN_LOST, F_SOCK_FD, F_PROTOCOL, F_EOF, F_EMPTY_WAITER, F_BUFFER, F_READ_READY_CB,
-    F_LOOP, F_PENDING, F_COUNT
+    F_LOOP, F_PENDING, F_CLOSING, F_LARGE_READS, F_COUNT
 };
 static PyObject **field_names[F_COUNT] = {&s_conn_lost, &s_sock_fd, &s_protocol, &s_eof,
                                           &s_empty_waiter, &s_buffer, &s_read_ready_cb,
-                                          &s_loop, &s_pending};
+                                          &s_loop, &s_pending, &s_closing, &s_large_reads};
 static Py_ssize_t field_offset[F_COUNT];
 
 static PyObject *get_field(PyObject *self, int f) /* new reference */
@@ -68,6 +76,8 @@ PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls)
     Py_XSETREF(layout_type, (PyTypeObject *)Py_NewRef(cls));
     Py_RETURN_NONE;
 }
+
+static int set_field(PyObject *self, int f, PyObject *v);
 
 static int field_true(PyObject *self, int f)
 {
@@ -146,21 +156,42 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
         scratch = b;
         scratch_size = max_size;
     }
+    PyObject *data = NULL; /* the final object, when the read goes straight into it */
+    int large = field_true(self, F_LARGE_READS);
+    if (large < 0)
+        return NULL;
+    if (large && max_size > LARGE_READ) {
+        data = PyBytes_FromStringAndSize(NULL, max_size);
+        if (data == NULL)
+            return NULL;
+    }
+    char *into = data ? PyBytes_AS_STRING(data) : scratch;
     ssize_t n;
     do {
-        n = recv((int)fd, scratch, max_size, 0);
+        n = recv((int)fd, into, max_size, 0);
     } while (n < 0 && errno == EINTR);
-    if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
+    if (n <= 0) {
+        int err = errno;
+        Py_XDECREF(data);
+        if (n == 0)
+            return PyObject_CallMethodNoArgs(self, s_on_eof);
+        if (err == EAGAIN || err == EWOULDBLOCK)
             Py_RETURN_NONE;
+        errno = err;
         PyErr_SetFromErrno(PyExc_OSError);
         return report_fatal(self, msg_read_error);
     }
-    if (n == 0)
-        return PyObject_CallMethodNoArgs(self, s_on_eof);
-    PyObject *data = PyBytes_FromStringAndSize(scratch, n);
+    if (data == NULL)
+        data = PyBytes_FromStringAndSize(scratch, n);
+    else if (n < max_size && _PyBytes_Resize(&data, n) < 0)
+        return NULL;
     if (data == NULL)
         return NULL;
+    if (large != (n >= LARGE_READ) &&
+        set_field(self, F_LARGE_READS, Py_NewRef(n >= LARGE_READ ? Py_True : Py_False)) < 0) {
+        Py_DECREF(data);
+        return NULL;
+    }
     PyObject *protocol = get_field(self, F_PROTOCOL);
     if (protocol == NULL) {
         Py_DECREF(data);
@@ -526,12 +557,19 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
     return r;
 }
 
+/* asyncio's is_closing(), which StreamWriter.drain() asks on every call. */
+static PyObject *transport_is_closing(PyObject *self, PyObject *unused)
+{
+    return get_field(self, F_CLOSING);
+}
+
 static PyMethodDef fast_methods[] = {
     {"_read_ready", read_ready, METH_NOARGS, NULL},
     {"_read_ready__data_received", read_ready_data_received, METH_NOARGS, NULL},
     {"_read_ready__get_buffer", read_ready_get_buffer, METH_NOARGS, NULL},
     {"write", transport_write, METH_O, "Write data to the transport (asyncio.WriteTransport.write)."},
     {"_zl_flush", transport_flush, METH_NOARGS, "Send the writes held for the end of the batch now."},
+    {"is_closing", transport_is_closing, METH_NOARGS, "Return True if the transport is closing or closed."},
     {NULL}};
 
 PyTypeObject zl_StreamFastPathsType = {
@@ -560,6 +598,7 @@ int zl_transport_type_ready(void)
         {&msg_write_error, "Fatal write error on socket transport"},
         {&s_get_buffer, "get_buffer"}, {&s_buffer_updated, "buffer_updated"},
         {&s_loop, "_loop"}, {&s_pending, "_zl_pending"}, {&s_buffer_rest, "_zl_buffer_rest"},
+        {&s_closing, "_closing"}, {&s_large_reads, "_zl_large_reads"},
         {&msg_get_buffer, "Fatal error: protocol.get_buffer() call failed."},
         {&msg_buffer_updated, "Fatal error: protocol.buffer_updated() call failed."},
     };

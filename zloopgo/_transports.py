@@ -1,6 +1,6 @@
 """zloopgo's socket transport: asyncio's own selector socket transport
 whose per-packet methods (_read_ready, _read_ready__data_received,
-_read_ready__get_buffer, write) are native (capi/transport.c), and whose
+_read_ready__get_buffer, write, is_closing) are native (capi/transport.c), and whose
 writes made during one batch of callbacks leave together at its end.
 
 Everything the native methods hand back — what a send did not take, a
@@ -25,12 +25,14 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
     # whose offsets the adapter records: reading one is then a load.
     __slots__ = (
         "_buffer",
+        "_closing",
         "_conn_lost",
         "_empty_waiter",
         "_eof",
         "_protocol",
         "_read_ready_cb",
         "_sock_fd",
+        "_zl_large_reads",
         "_zl_pending",
     )
 
@@ -38,6 +40,9 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
         # Writes made during a batch of callbacks wait here, as bytes, for
         # the end of the batch (capi/transport.c, "writes coalesced").
         self._zl_pending = None
+        # The last read filled at least 64 KiB: read the next one straight
+        # into its final bytes object (capi/transport.c, LARGE_READ).
+        self._zl_large_reads = False
         super().__init__(*args, **kwargs)
 
     def _zl_buffer_rest(self, chunks):
