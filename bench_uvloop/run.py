@@ -215,6 +215,7 @@ def run_sample(opts, client, contender, mode, msize, num, tmpdir):
         res["status"] = "mismatch"
         res["detail"] = "; ".join(problems)
         return res
+    res["server_cpu_us"] = 1e6 * st["cpu_seconds"] / res["requests"]
     res["status"] = "ok"
     return res
 
@@ -374,9 +375,9 @@ def report(opts, samples, rounds_info, prov, client_info, prov_end, started, fin
     for s in measured:
         cells.setdefault((s["mode"], s["msize"], s["contender"]), []).append(s)
 
-    def stats(mode, msize, contender):
+    def stats(mode, msize, contender, key="rate"):
         got = cells.get((mode, msize, contender), [])
-        return summarize([s["rate"] for s in got if s["status"] == "ok"]), got
+        return summarize([s[key] for s in got if s["status"] == "ok"]), got
 
     add("# uvloop's echo benchmark: asyncio, uvloop, zloopgo")
     add("")
@@ -424,6 +425,36 @@ def report(opts, samples, rounds_info, prov, client_info, prov_end, started, fin
             f"the target is met in {met_count} of {total} cells."
         )
         add("")
+
+    add("## Server CPU per request")
+    add("")
+    add(
+        "CPU time (user + system, every thread) of the server process from the moment it "
+        "serves until it stops, divided by the requests answered, in microseconds (median; "
+        "lower is better). With the client's workers and the server sharing few CPUs, "
+        "requests/s mostly measures the client; this measures the server."
+    )
+    add("")
+    head = ["mode", "size", *names]
+    if "uvloop" in names and "zloopgo" in names:
+        head.append("uvloop / zloopgo")
+    add("| " + " | ".join(head) + " |")
+    add("|" + " --- |" * len(head))
+    for mode in opts.modes:
+        for msize in opts.sizes:
+            row = [mode, size_label(msize)]
+            med = {}
+            for c in names:
+                st, _ = stats(mode, msize, c, "server_cpu_us")
+                med[c] = st["median"] if st else None
+                row.append(f"{med[c]:.2f}" if st else "—")
+            if "uvloop" in names and "zloopgo" in names:
+                both = med["uvloop"] and med["zloopgo"]
+                row.append(f"{med['uvloop'] / med['zloopgo']:.2f}x" if both else "—")
+            add("| " + " | ".join(row) + " |")
+    add("")
+    add("uvloop / zloopgo > 1: zloopgo's server spends less CPU per request.")
+    add("")
 
     add("## Every cell: median, min, max, coefficient of variation (requests/s)")
     add("")

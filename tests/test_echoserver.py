@@ -1,0 +1,88 @@
+"""bench_uvloop/echoserver.py, the server the echo benchmark measures:
+every mode echoes exactly, on the loop it was asked for, and the
+ECHO-STATS line it prints on SIGTERM counts what it did (the runner
+rejects a sample whose counts do not match the client's work)."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+SERVER = os.path.join(os.path.dirname(os.path.dirname(__file__)), "bench_uvloop", "echoserver.py")
+MODES = {
+    "sock": [],
+    "streams": ["--streams"],
+    "proto": ["--proto"],
+    "buffered": ["--proto", "--buffered"],
+}
+LOOP_FLAGS = {"asyncio": [], "zloopgo": ["--zloopgo"]}
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _connect(port, deadline):
+    while True:
+        try:
+            return socket.create_connection(("127.0.0.1", port), timeout=5)
+        except ConnectionRefusedError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_echoserver_echoes_and_reports_its_work(loop_name, mode):
+    port = _free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            SERVER,
+            *LOOP_FLAGS[loop_name],
+            *MODES[mode],
+            "--addr",
+            f"127.0.0.1:{port}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        conn = _connect(port, time.monotonic() + 15)
+        messages = [bytes([i]) * size for i, size in enumerate((1, 1024, 10240, 100000))]
+        with conn:
+            for msg in messages:
+                conn.sendall(msg)
+                echoed = b""
+                while len(echoed) < len(msg):
+                    chunk = conn.recv(len(msg) - len(echoed))
+                    assert chunk, "the server closed the connection"
+                    echoed += chunk
+                assert echoed == msg
+        time.sleep(0.1)  # let the server see the close before it is stopped
+        server.send_signal(signal.SIGTERM)
+        out, _ = server.communicate(timeout=15)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert server.returncode == 0, out
+    lines = [line for line in out.splitlines() if line.startswith("ECHO-STATS ")]
+    assert len(lines) == 1, out
+    stats = json.loads(lines[0][len("ECHO-STATS ") :])
+    total = sum(len(m) for m in messages)
+    assert stats["loop"] == loop_name
+    assert stats["mode"] == mode
+    assert stats["connections"] == 1
+    assert stats["bytes_in"] == stats["bytes_out"] == total
+    # CPU from serving to stopping: it echoed 111 KiB, so more than nothing,
+    # and far less than the seconds the test took.
+    assert 0 < stats["cpu_seconds"] < 5
