@@ -181,10 +181,19 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
         PyErr_SetFromErrno(PyExc_OSError);
         return report_fatal(self, msg_read_error);
     }
-    if (data == NULL)
+    if (data == NULL) {
         data = PyBytes_FromStringAndSize(scratch, n);
-    else if (n < max_size && _PyBytes_Resize(&data, n) < 0)
+    } else if (n < max_size / 2) {
+        /* Mostly empty: copy out and free the big object whole. Shrinking
+         * it instead would, with glibc, mremap a fresh mmap on every read
+         * (256 KiB is above the initial mmap threshold, and only freeing
+         * such a block whole raises the threshold so that later ones come
+         * from the heap): page faults and TLB shootdowns on each read. */
+        PyObject *exact = PyBytes_FromStringAndSize(PyBytes_AS_STRING(data), n);
+        Py_SETREF(data, exact);
+    } else if (n < max_size && _PyBytes_Resize(&data, n) < 0) {
         return NULL;
+    }
     if (data == NULL)
         return NULL;
     if (large != (n >= LARGE_READ) &&
