@@ -146,3 +146,24 @@ def test_order_kept_when_held_writes_only_partly_leave(loop):
         return data
 
     assert loop.run_until_complete(main()) == b"A" * 60_000 + b"B" * 60_000 + b"C" * 10
+
+
+@pytest.mark.parametrize("kind", [bytes, bytearray, memoryview])
+def test_a_partly_sent_large_write_keeps_its_tail_in_place(loop, kind):
+    # Bigger than the socket takes at once: the kernel gets a prefix, the
+    # rest is buffered from the offset where the send stopped.
+    payload = bytes(range(251)) * 4200  # ~1 MiB, a period no buffer size divides
+
+    async def main():
+        transport, _, peer, _ = await _pair(loop)
+        transport.write(kind(payload))
+        partly_buffered = transport.get_write_buffer_size() > 0
+        transport.write_eof()
+        data = await loop.run_in_executor(None, _read_all, peer)
+        transport.close()
+        peer.close()
+        return partly_buffered, data
+
+    partly_buffered, data = loop.run_until_complete(main())
+    assert partly_buffered, "the socket took the whole write: the test proves nothing"
+    assert data == payload

@@ -91,7 +91,9 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
         # buffer was not empty, so nothing was tried and the writer is
         # already registered).
         if sent > 0:
-            data = memoryview(data)[sent:] if _BUFFER_IS_DEQUE else data[sent:]
+            # A view, not a slice: a 3.11 bytearray buffer copies it once
+            # in extend(), a 3.12+ deque keeps it as asyncio does.
+            data = memoryview(data)[sent:]
         self._zl_buffer([data], register_writer=sent >= 0)
 
     def _zl_write_python(self, data):
