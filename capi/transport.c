@@ -350,12 +350,15 @@ static int coalesce(PyObject *self, PyObject *data, Py_buffer *view)
             L->flush = f;
             L->flush_cap = cap;
         }
-        PyObject *list = PyList_New(1);
+        /* Room for four chunks, holding one: a second write (an HTTP
+         * header, then the body) appends without growing the list. */
+        PyObject *list = PyList_New(4);
         if (list == NULL) {
             Py_DECREF(chunk);
             return -1;
         }
         PyList_SET_ITEM(list, 0, chunk);
+        Py_SET_SIZE(list, 1); /* the other slots are NULL, beyond the size */
         if (set_field(self, F_PENDING, list) < 0)
             return -1;
         L->flush[L->flush_len++] = Py_NewRef(self);
