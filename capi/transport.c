@@ -47,14 +47,20 @@ static PyObject **field_names[F_COUNT] = {&s_conn_lost, &s_sock_fd, &s_protocol,
                                           &s_loop, &s_pending, &s_closing, &s_large_reads};
 static Py_ssize_t field_offset[F_COUNT];
 
+/* The slot's value, borrowed, or NULL (no error set) when self is not of
+ * the recorded class or the slot is unset: then the caller looks the
+ * attribute up. */
+static inline PyObject *slot_value(PyObject *self, int f)
+{
+    if (layout_type == NULL || !PyObject_TypeCheck(self, layout_type))
+        return NULL;
+    return *(PyObject **)((char *)self + field_offset[f]);
+}
+
 static PyObject *get_field(PyObject *self, int f) /* new reference */
 {
-    if (layout_type != NULL && PyObject_TypeCheck(self, layout_type)) {
-        PyObject *v = *(PyObject **)((char *)self + field_offset[f]);
-        if (v != NULL)
-            return Py_NewRef(v);
-    }
-    return PyObject_GetAttr(self, *field_names[f]);
+    PyObject *v = slot_value(self, f);
+    return v != NULL ? Py_NewRef(v) : PyObject_GetAttr(self, *field_names[f]);
 }
 
 PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls)
@@ -81,8 +87,14 @@ static int set_field(PyObject *self, int f, PyObject *v);
 
 static int field_true(PyObject *self, int f)
 {
-    PyObject *v = get_field(self, f);
-    if (v == NULL)
+    PyObject *v = slot_value(self, f);
+    if (v == Py_False || v == Py_None)
+        return 0;
+    if (v == Py_True)
+        return 1;
+    if (v != NULL)
+        return PyObject_IsTrue(v);
+    if ((v = PyObject_GetAttr(self, *field_names[f])) == NULL)
         return -1;
     int r = PyObject_IsTrue(v);
     Py_DECREF(v);
@@ -91,11 +103,15 @@ static int field_true(PyObject *self, int f)
 
 static int field_int(PyObject *self, int f, long *out)
 {
-    PyObject *v = get_field(self, f);
-    if (v == NULL)
-        return -1;
-    *out = PyLong_AsLong(v);
-    Py_DECREF(v);
+    PyObject *v = slot_value(self, f);
+    if (v != NULL) {
+        *out = PyLong_AsLong(v);
+    } else {
+        if ((v = PyObject_GetAttr(self, *field_names[f])) == NULL)
+            return -1;
+        *out = PyLong_AsLong(v);
+        Py_DECREF(v);
+    }
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
