@@ -84,12 +84,14 @@ type Engine struct {
 // yieldEvery is how often a busy loop hands its goroutine back to the Go
 // scheduler. Go's sysmon thread treats a goroutine that has not been
 // rescheduled for 10 ms as hogging its P: it signals the thread to preempt
-// it and then polls every 20 µs for a while, a few thousand wake-ups a
-// second on another core. Yielding first costs one scheduler pass every
-// few milliseconds.
+// it, may take its P, and then polls every 20 µs for a while — a few
+// thousand wake-ups a second on another core. A yield is not free either:
+// the goroutine is locked to the Python thread, so the scheduler hands the
+// P to another thread and back (tens of µs on a busy machine), which is
+// why it comes as rarely as still keeps sysmon quiet.
 const (
-	yieldEvery      = 0.005 // seconds, half of sysmon's 10 ms
-	yieldCheckEvery = 64    // iterations between looks at the clock
+	yieldEvery      = 0.008 // seconds: under sysmon's 10 ms
+	yieldCheckEvery = 32    // iterations between looks at the clock
 )
 
 // NewEngine opens a reactor for host. resolution is the clock's, in

@@ -672,7 +672,7 @@ func TestBusyRunYieldsToTheSchedulerEveryFewMilliseconds(t *testing.T) {
 			t.Errorf("yields %d and %d are %v apart, less than %v", i-1, i, gap, every)
 		}
 	}
-	if h.iterations < 64*len(h.yields) {
+	if h.iterations < core.YieldCheckEvery*len(h.yields) {
 		t.Errorf("%d iterations for %d yields: the clock is read too often", h.iterations, len(h.yields))
 	}
 }

@@ -5,5 +5,9 @@ package core
 // the scheduler.
 func (e *Engine) SetYield(f func()) { e.yield = f }
 
-// YieldEvery is how long a busy Run goes between yields, in seconds.
-const YieldEvery = yieldEvery
+// YieldEvery is how long a busy Run goes between yields, in seconds, and
+// YieldCheckEvery how many iterations pass between looks at the clock.
+const (
+	YieldEvery      = yieldEvery
+	YieldCheckEvery = yieldCheckEvery
+)
