@@ -666,9 +666,11 @@ func TestBusyRunYieldsToTheSchedulerEveryFewMilliseconds(t *testing.T) {
 	if len(h.yields) < h.want {
 		t.Fatalf("%d yields in 10 s of busy iterations, want %d", len(h.yields), h.want)
 	}
+	// The engine spaces yields by its own clock reading, taken a moment
+	// before the hook records time.Now(): allow that moment's jitter.
 	every := time.Duration(core.YieldEvery * float64(time.Second))
 	for i := 1; i < len(h.yields); i++ {
-		if gap := h.yields[i].Sub(h.yields[i-1]); gap < every {
+		if gap := h.yields[i].Sub(h.yields[i-1]); gap < every-time.Millisecond {
 			t.Errorf("yields %d and %d are %v apart, less than %v", i-1, i, gap, every)
 		}
 	}
