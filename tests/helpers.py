@@ -1,8 +1,11 @@
 """Small helpers the test modules share: running one loop iteration,
 scheduling through each call_* method, a zloopgo loop that closes itself,
-and scripts run in a fresh interpreter (for what may hang or must exit)."""
+a transport over a socketpair, and scripts run in a fresh interpreter (for
+what may hang or must exit)."""
 
+import asyncio
 import contextlib
+import socket
 import subprocess
 import sys
 import textwrap
@@ -42,6 +45,30 @@ def zloop():
         yield lp
     finally:
         lp.close()
+
+
+class Recorder(asyncio.Protocol):
+    """Keeps what arrives in `got`: each data_received's bytes, and None
+    for eof_received (which then lets the transport close)."""
+
+    def __init__(self):
+        self.got = []
+
+    def data_received(self, data):
+        self.got.append(data)
+
+    def eof_received(self):
+        self.got.append(None)
+
+
+async def accepted_pair(loop):
+    """A transport with a Recorder on one end of a socketpair, through
+    connect_accepted_socket; returns (transport, recorder.got, the blocking
+    other end)."""
+    ours, peer = socket.socketpair()
+    ours.setblocking(False)
+    transport, recorder = await loop.connect_accepted_socket(Recorder, ours)
+    return transport, recorder.got, peer
 
 
 def run_script(loop_name, body, timeout=60):

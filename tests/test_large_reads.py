@@ -8,27 +8,11 @@ import asyncio
 import os
 import socket
 
+from helpers import accepted_pair
+
 # More than one large read's worth, in a pattern that shows any misplaced,
 # repeated or stale byte.
 BULK = bytes(range(256)) * (6 * 1024)  # 1.5 MiB
-
-
-async def _pair(loop, max_size=None):
-    ours, peer = socket.socketpair()
-    ours.setblocking(False)
-    got = []
-
-    class Proto(asyncio.Protocol):
-        def data_received(self, data):
-            got.append(data)
-
-        def eof_received(self):
-            got.append(None)
-
-    transport, _ = await loop.connect_accepted_socket(Proto, ours)
-    if max_size is not None:
-        transport.max_size = max_size
-    return transport, peer, got
 
 
 async def _drain_until(got, total):
@@ -46,7 +30,7 @@ def _send_all(peer, data):
 
 def test_large_then_small_reads_deliver_every_byte_in_order(loop):
     async def main():
-        transport, peer, got = await _pair(loop)
+        transport, got, peer = await accepted_pair(loop)
         # Large reads first (the peer writes faster than one read takes),
         # then small ones, then large again: both paths, and both switches.
         await loop.run_in_executor(None, _send_all, peer, BULK)
@@ -76,7 +60,8 @@ def test_large_then_small_reads_deliver_every_byte_in_order(loop):
 
 def test_a_read_never_exceeds_max_size(loop):
     async def main():
-        transport, peer, got = await _pair(loop, max_size=100 * 1024)
+        transport, got, peer = await accepted_pair(loop)
+        transport.max_size = 100 * 1024
         await loop.run_in_executor(None, _send_all, peer, BULK)
         await _drain_until(got, len(BULK))
         transport.close()
@@ -92,7 +77,7 @@ def test_received_bytes_stay_valid_after_later_reads(loop):
     # A read straight into its final object must not reuse an object the
     # protocol still holds, nor write into one after handing it over.
     async def main():
-        transport, peer, got = await _pair(loop)
+        transport, got, peer = await accepted_pair(loop)
         first = os.urandom(300 * 1024)
         await loop.run_in_executor(None, _send_all, peer, first)
         await _drain_until(got, len(first))
@@ -158,7 +143,7 @@ def test_is_closing_follows_close_and_abort(loop):
     async def main():
         seen = []
         for finish in ("close", "abort"):
-            transport, peer, _ = await _pair(loop)
+            transport, _, peer = await accepted_pair(loop)
             seen.append(transport.is_closing())
             getattr(transport, finish)()
             seen.append(transport.is_closing())

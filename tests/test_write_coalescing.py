@@ -7,20 +7,7 @@ import asyncio
 import socket
 
 import pytest
-
-
-async def _pair(loop):
-    """A connected (transport, protocol) for us and a blocking peer socket."""
-    ours, peer = socket.socketpair()
-    ours.setblocking(False)
-    received = []
-
-    class Proto(asyncio.Protocol):
-        def data_received(self, data):
-            received.append(data)
-
-    transport, protocol = await loop.connect_accepted_socket(Proto, ours)
-    return transport, protocol, peer, received
+from helpers import accepted_pair
 
 
 def _read_all(peer):
@@ -40,7 +27,7 @@ def _read_all(peer):
 
 def test_writes_in_one_callback_arrive_in_order(loop):
     async def main():
-        transport, _, peer, _ = await _pair(loop)
+        transport, _, peer = await accepted_pair(loop)
         transport.write(b"HTTP/1.1 200 OK\r\n\r\n")
         transport.write(bytearray(b"body-1,"))
         transport.write(memoryview(b"body-2,"))
@@ -58,7 +45,7 @@ def test_writes_in_one_callback_arrive_in_order(loop):
 @pytest.mark.parametrize("finish", ["close", "abort_after_yield", "write_eof"])
 def test_data_written_before_closing_reaches_the_peer(loop, finish):
     async def main():
-        transport, _, peer, _ = await _pair(loop)
+        transport, _, peer = await accepted_pair(loop)
         transport.write(b"a" * 1000)
         transport.write(b"b" * 1000)
         if finish == "close":
@@ -79,7 +66,7 @@ def test_data_written_before_closing_reaches_the_peer(loop, finish):
 
 def test_mutating_a_bytearray_after_write_does_not_change_what_is_sent(loop):
     async def main():
-        transport, _, peer, _ = await _pair(loop)
+        transport, _, peer = await accepted_pair(loop)
         buf = bytearray(b"original")
         transport.write(buf)
         buf[:] = b"changed!"
@@ -99,7 +86,7 @@ def test_many_and_large_writes_in_one_callback(loop):
     chunks.append(b"z" * 300_000)
 
     async def main():
-        transport, _, peer, _ = await _pair(loop)
+        transport, _, peer = await accepted_pair(loop)
         for c in chunks:
             transport.write(c)
         transport.write_eof()
@@ -113,7 +100,7 @@ def test_many_and_large_writes_in_one_callback(loop):
 
 def test_write_buffer_size_after_write_is_zero_as_after_a_full_send(loop):
     async def main():
-        transport, _, peer, _ = await _pair(loop)
+        transport, _, peer = await accepted_pair(loop)
         transport.write(b"x" * 100)
         size = transport.get_write_buffer_size()
         await asyncio.sleep(0)
@@ -155,7 +142,7 @@ def test_a_partly_sent_large_write_keeps_its_tail_in_place(loop, kind):
     payload = bytes(range(251)) * 4200  # ~1 MiB, a period no buffer size divides
 
     async def main():
-        transport, _, peer, _ = await _pair(loop)
+        transport, _, peer = await accepted_pair(loop)
         transport.write(kind(payload))
         partly_buffered = transport.get_write_buffer_size() > 0
         transport.write_eof()
