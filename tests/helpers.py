@@ -1,6 +1,6 @@
 """Small helpers the test modules share: running one loop iteration,
 scheduling through each call_* method, a zloopgo loop that closes itself,
-a transport over a socketpair, and scripts run in a fresh interpreter (for
+a free port, a transport over a socketpair, and scripts run in a fresh interpreter (for
 what may hang or must exit)."""
 
 import asyncio
@@ -59,6 +59,13 @@ class Recorder(asyncio.Protocol):
 
     def eof_received(self):
         self.got.append(None)
+
+
+def free_port():
+    """A loopback TCP port nothing listens on at the moment of the call."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 async def accepted_pair(loop):

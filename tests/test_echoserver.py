@@ -12,6 +12,7 @@ import sys
 import time
 
 import pytest
+from helpers import free_port
 
 SERVER = os.path.join(os.path.dirname(os.path.dirname(__file__)), "bench_uvloop", "echoserver.py")
 MODES = {
@@ -21,12 +22,6 @@ MODES = {
     "buffered": ["--proto", "--buffered"],
 }
 LOOP_FLAGS = {"asyncio": [], "zloopgo": ["--zloopgo"]}
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _connect(port, deadline):
@@ -41,7 +36,7 @@ def _connect(port, deadline):
 
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_echoserver_echoes_and_reports_its_work(loop_name, mode):
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [
             sys.executable,

@@ -14,7 +14,7 @@ import sys
 import time
 
 import pytest
-from helpers import SCRIPT_FACTORIES, check, run_script
+from helpers import SCRIPT_FACTORIES, check, free_port, run_script
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 
@@ -465,16 +465,8 @@ def test_peer_reset_while_writing(loop):
     assert isinstance(exc, (ConnectionResetError, BrokenPipeError)), repr(exc)
 
 
-def _free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()  # nothing listens there now
-    return port
-
-
 def test_connection_refused(loop):
-    port = _free_port()
+    port = free_port()
 
     async def main():
         with pytest.raises(OSError) as info:

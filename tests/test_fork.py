@@ -316,27 +316,14 @@ def test_multiprocessing_fork_after_loop_ran_child_gets_runtime_error(tmp_path):
     assert "RuntimeError" in proc.stderr  # the child's traceback
 
 
-def test_multiprocessing_spawn_after_loop_ran_child_works(tmp_path):
-    # (e)
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_multiprocessing_fresh_interpreter_after_loop_ran_child_works(tmp_path, method):
+    # (e): spawn and forkserver children start without the parent's Go runtime
     proc = mp_scenario(
         tmp_path,
-        """
+        f"""
         zloopgo.run(main(1))
-        ctx = mp.get_context("spawn")
-        q = ctx.Queue()
-        print("exit", start(ctx, child_run, q))
-        print("result", q.get(timeout=10))
-        """,
-    )
-    check(proc, "exit 0", "result ('zloopgo._loop', 42)")
-
-
-def test_multiprocessing_forkserver_after_loop_ran_child_works(tmp_path):
-    proc = mp_scenario(
-        tmp_path,
-        """
-        zloopgo.run(main(1))
-        ctx = mp.get_context("forkserver")
+        ctx = mp.get_context({method!r})
         q = ctx.Queue()
         print("exit", start(ctx, child_run, q))
         print("result", q.get(timeout=10))

@@ -34,6 +34,13 @@ def collect():
         gc.collect()
 
 
+def collect_unclosed():
+    """collect(), quiet about the unclosed loop a test left for the collector."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        collect()
+
+
 def test_ready_handle_cycle_collectable(loop_factory):
     # loop -> ready queue -> handle -> bound method -> holder -> loop
     lp = loop_factory()
@@ -42,9 +49,7 @@ def test_ready_handle_cycle_collectable(loop_factory):
     wr_holder, wr_loop = weakref.ref(holder), weakref.ref(lp)
     wr_handle = weakref.ref(holder.handles[0])
     del holder, lp
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ResourceWarning)  # the loop is left unclosed
-        collect()
+    collect_unclosed()
     assert wr_holder() is None
     assert wr_handle() is None
     assert wr_loop() is None
@@ -58,9 +63,7 @@ def test_timer_handle_cycle_collectable(loop_factory):
     lp.run_until_complete(asyncio.sleep(0))  # the engine now holds the timers
     wr_holder, wr_loop = weakref.ref(holder), weakref.ref(lp)
     del holder, lp
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ResourceWarning)
-        collect()
+    collect_unclosed()
     assert wr_holder() is None
     assert wr_loop() is None
 
@@ -74,9 +77,7 @@ def test_reader_handle_cycle_collectable(loop_factory):
         lp.add_writer(w, holder.method)
         wr_holder, wr_loop = weakref.ref(holder), weakref.ref(lp)
         del holder, lp
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ResourceWarning)
-            collect()
+        collect_unclosed()
         assert wr_holder() is None
         assert wr_loop() is None
     finally:

@@ -22,6 +22,7 @@ import time
 import urllib.request
 
 import pytest
+from helpers import free_port
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 
@@ -114,12 +115,6 @@ async def app(scope, receive, send):
     )
     await send({{"type": "http.response.body", "body": body}})
 """
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_gunicorn(tmp_path, at_import="", worker="ZloopgoWorker"):

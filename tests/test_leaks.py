@@ -67,6 +67,17 @@ def assert_flat(start, what, rss_bound=16 * MiB, block_bound=2_000):
     assert d_blocks < block_bound, f"{what}: {d_blocks} more allocated blocks after warm-up"
 
 
+def assert_rounds_flat(one_round, warm, measured, what):
+    """Run `warm` rounds, then `measured` more, and assert that the
+    measured ones left memory flat."""
+    for _ in range(warm):
+        one_round()
+    start = Mark()
+    for _ in range(measured):
+        one_round()
+    assert_flat(start, what)
+
+
 def one_iteration(loop):
     loop.call_soon(loop.stop)
     loop.run_forever()
@@ -94,12 +105,7 @@ def test_call_soon_200k_memory_flat(loop):
             loop.call_soon(noop, i)
         one_iteration(loop)
 
-    for _ in range(warm):
-        one_round()
-    start = Mark()
-    for _ in range(rounds - warm):
-        one_round()
-    assert_flat(start, "call_soon")
+    assert_rounds_flat(one_round, warm, rounds - warm, "call_soon")
 
 
 def test_call_soon_chain_memory_flat(loop):
@@ -140,12 +146,7 @@ def test_timers_50k_created_and_cancelled_memory_flat(loop):
         del handles
         one_iteration(loop)
 
-    for _ in range(warm):
-        one_round()
-    start = Mark()
-    for _ in range(rounds - warm):
-        one_round()
-    assert_flat(start, "timers created and cancelled")
+    assert_rounds_flat(one_round, warm, rounds - warm, "timers created and cancelled")
 
 
 def test_timers_fired_memory_flat(loop):
@@ -166,12 +167,9 @@ def test_timers_fired_memory_flat(loop):
         await fut
         fired.append(count[0])
 
-    for _ in range(warm):
-        loop.run_until_complete(one_round())
-    start = Mark()
-    for _ in range(rounds - warm):
-        loop.run_until_complete(one_round())
-    assert_flat(start, "timers fired")
+    assert_rounds_flat(
+        lambda: loop.run_until_complete(one_round()), warm, rounds - warm, "timers fired"
+    )
     assert fired == [batch] * rounds
 
 
@@ -277,12 +275,7 @@ def test_add_remove_reader_churn_memory_flat(loop):
                 loop.remove_writer(w)
             one_iteration(loop)
 
-        for _ in range(2):
-            one_round()
-        start = Mark()
-        for _ in range(10):
-            one_round()
-        assert_flat(start, "add_reader/remove_reader")
+        assert_rounds_flat(one_round, 2, 10, "add_reader/remove_reader")
     finally:
         r.close()
         w.close()

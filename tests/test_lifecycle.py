@@ -356,18 +356,20 @@ def test_shutdown_default_executor_without_executor(loop):
 # ---- async generators -----------------------------------------------------
 
 
+async def _agen(finalized):
+    """Yields 1 and 2; records the running loop when it is finalized."""
+    try:
+        yield 1
+        yield 2
+    finally:
+        finalized.append(asyncio.get_running_loop())
+
+
 def test_shutdown_asyncgens_finalizes_async_generator(loop):
     finalized = []
 
-    async def agen():
-        try:
-            yield 1
-            yield 2
-        finally:
-            finalized.append(asyncio.get_running_loop())
-
     async def main():
-        g = agen()
+        g = _agen(finalized)
         assert await g.__anext__() == 1
         return g
 
@@ -381,15 +383,8 @@ def test_shutdown_asyncgens_finalizes_async_generator(loop):
 def test_async_generator_collected_while_running_is_closed_on_the_loop(loop):
     finalized = []
 
-    async def agen():
-        try:
-            yield 1
-            yield 2
-        finally:
-            finalized.append(asyncio.get_running_loop())
-
     async def main():
-        g = agen()
+        g = _agen(finalized)
         await g.__anext__()
         del g
         gc.collect()
