@@ -16,7 +16,7 @@
 
 static PyObject *s_conn_lost, *s_sock_fd, *s_max_size, *s_protocol, *s_data_received,
     *s_fatal_error, *s_on_eof, *s_read_ready_cb, *s_eof, *s_empty_waiter, *s_buffer,
-    *s_write_rest, *s_write_python, *msg_read_error, *msg_data_received, *msg_write_error,
+    *s_write_python, *msg_read_error, *msg_data_received, *msg_write_error,
     *s_get_buffer, *s_buffer_updated, *msg_get_buffer, *msg_buffer_updated, *minus_one,
     *s_loop, *s_pending, *s_buffer_rest, *s_closing, *s_large_reads;
 
@@ -386,7 +386,8 @@ static int coalesce(PyObject *self, PyObject *data, Py_buffer *view)
 }
 
 /* Sends the chunks of `pending` (bytes objects) in one sendmsg(2); the rest
- * goes to _zl_buffer_rest, an error to _fatal_error, as asyncio's write
+ * goes to _zl_buffer_rest (the chunks from the one sendmsg stopped in, and
+ * how much of that one left), an error to _fatal_error, as asyncio's write
  * would have handled them. */
 static PyObject *flush_pending(PyObject *self, PyObject *pending)
 {
@@ -428,19 +429,10 @@ static PyObject *flush_pending(PyObject *self, PyObject *pending)
     if (i == n)
         Py_RETURN_NONE;
     PyObject *rest = PyList_GetSlice(pending, i, n);
-    if (rest == NULL)
-        return NULL;
-    if (sent > 0) {
-        PyObject *first = PyList_GET_ITEM(rest, 0);
-        PyObject *tail = PyBytes_FromStringAndSize(PyBytes_AS_STRING(first) + sent,
-                                                   PyBytes_GET_SIZE(first) - sent);
-        if (tail == NULL || PyList_SetItem(rest, 0, tail) < 0) {
-            Py_DECREF(rest);
-            return NULL;
-        }
-    }
-    PyObject *r = PyObject_CallMethodOneArg(self, s_buffer_rest, rest);
-    Py_DECREF(rest);
+    PyObject *offset = rest ? PyLong_FromSsize_t(sent) : NULL;
+    PyObject *r = offset ? PyObject_CallMethodObjArgs(self, s_buffer_rest, rest, offset, NULL) : NULL;
+    Py_XDECREF(offset);
+    Py_XDECREF(rest);
     return r;
 }
 
@@ -487,7 +479,7 @@ void zl_drop_flush_list(zl_loop *L)
 
 /* write(data): asyncio's checks, then, with nothing buffered, one send(2)
  * straight from the caller's buffer. What is left (a partial send, or
- * EAGAIN) goes to zloopgo's _zl_write_rest, which buffers it the way this
+ * EAGAIN) goes to zloopgo's _zl_buffer_rest, which buffers it the way this
  * Python version's asyncio does; a lost connection (counted and warned
  * about) and data that is not one contiguous buffer go to asyncio's own
  * write. */
@@ -577,11 +569,14 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
         }
     }
     PyBuffer_Release(&view);
-    PyObject *n_obj = PyLong_FromSsize_t(buffered == 0 ? sent : -1);
-    if (n_obj == NULL)
+    PyObject *chunks = PyList_New(1);
+    if (chunks == NULL)
         return NULL;
-    PyObject *r = PyObject_CallMethodObjArgs(self, s_write_rest, data, n_obj, NULL);
-    Py_DECREF(n_obj);
+    PyList_SET_ITEM(chunks, 0, Py_NewRef(data));
+    PyObject *n_obj = PyLong_FromSsize_t(buffered == 0 ? sent : -1);
+    PyObject *r = n_obj ? PyObject_CallMethodObjArgs(self, s_buffer_rest, chunks, n_obj, NULL) : NULL;
+    Py_XDECREF(n_obj);
+    Py_DECREF(chunks);
     return r;
 }
 
@@ -619,7 +614,7 @@ int zl_transport_type_ready(void)
         {&s_protocol, "_protocol"}, {&s_data_received, "data_received"},
         {&s_fatal_error, "_fatal_error"}, {&s_on_eof, "_read_ready__on_eof"},
         {&s_read_ready_cb, "_read_ready_cb"}, {&s_eof, "_eof"}, {&s_empty_waiter, "_empty_waiter"},
-        {&s_buffer, "_buffer"}, {&s_write_rest, "_zl_write_rest"},
+        {&s_buffer, "_buffer"},
         {&s_write_python, "_zl_write_python"},
         {&msg_read_error, "Fatal read error on socket transport"},
         {&msg_data_received, "Fatal error: protocol.data_received() call failed."},

@@ -45,13 +45,16 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
         self._zl_large_reads = False
         super().__init__(*args, **kwargs)
 
-    def _zl_buffer_rest(self, chunks):
-        # What the end-of-batch send left: buffered as asyncio buffers the
-        # rest of a partial send.
-        self._zl_buffer(chunks, register_writer=True)
-
-    def _zl_buffer(self, chunks, register_writer):
-        if register_writer:
+    def _zl_buffer_rest(self, chunks, sent):
+        # What a send left, buffered as this Python version's asyncio
+        # buffers the rest of a partial send: `sent` bytes of the first
+        # chunk went (a view of the rest is kept, not a copy: a 3.11
+        # bytearray buffer copies it once in extend(), a 3.12+ deque keeps
+        # it as asyncio does); -1 means nothing was tried because the
+        # buffer was not empty, so the writer is already registered.
+        if sent > 0:
+            chunks[0] = memoryview(chunks[0])[sent:]
+        if sent >= 0:
             self._loop._add_writer(self._sock_fd, self._write_ready)
         for chunk in chunks:
             if _BUFFER_IS_DEQUE:
@@ -85,16 +88,6 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
     def _force_close(self, exc):
         self._zl_pending = None  # the connection is gone: nothing to send to
         super()._force_close(exc)
-
-    def _zl_write_rest(self, data, sent):
-        # The tail of asyncio's write(): `sent` bytes left already (-1: the
-        # buffer was not empty, so nothing was tried and the writer is
-        # already registered).
-        if sent > 0:
-            # A view, not a slice: a 3.11 bytearray buffer copies it once
-            # in extend(), a 3.12+ deque keeps it as asyncio does.
-            data = memoryview(data)[sent:]
-        self._zl_buffer([data], register_writer=sent >= 0)
 
     def _zl_write_python(self, data):
         # asyncio's own write, for what the native one hands over: writes to
