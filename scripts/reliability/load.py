@@ -36,6 +36,8 @@ import sys
 import time
 import zlib
 
+from loops import factory
+
 MiB = 1 << 20
 ALL_LOOPS = ("asyncio", "uvloop", "zloopgo")
 WORKLOADS = ("echo", "write", "flood")
@@ -45,17 +47,7 @@ WORKLOADS = ("echo", "write", "flood")
 
 
 def new_loop(name):
-    if name == "asyncio":
-        return asyncio.SelectorEventLoop()
-    if name == "uvloop":
-        import uvloop
-
-        return uvloop.new_event_loop()
-    if name == "zloopgo":
-        import zloopgo
-
-        return zloopgo.new_event_loop()
-    raise SystemExit(f"unknown loop {name}")
+    return factory(name)()
 
 
 def status_kib(field):

@@ -32,6 +32,8 @@ import subprocess
 import sys
 import time
 
+from loops import factory
+
 MiB = 1024 * 1024
 PAGE = os.sysconf("SC_PAGE_SIZE")
 LOOPS = ["asyncio", "uvloop", "zloopgo"]
@@ -63,18 +65,6 @@ def settled_rss():
     for _ in range(3):
         gc.collect()
     return rss()
-
-
-def factory(name):
-    if name == "asyncio":
-        return asyncio.SelectorEventLoop
-    if name == "uvloop":
-        import uvloop
-
-        return uvloop.new_event_loop
-    import zloopgo
-
-    return zloopgo.new_event_loop
 
 
 def noop(*args):
