@@ -150,7 +150,8 @@ func zlgo_engine_close(id C.uintptr_t) {
 
 // zlgo_watch changes what descriptor fd is watched for, from interest old
 // to interest new (0 meaning not watched). It returns 0 or an errno, in
-// which case nothing changed.
+// which case nothing changed — except for a removal (new 0), after which
+// fd counts as not watched whatever the kernel said.
 //
 //export zlgo_watch
 func zlgo_watch(id C.uintptr_t, fd C.int, old, new C.uint32_t) C.int {
@@ -165,9 +166,8 @@ func zlgo_watch(id C.uintptr_t, fd C.int, old, new C.uint32_t) C.int {
 			e.Watch(1)
 		}
 	case new == 0:
-		if err = r.Deregister(int(fd)); err == nil {
-			e.Watch(-1)
-		}
+		err = r.Deregister(int(fd))
+		e.Watch(-1)
 	default:
 		err = r.Reregister(int(fd), core.Token(fd), core.Interest(new))
 	}

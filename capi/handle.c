@@ -103,6 +103,15 @@ PyObject *zl_fetch_exception(void)
 #endif
 }
 
+void zl_restore_exception(PyObject *exc)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(exc);
+#else
+    PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(exc)), exc, PyException_GetTraceback(exc));
+#endif
+}
+
 /* Runs the callback in its context. An exception other than SystemExit or
  * KeyboardInterrupt goes to the loop's exception handler, as asyncio's
  * Handle._run does; those two (and a failure of the handler itself)
@@ -113,9 +122,17 @@ int zl_handle_run(zl_handle *h)
         return 0;
     PyObject *callback = Py_NewRef(h->callback);
     PyObject *res = NULL;
+    zl_loop *L = h->loop;
+    char outer = L->in_callback;
     h->running = 1;
     if (PyContext_Enter(h->context) == 0) {
+        L->in_callback = 1; /* transports may hold its writes (transport.c) */
         res = PyObject_Vectorcall(callback, h->args, h->nargs, NULL);
+        L->in_callback = outer;
+        /* What it wrote reaches the kernel before anything else sees
+         * the callback's end or its exception. */
+        if (L->flush_len > 0 && !outer)
+            zl_flush_writes(L);
         PyContext_Exit(h->context);
     }
     h->running = 0;

@@ -11,16 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Sets exc as the pending exception again (steals it), on every version. */
-static void restore_exception(PyObject *exc)
-{
-#if PY_VERSION_HEX >= 0x030C0000
-    PyErr_SetRaisedException(exc);
-#else
-    PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(exc)), exc, PyException_GetTraceback(exc));
-#endif
-}
-
 static PyObject *str_debug_schedule; /* "_zl_debug_schedule" */
 static PyObject *str_run_debug;      /* "_zl_run_debug" */
 static PyObject *str_Future, *str_Task, *kw_loop, *kw_loop_name, *kw_loop_context, *kw_loop_name_context;
@@ -490,27 +480,50 @@ static uint32_t watch_mask(zl_fdwatch *w)
     return (w->reader ? 1u : 0u) | (w->writer ? 2u : 0u);
 }
 
-static int set_watch(zl_loop *L, int fd, uint32_t old, uint32_t new)
+/* Forgets what fd is watched for, without cancelling its handles. */
+static void fd_forget(zl_fdwatch *w)
 {
+    Py_CLEAR(w->reader);
+    Py_CLEAR(w->writer);
+    Py_CLEAR(w->fileobj);
+}
+
+/* Tells the reactor that fd's interest goes from its current mask to
+ * `new`, as asyncio's selector does: no system call when the mask stays
+ * the same; a descriptor the kernel refuses to change is forgotten
+ * altogether (asyncio's selector unregisters it) and OSError is raised;
+ * a removal never fails (asyncio ignores the kernel's refusal). */
+static int change_watch(zl_loop *L, int fd, zl_fdwatch *w, uint32_t new)
+{
+    uint32_t old = watch_mask(w);
+    if (old == new)
+        return 0;
     if (zl_check_not_forked() < 0)
         return -1;
     int err = zlgo_watch(L->engine, fd, old, new);
-    if (err != 0) {
-        errno = err;
-        PyErr_SetFromErrno(PyExc_OSError);
-        return -1;
+    if (err == 0 || new == 0)
+        return 0;
+    if (old != 0) {
+        (void)zlgo_watch(L->engine, fd, old, 0);
+        fd_forget(w);
     }
-    return 0;
+    errno = err;
+    PyErr_SetFromErrno(PyExc_OSError);
+    return -1;
 }
 
-/* Registers callback(*args) for fd becoming readable (which=0) or
- * writable (which=1). The registration happens first: if the reactor
- * refuses the descriptor, nothing changes and OSError is raised. */
+/* _zl_add_reader(fd, fileobj, callback, *args) (which=0) and
+ * _zl_add_writer (which=1): registers callback(*args) for fd becoming
+ * readable or writable. fileobj is what the caller named the descriptor
+ * by, kept (as asyncio's selector keeps it) from the first registration
+ * until the last removal, so that a closed socket still finds its fd.
+ * If the reactor refuses the descriptor, OSError is raised and nothing is
+ * added. */
 static PyObject *add_watch(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, int which)
 {
     nargs = PyVectorcall_NARGS(nargs);
-    if (nargs < 2) {
-        PyErr_SetString(PyExc_TypeError, "expected a descriptor and a callback");
+    if (nargs < 3) {
+        PyErr_SetString(PyExc_TypeError, "expected a descriptor, its file object and a callback");
         return NULL;
     }
     int fd = as_fd(args[0]);
@@ -518,7 +531,7 @@ static PyObject *add_watch(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, 
         return NULL;
     if (check_closed(L) < 0 || check_fd(fd) < 0)
         return NULL;
-    zl_handle *h = zl_handle_new(L, &zl_HandleType, args[1], args + 2, nargs - 2, NULL);
+    zl_handle *h = zl_handle_new(L, &zl_HandleType, args[2], args + 3, nargs - 3, NULL);
     if (h == NULL)
         return NULL;
     zl_fdwatch *w = fd_slot(L, fd);
@@ -526,11 +539,12 @@ static PyObject *add_watch(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, 
         Py_DECREF(h);
         return NULL;
     }
-    uint32_t old = watch_mask(w);
-    if (set_watch(L, fd, old, old | (1u << which)) < 0) {
+    if (change_watch(L, fd, w, watch_mask(w) | (1u << which)) < 0) {
         Py_DECREF(h);
         return NULL;
     }
+    if (w->fileobj == NULL)
+        w->fileobj = Py_NewRef(args[1]);
     zl_handle **place = which ? &w->writer : &w->reader;
     zl_handle *previous = *place;
     *place = (zl_handle *)Py_NewRef(h);
@@ -562,11 +576,12 @@ static PyObject *remove_watch(zl_loop *L, PyObject *arg, int which)
     zl_handle **place = which ? &w->writer : &w->reader;
     if (*place == NULL)
         Py_RETURN_FALSE;
-    uint32_t old = watch_mask(w);
-    if (set_watch(L, fd, old, old & ~(1u << which)) < 0)
+    if (change_watch(L, fd, w, watch_mask(w) & ~(1u << which)) < 0)
         return NULL;
     zl_handle *h = *place;
     *place = NULL;
+    if (w->reader == NULL && w->writer == NULL)
+        Py_CLEAR(w->fileobj);
     zl_handle_cancel(h);
     Py_DECREF(h);
     Py_RETURN_TRUE;
@@ -577,7 +592,7 @@ static PyObject *loop_add_writer(zl_loop *L, PyObject *const *a, Py_ssize_t n) {
 static PyObject *loop_remove_reader(zl_loop *L, PyObject *fd) { return remove_watch(L, fd, 0); }
 static PyObject *loop_remove_writer(zl_loop *L, PyObject *fd) { return remove_watch(L, fd, 1); }
 
-/* (reader, writer) handles of fd, or None when it is not watched: what
+/* (fileobj, reader, writer) of fd, or None when it is not watched: what
  * zloopgo's selector facade reports to asyncio's transports. */
 static PyObject *loop_watch_state(zl_loop *L, PyObject *arg)
 {
@@ -587,17 +602,26 @@ static PyObject *loop_watch_state(zl_loop *L, PyObject *arg)
     if (fd < 0 || fd >= L->fds_cap || (L->fds[fd].reader == NULL && L->fds[fd].writer == NULL))
         Py_RETURN_NONE;
     zl_fdwatch *w = &L->fds[fd];
-    return Py_BuildValue("(OO)", w->reader ? (PyObject *)w->reader : Py_None,
+    return Py_BuildValue("(OOO)", w->fileobj ? w->fileobj : Py_None,
+                         w->reader ? (PyObject *)w->reader : Py_None,
                          w->writer ? (PyObject *)w->writer : Py_None);
+}
+
+/* The descriptor a watched file object was registered with (found by
+ * identity, as asyncio's selector searches for a closed file object), or
+ * None. */
+static PyObject *loop_find_fileobj(zl_loop *L, PyObject *fileobj)
+{
+    for (int fd = 0; fd < L->fds_cap; fd++)
+        if (L->fds[fd].fileobj == fileobj)
+            return PyLong_FromLong(fd);
+    Py_RETURN_NONE;
 }
 
 static void fds_release_all(zl_loop *L)
 {
-    for (int fd = 0; fd < L->fds_cap; fd++) {
-        zl_fdwatch *w = &L->fds[fd];
-        Py_CLEAR(w->reader);
-        Py_CLEAR(w->writer);
-    }
+    for (int fd = 0; fd < L->fds_cap; fd++)
+        fd_forget(&L->fds[fd]);
 }
 
 /* A ready descriptor queues its handles, as asyncio's _process_events:
@@ -681,7 +705,6 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int reacquire)
     /* Only what is ready now runs; what these callbacks schedule waits for
      * the next iteration. */
     int rc = 0;
-    L->dispatching = 1;
     for (int64_t ntodo = L->sh.ready_len; ntodo > 0 && L->sh.ready_len > 0 && rc == 0; ntodo--) {
         zl_handle *h = ring_pop(L);
         if (!h->cancelled) {
@@ -695,16 +718,17 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int reacquire)
         }
         Py_DECREF(h);
     }
-    L->dispatching = 0;
-    /* The writes the batch made leave now, one vectored send per transport,
-     * also when KeyboardInterrupt or SystemExit ends the batch early. */
-    if (L->flush_len > 0) {
-        PyObject *exc = rc < 0 ? zl_fetch_exception() : NULL;
-        zl_flush_writes(L);
-        if (exc != NULL)
-            restore_exception(exc);
-    }
     return rc;
+}
+
+/* _zl_flush_writes(): what this loop's transports hold leaves now (before
+ * os.fork(), so that the child does not inherit unsent bytes). */
+static PyObject *loop_flush_writes(zl_loop *L, PyObject *unused)
+{
+    zl_flush_writes(L);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 /* ---- running and closing ---- */
@@ -798,6 +822,7 @@ static int loop_traverse(zl_loop *L, visitproc visit, void *arg)
     for (int fd = 0; fd < L->fds_cap; fd++) {
         Py_VISIT(L->fds[fd].reader);
         Py_VISIT(L->fds[fd].writer);
+        Py_VISIT(L->fds[fd].fileobj);
     }
     return 0;
 }
@@ -880,7 +905,9 @@ static PyMethodDef loop_methods[] = {
     {"_zl_remove_reader", (PyCFunction)loop_remove_reader, METH_O, NULL},
     {"_zl_remove_writer", (PyCFunction)loop_remove_writer, METH_O, NULL},
     {"_zl_watch_state", (PyCFunction)loop_watch_state, METH_O, NULL},
+    {"_zl_find_fileobj", (PyCFunction)loop_find_fileobj, METH_O, NULL},
     {"_zl_run", (PyCFunction)loop_run_engine, METH_NOARGS, NULL},
+    {"_zl_flush_writes", (PyCFunction)loop_flush_writes, METH_NOARGS, NULL},
     {"_zl_close", (PyCFunction)loop_close_engine, METH_NOARGS, NULL},
     {NULL}};
 

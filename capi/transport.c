@@ -18,7 +18,7 @@ static PyObject *s_conn_lost, *s_sock_fd, *s_max_size, *s_protocol, *s_data_rece
     *s_fatal_error, *s_on_eof, *s_read_ready_cb, *s_eof, *s_empty_waiter, *s_buffer,
     *s_write_python, *msg_read_error, *msg_data_received, *msg_write_error,
     *s_get_buffer, *s_buffer_updated, *msg_get_buffer, *msg_buffer_updated, *minus_one,
-    *s_loop, *s_pending, *s_buffer_rest, *s_closing, *s_large_reads;
+    *s_loop, *s_pending, *s_buffer_rest, *s_closing, *s_large_reads, *s_high_water;
 
 /* One receive buffer for the process: the GIL serializes its users, and
  * every read is copied out into an exactly sized bytes before any Python
@@ -40,11 +40,12 @@ static size_t scratch_size;
 static PyTypeObject *layout_type;
 enum {
     F_CONN_LOST, F_SOCK_FD, F_PROTOCOL, F_EOF, F_EMPTY_WAITER, F_BUFFER, F_READ_READY_CB,
-    F_LOOP, F_PENDING, F_CLOSING, F_LARGE_READS, F_COUNT
+    F_LOOP, F_PENDING, F_CLOSING, F_LARGE_READS, F_HIGH_WATER, F_COUNT
 };
 static PyObject **field_names[F_COUNT] = {&s_conn_lost, &s_sock_fd, &s_protocol, &s_eof,
                                           &s_empty_waiter, &s_buffer, &s_read_ready_cb,
-                                          &s_loop, &s_pending, &s_closing, &s_large_reads};
+                                          &s_loop, &s_pending, &s_closing, &s_large_reads,
+                                          &s_high_water};
 static Py_ssize_t field_offset[F_COUNT];
 
 /* The slot's value, borrowed, or NULL (no error set) when self is not of
@@ -288,19 +289,32 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-/* ---- writes coalesced per batch ----
+/* ---- writes held within one callback ----
  *
- * While the loop runs a batch of callbacks, a write to a transport whose
- * buffer is empty is not sent at once: it waits in the transport's
- * _zl_pending list, and at the end of the batch everything a transport got
+ * While the loop runs a callback, a write to a transport whose buffer is
+ * empty is not sent at once: it waits in the transport's _zl_pending list,
+ * and when the callback returns, everything it wrote to that transport
  * leaves in one vectored send (an HTTP response written as header + body
- * becomes one packet). What the kernel does not take then goes to asyncio's
- * buffer, as a partial send would. Writes outside a batch, and anything
- * bigger than COALESCE_MAX, are sent at once as asyncio does. Methods that
- * must see the data sent first (write_eof, writelines, close, abort,
- * sendfile's waiter) flush the transport (zloopgo/_transports.py). */
+ * becomes one packet). What the kernel does not take then goes to
+ * asyncio's buffer, as a partial send would.
+ *
+ * What is held never changes what a program can see:
+ * - order: a write that cannot be held leaves at once *together with*
+ *   what is held, in one sendmsg, so it never overtakes earlier bytes;
+ * - timing: bytes reach the kernel before the callback that wrote them
+ *   returns (zl_handle_run flushes before its exception, if any, goes
+ *   anywhere), and before os.fork();
+ * - flow control: at most the transport's high-water mark is held (and
+ *   at most COALESCE_MAX bytes, COALESCE_IOV chunks), so whatever a send
+ *   leaves is never more than asyncio's write would have left, and
+ *   pause_writing() comes from the same write() as on asyncio;
+ * - buffer size: get_write_buffer_size() and every method that must see
+ *   the data sent first (write_eof, writelines, close, abort, sendfile's
+ *   waiter) send what is held before they answer
+ *   (zloopgo/_transports.py).
+ * Writes outside a callback are sent at once, as asyncio does. */
 
-#define COALESCE_MAX (64 * 1024) /* bytes held per transport before sending */
+#define COALESCE_MAX (64 * 1024) /* bytes held per transport */
 #define COALESCE_IOV 64          /* chunks held per transport */
 
 static int set_field(PyObject *self, int f, PyObject *v) /* steals v */
@@ -315,120 +329,103 @@ static int set_field(PyObject *self, int f, PyObject *v) /* steals v */
     return 0;
 }
 
-static PyObject *flush_pending(PyObject *self, PyObject *pending);
-
-/* Queues data for the end of the batch: 1 if queued, 0 if it must be sent
- * now, 2 if it must be sent now but held writes were just sent first (what
- * they left may now be buffered, so the caller looks again), -1 on error. */
-static int coalesce(PyObject *self, PyObject *data, Py_buffer *view)
+/* Takes the transport's held chunks: a list (new reference, the slot
+ * emptied) or NULL when nothing is held; -1 on error. */
+static int take_held(PyObject *self, PyObject **held)
 {
-    if (view->len > COALESCE_MAX || layout_type == NULL || !PyObject_TypeCheck(self, layout_type))
+    *held = NULL;
+    PyObject *pending = get_field(self, F_PENDING);
+    if (pending == NULL)
+        return -1;
+    if (!PyList_Check(pending) || PyList_GET_SIZE(pending) == 0) {
+        Py_DECREF(pending);
         return 0;
+    }
+    if (set_field(self, F_PENDING, Py_NewRef(Py_None)) < 0) {
+        Py_DECREF(pending);
+        return -1;
+    }
+    *held = pending;
+    return 0;
+}
+
+/* The loop that runs this transport's callbacks, if it is a zloopgo loop
+ * running one now (then writes may be held), else NULL. */
+static zl_loop *holding_loop(PyObject *self)
+{
     PyObject *loop = *(PyObject **)((char *)self + field_offset[F_LOOP]);
-    if (loop == NULL || !PyObject_TypeCheck(loop, &zl_LoopType) || !((zl_loop *)loop)->dispatching)
+    if (loop == NULL || !PyObject_TypeCheck(loop, &zl_LoopType) || !((zl_loop *)loop)->in_callback)
+        return NULL;
+    return (zl_loop *)loop;
+}
+
+/* Holds data until the running callback returns, if it fits: 1 if held,
+ * 0 if it must be sent now (after whatever is held), -1 on error. Only
+ * called with asyncio's buffer empty. */
+static int hold(PyObject *self, PyObject *data, Py_buffer *view)
+{
+    if (layout_type == NULL || !PyObject_TypeCheck(self, layout_type))
         return 0;
-    zl_loop *L = (zl_loop *)loop;
-    PyObject *pending = *(PyObject **)((char *)self + field_offset[F_PENDING]);
-    if (pending != NULL && pending != Py_None) {
-        Py_ssize_t held = 0, n = PyList_GET_SIZE(pending);
+    zl_loop *L = holding_loop(self);
+    if (L == NULL)
+        return 0;
+    PyObject *pending = slot_value(self, F_PENDING);
+    Py_ssize_t held = 0, n = 0;
+    if (pending != NULL && PyList_Check(pending)) {
+        n = PyList_GET_SIZE(pending);
         for (Py_ssize_t i = 0; i < n; i++)
             held += PyBytes_GET_SIZE(PyList_GET_ITEM(pending, i));
-        if (n >= COALESCE_IOV || held + view->len > COALESCE_MAX) {
-            /* full: send what is held now, then this write goes the usual way */
-            PyObject *p = Py_NewRef(pending);
-            if (set_field(self, F_PENDING, Py_NewRef(Py_None)) < 0) {
-                Py_DECREF(p);
-                return -1;
-            }
-            PyObject *r = flush_pending(self, p);
-            Py_DECREF(p);
-            if (r == NULL)
-                return -1;
-            Py_DECREF(r);
-            return 2;
-        }
     }
+    long high;
+    if (field_int(self, F_HIGH_WATER, &high) < 0)
+        return -1;
+    long limit = high < COALESCE_MAX ? high : COALESCE_MAX;
+    if (n >= COALESCE_IOV || held + view->len > limit)
+        return 0;
     /* bytes are kept as they are; a mutable buffer is copied, since the
      * caller may change it once write() returned (asyncio had sent it) */
     PyObject *chunk = PyBytes_CheckExact(data) ? Py_NewRef(data)
                                                 : PyBytes_FromStringAndSize(view->buf, view->len);
     if (chunk == NULL)
         return -1;
-    if (pending == NULL || pending == Py_None) {
-        if (L->flush_len == L->flush_cap) {
-            int64_t cap = L->flush_cap ? L->flush_cap * 2 : 16;
-            PyObject **f = PyMem_Realloc(L->flush, cap * sizeof(PyObject *));
-            if (f == NULL) {
-                Py_DECREF(chunk);
-                PyErr_NoMemory();
-                return -1;
-            }
-            L->flush = f;
-            L->flush_cap = cap;
-        }
-        /* Room for four chunks, holding one: a second write (an HTTP
-         * header, then the body) appends without growing the list. */
-        PyObject *list = PyList_New(4);
-        if (list == NULL) {
-            Py_DECREF(chunk);
-            return -1;
-        }
-        PyList_SET_ITEM(list, 0, chunk);
-        Py_SET_SIZE(list, 1); /* the other slots are NULL, beyond the size */
-        if (set_field(self, F_PENDING, list) < 0)
-            return -1;
-        L->flush[L->flush_len++] = Py_NewRef(self);
-        return 1;
+    if (n > 0) {
+        int r = PyList_Append(pending, chunk);
+        Py_DECREF(chunk);
+        return r < 0 ? -1 : 1;
     }
-    int r = PyList_Append(pending, chunk);
-    Py_DECREF(chunk);
-    return r < 0 ? -1 : 1;
+    if (L->flush_len == L->flush_cap) {
+        int64_t cap = L->flush_cap ? L->flush_cap * 2 : 16;
+        PyObject **f = PyMem_Realloc(L->flush, cap * sizeof(PyObject *));
+        if (f == NULL) {
+            Py_DECREF(chunk);
+            PyErr_NoMemory();
+            return -1;
+        }
+        L->flush = f;
+        L->flush_cap = cap;
+    }
+    /* Room for four chunks, holding one: a second write (an HTTP
+     * header, then the body) appends without growing the list. */
+    PyObject *list = PyList_New(4);
+    if (list == NULL) {
+        Py_DECREF(chunk);
+        return -1;
+    }
+    PyList_SET_ITEM(list, 0, chunk);
+    Py_SET_SIZE(list, 1); /* the other slots are NULL, beyond the size */
+    if (set_field(self, F_PENDING, list) < 0)
+        return -1;
+    L->flush[L->flush_len++] = Py_NewRef(self);
+    return 1;
 }
 
-/* Sends the chunks of `pending` (bytes objects) in one sendmsg(2); the rest
- * goes to _zl_buffer_rest (the chunks from the one sendmsg stopped in, and
- * how much of that one left), an error to _fatal_error, as asyncio's write
- * would have handled them. */
-static PyObject *flush_pending(PyObject *self, PyObject *pending)
+/* Hands what a send left to _zl_buffer_rest, which buffers it as this
+ * Python version's asyncio buffers the rest of a partial send: chunks[i:]
+ * of which the first lost `sent` bytes (-1: nothing was tried, the buffer
+ * was not empty). */
+static PyObject *buffer_rest(PyObject *self, PyObject *chunks, Py_ssize_t i, Py_ssize_t sent)
 {
-    Py_ssize_t n = PyList_GET_SIZE(pending);
-    if (n == 0)
-        Py_RETURN_NONE;
-    int lost = field_true(self, F_CONN_LOST);
-    if (lost != 0) /* the connection went away in the same batch: nothing to send to */
-        return lost < 0 ? NULL : Py_NewRef(Py_None);
-    long fd;
-    if (field_int(self, F_SOCK_FD, &fd) < 0)
-        return NULL;
-    struct iovec iov[COALESCE_IOV + 1];
-    Py_ssize_t count = n < COALESCE_IOV + 1 ? n : COALESCE_IOV + 1;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *b = PyList_GET_ITEM(pending, i);
-        iov[i].iov_base = PyBytes_AS_STRING(b);
-        iov[i].iov_len = PyBytes_GET_SIZE(b);
-    }
-    struct msghdr msg = {0};
-    msg.msg_iov = iov;
-    msg.msg_iovlen = count;
-    ssize_t sent;
-    do {
-        sent = sendmsg((int)fd, &msg, MSG_NOSIGNAL);
-    } while (sent < 0 && errno == EINTR);
-    if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-        PyErr_SetFromErrno(PyExc_OSError);
-        return report_fatal(self, msg_write_error);
-    }
-    if (sent < 0)
-        sent = 0;
-    /* what is left, in order: the unsent tail of the chunk sendmsg stopped in, then the rest */
-    Py_ssize_t i = 0;
-    while (i < n && sent >= PyBytes_GET_SIZE(PyList_GET_ITEM(pending, i))) {
-        sent -= PyBytes_GET_SIZE(PyList_GET_ITEM(pending, i));
-        i++;
-    }
-    if (i == n)
-        Py_RETURN_NONE;
-    PyObject *rest = PyList_GetSlice(pending, i, n);
+    PyObject *rest = PyList_GetSlice(chunks, i, PyList_GET_SIZE(chunks));
     PyObject *offset = rest ? PyLong_FromSsize_t(sent) : NULL;
     PyObject *r = offset ? PyObject_CallMethodObjArgs(self, s_buffer_rest, rest, offset, NULL) : NULL;
     Py_XDECREF(offset);
@@ -436,37 +433,109 @@ static PyObject *flush_pending(PyObject *self, PyObject *pending)
     return r;
 }
 
-/* _zl_flush(): send this transport's coalesced writes now. */
+/* Sends `chunks` (a list of bytes-like objects, in order) in one
+ * sendmsg(2); the rest is buffered, an error goes to _fatal_error, as
+ * asyncio's write would have handled them. */
+static PyObject *send_chunks(PyObject *self, PyObject *chunks)
+{
+    Py_ssize_t n = PyList_GET_SIZE(chunks);
+    if (n == 0)
+        Py_RETURN_NONE;
+    int lost = field_true(self, F_CONN_LOST);
+    if (lost != 0) /* the connection went away meanwhile: nothing to send to */
+        return lost < 0 ? NULL : Py_NewRef(Py_None);
+    long fd;
+    if (field_int(self, F_SOCK_FD, &fd) < 0)
+        return NULL;
+    struct iovec iov[COALESCE_IOV + 1];
+    Py_buffer views[COALESCE_IOV + 1];
+    Py_ssize_t count = n < COALESCE_IOV + 1 ? n : COALESCE_IOV + 1, got = 0;
+    Py_ssize_t len[COALESCE_IOV + 1];
+    for (; got < count; got++) {
+        PyObject *c = PyList_GET_ITEM(chunks, got);
+        views[got].obj = NULL;
+        if (PyBytes_CheckExact(c)) {
+            iov[got].iov_base = PyBytes_AS_STRING(c);
+            iov[got].iov_len = PyBytes_GET_SIZE(c);
+        } else if (PyObject_GetBuffer(c, &views[got], PyBUF_SIMPLE) == 0) {
+            iov[got].iov_base = views[got].buf;
+            iov[got].iov_len = views[got].len;
+        } else {
+            break;
+        }
+        len[got] = (Py_ssize_t)iov[got].iov_len;
+    }
+    ssize_t sent = -1;
+    int err = 0;
+    if (got == count) {
+        struct msghdr msg = {0};
+        msg.msg_iov = iov;
+        msg.msg_iovlen = count;
+        do {
+            /* MSG_NOSIGNAL: a closed peer is an error on this transport,
+             * never a SIGPIPE, whatever the process's SIGPIPE setting */
+            sent = sendmsg((int)fd, &msg, MSG_NOSIGNAL);
+        } while (sent < 0 && errno == EINTR);
+        err = errno;
+    }
+    for (Py_ssize_t i = 0; i < got; i++)
+        if (views[i].obj != NULL)
+            PyBuffer_Release(&views[i]);
+    if (got < count)
+        return NULL; /* a chunk refused its buffer: the error is set */
+    if (sent < 0 && err != EAGAIN && err != EWOULDBLOCK) {
+        errno = err;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return report_fatal(self, msg_write_error);
+    }
+    if (sent < 0)
+        sent = 0;
+    /* what is left, in order: the unsent tail of the chunk sendmsg stopped in, then the rest */
+    Py_ssize_t i = 0;
+    while (i < count && sent >= len[i]) {
+        sent -= len[i];
+        i++;
+    }
+    if (i == n)
+        Py_RETURN_NONE;
+    return buffer_rest(self, chunks, i, sent);
+}
+
+/* _zl_flush(): send what this transport holds now. */
 static PyObject *transport_flush(PyObject *self, PyObject *unused)
 {
-    PyObject *pending = get_field(self, F_PENDING);
-    if (pending == NULL)
+    PyObject *held;
+    if (take_held(self, &held) < 0)
         return NULL;
-    if (pending == Py_None || !PyList_Check(pending)) {
-        Py_DECREF(pending);
+    if (held == NULL)
         Py_RETURN_NONE;
-    }
-    if (set_field(self, F_PENDING, Py_NewRef(Py_None)) < 0) {
-        Py_DECREF(pending);
-        return NULL;
-    }
-    PyObject *r = flush_pending(self, pending);
-    Py_DECREF(pending);
+    PyObject *r = send_chunks(self, held);
+    Py_DECREF(held);
     return r;
 }
 
 void zl_flush_writes(zl_loop *L)
 {
-    /* flushing may run Python code (errors, flow control) that writes
-     * again: those writes are sent at once, since the batch is over */
-    while (L->flush_len > 0) {
-        PyObject *t = L->flush[--L->flush_len];
+    PyObject *exc = PyErr_Occurred() ? zl_fetch_exception() : NULL;
+    /* Sending may run Python code (errors, flow control) that writes
+     * again: those writes are sent at once, as outside a callback. In
+     * the order the transports were first written to, as asyncio's sends
+     * would have reached the kernel. */
+    char in_callback = L->in_callback;
+    L->in_callback = 0;
+    for (int64_t i = 0; i < L->flush_len; i++) {
+        PyObject *t = L->flush[i];
+        L->flush[i] = NULL;
         PyObject *r = transport_flush(t, NULL);
         if (r == NULL)
             PyErr_WriteUnraisable(t);
         Py_XDECREF(r);
         Py_DECREF(t);
     }
+    L->flush_len = 0;
+    L->in_callback = in_callback;
+    if (exc != NULL)
+        zl_restore_exception(exc);
 }
 
 void zl_drop_flush_list(zl_loop *L)
@@ -477,12 +546,52 @@ void zl_drop_flush_list(zl_loop *L)
     }
 }
 
-/* write(data): asyncio's checks, then, with nothing buffered, one send(2)
- * straight from the caller's buffer. What is left (a partial send, or
- * EAGAIN) goes to zloopgo's _zl_buffer_rest, which buffers it the way this
- * Python version's asyncio does; a lost connection (counted and warned
- * about) and data that is not one contiguous buffer go to asyncio's own
- * write. */
+/* Sends data now, from the caller's buffer: after what is held, in one
+ * sendmsg, or alone with one send(2). */
+static PyObject *send_now(PyObject *self, PyObject *data, Py_buffer *view)
+{
+    PyObject *held;
+    if (take_held(self, &held) < 0)
+        return NULL;
+    /* What other transports of the loop hold was written earlier: it
+     * reaches the kernel first, as asyncio's sends would have. */
+    PyObject *loop = layout_type && PyObject_TypeCheck(self, layout_type)
+                         ? *(PyObject **)((char *)self + field_offset[F_LOOP]) : NULL;
+    if (loop != NULL && PyObject_TypeCheck(loop, &zl_LoopType) && ((zl_loop *)loop)->flush_len > 0)
+        zl_flush_writes((zl_loop *)loop);
+    if (held != NULL) {
+        PyObject *r = PyList_Append(held, data) == 0 ? send_chunks(self, held) : NULL;
+        Py_DECREF(held);
+        return r;
+    }
+    long fd;
+    if (field_int(self, F_SOCK_FD, &fd) < 0)
+        return NULL;
+    ssize_t n;
+    do {
+        /* MSG_NOSIGNAL, as in send_chunks */
+        n = send((int)fd, view->buf, view->len, MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        return report_fatal(self, msg_write_error);
+    }
+    if (n == view->len)
+        Py_RETURN_NONE;
+    PyObject *chunks = PyList_New(1);
+    if (chunks == NULL)
+        return NULL;
+    PyList_SET_ITEM(chunks, 0, Py_NewRef(data));
+    PyObject *r = buffer_rest(self, chunks, 0, n < 0 ? 0 : n);
+    Py_DECREF(chunks);
+    return r;
+}
+
+/* write(data): asyncio's checks; then, with nothing buffered, the data is
+ * held (see above) or sent at once; with data already buffered it is
+ * appended behind it, as asyncio does. A lost connection (counted and
+ * warned about) and data that is not one contiguous buffer go to
+ * asyncio's own write. */
 static PyObject *transport_write(PyObject *self, PyObject *data)
 {
     if (!PyBytes_Check(data) && !PyByteArray_Check(data) && !PyMemoryView_Check(data))
@@ -524,59 +633,22 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
     }
     Py_ssize_t buffered = PyObject_Length(buffer);
     Py_DECREF(buffer);
+    PyObject *r;
     if (buffered < 0) {
-        PyBuffer_Release(&view);
-        return NULL;
-    }
-    if (buffered == 0) {
-        int queued = coalesce(self, data, &view);
-        if (queued == 1 || queued < 0) {
-            PyBuffer_Release(&view);
-            return queued < 0 ? NULL : Py_NewRef(Py_None);
-        }
-        if (queued == 2) { /* a partial send of the held writes must stay ahead of this one */
-            buffer = get_field(self, F_BUFFER);
-            buffered = buffer ? PyObject_Length(buffer) : -1;
-            Py_XDECREF(buffer);
-            if (buffered < 0) {
-                PyBuffer_Release(&view);
-                return NULL;
-            }
-        }
-    }
-    Py_ssize_t sent = 0;
-    if (buffered == 0) {
-        long fd;
-        if (field_int(self, F_SOCK_FD, &fd) < 0) {
-            PyBuffer_Release(&view);
-            return NULL;
-        }
-        ssize_t n;
-        do {
-            /* MSG_NOSIGNAL: a closed peer is an error on this transport,
-             * never a SIGPIPE, whatever the process's SIGPIPE setting */
-            n = send((int)fd, view.buf, view.len, MSG_NOSIGNAL);
-        } while (n < 0 && errno == EINTR);
-        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-            PyBuffer_Release(&view);
-            PyErr_SetFromErrno(PyExc_OSError);
-            return report_fatal(self, msg_write_error);
-        }
-        sent = n < 0 ? 0 : n;
-        if (sent == view.len) {
-            PyBuffer_Release(&view);
-            Py_RETURN_NONE;
-        }
+        r = NULL;
+    } else if (buffered == 0) {
+        int held = hold(self, data, &view);
+        r = held < 0 ? NULL : held ? Py_NewRef(Py_None) : send_now(self, data, &view);
+    } else {
+        /* Bytes are already waiting for the socket: this write queues
+         * behind them (nothing is held then: holding needs an empty buffer). */
+        PyObject *chunks = PyList_New(1);
+        if (chunks != NULL)
+            PyList_SET_ITEM(chunks, 0, Py_NewRef(data));
+        r = chunks ? buffer_rest(self, chunks, 0, -1) : NULL;
+        Py_XDECREF(chunks);
     }
     PyBuffer_Release(&view);
-    PyObject *chunks = PyList_New(1);
-    if (chunks == NULL)
-        return NULL;
-    PyList_SET_ITEM(chunks, 0, Py_NewRef(data));
-    PyObject *n_obj = PyLong_FromSsize_t(buffered == 0 ? sent : -1);
-    PyObject *r = n_obj ? PyObject_CallMethodObjArgs(self, s_buffer_rest, chunks, n_obj, NULL) : NULL;
-    Py_XDECREF(n_obj);
-    Py_DECREF(chunks);
     return r;
 }
 
@@ -591,7 +663,7 @@ static PyMethodDef fast_methods[] = {
     {"_read_ready__data_received", read_ready_data_received, METH_NOARGS, NULL},
     {"_read_ready__get_buffer", read_ready_get_buffer, METH_NOARGS, NULL},
     {"write", transport_write, METH_O, "Write data to the transport (asyncio.WriteTransport.write)."},
-    {"_zl_flush", transport_flush, METH_NOARGS, "Send the writes held for the end of the batch now."},
+    {"_zl_flush", transport_flush, METH_NOARGS, "Send the writes held until the running callback returns now."},
     {"is_closing", transport_is_closing, METH_NOARGS, "Return True if the transport is closing or closed."},
     {NULL}};
 
@@ -621,7 +693,7 @@ int zl_transport_type_ready(void)
         {&msg_write_error, "Fatal write error on socket transport"},
         {&s_get_buffer, "get_buffer"}, {&s_buffer_updated, "buffer_updated"},
         {&s_loop, "_loop"}, {&s_pending, "_zl_pending"}, {&s_buffer_rest, "_zl_buffer_rest"},
-        {&s_closing, "_closing"}, {&s_large_reads, "_zl_large_reads"},
+        {&s_closing, "_closing"}, {&s_large_reads, "_zl_large_reads"}, {&s_high_water, "_high_water"},
         {&msg_get_buffer, "Fatal error: protocol.get_buffer() call failed."},
         {&msg_buffer_updated, "Fatal error: protocol.buffer_updated() call failed."},
     };

@@ -46,10 +46,12 @@ typedef struct {
     char scheduled;           /* its slot is held by the engine */
 } zl_timer;
 
-/* Reader and writer handles of one descriptor. */
+/* Reader and writer handles of one descriptor, and the object it was
+ * first registered by (a socket, or the number itself). */
 typedef struct {
     zl_handle *reader;
     zl_handle *writer;
+    PyObject *fileobj;
 } zl_fdwatch;
 
 struct zl_loop {
@@ -75,8 +77,8 @@ struct zl_loop {
     char closed;
     char debug;
     char running;             /* inside _zl_run */
-    char dispatching;         /* running a batch of callbacks: writes are coalesced */
-    /* transports holding writes to send at the end of this batch */
+    char in_callback;         /* running a callback: transports may hold its writes */
+    /* transports holding writes to send when the running callback returns */
     PyObject **flush;
     int64_t flush_len, flush_cap;
 };
@@ -103,6 +105,8 @@ int zl_check_callback(PyObject *callback, const char *method);
 int zl_handle_types_ready(void);
 /* Takes the pending exception, normalized, with its traceback attached. */
 PyObject *zl_fetch_exception(void);
+/* Sets exc (stolen) as the pending exception again. */
+void zl_restore_exception(PyObject *exc);
 
 /* capi/loop.c */
 void zl_timer_cancelled(zl_loop *loop, zl_timer *timer);
@@ -112,7 +116,8 @@ int zl_loop_type_ready(void);
 /* capi/transport.c */
 int zl_transport_type_ready(void);
 PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls);
-/* Sends the writes coalesced during the batch just run (see transport.c). */
+/* Sends the writes the transports of `loop` hold (see transport.c); a
+ * pending Python exception is kept. */
 void zl_flush_writes(zl_loop *loop);
 void zl_drop_flush_list(zl_loop *loop);
 

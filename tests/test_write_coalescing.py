@@ -1,7 +1,8 @@
-"""Writes made in one batch of callbacks leave together at its end on
-zloopgo (capi/transport.c, "writes coalesced"); these dual-run tests pin
-down that nothing a program can see changes: order, content, and what
-write_eof, writelines, close and abort see afterwards."""
+"""Writes made by one callback leave together when it returns on zloopgo
+(capi/transport.c, "writes held within one callback"); these dual-run
+tests pin down that nothing a program can see changes: order, content,
+and what write_eof, writelines, close and abort see afterwards.
+tests/test_write_order.py covers order under every size and flow control."""
 
 import asyncio
 import socket
@@ -53,7 +54,7 @@ def test_data_written_before_closing_reaches_the_peer(loop, finish):
         elif finish == "write_eof":
             transport.write_eof()
         else:
-            await asyncio.sleep(0)  # the batch ended: the data left
+            await asyncio.sleep(0)  # the callback returned: the data left
             transport.abort()
         data = await loop.run_in_executor(None, _read_all, peer)
         transport.close()

@@ -10,6 +10,7 @@ adapter's Python-facing methods; it knows nothing of Go.
 """
 
 import inspect
+import os
 import selectors
 import signal
 import sys
@@ -31,15 +32,15 @@ class _WatchedDescriptors:
         self._loop = loop
 
     def get_key(self, fileobj):
-        fd = selectors._fileobj_to_fd(fileobj)
+        fd = self._loop._watched_fd(fileobj)
         state = self._loop._zl_watch_state(fd)
         if state is None:
             raise KeyError(f"{fileobj!r} is not registered")
-        reader, writer = state
+        registered, reader, writer = state
         mask = (selectors.EVENT_READ if reader is not None else 0) | (
             selectors.EVENT_WRITE if writer is not None else 0
         )
-        return selectors.SelectorKey(fileobj, fd, mask, state)
+        return selectors.SelectorKey(registered, fd, mask, (reader, writer))
 
     def close(self):
         self._loop = None
@@ -129,23 +130,35 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
             host, port, family=family, type=type, proto=proto, flags=flags
         )
 
-    # ---- descriptors ---------------------------------------------------
+    # ---- descriptors ----
+
+    def _watched_fd(self, fileobj):
+        """The descriptor fileobj names, found as asyncio's selector finds
+        it: from fileno(), or, when that fails (a closed socket), by the
+        file object a watched descriptor was registered with."""
+        try:
+            return selectors._fileobj_to_fd(fileobj)
+        except ValueError:
+            fd = self._zl_find_fileobj(fileobj)
+            if fd is None:
+                raise
+            return fd
 
     def _add_reader(self, fd, callback, *args):
-        return self._zl_add_reader(selectors._fileobj_to_fd(fd), callback, *args)
+        return self._zl_add_reader(self._watched_fd(fd), fd, callback, *args)
 
     def _add_writer(self, fd, callback, *args):
-        return self._zl_add_writer(selectors._fileobj_to_fd(fd), callback, *args)
+        return self._zl_add_writer(self._watched_fd(fd), fd, callback, *args)
 
     def _remove_reader(self, fd):
         if self.is_closed():
             return False
-        return self._zl_remove_reader(selectors._fileobj_to_fd(fd))
+        return self._zl_remove_reader(self._watched_fd(fd))
 
     def _remove_writer(self, fd):
         if self.is_closed():
             return False
-        return self._zl_remove_writer(selectors._fileobj_to_fd(fd))
+        return self._zl_remove_writer(self._watched_fd(fd))
 
     def _make_socket_transport(self, sock, protocol, waiter=None, *, extra=None, server=None):
         self._ensure_fd_no_transport(sock)
@@ -234,6 +247,15 @@ def _handle_repr(handle):
     return "<{}>".format(" ".join(info))
 
 
+def _flush_before_fork():
+    # A callback that forks has written bytes its transports may still
+    # hold: they reach the kernel before the child exists, as asyncio's.
+    loop = events._get_running_loop()
+    if isinstance(loop, Loop) and not loop.is_closed():
+        loop._zl_flush_writes()
+
+
+os.register_at_fork(before=_flush_before_fork)
 _engine.set_repr_hook(_handle_repr)
 _engine.set_asyncio(futures, tasks, base_events.BaseEventLoop.create_task)
 

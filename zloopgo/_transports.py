@@ -1,7 +1,7 @@
 """zloopgo's socket transport: asyncio's own selector socket transport
 whose per-packet methods (_read_ready, _read_ready__data_received,
-_read_ready__get_buffer, write, is_closing) are native (capi/transport.c), and whose
-writes made during one batch of callbacks leave together at its end.
+_read_ready__get_buffer, write, is_closing) are native (capi/transport.c),
+and whose writes made by one callback leave together when it returns.
 
 Everything the native methods hand back — what a send did not take, a
 write after the connection was lost — is finished here exactly as this
@@ -29,6 +29,7 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
         "_conn_lost",
         "_empty_waiter",
         "_eof",
+        "_high_water",
         "_protocol",
         "_read_ready_cb",
         "_sock_fd",
@@ -37,8 +38,8 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
     )
 
     def __init__(self, *args, **kwargs):
-        # Writes made during a batch of callbacks wait here, as bytes, for
-        # the end of the batch (capi/transport.c, "writes coalesced").
+        # Writes made by the running callback wait here, as bytes, until it
+        # returns (capi/transport.c, "writes held within one callback").
         self._zl_pending = None
         # The last read filled at least 64 KiB: read the next one straight
         # into its final bytes object (capi/transport.c, LARGE_READ).
@@ -64,6 +65,12 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
         self._maybe_pause_protocol()
 
     # Everything that must find the held writes sent first.
+
+    def get_write_buffer_size(self):
+        # What the kernel has not taken: asyncio's answer once every
+        # write made so far has been offered to it.
+        self._zl_flush()
+        return super().get_write_buffer_size()
 
     def write_eof(self):
         self._zl_flush()

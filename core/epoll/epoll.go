@@ -88,15 +88,12 @@ func (p *Poller) Register(fd int, tok uint64, in uint32) error {
 	return p.ctl(unix.EPOLL_CTL_ADD, fd, tok, in)
 }
 
-// Reregister changes fd's interest. If the kernel no longer knows fd (it
-// was closed and its number reused without a Deregister, which epoll
-// forgets silently), it registers it afresh.
+// Reregister changes fd's interest. A descriptor the kernel no longer
+// knows (closed, or closed and its number reused without a Deregister,
+// which epoll forgets silently) is an error, ENOENT or EBADF, as it is
+// for asyncio's EpollSelector: the host decides what follows.
 func (p *Poller) Reregister(fd int, tok uint64, in uint32) error {
-	err := p.ctl(unix.EPOLL_CTL_MOD, fd, tok, in)
-	if errors.Is(err, unix.ENOENT) {
-		err = p.ctl(unix.EPOLL_CTL_ADD, fd, tok, in)
-	}
-	return err
+	return p.ctl(unix.EPOLL_CTL_MOD, fd, tok, in)
 }
 
 // Deregister stops watching fd. A descriptor the kernel already dropped
