@@ -14,6 +14,16 @@ from . import harness, report, workloads
 ROOT = os.path.dirname(harness.SCRIPTS)
 
 
+def read_installs():
+    """What scripts/bench's wheel-only installs of the peers said: a JSON
+    file {peer: "ok" or the reason} named by ZL_BENCH_INSTALLS."""
+    path = os.environ.get("ZL_BENCH_INSTALLS")
+    if not path or not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return json.load(f)
+
+
 def git_commit():
     try:
         head = subprocess.run(
@@ -38,22 +48,28 @@ def loadavg():
         return "?"
 
 
+TABLES = ("seed1", "seed2", "span", "gcoff")
+
+
 def parse(argv):
     env = os.environ
-    p = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m benchmark", description=__doc__)
     p.add_argument(
         "--quick",
         action="store_true",
         default=env.get("ZL_BENCH_QUICK") == "1",
-        help="sizes / 10 and 3 rounds: a smoke run, not a result",
+        help="sizes / 10, 1 warm-up + 2 rounds, no GC-off table: a smoke run, not a result",
     )
     p.add_argument(
         "--rounds",
         type=int,
         default=int(env.get("ZL_BENCH_ROUNDS", 0)) or None,
-        help="measured rounds (default 11, --quick 3)",
+        help="measured rounds of every workload (default: the seed's 7 for its table, "
+        "each span workload's own, chosen from its CoV; --quick 2)",
     )
-    p.add_argument("--warmup", type=int, default=1, help="warm-up rounds (default 1)")
+    p.add_argument(
+        "--warmup", type=int, default=None, help="warm-up rounds (default: seed 2, span 1)"
+    )
     p.add_argument(
         "--scale",
         type=float,
@@ -62,18 +78,25 @@ def parse(argv):
     )
     p.add_argument("--timeout", type=float, default=30.0, help="seconds per sample (default 30)")
     p.add_argument(
+        "--tables",
+        default=env.get("ZL_BENCH_TABLES", ""),
+        help="comma-separated subset of " + ", ".join(TABLES) + " (default: all; --quick "
+        "leaves out gcoff)",
+    )
+    p.add_argument(
         "--gc-off",
         action="store_true",
-        help="disable the cyclic GC in samples (explains; never the headline)",
+        help="disable the cyclic GC in the span's samples too (explains; never the headline)",
     )
     p.add_argument(
         "--workloads",
-        default=",".join(workloads.WORKLOADS),
-        help="comma-separated subset of: " + ", ".join(workloads.WORKLOADS),
+        default="",
+        help="comma-separated subset (every table keeps those it has) of: "
+        + ", ".join(workloads.WORKLOADS),
     )
     p.add_argument(
         "--contenders",
-        default="",
+        default=env.get("ZL_BENCH_CONTENDERS", ""),
         help="comma-separated subset of the contenders (default: all available)",
     )
     p.add_argument(
@@ -83,32 +106,95 @@ def parse(argv):
         metavar="WORKLOAD=N",
         help="size of one workload, not scaled (repeatable), e.g. --size stream_rtt=5000",
     )
-    p.add_argument("--no-optional", action="store_true", help="leave rsloop out")
+    p.add_argument("--title", default="", help="heading of the report (e.g. the Python)")
     p.add_argument("--out", default=os.path.join(ROOT, "bench-results"))
     a = p.parse_args(argv)
-    rounds = a.rounds or (3 if a.quick else 11)
     scale = a.scale or (0.1 if a.quick else 1.0)
-    names = [w for w in a.workloads.split(",") if w]
-    for w in names:
+    only = [w for w in a.workloads.split(",") if w]
+    for w in only:
         if w not in workloads.WORKLOADS:
             p.error(f"unknown workload {w!r}")
     size = {}
     for item in a.size:
         w, _, n = item.partition("=")
-        if w not in workloads.WORKLOADS or not n.isdigit() or int(n) < 1:
-            p.error(f"bad --size {item!r}: want WORKLOAD=N with N >= 1")
+        if w not in workloads.WORKLOADS or not n.isdigit():
+            p.error(f"bad --size {item!r}: want WORKLOAD=N")
         size[w] = int(n)
+    chosen = [t for t in a.tables.split(",") if t] or [
+        t for t in TABLES if not (a.quick and t == "gcoff")
+    ]
+    for t in chosen:
+        if t not in TABLES:
+            p.error(f"unknown table {t!r}")
+    one, two = harness.cpu_sets()
+    rounds = a.rounds or (2 if a.quick else None)
+
+    def pick(names):
+        return [n for n in names if not only or n in only]
+
+    def warm(default):
+        return a.warmup if a.warmup is not None else (1 if a.quick else default)
+
+    seed_rounds = rounds or 7
+    specs = {
+        "seed1": {
+            "title": f"Seed 000's table, one core (taskset -c {one})",
+            "workloads": pick(workloads.SEED),
+            "pin": one,
+            "warmup": warm(2),
+            "rounds": seed_rounds,
+            "gc_off": False,
+            "strace": ["seed_tcp"] if "seed_tcp" in pick(workloads.SEED) else [],
+            "kind": "seed",
+        },
+        "seed2": {
+            "title": f"Seed 000's table, two cores (taskset -c {two})",
+            "workloads": pick(workloads.SEED) if two else [],
+            "pin": two,
+            "warmup": warm(2),
+            "rounds": seed_rounds,
+            "gc_off": False,
+            "kind": "seed",
+        },
+        "span": {
+            "title": "The span: scheduler, network, names, processes (not pinned)",
+            "workloads": pick(workloads.SPAN),
+            "pin": None,
+            "warmup": warm(1),
+            "rounds": rounds,
+            "gc_off": a.gc_off,
+            "floor": True,
+            "kind": "span",
+        },
+        "gcoff": {
+            "title": f"Diagnostic: seed 000's table with the cyclic GC disabled, one core "
+            f"(taskset -c {one}); explains, never the headline",
+            "workloads": pick(workloads.SEED),
+            "pin": one,
+            "warmup": warm(1),
+            "rounds": rounds or 3,
+            "gc_off": True,
+            "kind": "seed",
+        },
+    }
+    tables = []
+    for t in chosen:
+        spec = dict(specs[t], id=t)
+        if t in ("seed1", "gcoff") and one is None:
+            spec["skipped"] = "taskset is not available"
+            spec["workloads"] = []
+        if t == "seed2" and two is None:
+            spec["skipped"] = "fewer than two CPUs (or no taskset)"
+        tables.append(spec)
     return {
         "size": size,
-        "rounds": rounds,
-        "warmup": a.warmup,
         "scale": scale,
         "timeout": a.timeout,
-        "gc_off": a.gc_off,
-        "workloads": names,
+        "tables": tables,
         "contenders": [c for c in a.contenders.split(",") if c],
-        "optional": not a.no_optional,
         "quick": a.quick,
+        "title": a.title,
+        "rounds": a.rounds,
     }, a.out
 
 
@@ -122,7 +208,7 @@ def main(argv):
     payload, status, detail = harness.run_worker(["--provenance"], 120)
     prov = payload or {"packages": {}, "error": f"provenance worker {status}: {detail}"}
     prov["git"] = git_commit()
-    prov["rsloop_install"] = os.environ.get("ZL_BENCH_RSLOOP_INSTALL", "not attempted")
+    prov["installs"] = read_installs()
     prov["loadavg_start"] = load_start
     results = harness.run(config, log=log)
     prov["loadavg_end"] = loadavg()
@@ -130,13 +216,13 @@ def main(argv):
     print(md)
     os.makedirs(out, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(results["started"]))
-    with open(os.path.join(out, f"bench-{stamp}.md"), "w") as f:
+    tag = os.environ.get("ZL_BENCH_TAG") or "py{}.{}".format(*sys.version_info[:2])
+    base = os.path.join(out, f"bench-{tag}-{stamp}")
+    with open(base + ".md", "w") as f:
         f.write(md + "\n")
-    with open(os.path.join(out, f"bench-{stamp}.json"), "w") as f:
+    with open(base + ".json", "w") as f:
         json.dump({"provenance": prov, **results}, f, indent=1)
-    with open(os.path.join(out, "latest.md"), "w") as f:
-        f.write(md + "\n")
-    log(f"# wrote {out}/bench-{stamp}.md and .json ({results['elapsed']:.0f} s)")
+    log(f"# wrote {base}.md and .json ({results['elapsed']:.0f} s)")
     # A benchmark is not a test: missed targets do not fail the command.
     return 0
 

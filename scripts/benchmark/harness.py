@@ -1,32 +1,37 @@
-"""Runs the samples: a warm-up pass, then rounds in which every workload
-runs once on every contender, each sample in a fresh interpreter, the
-contenders' order rotated from round to round. Failures of every kind are
-kept as results."""
+"""Runs the samples: tables of workloads (seed 000's table pinned to one
+core and to two, its GC-off diagnostic, the span), each as warm-up rounds
+then measured rounds in which every workload runs once on every contender,
+each sample in a fresh interpreter, the contenders' order rotated from
+round to round. Failures of every kind are kept as results."""
 
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 from . import workloads
-from .worker import MARK
+from .worker import FACTORIES, MARK
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.dirname(HERE)
 
 REQUIRED = ["asyncio", "uvloop", "zloopgo"]
-OPTIONAL = ["rsloop"]
+OPTIONAL = [n for n in FACTORIES if n not in REQUIRED]  # zloop, rloop, rsloop, zuvloop
 FLOOR_LOOP = "python"
+STRACE_SIZE = 2_000  # round trips in the strace'd sample (minus one of 0)
 
 
-def run_worker(args, timeout, env_extra=None):
+def run_worker(args, timeout, env_extra=None, prefix=()):
     """Runs the worker in a fresh interpreter. Returns (payload or None,
     status, detail): status is ok, timeout, crash or error."""
     env = dict(os.environ)
     env.update(env_extra or {})
-    cmd = [sys.executable, "-m", "benchmark.worker", *args]
+    cmd = [*prefix, sys.executable, "-m", "benchmark.worker", *args]
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(
@@ -53,10 +58,16 @@ def _tail(text, n=600):
     return text[-n:]
 
 
-def sample(loop, wl, size, timeout, gc_off):
+def pin_prefix(cpus):
+    return ["taskset", "-c", cpus] if cpus else []
+
+
+def sample(loop, wl, size, timeout, gc_off, pin=None):
     """One measured (or warm-up) sample: a dict that says what happened."""
     env = {"ZL_BENCH_GC": "off" if gc_off else "on"}
-    payload, status, detail = run_worker([loop, wl.name, str(size)], timeout, env)
+    payload, status, detail = run_worker(
+        [loop, wl.name, str(size)], timeout, env, prefix=pin_prefix(pin)
+    )
     rec = {"loop": loop, "workload": wl.name, "size": size, "status": status, **detail}
     if payload is not None:
         rec.update(
@@ -65,6 +76,8 @@ def sample(loop, wl, size, timeout, gc_off):
             checks=payload["checks"],
             extra=payload["extra"],
             gc=payload["gc"],
+            peak_rss_mib=payload.get("peak_rss_mib"),
+            meter=payload.get("meter") or {},
         )
     if status == "ok":
         expected = wl.expected(size)
@@ -80,13 +93,73 @@ def sample(loop, wl, size, timeout, gc_off):
             rec["status"] = "error"
             rec["why"] = "GC setting not as requested"
     if rec["status"] == "ok":
+        secs = payload["seconds"]
         if wl.metric == "rss":
             rec["value"] = payload["extra"]["rss_delta_mib"]
         elif wl.metric == "mibs":
-            rec["value"] = size / payload["seconds"] if payload["seconds"] > 0 else float("inf")
+            rec["value"] = size / secs if secs > 0 else float("inf")
+        elif wl.metric == "ms":
+            rec["value"] = secs * 1e3
         else:
-            rec["value"] = payload["seconds"] / size * 1e9
+            rec["value"] = secs / size * 1e9
+        m = rec["meter"]
+        if m and size:
+            rec["csw_per_op"] = (m["nvcsw"] + m["nivcsw"]) / size
+            rec["cpu_us_per_op"] = m["cpu_seconds"] / size * 1e6
+    elif rec.get("stderr") and not rec.get("why"):
+        rec["why"] = last_error(rec["stderr"])
     return rec
+
+
+_FRAME = re.compile(r'^\s*File "([^"]+)", line \d+, in (\S+)')
+
+
+def last_error(stderr):
+    """The last line of a traceback, with the function that raised it."""
+    lines = stderr.strip().splitlines()
+    if not lines:
+        return ""
+    where = ""
+    for line in reversed(lines):
+        m = _FRAME.match(line)
+        if m:
+            where = f" (in {os.path.basename(m.group(1))}: {m.group(2)})"
+            break
+    return (lines[-1] + where)[:300]
+
+
+_STRACE_TOTAL = re.compile(r"^\s*100\.00\s+\S+\s+\S+\s+(\d+)\s+(?:\d+\s+)?total\s*$", re.MULTILINE)
+
+
+def strace_available():
+    """(True, how) if `strace -c -f` works here, else (False, why)."""
+    if shutil.which("strace") is None:
+        return False, "strace is not installed"
+    with tempfile.NamedTemporaryFile("r", suffix=".strace") as out:
+        try:
+            proc = subprocess.run(
+                ["strace", "-f", "-c", "-o", out.name, "true"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return False, f"strace failed: {exc}"
+        if proc.returncode != 0 or not _STRACE_TOTAL.search(out.read()):
+            return False, "strace does not work here: " + _tail(proc.stderr, 200)
+    return True, "strace -c -f"
+
+
+def strace_calls(loop, wl, size, timeout, pin):
+    """System calls (every thread) of one untimed sample, or None and why."""
+    with tempfile.NamedTemporaryFile("r", suffix=".strace") as out:
+        prefix = [*pin_prefix(pin), "strace", "-f", "-c", "-o", out.name]
+        payload, status, detail = run_worker([loop, wl.name, str(size)], timeout, prefix=prefix)
+        if status != "ok" or payload is None or payload["counter"] != wl.expected(size):
+            return None, f"{status}: {_tail(detail.get('stderr'), 200)}"
+        m = _STRACE_TOTAL.search(out.read())
+        return (int(m.group(1)), "") if m else (None, "no total line in strace's summary")
 
 
 def probe(loop, timeout=60):
@@ -102,85 +175,152 @@ def _load1():
 
 
 def rotate(seq, k):
+    if not seq:
+        return seq
     k %= len(seq)
     return seq[k:] + seq[:k]
 
 
+def cpu_sets():
+    """(one core, two cores) as taskset lists, from the CPUs this process
+    may use: the second CPU alone (the seed pins to CPU 1 when it can), the
+    first two together. None where the machine has too few."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        cpus = list(range(os.cpu_count() or 1))
+    if shutil.which("taskset") is None:
+        return None, None
+    one = str(cpus[1] if len(cpus) > 1 else cpus[0])
+    two = f"{cpus[0]},{cpus[1]}" if len(cpus) > 1 else None
+    return one, two
+
+
 def run(config, log=print):
-    """Runs the whole benchmark; returns the results document."""
-    contenders = list(REQUIRED)
+    """Runs every table of the benchmark; returns the results document."""
+    t_start = time.time()
+
+    def say(msg):
+        log(f"[{time.time() - t_start:6.0f} s] {msg}")
+
+    contenders = []
     probes = {}
     for loop in REQUIRED + OPTIONAL:
         payload, status, detail = probe(loop)
         probes[loop] = {"status": status, "payload": payload, **detail}
-        if loop in OPTIONAL:
-            if status == "ok" and config.get("optional", True):
-                contenders.append(loop)
-            log(f"# optional contender {loop}: {'included' if loop in contenders else 'absent'}")
-        elif status != "ok":
-            log(f"# contender {loop} failed its probe ({status}); its samples will fail too")
+        if status == "ok" or loop in REQUIRED:
+            contenders.append(loop)
+        if status != "ok":
+            why = (detail.get("stderr") or "").strip().splitlines()[-1:] or [status]
+            say(f"contender {loop}: not available ({why[0][:120]})")
     if config.get("contenders"):
         contenders = [c for c in contenders if c in config["contenders"]]
+    say("contenders: " + ", ".join(contenders))
 
-    wls = [workloads.WORKLOADS[n] for n in config["workloads"]]
-    sizes = {wl.name: max(1, int(wl.size * config["scale"])) for wl in wls}
-    sizes.update((k, v) for k, v in config.get("size", {}).items() if k in sizes)  # as given
-    sizes[workloads.FLOOR.name] = max(1, int(workloads.FLOOR.size * config["scale"]))
+    scale = config["scale"]
+    sizes = {}
+    for name, wl in workloads.WORKLOADS.items():
+        sizes[name] = max(1, int(wl.size * scale))
+    sizes.update(config.get("size", {}))  # as given on the command line
+    sizes[workloads.FLOOR.name] = max(1, int(workloads.FLOOR.size * scale))
     timeout = config["timeout"]
-    gc_off = config["gc_off"]
 
-    t_start = time.time()
-    warmup = []
-    for w in range(config["warmup"]):
-        for wl in wls:
-            for loop in contenders:
-                rec = sample(loop, wl, sizes[wl.name], timeout, gc_off)
-                rec["warmup"] = w
-                warmup.append(rec)
-                log(f"warm-up {w}: {wl.name:18s} {loop:8s} {rec['status']}")
-    samples = []
-    loads = []
-    for r in range(config["rounds"]):
-        loads.append(_load1())
-        order = rotate(contenders, r)
-        for wl in wls:
-            for loop in order:
-                rec = sample(loop, wl, sizes[wl.name], timeout, gc_off)
+    tables = []
+    for spec in config["tables"]:
+        wls = [workloads.WORKLOADS[n] for n in spec["workloads"]]
+        if not wls:
+            continue
+        rounds = {wl.name: spec["rounds"] or config.get("rounds") or wl.rounds for wl in wls}
+        table = dict(spec, rounds=rounds, samples=[], warmup_samples=[], round_load1=[])
+        tables.append(table)
+        n_rounds = max(rounds.values())
+        for w in range(spec["warmup"]):
+            order = rotate(contenders, w)
+            for wl in wls:
+                for loop in order:
+                    rec = sample(loop, wl, sizes[wl.name], timeout, spec["gc_off"], spec["pin"])
+                    rec["warmup"] = w
+                    table["warmup_samples"].append(rec)
+                    say(f"{spec['id']} warm-up {w + 1}: {wl.name} {loop} {rec['status']}")
+        for r in range(n_rounds):
+            table["round_load1"].append(_load1())
+            order = rotate(contenders, r + spec["warmup"])
+            for wl in wls:
+                if r >= rounds[wl.name]:
+                    continue
+                for loop in order:
+                    rec = sample(loop, wl, sizes[wl.name], timeout, spec["gc_off"], spec["pin"])
+                    rec["round"] = r
+                    table["samples"].append(rec)
+                    shown = _shown(wl, rec)
+                    say(
+                        f"{spec['id']} round {r + 1}/{rounds[wl.name]}: {wl.name} {loop} "
+                        f"{rec['status']} {shown}"
+                    )
+            if spec.get("floor"):
+                rec = sample(FLOOR_LOOP, workloads.FLOOR, sizes["floor"], timeout, spec["gc_off"])
                 rec["round"] = r
-                samples.append(rec)
-                shown = f"{rec['value']:.1f}" if rec["status"] == "ok" else rec.get("why", "")
-                log(f"round {r}: {wl.name:18s} {loop:8s} {rec['status']:8s} {shown}")
-        rec = sample(FLOOR_LOOP, workloads.FLOOR, sizes["floor"], timeout, gc_off)
-        rec["round"] = r
-        samples.append(rec)
-        log(f"round {r}: floor              {rec['status']:8s} {rec.get('value', 0):.1f}")
+                table["samples"].append(rec)
+                say(f"{spec['id']} round {r + 1}: floor {rec['status']} {_shown(None, rec)}")
+        table["round_load1"].append(_load1())
+        if spec.get("strace"):
+            ok, how = strace_available()
+            table["strace"] = {"how": how, "size": min(STRACE_SIZE, sizes[spec["strace"][0]])}
+            for name in spec["strace"] if ok else []:
+                wl = workloads.WORKLOADS[name]
+                n = table["strace"]["size"]
+                for loop in contenders:
+                    full, why_full = strace_calls(loop, wl, n, max(timeout, 120), spec["pin"])
+                    empty, why_empty = strace_calls(loop, wl, 0, max(timeout, 120), spec["pin"])
+                    got = {"calls": full, "calls_0": empty}
+                    if full is not None and empty is not None:
+                        got["per_op"] = (full - empty) / n
+                    else:
+                        got["why"] = why_full or why_empty
+                    table["strace"][f"{name}/{loop}"] = got
+                    say(f"{spec['id']} strace: {name} {loop} {got.get('per_op', got.get('why'))}")
     return {
         "config": dict(config, sizes=sizes),
         "contenders": contenders,
         "probes": probes,
-        "warmup": warmup,
-        "samples": samples,
-        "round_load1": loads + [_load1()],
+        "tables": tables,
         "started": t_start,
         "elapsed": time.time() - t_start,
     }
 
 
+def _shown(wl, rec):
+    if rec["status"] != "ok":
+        return rec.get("why", "")[:120]
+    v = rec["value"]
+    unit = {"ms": " ms", "mibs": " MiB/s", "rss": " MiB"}.get(wl.metric if wl else "", " ns")
+    return f"{v:,.1f}{unit}"
+
+
+def _summary(values):
+    mean = statistics.fmean(values)
+    return {
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+        "cov": (statistics.stdev(values) / mean) if len(values) > 1 and mean else 0.0,
+    }
+
+
 def cell_stats(samples):
-    """Statistics of the accepted values of one (workload, loop) cell."""
-    values = [s["value"] for s in samples if s["status"] == "ok"]
-    st = {"n": len(samples), "ok": len(values)}
+    """Statistics of the accepted values of one (workload, loop) cell, and
+    medians of its diagnostics (peak RSS, context switches and CPU per op)."""
+    ok = [s for s in samples if s["status"] == "ok"]
+    st = {"n": len(samples), "ok": len(ok)}
     failures = {}
     for s in samples:
         if s["status"] != "ok":
             failures[s["status"]] = failures.get(s["status"], 0) + 1
     st["failures"] = failures
-    if values:
-        mean = statistics.fmean(values)
-        st.update(
-            median=statistics.median(values),
-            min=min(values),
-            max=max(values),
-            cov=(statistics.stdev(values) / mean) if len(values) > 1 and mean else 0.0,
-        )
+    if ok:
+        st.update(_summary([s["value"] for s in ok]))
+        for key in ("peak_rss_mib", "csw_per_op", "cpu_us_per_op"):
+            vals = [s[key] for s in ok if s.get(key) is not None]
+            if vals:
+                st[key] = _summary(vals)
     return st

@@ -1,5 +1,7 @@
-"""The Markdown report: headline table (medians and ratios of medians,
-targets), per-cell statistics, failures and provenance."""
+"""The Markdown report of one Python's harness run: per table a headline
+(medians, ratios of medians of zloopgo against every other contender,
+targets), seed 000's peak-RSS and round-trip diagnostics, then every
+cell's statistics, failures, absent peers and provenance."""
 
 import datetime
 import signal
@@ -18,6 +20,7 @@ TARGETS = {
     "call_soon_args": (">=", 1.7),
     "call_later_cancel": (">=", 3.5),
     "tasks": (">=", 1.15),
+    "seed_tasks": (">=", 1.15),
     "sleep0": (">=", 1.05),
     "rss": ("<=", 1.0),
     "stream_rtt": (">=", 1.4),
@@ -26,10 +29,12 @@ TARGETS = {
     "two_writes": ("loss<", 2.0),
 }
 LOSS_BASE = {"two_writes": "one_write"}
+ZL = "zloopgo"
 
 
 def ratio(wl, other, zl):
-    """The headline ratio of zloopgo against `other` (medians)."""
+    """The headline ratio of zloopgo against `other` (medians): >1 means
+    zloopgo is better, except for rss (growth; <1 means zloopgo smaller)."""
     if other is None or zl is None:
         return None
     if wl.metric in ("rss", "mibs"):
@@ -52,6 +57,8 @@ def fmt_value(wl, v):
         return f"{v:,.1f} MiB"
     if wl.metric == "mibs":
         return f"{v:,.0f} MiB/s"
+    if wl.metric == "ms":
+        return f"{v:,.1f}"
     return f"{v:,.0f}" if v >= 100 else f"{v:,.1f}"
 
 
@@ -59,43 +66,156 @@ def fmt_ratio(r):
     return "—" if r is None else f"{r:.2f}x"
 
 
-def _cell(results, wl_name, loop):
-    return cell_stats(
-        [s for s in results["samples"] if s["workload"] == wl_name and s["loop"] == loop]
-    )
+UNIT = {
+    "ns": "ns per operation (lower is better)",
+    "ms": "ms for the whole workload (lower is better)",
+    "mibs": "MiB/s (higher is better)",
+    "rss": "MiB of peak-RSS growth (lower is better)",
+}
 
 
-def render(results, provenance):
+def table_cells(table, contenders):
+    cells = {}
+    for name in table["workloads"]:
+        for loop in contenders:
+            cells[(name, loop)] = cell_stats(
+                [s for s in table["samples"] if s["workload"] == name and s["loop"] == loop]
+            )
+    return cells
+
+
+def _peers(contenders):
+    return [c for c in contenders if c != ZL]
+
+
+def render(results, provenance, heading="##"):
     cfg = results["config"]
     contenders = results["contenders"]
+    peers = _peers(contenders) if ZL in contenders else []
     lines = []
     add = lines.append
-    gc_text = "GC off (explanatory run, not a headline)" if cfg["gc_off"] else "GC on (default)"
-    add("# zloopgo benchmark")
+    title = cfg.get("title") or f"Python {provenance.get('python', '?').split()[0]}"
+    add(f"{heading} {title}: scheduler, network and process workloads")
     add("")
     add(
-        f"{cfg['rounds']} measured rounds after {cfg['warmup']} warm-up round(s); every sample "
-        f"in a fresh interpreter; contenders' order rotated each round; {gc_text}. "
-        "Time figures are ns per operation (lower is better), bulk is MiB/s (higher is "
-        "better); ratios are ratios of medians."
+        "Every sample in a fresh interpreter, proving its work with a counter or checksum "
+        "before its time is accepted; contenders' order rotated each round; GC on unless a "
+        "table says otherwise. Ratios are ratios of medians from the same run: "
+        "**zloopgo vs X > 1 means zloopgo is better** (faster, or more MiB/s), except "
+        "for RSS, where < 1 means zloopgo uses less. Contenders: "
+        + ", ".join(f"`{c}`" for c in contenders)
+        + "."
     )
     if cfg.get("quick") or cfg["scale"] != 1.0:
         add("")
-        add(f"**Reduced sizes (scale {cfg['scale']:g}): a smoke run, not a result.**")
+        add(f"**Reduced sizes (scale {cfg['scale']:g}) and rounds: a smoke run, not a result.**")
     if cfg.get("size"):
         add("")
         given = ", ".join(f"{k}={v:,}" for k, v in cfg["size"].items())
         add(f"Sizes set on the command line: {given} (not the defaults).")
+    absent = absent_lines(results, provenance)
+    if absent:
+        add("")
+        add("Peers that could not be measured on this Python: " + "; ".join(absent) + ".")
     add("")
-    head = ["workload", "N"] + contenders + ["zloopgo vs uvloop", "zloopgo vs asyncio"]
-    head += ["target", "met?"]
+    all_cells = {}
+    for table in results["tables"]:
+        cells = table_cells(table, contenders)
+        all_cells[table["id"]] = cells
+        add(f"{heading}# {table['title']}")
+        add("")
+        if table.get("skipped"):
+            add(f"Not run: {table['skipped']}.")
+            add("")
+            continue
+        rounds = sorted(set(table["rounds"].values()))
+        add(
+            f"{table['warmup']} warm-up round(s), then "
+            + (f"{rounds[0]}" if len(rounds) == 1 else f"{rounds[0]}–{rounds[-1]}")
+            + " measured rounds (fresh process per sample); "
+            + ("GC **disabled** in every sample." if table["gc_off"] else "GC on.")
+        )
+        add("")
+        headline(add, table, cells, contenders, peers, cfg)
+        if table.get("kind") == "seed":
+            seed_extras(add, table, cells, contenders, peers)
+        else:
+            span_extras(add, table, cells, contenders, results)
+        busy(add, table, provenance)
+
+    add(f"{heading}# Every cell: median, min, max, coefficient of variation")
+    add("")
+    add("| table | workload | loop | ok | median | min | max | CoV |")
+    add("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for table in results["tables"]:
+        for name in table["workloads"]:
+            wl = workloads.WORKLOADS[name]
+            for loop in contenders:
+                st = all_cells[table["id"]][(name, loop)]
+                if st["ok"]:
+                    vals = [fmt_value(wl, st[k]) for k in ("median", "min", "max")]
+                    vals.append(f"{st['cov'] * 100:.1f}%")
+                else:
+                    vals = ["—"] * 4
+                add(
+                    f"| {table['id']} | {name} | {loop} | {st['ok']}/{st['n']} | "
+                    + " | ".join(vals)
+                    + " |"
+                )
+    add("")
+
+    add(f"{heading}# Failures (timeouts, crashes, wrong counters, errors)")
+    add("")
+    bad = []
+    for table in results["tables"]:
+        bad += [
+            (table["id"], s)
+            for s in table["warmup_samples"] + table["samples"]
+            if s["status"] != "ok"
+        ]
+    if not bad:
+        add("None: every warm-up and measured sample finished and proved its work.")
+    else:
+        add("| table | when | workload | loop | status | detail |")
+        add("| --- | --- | --- | --- | --- | --- |")
+        for tid, s in bad:
+            when = f"warm-up {s['warmup'] + 1}" if "warmup" in s else f"round {s['round'] + 1}"
+            why = s.get("why") or ""
+            rc = s.get("returncode")
+            status = s["status"] + (f" ({_exit_text(rc)})" if rc not in (None, 0) else "")
+            why = why.replace("|", "/").replace("\n", " ")[:200]
+            add(f"| {tid} | {when} | {s['workload']} | {s['loop']} | {status} | {why} |")
+    add("")
+
+    add(f"{heading}# Provenance")
+    add("")
+    for k, v in provenance_lines(results, provenance):
+        add(f"- {k}: {v}")
+    add("")
+    return "\n".join(lines)
+
+
+def headline(add, table, cells, contenders, peers, cfg):
+    names = table["workloads"]
+    metrics = {workloads.WORKLOADS[n].metric for n in names}
+    if len(metrics) == 1:
+        add(f"Figures: {UNIT[metrics.pop()]}.")
+    else:
+        add(
+            "Figures: ns per operation unless the workload says MiB/s or MiB (lower is "
+            "better for time and MiB, higher for MiB/s)."
+        )
+    add("")
+    show_targets = any(n in TARGETS for n in names)
+    head = ["workload", "N", *contenders] + [f"zloopgo vs {p}" for p in peers]
+    if show_targets:
+        head += ["target (vs uvloop)", "met?"]
     add("| " + " | ".join(head) + " |")
-    add("|" + "|".join([" --- "] * 2 + [" ---: "] * (len(head) - 4) + [" --- "] * 2) + "|")
-    cells = {}
-    for name in cfg["workloads"]:
-        for loop in contenders:
-            cells[(name, loop)] = _cell(results, name, loop)
-    for name in cfg["workloads"]:
+    sep = [" --- "] * 2 + [" ---: "] * (len(contenders) + len(peers))
+    if show_targets:
+        sep += [" --- ", " --- "]
+    add("|" + "|".join(sep) + "|")
+    for name in names:
         wl = workloads.WORKLOADS[name]
         row = [f"{name}: {wl.title}", f"{cfg['sizes'][name]:,}"]
         for loop in contenders:
@@ -104,46 +224,98 @@ def render(results, provenance):
             if st["ok"] < st["n"]:
                 v += f" ({st['n'] - st['ok']}/{st['n']} failed)"
             row.append(v)
-        zl = cells[(name, "zloopgo")].get("median") if "zloopgo" in contenders else None
-        uv = cells[(name, "uvloop")].get("median") if "uvloop" in contenders else None
-        aio = cells[(name, "asyncio")].get("median") if "asyncio" in contenders else None
-        r_uv = ratio(wl, uv, zl)
-        row += [fmt_ratio(r_uv), fmt_ratio(ratio(wl, aio, zl))]
-        if name in TARGETS and TARGETS[name][0] == "loss<":
-            base, target = LOSS_BASE[name], TARGETS[name][1]
-            row.append(f"loses < {target:g}% vs {base}")
-            loss = loss_pct(cells, name, "zloopgo") if "zloopgo" in contenders else None
-            if loss is None:
-                row.append(f"n/a (needs {name} and {base})")
-            else:
-                met = "yes" if loss < target else "no"
-                if any(cells[(w, "zloopgo")]["failures"] for w in (name, base)):
-                    met += " (cells have failures)"
-                row.append(f"{met} ({loss:+.1f}%)")
-        elif name in TARGETS:
-            op, target = TARGETS[name]
-            row.append(f"{op} {target:g}x")
-            if r_uv is None:
-                row.append("n/a (no data)")
-            else:
-                met = "yes" if (r_uv >= target if op == ">=" else r_uv <= target) else "no"
-                if cells[(name, "zloopgo")]["failures"] or cells[(name, "uvloop")]["failures"]:
-                    met += " (cells have failures)"
-                row.append(met)
-        else:
-            row += ["—", "—"]
+        zl = cells[(name, ZL)].get("median") if ZL in contenders else None
+        for p in peers:
+            row.append(fmt_ratio(ratio(wl, cells[(name, p)].get("median"), zl)))
+        if show_targets:
+            row += target_cells(name, wl, cells, contenders)
         add("| " + " | ".join(row) + " |")
     add("")
-    add(
-        "Ratios: for time, other_median / zloopgo_median (>1 means zloopgo is faster); "
-        "for rss, zloopgo_median / other_median (<1 means zloopgo uses less). "
-        "rss is the growth of peak RSS (ru_maxrss) while N callbacks are queued at once "
-        "and run, in MiB (lower is better); for bulk (MiB/s), zloopgo_median / "
-        "other_median (>1 means zloopgo moves more)."
-    )
+
+
+def target_cells(name, wl, cells, contenders):
+    if name not in TARGETS:
+        return ["—", "—"]
+    op, target = TARGETS[name]
+    if op == "loss<":
+        base = LOSS_BASE[name]
+        loss = loss_pct(cells, name, ZL) if ZL in contenders else None
+        if loss is None:
+            return [f"loses < {target:g}% vs {base}", f"n/a (needs {name} and {base})"]
+        met = "yes" if loss < target else "no"
+        if any(cells[(w, ZL)]["failures"] for w in (name, base)):
+            met += " (cells have failures)"
+        return [f"loses < {target:g}% vs {base}", f"{met} ({loss:+.1f}%)"]
+    if ZL not in contenders or "uvloop" not in contenders:
+        return [f"{op} {target:g}x", "n/a"]
+    r = ratio(wl, cells[(name, "uvloop")].get("median"), cells[(name, ZL)].get("median"))
+    if r is None:
+        return [f"{op} {target:g}x", "n/a (no data)"]
+    met = "yes" if (r >= target if op == ">=" else r <= target) else "no"
+    if cells[(name, ZL)]["failures"] or cells[(name, "uvloop")]["failures"]:
+        met += " (cells have failures)"
+    return [f"{op} {target:g}x", met]
+
+
+def _diag(st, key, fmt):
+    d = st.get(key)
+    return fmt.format(d["median"]) if d else "—"
+
+
+def seed_extras(add, table, cells, contenders, peers):
+    names = table["workloads"]
+    add("Peak RSS of each sample's process (ru_maxrss, interpreter and libraries included), MiB,")
+    add("median; zloopgo vs X is zloopgo / X (< 1: zloopgo uses less):")
     add("")
+    head = ["workload", *contenders] + [f"zloopgo vs {p}" for p in peers]
+    add("| " + " | ".join(head) + " |")
+    add("|" + "|".join([" --- "] + [" ---: "] * (len(head) - 1)) + "|")
+    for name in names:
+        row = [workloads.WORKLOADS[name].title]
+        med = {}
+        for loop in contenders:
+            d = cells[(name, loop)].get("peak_rss_mib")
+            med[loop] = d["median"] if d else None
+            row.append(f"{med[loop]:,.1f}" if d else "—")
+        for p in peers:
+            z, o = med.get(ZL), med.get(p)
+            row.append(fmt_ratio(z / o if z and o else None))
+        add("| " + " | ".join(row) + " |")
+    add("")
+    if "seed_tcp" in names:
+        st_info = table.get("strace") or {}
+        add(
+            "Diagnostics per TCP round trip (client and server together, one process; not "
+            "timed figures): context switches = voluntary + involuntary (getrusage "
+            "ru_nvcsw + ru_nivcsw of the whole process over the measured part, median of the "
+            "measured samples); CPU = user + system time over the measured part; system calls"
+            + (
+                f" from `{st_info['how']}`: one extra untimed sample of "
+                f"{st_info.get('size', 0):,} round trips minus one of 0, divided by "
+                f"{st_info.get('size', 0):,}"
+                if st_info.get("how", "").startswith("strace")
+                else (f": {st_info['how']}" if st_info.get("how") else ": not measured here")
+            )
+            + "."
+        )
+        add("")
+        add("| contender | context switches / RTT | CPU µs / RTT | system calls / RTT |")
+        add("| --- | ---: | ---: | ---: |")
+        for loop in contenders:
+            st = cells[("seed_tcp", loop)]
+            sc = st_info.get(f"seed_tcp/{loop}") or {}
+            calls = f"{sc['per_op']:.1f}" if "per_op" in sc else ("—" if not sc else "failed")
+            add(
+                f"| {loop} | {_diag(st, 'csw_per_op', '{:.2f}')} | "
+                f"{_diag(st, 'cpu_us_per_op', '{:.1f}')} | {calls} |"
+            )
+        add("")
+
+
+def span_extras(add, table, cells, contenders, results):
+    names = table["workloads"]
     for name, base in LOSS_BASE.items():
-        if name in cfg["workloads"] and base in cfg["workloads"]:
+        if name in names and base in names:
             parts = []
             for loop in contenders:
                 loss = loss_pct(cells, name, loop)
@@ -159,8 +331,9 @@ def render(results, provenance):
                 + "."
             )
             add("")
-
-    floor = cell_stats([s for s in results["samples"] if s["loop"] == FLOOR_LOOP])
+    floor = cell_stats([s for s in table["samples"] if s["loop"] == FLOOR_LOOP])
+    if not table.get("floor"):
+        return
     if floor.get("median") is not None:
         f = floor["median"]
         add(
@@ -180,7 +353,9 @@ def render(results, provenance):
         add(f"**Physical floor**: no accepted sample ({floor['failures']}).")
     add("")
 
-    loads = [x for x in results.get("round_load1", []) if x is not None]
+
+def busy(add, table, provenance):
+    loads = [x for x in table.get("round_load1", []) if x is not None]
     cores = provenance.get("cpu_count") or 1
     if loads and max(loads) > 1 + 0.25 * cores:  # this run itself keeps about 1 busy
         add(
@@ -191,55 +366,22 @@ def render(results, provenance):
         )
         add("")
 
-    add("## Cells")
-    add("")
-    add("| workload | loop | ok | median | min | max | CoV |")
-    add("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
-    for name in cfg["workloads"]:
-        wl = workloads.WORKLOADS[name]
-        for loop in contenders:
-            st = cells[(name, loop)]
-            if st["ok"]:
-                vals = [fmt_value(wl, st[k]) for k in ("median", "min", "max")]
-                vals.append(f"{st['cov'] * 100:.1f}%")
-            else:
-                vals = ["—"] * 4
-            add(f"| {name} | {loop} | {st['ok']}/{st['n']} | " + " | ".join(vals) + " |")
-    add("")
 
-    add("## Failures (timeouts, crashes, wrong counters, errors)")
-    add("")
-    bad = [s for s in results["warmup"] + results["samples"] if s["status"] != "ok"]
-    if not bad:
-        add("None: every warm-up and measured sample finished and proved its work.")
-    else:
-        for s in bad:
-            when = f"warm-up {s['warmup']}" if "warmup" in s else f"round {s['round']}"
-            why = s.get("why") or s.get("stderr", "").splitlines()[-1:] or [""]
-            if isinstance(why, list):
-                why = why[0]
-            rc = s.get("returncode")
-            add(
-                f"- {when}: {s['workload']} on {s['loop']}: **{s['status']}**"
-                + (f" ({_exit_text(rc)})" if rc not in (None, 0) else "")
-                + (f": {why}" if why else "")
-            )
-    add("")
-    absent = []
+def absent_lines(results, provenance):
+    """Peers that are not contenders, with the reason: the install's (pip's
+    message, shortened) when it failed, else the probe's."""
+    installs = provenance.get("installs") or {}
+    out = []
     for loop, p in results["probes"].items():
-        if loop not in contenders:
-            last = (p.get("stderr") or "").strip().splitlines()[-1:] or ["no message"]
-            absent.append(f"{loop} (probe {p['status']}: {last[0]})")
-    if absent:
-        add("Contenders not available: " + "; ".join(absent))
-        add("")
-
-    add("## Provenance")
-    add("")
-    for k, v in provenance_lines(results, provenance):
-        add(f"- {k}: {v}")
-    add("")
-    return "\n".join(lines)
+        if loop in results["contenders"]:
+            continue
+        why = installs.get(loop)
+        if why and why != "ok":
+            out.append(f"**{loop}**: not installed ({why})")
+            continue
+        last = (p.get("stderr") or "").strip().splitlines()[-1:] or ["no message"]
+        out.append(f"**{loop}**: probe {p['status']} ({last[0][:200]})")
+    return out
 
 
 def _exit_text(rc):
@@ -254,6 +396,11 @@ def _exit_text(rc):
 def provenance_lines(results, prov):
     cfg = results["config"]
     bi = prov.get("zloopgo_build_info", {})
+    tables = "; ".join(
+        f"{t['id']}: pin {t.get('pin') or 'none'}, warm-up {t['warmup']}, rounds "
+        + ", ".join(f"{k} {v}" for k, v in t["rounds"].items())
+        for t in results["tables"]
+    )
     out = [
         (
             "date (UTC)",
@@ -262,11 +409,11 @@ def provenance_lines(results, prov):
             ),
         ),
         ("git commit", prov.get("git", "unknown")),
+        ("zloopgo measured", prov.get("zloopgo_source", "the checkout")),
         ("Python", f"{prov.get('python')} ({prov.get('python_executable')})"),
         (
             "packages",
-            ", ".join(f"{k} {v or 'not installed'}" for k, v in prov["packages"].items())
-            + f"; rsloop install: {prov.get('rsloop_install', '?')}",
+            ", ".join(f"{k} {v or 'not installed'}" for k, v in prov["packages"].items()),
         ),
         (
             "loop classes",
@@ -293,20 +440,17 @@ def provenance_lines(results, prov):
             f"{bi.get('goos', '?')}/{bi.get('goarch', '?')}, reactor {bi.get('reactor', '?')}"
             + (f", error {bi['error']}" if "error" in bi else ""),
         ),
-        (
-            "GC",
-            ("off (gc.disable() in each sample)" if cfg["gc_off"] else "on (default)")
-            + f", thresholds {tuple(prov.get('gc_threshold', ()))}",
-        ),
+        ("GC thresholds", f"{tuple(prov.get('gc_threshold', ()))}"),
         ("sizes", ", ".join(f"{k}={v:,}" for k, v in cfg["sizes"].items())),
-        (
-            "rounds / warm-up / timeout",
-            f"{cfg['rounds']} / {cfg['warmup']} / {cfg['timeout']:g} s per sample",
-        ),
+        ("tables", tables),
+        ("timeout", f"{cfg['timeout']:g} s per sample"),
         ("load average at start / end", f"{prov.get('loadavg_start')} / {prov.get('loadavg_end')}"),
         (
             "1-min load at each round's start",
-            " ".join(f"{x:.2f}" for x in results.get("round_load1", []) if x is not None),
+            "; ".join(
+                f"{t['id']}: " + " ".join(f"{x:.2f}" for x in t["round_load1"] if x is not None)
+                for t in results["tables"]
+            ),
         ),
         ("harness wall time", f"{results['elapsed']:.0f} s"),
     ]

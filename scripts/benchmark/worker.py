@@ -4,7 +4,9 @@
     python -m benchmark.worker --probe LOOP
     python -m benchmark.worker --provenance
 
-prints one line `BENCH-RESULT {json}` on stdout. Set ZL_BENCH_GC=off to
+prints one line `BENCH-RESULT {json}` on stdout: the measured seconds, the
+counter and checks, the process's peak RSS and what the measured part
+cost in context switches and CPU time (getrusage). Set ZL_BENCH_GC=off to
 disable the cyclic GC in the sample (explanatory runs only).
 ZL_BENCH_FAULT=LOOP:WORKLOAD:{hang,crash,raise,miscount} injects a fault
 into matching samples, to check that the harness records failures.
@@ -13,29 +15,42 @@ into matching samples, to check that the harness records failures.
 import gc
 import json
 import os
+import resource
 import sys
 
 MARK = "BENCH-RESULT "
+PACKAGES = (
+    "zloopgo",
+    "uvloop",
+    "zloop",
+    "rloop",
+    "rsloop",
+    "zuvloop",
+    "trustme",
+    "cryptography",
+)
+
+
+# Every contender: how to make its loop. A peer is imported only when asked
+# for, so a missing one fails its own samples and nothing else.
+FACTORIES = {
+    "asyncio": ("asyncio", "SelectorEventLoop"),
+    "uvloop": ("uvloop", "new_event_loop"),
+    "zloopgo": ("zloopgo", "new_event_loop"),
+    "zloop": ("zloop", "new_event_loop"),
+    "rloop": ("rloop", "new_event_loop"),
+    "rsloop": ("rsloop", "new_event_loop"),
+    "zuvloop": ("zuvloop", "new_event_loop"),
+}
 
 
 def make_loop(name):
-    if name == "asyncio":
-        import asyncio
+    if name not in FACTORIES:
+        raise SystemExit(f"unknown loop {name!r}")
+    import importlib
 
-        return asyncio.SelectorEventLoop()
-    if name == "uvloop":
-        import uvloop
-
-        return uvloop.new_event_loop()
-    if name == "zloopgo":
-        import zloopgo
-
-        return zloopgo.new_event_loop()
-    if name == "rsloop":
-        import rsloop
-
-        return rsloop.new_event_loop()
-    raise SystemExit(f"unknown loop {name!r}")
+    module, factory = FACTORIES[name]
+    return getattr(importlib.import_module(module), factory)()
 
 
 def _emit(obj):
@@ -73,7 +88,7 @@ def provenance():
         "cpu_count": os.cpu_count(),
         "gc_enabled_default": gc.isenabled(),
         "gc_threshold": gc.get_threshold(),
-        "packages": {d: _version(d) for d in ("zloopgo", "uvloop", "rsloop")},
+        "packages": {d: _version(d) for d in PACKAGES},
     }
     try:
         import zloopgo
@@ -102,6 +117,7 @@ def sample(loop_name, workload_name, size):
     if fault.startswith(f"{loop_name}:{workload_name}:"):
         _inject(fault.rsplit(":", 1)[1])
     seconds, counter, checks, extra = wl.func(loop, size)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if fault == f"{loop_name}:{workload_name}:miscount":
         counter -= 1
     if loop is not None:
@@ -114,6 +130,8 @@ def sample(loop_name, workload_name, size):
             "extra": extra,
             "gc": gc_on,
             "pid": os.getpid(),
+            "peak_rss_mib": peak / 1024,  # ru_maxrss is in KiB on Linux
+            "meter": workloads.METER,
         }
     )
 

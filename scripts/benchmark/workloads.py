@@ -11,12 +11,39 @@ import collections
 import itertools
 import operator
 import resource
+import shutil
 import socket
 import sys
 import threading
 import time
 
 _count = 0
+
+# What the measured part cost the whole process (every thread): filled by
+# _stop(), read by the worker after the workload returns.
+METER = {}
+_ru0 = None
+_t0 = 0.0
+
+
+def _start():
+    """Starts the clock of the measured part (and its rusage reading)."""
+    global _ru0, _t0
+    _ru0 = resource.getrusage(resource.RUSAGE_SELF)
+    _t0 = time.perf_counter()
+
+
+def _stop():
+    """Stops the clock; returns the seconds since _start() and records the
+    context switches and CPU time the process spent in between."""
+    dt = time.perf_counter() - _t0
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    METER.update(
+        nvcsw=ru.ru_nvcsw - _ru0.ru_nvcsw,
+        nivcsw=ru.ru_nivcsw - _ru0.ru_nivcsw,
+        cpu_seconds=(ru.ru_utime - _ru0.ru_utime) + (ru.ru_stime - _ru0.ru_stime),
+    )
+    return dt
 
 
 def _cb():
@@ -53,9 +80,9 @@ def _batched_call_soon(loop, n, batch, args):
             call_soon(loop.stop)
 
     loop.call_soon(driver)
-    t0 = time.perf_counter()
+    _start()
     loop.run_forever()
-    dt = time.perf_counter() - t0
+    dt = _stop()
     return dt, _count, {}, {}
 
 
@@ -97,9 +124,9 @@ def call_later_cancel(loop, n):
         loop.call_soon(loop.stop)  # the one iteration after the cancels
 
     loop.call_soon(driver)
-    t0 = time.perf_counter()
+    _start()
     loop.run_forever()
-    dt = time.perf_counter() - t0
+    dt = _stop()
     checks = {
         "callback_never_ran": fired == 0,
         "sampled_handles_cancelled": all(h.cancelled() for h in kept),
@@ -118,9 +145,9 @@ def sleep0(loop, n):
         return done
 
     coro = main()
-    t0 = time.perf_counter()
+    _start()
     done = loop.run_until_complete(coro)
-    dt = time.perf_counter() - t0
+    dt = _stop()
     return dt, done, {}, {}
 
 
@@ -143,9 +170,9 @@ def tasks(loop, n, batch=5000):
             await asyncio.gather(*[create_task(child()) for _ in range(k)])
 
     coro = main()
-    t0 = time.perf_counter()
+    _start()
     loop.run_until_complete(coro)
-    dt = time.perf_counter() - t0
+    dt = _stop()
     return dt, _count, {}, {}
 
 
@@ -167,9 +194,9 @@ def threadsafe(loop, n):
 
     thread = threading.Thread(target=producer, daemon=True)
     loop.call_soon(thread.start)
-    t0 = time.perf_counter()
+    _start()
     loop.run_forever()
-    dt = time.perf_counter() - t0
+    dt = _stop()
     thread.join(10)
     return dt, count, {"producer_finished": not thread.is_alive()}, {}
 
@@ -196,9 +223,9 @@ def rss(loop, n):
         call_soon(loop.stop)
 
     loop.call_soon(driver)
-    t0 = time.perf_counter()
+    _start()
     loop.run_forever()
-    dt = time.perf_counter() - t0
+    dt = _stop()
     after = _maxrss_bytes()
     delta_mib = (after - before) / (1 << 20)
     return dt, _count, {}, {"rss_delta_mib": delta_mib, "rss_before_mib": before / (1 << 20)}
@@ -214,9 +241,9 @@ def floor(loop, n):
     No event loop is involved. The counter is the number of items the C
     loop consumed from the repeat iterator (one call each)."""
     rep = itertools.repeat((), n)
-    t0 = time.perf_counter()
+    _start()
     collections.deque(itertools.starmap(_empty, rep), 0)
-    dt = time.perf_counter() - t0
+    dt = _stop()
     return dt, n - operator.length_hint(rep), {}, {}
 
 
@@ -282,14 +309,14 @@ def stream_rtt(loop, n):
         _same_settings(writer.transport, seen)
         msgs = _MSGS
         good = 0
-        t0 = time.perf_counter()
+        _start()
         for i in range(n):
             msg = msgs[i & 255]
             writer.write(msg)
             await writer.drain()
             if await reader.readexactly(RTT_SIZE) == msg:
                 good += 1
-        dt = time.perf_counter() - t0
+        dt = _stop()
         writer.close()
         await writer.wait_closed()
         server.close()
@@ -362,10 +389,10 @@ async def _request_reply(loop, n, server_factory, request, reply_len, expect, se
     transport, client = await loop.create_connection(
         lambda: _Requester(n, request, reply_len, expect, seen, done), HOST, _port(server)
     )
-    t0 = time.perf_counter()
+    _start()
     client.start()
     await done
-    dt = time.perf_counter() - t0
+    dt = _stop()
     transport.close()
     server.close()
     await server.wait_closed()
@@ -528,10 +555,10 @@ def bulk(loop, mib):
         transport, sender = await loop.create_connection(
             lambda: _BulkSender(chunks, seen), HOST, _port(server)
         )
-        t0 = time.perf_counter()
+        _start()
         sender.pump()
         await done
-        dt = time.perf_counter() - t0
+        dt = _stop()
         transport.close()
         server.close()
         await server.wait_closed()
@@ -558,61 +585,399 @@ def getaddrinfo_numeric(loop, n):
         stream = socket.SOCK_STREAM
         res = None
         done = 0
-        t0 = time.perf_counter()
+        _start()
         for _ in range(n):
             res = await getaddrinfo(HOST, 80, type=stream)
             done += 1
-        return time.perf_counter() - t0, done, res
+        return _stop(), done, res
 
     dt, done, res = loop.run_until_complete(main())
     return dt, done, {"same_as_socket_getaddrinfo": res == ref}, {"result": repr(res)}
 
 
+# ---- seed 000's table ----------------------------------------------------------
+#
+# The three workloads of the seed's four-loop comparison, with its sizes:
+# times are of the whole workload (ms), and the figure beside each is the
+# process's peak RSS (ru_maxrss, interpreter and libraries included).
+
+
+def seed_callbacks(loop, n):
+    """n callbacks scheduled as one batch (one callback calls call_soon n
+    times), then run; timed from the batch's start to the last callback."""
+    global _count
+    _count = 0
+
+    def driver():
+        call_soon = loop.call_soon
+        for _ in range(n):
+            call_soon(_cb)
+        call_soon(loop.stop)
+
+    loop.call_soon(driver)
+    _start()
+    loop.run_forever()
+    dt = _stop()
+    return dt, _count, {}, {}
+
+
+def seed_tasks(loop, n):
+    """n tiny tasks, each awaiting asyncio.sleep(0) once, created and
+    gathered 5,000 at a time (the seed's task batch size)."""
+    return tasks(loop, n, 5000)
+
+
+async def _echo_read_write(reader, writer):
+    """The seed's echo handler: read(65536), write, drain, until EOF."""
+    try:
+        while True:
+            data = await reader.read(65536)
+            if not data:
+                break
+            writer.write(data)
+            await writer.drain()
+    finally:
+        writer.close()
+
+
+async def _stream_client(reader, writer, n):
+    """n round trips of 1 KiB: write, drain, readexactly(1024); returns
+    (seconds, echoes equal to what was sent)."""
+    msgs = _MSGS
+    good = 0
+    _start()
+    for i in range(n):
+        msg = msgs[i & 255]
+        writer.write(msg)
+        await writer.drain()
+        if await reader.readexactly(RTT_SIZE) == msg:
+            good += 1
+    dt = _stop()
+    writer.close()
+    await writer.wait_closed()
+    return dt, good
+
+
+def seed_tcp(loop, n):
+    """n TCP round trips of 1 KiB through asyncio streams: an
+    asyncio.start_server echo handler (read(65536), write, drain) and one
+    client on the same loop (write, drain, readexactly(1024)), each echo
+    compared with what was sent."""
+    seen = []
+
+    async def handle(reader, writer):
+        _same_settings(writer.transport, seen)
+        await _echo_read_write(reader, writer)
+
+    async def main():
+        server = await asyncio.start_server(handle, HOST, 0)
+        reader, writer = await asyncio.open_connection(HOST, _port(server))
+        _same_settings(writer.transport, seen)
+        result = await _stream_client(reader, writer, n)
+        server.close()
+        await server.wait_closed()
+        return result
+
+    dt, good = loop.run_until_complete(main())
+    checks, extra = _settings_result(seen, 2 if n else len(seen))
+    return dt, good, checks, extra
+
+
+# ---- the rest of seed 001's span: processes, UDP, TLS, names --------------------
+
+
+def spawn(loop, n):
+    """n x create_subprocess_exec of `true`, each awaited to its exit, one
+    after another. Counter: children that exited with status 0."""
+    true = shutil.which("true") or "/bin/true"
+
+    async def main():
+        ok = 0
+        _start()
+        for _ in range(n):
+            proc = await asyncio.create_subprocess_exec(true)
+            if await proc.wait() == 0:
+                ok += 1
+        return _stop(), ok
+
+    dt, ok = loop.run_until_complete(main())
+    return dt, ok, {}, {"program": true}
+
+
+_PIPE_BLOCK = bytes(range(256)) * 4096  # 1 MiB
+_PIPE_CHILD = (
+    "import os, sys\n"
+    "block = memoryview(bytes(range(256)) * 4096)\n"
+    "write = os.write\n"
+    "for _ in range(int(sys.argv[1])):\n"
+    "    view = block\n"
+    "    while view:\n"
+    "        view = view[write(1, view):]\n"
+)
+
+
+def pipe_bulk(loop, mib):
+    """A child process (python -S) writes `mib` MiB in 1 MiB os.write calls
+    to its stdout, a pipe; the loop reads it through the subprocess
+    StreamReader, read(256 KiB) until EOF. Timed from the first chunk read
+    to EOF (the child's start-up is not). Counter: bytes read. Checks: the
+    last 64 bytes are the pattern's, the child exited with 0."""
+
+    async def main():
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-S", "-c", _PIPE_CHILD, str(mib), stdout=asyncio.subprocess.PIPE
+        )
+        read = proc.stdout.read
+        first = await read(1 << 18)
+        total = len(first)
+        tail = first[-64:]
+        _start()
+        while True:
+            data = await read(1 << 18)
+            if not data:
+                break
+            total += len(data)
+            tail = data[-64:]
+        dt = _stop()
+        rc = await proc.wait()
+        return dt, total, tail, rc
+
+    dt, total, tail, rc = loop.run_until_complete(main())
+    checks = {"tail_matches_pattern": tail == _PIPE_BLOCK[-64:], "child_exit_0": rc == 0}
+    return dt, total, checks, {}
+
+
+class _UDPEcho(asyncio.DatagramProtocol):
+    def connection_made(self, transport):
+        self.transport = transport
+
+    def datagram_received(self, data, addr):
+        self.transport.sendto(data, addr)
+
+
+class _UDPClient(asyncio.DatagramProtocol):
+    """Sends datagram i, waits for its echo, compares, sends i + 1."""
+
+    def __init__(self, n, done):
+        self.n = n
+        self.done = done
+        self.i = 0
+        self.good = 0
+
+    def connection_made(self, transport):
+        self.transport = transport
+
+    def start(self):
+        self.transport.sendto(_MSGS[0])
+
+    def datagram_received(self, data, addr):
+        if data == _MSGS[self.i & 255]:
+            self.good += 1
+        self.i += 1
+        if self.i >= self.n:
+            if not self.done.done():
+                self.done.set_result(None)
+        else:
+            self.transport.sendto(_MSGS[self.i & 255])
+
+    def error_received(self, exc):
+        if not self.done.done():
+            self.done.set_exception(exc)
+
+
+def udp_echo(loop, n):
+    """n UDP round trips of 1 KiB datagrams between two datagram endpoints
+    on the loop (127.0.0.1), one in flight. Counter: echoes equal to what
+    was sent. A lost datagram makes the sample time out (a result)."""
+
+    async def main():
+        server, _ = await loop.create_datagram_endpoint(_UDPEcho, local_addr=(HOST, 0))
+        addr = server.get_extra_info("sockname")
+        done = loop.create_future()
+        client_t, client = await loop.create_datagram_endpoint(
+            lambda: _UDPClient(n, done), remote_addr=addr
+        )
+        _start()
+        client.start()
+        await done
+        dt = _stop()
+        client_t.close()
+        server.close()
+        return dt, client.good
+
+    dt, good = loop.run_until_complete(main())
+    return dt, good, {}, {}
+
+
+def _tls_contexts():
+    """A throwaway CA and a certificate for 'localhost', made by trustme at
+    run time (never stored)."""
+    import ssl
+
+    import trustme
+
+    ca = trustme.CA()
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("localhost").configure_cert(server_ctx)
+    client_ctx = ssl.create_default_context()
+    ca.configure_trust(client_ctx)
+    return server_ctx, client_ctx
+
+
+def tls_rtt(loop, n):
+    """n round trips of 1 KiB over TLS through asyncio streams (the seed's
+    echo handler behind start_server(ssl=...), a client from
+    open_connection(ssl=..., server_hostname='localhost') writing, draining,
+    readexactly(1024)). The handshake is not timed. Counter: echoes equal
+    to what was sent. Check: the connection used TLS."""
+    server_ctx, client_ctx = _tls_contexts()
+
+    async def main():
+        server = await asyncio.start_server(_echo_read_write, HOST, 0, ssl=server_ctx)
+        reader, writer = await asyncio.open_connection(
+            HOST, _port(server), ssl=client_ctx, server_hostname="localhost"
+        )
+        version = writer.get_extra_info("ssl_object").version()
+        result = await _stream_client(reader, writer, n)
+        server.close()
+        await server.wait_closed()
+        return (*result, version)
+
+    dt, good, version = loop.run_until_complete(main())
+    return dt, good, {"tls": bool(version and version.startswith("TLS"))}, {"version": version}
+
+
+def _getaddrinfo_ref():
+    return socket.getaddrinfo("localhost", 80)
+
+
+def getaddrinfo_localhost(loop, n):
+    """n x await loop.getaddrinfo('localhost', 80), one after another.
+    Counter: calls completed. Check: the last answer equals
+    socket.getaddrinfo('localhost', 80) (compared once, untimed)."""
+    ref = _getaddrinfo_ref()
+
+    async def main():
+        getaddrinfo = loop.getaddrinfo
+        res = None
+        done = 0
+        _start()
+        for _ in range(n):
+            res = await getaddrinfo("localhost", 80)
+            done += 1
+        return _stop(), done, res
+
+    dt, done, res = loop.run_until_complete(main())
+    return dt, done, {"same_as_socket_getaddrinfo": res == ref}, {"result": repr(res)}
+
+
+def getaddrinfo_gather(loop, n):
+    """n x loop.getaddrinfo('localhost', 80) at once, awaited with gather.
+    Counter: answers equal to socket.getaddrinfo('localhost', 80)."""
+    ref = _getaddrinfo_ref()
+
+    async def main():
+        getaddrinfo = loop.getaddrinfo
+        _start()
+        res = await asyncio.gather(*[getaddrinfo("localhost", 80) for _ in range(n)])
+        return _stop(), res
+
+    dt, res = loop.run_until_complete(main())
+    return dt, sum(1 for r in res if r == ref), {}, {}
+
+
 class Workload:
-    def __init__(self, name, func, size, title, metric="ns", needs_loop=True, unit=1):
+    def __init__(
+        self, name, func, size, title, metric="ns", needs_loop=True, unit=1, rounds=7, op="op"
+    ):
         self.name = name
         self.func = func
         self.size = size
         self.title = title
-        # "ns": ns per operation; "rss": MiB of peak RSS growth;
-        # "mibs": MiB/s, the size being MiB (higher is better).
+        # "ns": ns per operation; "ms": ms for the whole workload (seed
+        # 000's figure); "rss": MiB of peak RSS growth; "mibs": MiB/s, the
+        # size being MiB (higher is better).
         self.metric = metric
         self.needs_loop = needs_loop
         self.unit = unit  # the counter counts size x unit (bulk: bytes per MiB)
+        # Measured rounds in a default run, chosen from the CoV of full
+        # runs (scripts/benchmark/README.md, "How many rounds").
+        self.rounds = rounds
+        self.op = op  # what one operation is, for per-operation diagnostics
 
     def expected(self, size):
         return size * self.unit
 
 
-WORKLOADS = {
-    w.name: w
-    for w in [
-        Workload("call_soon", call_soon, 500_000, "call_soon, no args (batches of 10k)"),
-        Workload("call_soon_args", call_soon_args, 500_000, "call_soon, 2 args (batches of 10k)"),
-        Workload(
-            "call_later_cancel", call_later_cancel, 200_000, "call_later(10) + cancel, then 1 iter"
-        ),
-        Workload("sleep0", sleep0, 200_000, "1 task, sleep(0) x N (loop iterations)"),
-        Workload("tasks", tasks, 200_000, "N tasks awaiting sleep(0), batches of 5000"),
-        Workload("threadsafe", threadsafe, 200_000, "call_soon_threadsafe from 1 thread"),
-        Workload("rss", rss, 1_000_000, "peak RSS growth, N call_soon at once", metric="rss"),
-        Workload("stream_rtt", stream_rtt, 20_000, "1 KiB round trip, asyncio streams"),
-        Workload("proto_echo", proto_echo, 20_000, "1 KiB round trip, Protocol echo"),
-        Workload(
-            "bulk", bulk, 256, "MiB in 64 KiB writes, flow control (MiB/s)", "mibs", unit=1 << 20
-        ),
-        Workload(
-            "getaddrinfo_numeric",
-            getaddrinfo_numeric,
-            20_000,
-            "await getaddrinfo('127.0.0.1', 80)",
-        ),
-        Workload(
-            "two_writes", two_writes, 20_000, "100 B request, reply in 2 writes (200 B + 1 KiB)"
-        ),
-        Workload("one_write", one_write, 20_000, "100 B request, reply in 1 write (1224 B)"),
-    ]
-}
+_ALL = [
+    # seed 000's table (ms for the whole workload, with the peak RSS)
+    Workload(
+        "seed_callbacks", seed_callbacks, 1_000_000, "N callbacks scheduled as one batch", "ms"
+    ),
+    Workload(
+        "seed_tasks", seed_tasks, 200_000, "N tasks awaiting sleep(0), batches of 5,000", "ms"
+    ),
+    Workload(
+        "seed_tcp",
+        seed_tcp,
+        20_000,
+        "N TCP round trips of 1 KiB, asyncio streams",
+        "ms",
+        op="round trip",
+    ),
+    # the span (seed 001): scheduler
+    Workload("call_soon", call_soon, 500_000, "call_soon, no args (batches of 10k)", rounds=5),
+    Workload(
+        "call_soon_args", call_soon_args, 500_000, "call_soon, 2 args (batches of 10k)", rounds=5
+    ),
+    Workload(
+        "call_later_cancel", call_later_cancel, 200_000, "call_later(10) + cancel, then 1 iter"
+    ),
+    Workload("sleep0", sleep0, 200_000, "1 task, sleep(0) x N (loop iterations)", rounds=5),
+    Workload("tasks", tasks, 200_000, "N tasks awaiting sleep(0), batches of 5000"),
+    Workload("threadsafe", threadsafe, 200_000, "call_soon_threadsafe from 1 thread"),
+    Workload("rss", rss, 1_000_000, "peak RSS growth, N call_soon at once", metric="rss"),
+    # network
+    Workload("stream_rtt", stream_rtt, 20_000, "1 KiB round trip, asyncio streams"),
+    Workload("proto_echo", proto_echo, 20_000, "1 KiB round trip, Protocol echo"),
+    Workload("bulk", bulk, 256, "MiB in 64 KiB writes, flow control (MiB/s)", "mibs", unit=1 << 20),
+    Workload("udp_echo", udp_echo, 20_000, "1 KiB UDP datagram echo, one in flight"),
+    Workload("tls_rtt", tls_rtt, 5_000, "1 KiB round trip over TLS, asyncio streams"),
+    Workload("two_writes", two_writes, 20_000, "100 B request, reply in 2 writes (200 B + 1 KiB)"),
+    Workload("one_write", one_write, 20_000, "100 B request, reply in 1 write (1224 B)"),
+    # names
+    Workload(
+        "getaddrinfo_numeric", getaddrinfo_numeric, 20_000, "await getaddrinfo('127.0.0.1', 80)"
+    ),
+    Workload(
+        "getaddrinfo_localhost",
+        getaddrinfo_localhost,
+        2_000,
+        "await getaddrinfo('localhost', 80), one at a time",
+    ),
+    Workload(
+        "getaddrinfo_gather",
+        getaddrinfo_gather,
+        2_000,
+        "getaddrinfo('localhost', 80), N at once (gather), per call",
+    ),
+    # processes
+    Workload("spawn", spawn, 200, "create_subprocess_exec(true) + wait, one at a time"),
+    Workload(
+        "pipe_bulk",
+        pipe_bulk,
+        256,
+        "MiB from a child through a pipe, read(256 KiB) (MiB/s)",
+        "mibs",
+        unit=1 << 20,
+    ),
+]
+WORKLOADS = {w.name: w for w in _ALL}
+
+SEED = ["seed_callbacks", "seed_tasks", "seed_tcp"]
+# The span's default list leaves out `tasks`, the same work as seed_tasks
+# (its target is read from the seed table); --workloads can name it.
+SPAN = [w.name for w in _ALL if w.name not in SEED and w.name != "tasks"]
 
 FLOOR = Workload(
     "floor", floor, 2_000_000, "C loop calling an empty Python function", needs_loop=False
