@@ -1,8 +1,10 @@
 """zloopgo: a drop-in asyncio event loop whose engine is written in Go.
 
-Use it with ``zloopgo.run(main())``, ``zloopgo.install()``,
-``asyncio.run(main(), loop_factory=zloopgo.new_event_loop)`` (3.12+) or
-``uvicorn app:app --loop zloopgo:new_event_loop``.
+Use it with ``zloopgo.run(main())``,
+``asyncio.run(main(), loop_factory=zloopgo.new_event_loop)`` (3.12+),
+``asyncio.Runner(loop_factory=zloopgo.new_event_loop)`` (3.11+) or
+``uvicorn app:app --loop zloopgo:new_event_loop``; ``zloopgo.install()``
+(asyncio's event loop policy) is for code that cannot pass a loop factory.
 
 Importing this package does not load the engine: the Go runtime starts
 when the first loop is created. A Go runtime does not survive fork(), so a
@@ -10,10 +12,23 @@ parent that only imports zloopgo (gunicorn --preload, multiprocessing)
 leaves its children free to use it.
 """
 
+from __future__ import annotations
+
 import asyncio
 import json
 import platform
 import sys
+from asyncio import events, unix_events
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    if sys.version_info >= (3, 14):
+        from asyncio.events import _AbstractEventLoopPolicy as _Policy
+    else:
+        from asyncio.events import AbstractEventLoopPolicy as _Policy
+
+    from ._loop import Loop
 
 __version__ = "0.1.0"
 
@@ -27,43 +42,67 @@ __all__ = [
     "uninstall",
 ]
 
+_T = TypeVar("_T")
 
-def new_event_loop():
+
+# asyncio's policy system by names that do not warn. Python 3.14 deprecates
+# asyncio.get_event_loop_policy() / set_event_loop_policy() and
+# asyncio.DefaultEventLoopPolicy (removal planned for 3.16) and keeps private
+# equivalents for its own use: events._get_event_loop_policy,
+# events._set_event_loop_policy and unix_events._UnixDefaultEventLoopPolicy
+# (asyncio.DefaultEventLoopPolicy itself on Unix, 3.10 to 3.14).
+def _policy_function(name: str) -> Any:
+    # events._<name> where asyncio has it (3.14+), else events.<name>.
+    return getattr(events, "_" + name, None) or getattr(events, name)
+
+
+_get_policy: Callable[[], _Policy] = _policy_function("get_event_loop_policy")
+_set_policy: Callable[[_Policy | None], None] = _policy_function("set_event_loop_policy")
+
+
+def new_event_loop() -> Loop:
     """Return a new zloopgo event loop."""
     from ._loop import Loop
 
     return Loop()
 
 
-def __getattr__(name):
-    if name == "Loop":
-        from ._loop import Loop
+if not TYPE_CHECKING:
+    # Hidden from type checkers, which would otherwise accept any
+    # attribute of the module; they see Loop through the import above.
+    def __getattr__(name):
+        if name == "Loop":
+            from ._loop import Loop
 
-        return Loop
-    raise AttributeError(f"module 'zloopgo' has no attribute {name!r}")
+            return Loop
+        raise AttributeError(f"module 'zloopgo' has no attribute {name!r}")
 
 
-class EventLoopPolicy(asyncio.DefaultEventLoopPolicy):
+class EventLoopPolicy(unix_events._UnixDefaultEventLoopPolicy):
     """asyncio's default policy, making zloopgo loops."""
 
-    def _loop_factory(self):
+    def _loop_factory(self) -> Loop:
         return new_event_loop()
 
 
-def install():
-    """Make asyncio create zloopgo loops (sets the event loop policy)."""
-    asyncio.set_event_loop_policy(EventLoopPolicy())
+def install() -> None:
+    """Make asyncio create zloopgo loops (sets the event loop policy).
+
+    Prefer ``zloopgo.run`` or a ``loop_factory``: asyncio deprecates its
+    policy system from Python 3.14. install() itself does not warn there.
+    """
+    _set_policy(EventLoopPolicy())
 
 
-def uninstall():
+def uninstall() -> None:
     """Restore asyncio's default policy if zloopgo's is installed."""
-    if isinstance(asyncio.get_event_loop_policy(), EventLoopPolicy):
-        asyncio.set_event_loop_policy(None)
+    if isinstance(_get_policy(), EventLoopPolicy):
+        _set_policy(None)
 
 
-def run(main, *, debug=None):
+def run(main: Coroutine[Any, Any, _T], *, debug: bool | None = None) -> _T:
     """Run coroutine ``main`` on a new zloopgo loop, as asyncio.run does."""
-    if asyncio._get_running_loop() is not None:
+    if events._get_running_loop() is not None:
         raise RuntimeError("asyncio.run() cannot be called from a running event loop")
     if sys.version_info >= (3, 11):
         with asyncio.Runner(debug=debug, loop_factory=new_event_loop) as runner:
@@ -71,7 +110,7 @@ def run(main, *, debug=None):
     return _run_310(main, debug)
 
 
-def _run_310(main, debug):
+def _run_310(main: Coroutine[Any, Any, _T], debug: bool | None) -> _T:
     # Python 3.10 has no asyncio.Runner: the same steps as its asyncio.run.
     if not asyncio.iscoroutine(main):
         raise ValueError(f"a coroutine was expected, got {main!r}")
@@ -91,7 +130,7 @@ def _run_310(main, debug):
             loop.close()
 
 
-def _cancel_all_tasks(loop):
+def _cancel_all_tasks(loop: asyncio.AbstractEventLoop) -> None:
     to_cancel = asyncio.all_tasks(loop)
     if not to_cancel:
         return
@@ -111,11 +150,11 @@ def _cancel_all_tasks(loop):
             )
 
 
-def build_info():
+def build_info() -> dict[str, Any]:
     """Versions, reactor and processor features of this build."""
     from . import _engine
 
-    info = json.loads(_engine.build_info_json())
+    info: dict[str, Any] = json.loads(_engine.build_info_json())
     info.update(
         zloopgo_version=__version__,
         python_version=platform.python_version(),
