@@ -3,13 +3,15 @@
 Written for zloopgo; it offers the modes and command line of uvloop's
 examples/bench/echoserver.py (TCP only, no SSL, no Unix sockets):
 
-    python echoserver.py [--uvloop | --zloopgo] [--addr HOST:PORT]
+    python echoserver.py [--uvloop | --zloopgo | --loop NAME] [--addr HOST:PORT]
         (no mode flag)       loop.sock_accept / sock_recv / sock_sendall
         --streams            asyncio.start_server, reader.read / writer.write
         --proto              loop.create_server with an asyncio.Protocol
         --proto --buffered   loop.create_server with an asyncio.BufferedProtocol
 
-Neither --uvloop nor --zloopgo: asyncio's default loop. Every accepted
+Neither --uvloop nor --zloopgo nor --loop: asyncio's default loop.
+``--loop NAME`` serves on any loop the benchmark knows (asyncio, uvloop,
+zloopgo, zloop, rloop, rsloop, zuvloop: NAME.new_event_loop()). Every accepted
 socket gets TCP_NODELAY (asyncio and uvloop transports set it anyway), so
 all loops run with the same socket options.
 
@@ -30,6 +32,7 @@ import signal
 import socket
 import sys
 
+LOOPS = ("asyncio", "uvloop", "zloopgo", "zloop", "rloop", "rsloop", "zuvloop")
 READ_SIZE = 1000000  # what uvloop's server asks sock_recv / reader.read for
 BUFFER_SIZE = 256 * 1024  # the buffered protocol's receive buffer
 
@@ -139,6 +142,10 @@ class BufferedEcho(asyncio.BufferedProtocol):
 
 
 def make_loop(args):
+    if args.loop and args.loop != "asyncio":
+        import importlib
+
+        return importlib.import_module(args.loop).new_event_loop(), args.loop
     if args.uvloop:
         import uvloop
 
@@ -155,6 +162,7 @@ def parse_args(argv=None):
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--uvloop", action="store_true", help="serve on uvloop")
     which.add_argument("--zloopgo", action="store_true", help="serve on zloopgo")
+    which.add_argument("--loop", choices=LOOPS, help="serve on this loop")
     parser.add_argument("--streams", action="store_true", help="asyncio streams")
     parser.add_argument("--proto", action="store_true", help="a Protocol and create_server")
     parser.add_argument("--buffered", action="store_true", help="with --proto: BufferedProtocol")
