@@ -1,5 +1,6 @@
 # Shared set-up for scripts/test and scripts/bench: finds the Pythons to use
 # and gives each a virtualenv with zloopgo built in place. Sourced, not run.
+# shellcheck shell=bash
 
 # The default python3 and the newest CPython pyenv has (if it differs).
 zl_pythons() {
@@ -30,5 +31,68 @@ zl_venv() {
     fi
     "$dir/bin/python" -m pip install -q --upgrade pip >&2
     "$dir/bin/python" -m pip install -q -e . "$@" >&2
+    echo "$dir"
+}
+
+# ---- scripts/bench only -------------------------------------------------------
+
+# zl_cpythons: every CPython >= 3.10 installed (pyenv's, else python3.N on
+# PATH), newest first, one interpreter per minor version.
+zl_cpythons() {
+    local root v py seen=" " minor
+    {
+        if command -v pyenv >/dev/null 2>&1; then
+            root=$(pyenv root)
+            for v in $(pyenv versions --bare 2>/dev/null | grep -E '^3\.[0-9]+\.[0-9]+$' | sort -rV); do
+                echo "$root/versions/$v/bin/python3"
+            done
+        fi
+        for v in $(seq 30 -1 10); do
+            command -v "python3.$v" 2>/dev/null || true
+        done
+    } | while read -r py; do
+        [ -x "$py" ] || continue
+        minor=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2]) if sys.version_info >= (3, 10) and sys.implementation.name == "cpython" else None' 2>/dev/null) || continue
+        if [ -z "$minor" ] || [ "$minor" = None ]; then continue; fi
+        case "$seen" in *" $minor "*) continue ;; esac
+        seen="$seen$minor "
+        echo "$py"
+    done
+}
+
+# zl_source_stamp DIR: a fingerprint of the zloopgo code in DIR (its commit
+# plus any uncommitted change to what the build uses).
+zl_source_stamp() {
+    local paths=(capi core zloopgo setup.py go.mod go.sum pyproject.toml MANIFEST.in)
+    (
+        cd "$1" || exit 1
+        git rev-parse HEAD 2>/dev/null || echo no-git
+        git diff HEAD -- "${paths[@]}" 2>/dev/null
+        git ls-files --others --exclude-standard -- "${paths[@]}" 2>/dev/null
+    ) | sha256sum | cut -c1-16
+}
+
+# zl_bench_venv PYTHON SRC PACKAGES...: prints the path of .venv-bench-X.Y
+# (in the checkout) with zloopgo installed from SRC as a copy, not editable
+# (so a rebuild of SRC during a run cannot change what is measured; it is
+# reinstalled when SRC's code changed) and PACKAGES from PyPI.
+zl_bench_venv() {
+    local py=$1 src=$2; shift 2
+    local ver dir want
+    ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    dir=".venv-bench-$ver"
+    if [ ! -x "$dir/bin/python" ]; then
+        "$py" -m venv "$dir" >&2
+        "$dir/bin/python" -m pip install -q --upgrade pip >&2
+    fi
+    want=$(zl_source_stamp "$src")
+    if [ "$(cat "$dir/.zloopgo-stamp" 2>/dev/null)" != "$want" ]; then
+        echo "# building zloopgo from $src into $dir" >&2
+        "$dir/bin/python" -m pip install -q --force-reinstall --no-deps "$src" >&2
+        echo "$want" >"$dir/.zloopgo-stamp"
+    fi
+    if [ $# -gt 0 ]; then
+        "$dir/bin/python" -m pip install -q "$@" >&2
+    fi
     echo "$dir"
 }

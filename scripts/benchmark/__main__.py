@@ -58,17 +58,21 @@ def parse(argv):
         "--quick",
         action="store_true",
         default=env.get("ZL_BENCH_QUICK") == "1",
-        help="sizes / 10, 1 warm-up + 2 rounds, no GC-off table: a smoke run, not a result",
+        help="sizes / 10, no warm-up, 1 round, no GC-off table: a smoke run, not a result",
     )
     p.add_argument(
         "--rounds",
         type=int,
         default=int(env.get("ZL_BENCH_ROUNDS", 0)) or None,
         help="measured rounds of every workload (default: the seed's 7 for its table, "
-        "each span workload's own, chosen from its CoV; --quick 2)",
+        "each span workload's own, chosen from its CoV; --quick 1)",
     )
     p.add_argument(
-        "--warmup", type=int, default=None, help="warm-up rounds (default: seed 2, span 1)"
+        "--warmup",
+        type=int,
+        default=None,
+        help="warm-up rounds (default: seed 2, its GC-off diagnostic 1, span 1 at a tenth "
+        "of the sizes; --quick 0)",
     )
     p.add_argument(
         "--scale",
@@ -107,6 +111,7 @@ def parse(argv):
         help="size of one workload, not scaled (repeatable), e.g. --size stream_rtt=5000",
     )
     p.add_argument("--title", default="", help="heading of the report (e.g. the Python)")
+    p.add_argument("--heading", default="##", help="Markdown heading level of the report")
     p.add_argument("--out", default=os.path.join(ROOT, "bench-results"))
     a = p.parse_args(argv)
     scale = a.scale or (0.1 if a.quick else 1.0)
@@ -127,13 +132,13 @@ def parse(argv):
         if t not in TABLES:
             p.error(f"unknown table {t!r}")
     one, two = harness.cpu_sets()
-    rounds = a.rounds or (2 if a.quick else None)
+    rounds = a.rounds or (1 if a.quick else None)
 
     def pick(names):
         return [n for n in names if not only or n in only]
 
     def warm(default):
-        return a.warmup if a.warmup is not None else (1 if a.quick else default)
+        return a.warmup if a.warmup is not None else (0 if a.quick else default)
 
     seed_rounds = rounds or 7
     specs = {
@@ -164,6 +169,7 @@ def parse(argv):
             "rounds": rounds,
             "gc_off": a.gc_off,
             "floor": True,
+            "warmup_scale": 0.1,  # the span's warm-up runs a tenth of each size
             "kind": "span",
         },
         "gcoff": {
@@ -194,6 +200,7 @@ def parse(argv):
         "contenders": [c for c in a.contenders.split(",") if c],
         "quick": a.quick,
         "title": a.title,
+        "heading": a.heading,
         "rounds": a.rounds,
     }, a.out
 
@@ -212,7 +219,8 @@ def main(argv):
     prov["loadavg_start"] = load_start
     results = harness.run(config, log=log)
     prov["loadavg_end"] = loadavg()
-    md = report.render(results, prov)
+    prov["zloopgo_source"] = os.environ.get("ZL_BENCH_ZLOOPGO_SOURCE", "the checkout")
+    md = report.render(results, prov, config.get("heading", "##"))
     print(md)
     os.makedirs(out, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(results["started"]))

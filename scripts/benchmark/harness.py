@@ -23,7 +23,7 @@ SCRIPTS = os.path.dirname(HERE)
 REQUIRED = ["asyncio", "uvloop", "zloopgo"]
 OPTIONAL = [n for n in FACTORIES if n not in REQUIRED]  # zloop, rloop, rsloop, zuvloop
 FLOOR_LOOP = "python"
-STRACE_SIZE = 2_000  # round trips in the strace'd sample (minus one of 0)
+STRACE_SIZE = 2_000  # at most, round trips in the strace'd sample (minus one of 0)
 
 
 def run_worker(args, timeout, env_extra=None, prefix=()):
@@ -237,8 +237,9 @@ def run(config, log=print):
         for w in range(spec["warmup"]):
             order = rotate(contenders, w)
             for wl in wls:
+                size = max(1, int(sizes[wl.name] * spec.get("warmup_scale", 1)))
                 for loop in order:
-                    rec = sample(loop, wl, sizes[wl.name], timeout, spec["gc_off"], spec["pin"])
+                    rec = sample(loop, wl, size, timeout, spec["gc_off"], spec["pin"])
                     rec["warmup"] = w
                     table["warmup_samples"].append(rec)
                     say(f"{spec['id']} warm-up {w + 1}: {wl.name} {loop} {rec['status']}")
@@ -265,7 +266,8 @@ def run(config, log=print):
         table["round_load1"].append(_load1())
         if spec.get("strace"):
             ok, how = strace_available()
-            table["strace"] = {"how": how, "size": min(STRACE_SIZE, sizes[spec["strace"][0]])}
+            size = max(1, min(STRACE_SIZE, sizes[spec["strace"][0]] // 10))
+            table["strace"] = {"how": how, "size": size}
             for name in spec["strace"] if ok else []:
                 wl = workloads.WORKLOADS[name]
                 n = table["strace"]["size"]

@@ -935,19 +935,19 @@ _ALL = [
     ),
     Workload("sleep0", sleep0, 200_000, "1 task, sleep(0) x N (loop iterations)", rounds=5),
     Workload("tasks", tasks, 200_000, "N tasks awaiting sleep(0), batches of 5000"),
-    Workload("threadsafe", threadsafe, 200_000, "call_soon_threadsafe from 1 thread"),
+    Workload("threadsafe", threadsafe, 100_000, "call_soon_threadsafe from 1 thread"),
     Workload("rss", rss, 1_000_000, "peak RSS growth, N call_soon at once", metric="rss"),
     # network
-    Workload("stream_rtt", stream_rtt, 20_000, "1 KiB round trip, asyncio streams"),
-    Workload("proto_echo", proto_echo, 20_000, "1 KiB round trip, Protocol echo"),
+    Workload("stream_rtt", stream_rtt, 10_000, "1 KiB round trip, asyncio streams"),
+    Workload("proto_echo", proto_echo, 10_000, "1 KiB round trip, Protocol echo"),
     Workload("bulk", bulk, 256, "MiB in 64 KiB writes, flow control (MiB/s)", "mibs", unit=1 << 20),
-    Workload("udp_echo", udp_echo, 20_000, "1 KiB UDP datagram echo, one in flight"),
+    Workload("udp_echo", udp_echo, 10_000, "1 KiB UDP datagram echo, one in flight"),
     Workload("tls_rtt", tls_rtt, 5_000, "1 KiB round trip over TLS, asyncio streams"),
-    Workload("two_writes", two_writes, 20_000, "100 B request, reply in 2 writes (200 B + 1 KiB)"),
-    Workload("one_write", one_write, 20_000, "100 B request, reply in 1 write (1224 B)"),
+    Workload("two_writes", two_writes, 10_000, "100 B request, reply in 2 writes (200 B + 1 KiB)"),
+    Workload("one_write", one_write, 10_000, "100 B request, reply in 1 write (1224 B)"),
     # names
     Workload(
-        "getaddrinfo_numeric", getaddrinfo_numeric, 20_000, "await getaddrinfo('127.0.0.1', 80)"
+        "getaddrinfo_numeric", getaddrinfo_numeric, 10_000, "await getaddrinfo('127.0.0.1', 80)"
     ),
     Workload(
         "getaddrinfo_localhost",
