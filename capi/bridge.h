@@ -40,7 +40,8 @@ typedef struct {
     int64_t cancelled_timers; /* cancelled slots the engine has not handed back */
     int64_t ready_len;        /* handles waiting in the ready queue */
     int32_t stopping;         /* loop.stop() was called */
-    int32_t pad;
+    int32_t quiet;            /* the last batch cannot have made a descriptor
+                               * ready (see zl_dispatch) */
     /* written by Go, read by C in zl_dispatch: C memory, so that handing
      * them over passes no Go pointer */
     zl_event *events;         /* the engine's event buffer, events_cap long */

@@ -55,6 +55,8 @@ func (h *host) MustNotBlock() bool {
 
 func (h *host) Stopping() bool { return h.shared.stopping != 0 }
 
+func (h *host) Quiet() bool { return h.shared.quiet != 0 }
+
 func (h *host) Release()   { C.zl_release(h.loop) }
 func (h *host) Reacquire() { C.zl_reacquire(h.loop) }
 

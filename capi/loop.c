@@ -498,6 +498,8 @@ static int change_watch(zl_loop *L, int fd, zl_fdwatch *w, uint32_t new)
     uint32_t old = watch_mask(w);
     if (old == new)
         return 0;
+    if (new & ~old)
+        L->watch_changed = 1; /* a descriptor watched anew may be ready already */
     if (zl_check_not_forked() < 0)
         return -1;
     int err = zlgo_watch(L->engine, fd, old, new);
@@ -703,10 +705,21 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int reacquire)
     if (PyErr_CheckSignals() < 0)
         return -1;
     /* Only what is ready now runs; what these callbacks schedule waits for
-     * the next iteration. */
+     * the next iteration.
+     *
+     * The batch is quiet when every callback in it was a stream read fed
+     * natively that drained its socket: no code of the program ran, no
+     * descriptor was written to or registered, and every descriptor the
+     * wait reported was read to the end (a full event buffer may leave
+     * some unreported). Nothing the batch did can then make a descriptor
+     * ready, and the engine skips the next wait if it could not block:
+     * it would report only what became ready on its own meanwhile. */
     int rc = 0;
+    int quiet = !L->debug && nevents < L->sh.events_cap && L->sh.ready_len > 0;
     for (int64_t ntodo = L->sh.ready_len; ntodo > 0 && L->sh.ready_len > 0 && rc == 0; ntodo--) {
         zl_handle *h = ring_pop(L);
+        quiet = quiet && !h->cancelled && zl_is_native_read(h->callback);
+        zl_quiet_read = 0;
         if (!h->cancelled) {
             if (L->debug) {
                 PyObject *r = PyObject_CallMethodObjArgs((PyObject *)L, str_run_debug, (PyObject *)h, NULL);
@@ -716,8 +729,11 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int reacquire)
                 rc = zl_handle_run(h);
             }
         }
+        quiet = quiet && zl_quiet_read;
         Py_DECREF(h);
     }
+    L->sh.quiet = quiet && !L->watch_changed;
+    L->watch_changed = 0;
     return rc;
 }
 

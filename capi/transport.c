@@ -154,6 +154,8 @@ static PyObject *read_ready(PyObject *self, PyObject *unused)
     return r;
 }
 
+int zl_quiet_read;
+
 static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
 {
     int lost = field_true(self, F_CONN_LOST);
@@ -198,6 +200,27 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
         PyErr_SetFromErrno(PyExc_OSError);
         return report_fatal(self, msg_read_error);
     }
+    if (large != (n >= LARGE_READ) &&
+        set_field(self, F_LARGE_READS, Py_NewRef(n >= LARGE_READ ? Py_True : Py_False)) < 0) {
+        Py_XDECREF(data);
+        return NULL;
+    }
+    PyObject *protocol = get_field(self, F_PROTOCOL);
+    if (protocol == NULL) {
+        Py_XDECREF(data);
+        return NULL;
+    }
+    /* An asyncio stream: the bytes go straight into its StreamReader. */
+    int fed = zl_stream_feed(protocol, data ? PyBytes_AS_STRING(data) : scratch, n);
+    /* Fed natively and the socket drained (a stream socket returns less
+     * than asked only when nothing more is there): no Python code of the
+     * program ran, and this descriptor is not ready any more. */
+    zl_quiet_read = fed == 1 && n < max_size;
+    if (fed != 0) {
+        Py_DECREF(protocol);
+        Py_XDECREF(data);
+        return fed < 0 ? report_fatal(self, msg_data_received) : Py_NewRef(Py_None);
+    }
     if (data == NULL) {
         data = PyBytes_FromStringAndSize(scratch, n);
     } else if (n < max_size / 2) {
@@ -209,18 +232,11 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
         PyObject *exact = PyBytes_FromStringAndSize(PyBytes_AS_STRING(data), n);
         Py_SETREF(data, exact);
     } else if (n < max_size && _PyBytes_Resize(&data, n) < 0) {
+        Py_DECREF(protocol);
         return NULL;
     }
-    if (data == NULL)
-        return NULL;
-    if (large != (n >= LARGE_READ) &&
-        set_field(self, F_LARGE_READS, Py_NewRef(n >= LARGE_READ ? Py_True : Py_False)) < 0) {
-        Py_DECREF(data);
-        return NULL;
-    }
-    PyObject *protocol = get_field(self, F_PROTOCOL);
-    if (protocol == NULL) {
-        Py_DECREF(data);
+    if (data == NULL) {
+        Py_DECREF(protocol);
         return NULL;
     }
     PyObject *r = PyObject_CallMethodOneArg(protocol, s_data_received, data);
@@ -656,6 +672,11 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
 static PyObject *transport_is_closing(PyObject *self, PyObject *unused)
 {
     return get_field(self, F_CLOSING);
+}
+
+int zl_is_native_read(PyObject *callback)
+{
+    return PyCFunction_Check(callback) && PyCFunction_GET_FUNCTION(callback) == read_ready;
 }
 
 static PyMethodDef fast_methods[] = {

@@ -78,6 +78,7 @@ struct zl_loop {
     char debug;
     char running;             /* inside _zl_run */
     char in_callback;         /* running a callback: transports may hold its writes */
+    char watch_changed;       /* a descriptor was watched for more since the last batch */
     /* transports holding writes to send when the running callback returns */
     PyObject **flush;
     int64_t flush_len, flush_cap;
@@ -120,5 +121,19 @@ PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls);
  * pending Python exception is kept. */
 void zl_flush_writes(zl_loop *loop);
 void zl_drop_flush_list(zl_loop *loop);
+/* callback is a socket transport's native _read_ready method */
+int zl_is_native_read(PyObject *callback);
+/* set by the native read: its bytes went to a StreamReader natively and
+ * the socket is drained; zl_dispatch clears it before each callback */
+extern int zl_quiet_read;
+
+/* capi/streamfeed.c */
+int zl_streamfeed_ready(void);
+PyObject *zl_set_streams(PyObject *mod, PyObject *args);
+/* Hands n bytes read by a transport to protocol's asyncio.StreamReader
+ * natively: 1 if done, 0 if protocol is not one the fast path serves (the
+ * caller calls data_received), -1 with the exception data_received would
+ * have raised. */
+int zl_stream_feed(PyObject *protocol, const char *buf, Py_ssize_t n);
 
 #endif

@@ -45,6 +45,12 @@ type Host interface {
 	CancelledTimers() int
 	// MustNotBlock reports callbacks waiting to run or a stop request.
 	MustNotBlock() bool
+	// Quiet reports that nothing the last Dispatch ran can have made a
+	// descriptor ready (the host knows what its callbacks did). A wait
+	// that cannot block would then only report what became ready on its
+	// own since the last wait, at a moment no program can rely on; the
+	// engine skips it and the next wait reports it.
+	Quiet() bool
 	// Release is called before a wait that may block (the adapter drops the
 	// GIL). What it gives up is taken back by the Dispatch that follows
 	// (reacquire set), or by Reacquire if the wait failed: one call into
@@ -215,12 +221,13 @@ func (e *Engine) timeout() time.Duration {
 
 // poll waits for descriptor events; released reports that the host's
 // lock was given up for a wait that may block, so Dispatch must take it
-// back. A wait that cannot block skips the system call when no descriptor
-// is registered (a cross-thread wake-up needs no poll: its callback is
-// already queued).
+// back. A wait that cannot block skips the system call when it can find
+// nothing a program could count on: no descriptor is registered (a
+// cross-thread wake-up needs no poll: its callback is already queued), or
+// the host says its last batch was quiet.
 func (e *Engine) poll(timeout time.Duration) (n int, released bool, err error) {
 	switch {
-	case timeout == 0 && e.watched == 0:
+	case timeout == 0 && (e.watched == 0 || e.host.Quiet()):
 		return 0, false, nil
 	case timeout == 0:
 		n, err = e.reactor.Wait(e.events, 0)

@@ -29,6 +29,7 @@ type fakeHost struct {
 	cancelled  map[core.Token]bool
 	returned   map[core.Token]int // how often each token came back
 	ready      bool
+	quiet      bool
 	stopping   bool
 	stopAfter  int // if > 0, Stopping turns true after that many Dispatch calls
 	failAt     int // if > 0, the failAt-th Dispatch returns errDispatch
@@ -90,6 +91,7 @@ func (h *fakeHost) CancelledTimers() int {
 }
 
 func (h *fakeHost) MustNotBlock() bool { return h.ready || h.stopping }
+func (h *fakeHost) Quiet() bool        { return h.quiet }
 func (h *fakeHost) Release()           { *h.log = append(*h.log, "release") }
 func (h *fakeHost) Reacquire()         { *h.log = append(*h.log, "reacquire") }
 func (h *fakeHost) Stopping() bool     { return h.stopping }
@@ -463,6 +465,29 @@ func TestZeroTimeoutSkipsWaitWithoutDescriptors(t *testing.T) {
 	}
 }
 
+func TestZeroTimeoutSkipsWaitAfterAQuietBatch(t *testing.T) {
+	e, h, r := setup(t)
+	e.Watch(1)
+	h.ready, h.quiet = true, true
+	runOnce(t, e)
+	if r.waits() != 0 {
+		t.Fatalf("Wait called %d times after a quiet batch with work ready", r.waits())
+	}
+	// A quiet batch does not skip a wait that may block: nothing is ready.
+	h.ready = false
+	h.schedule(core.Now()+0.01, 1)
+	runOnce(t, e)
+	if r.waits() != 1 || r.lastTimeout(t) <= 0 {
+		t.Fatalf("after a quiet batch with nothing ready: %d waits, timeouts %v; want one that may block", r.waits(), r.timeouts)
+	}
+	// Nor a zero wait after a batch that was not quiet.
+	h.ready, h.quiet = true, false
+	runOnce(t, e)
+	if r.waits() != 2 || r.lastTimeout(t) != 0 {
+		t.Fatalf("after a batch that was not quiet: %d waits, timeouts %v; want a second one of 0", r.waits(), r.timeouts)
+	}
+}
+
 func TestBlockingWaitHappensWithoutDescriptors(t *testing.T) {
 	// A cross-thread wake-up must still be able to end the wait.
 	e, h, r := setup(t)
@@ -646,6 +671,7 @@ func (h *busyHost) TakeNewTimers() []core.NewTimer { return nil }
 func (h *busyHost) TimerCancelled(core.Token) bool { return false }
 func (h *busyHost) CancelledTimers() int           { return 0 }
 func (h *busyHost) MustNotBlock() bool             { return true }
+func (h *busyHost) Quiet() bool                    { return false }
 func (h *busyHost) Release()                       {}
 func (h *busyHost) Reacquire()                     {}
 func (h *busyHost) Stopping() bool {

@@ -10,7 +10,7 @@ transport internals; it knows nothing of the engine.
 """
 
 import sys
-from asyncio import selector_events
+from asyncio import selector_events, streams
 
 from . import _engine
 
@@ -105,3 +105,10 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
 
 
 _engine.set_transport_layout(SocketTransport)
+
+# Bytes read for an asyncio stream go straight into its StreamReader
+# (capi/streamfeed.c), which does what StreamReaderProtocol.data_received
+# and StreamReader.feed_data do on the versions whose code it was checked
+# against; elsewhere those methods run as they are.
+if (3, 10) <= sys.version_info[:2] <= (3, 13):
+    _engine.set_streams(streams.StreamReaderProtocol, streams.StreamReader, sys.flags.optimize == 0)

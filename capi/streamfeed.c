@@ -1,0 +1,254 @@
+/* The stream fast path: bytes a socket transport reads are handed to an
+ * asyncio.StreamReader without running StreamReaderProtocol.data_received
+ * and StreamReader.feed_data in Python. It does, step by step, what those
+ * two methods and StreamReader._wakeup_waiter do (identical on CPython
+ * 3.10 to 3.13): append to the reader's bytearray, wake its waiter, pause
+ * reading past twice the limit — so the reader's state afterwards is the
+ * same, and a failure raises what the Python code would raise.
+ *
+ * It applies only when nothing could tell the difference: the protocol is
+ * exactly StreamReaderProtocol and the reader exactly StreamReader, their
+ * classes still hold the methods zloopgo checked at import (a
+ * monkeypatched or subclassed method takes the Python path), and neither
+ * instance overrides them. It knows asyncio's stream classes by their
+ * attribute names; it knows nothing of the loop or the engine. */
+#include "zl.h"
+
+static PyTypeObject *protocol_type, *reader_type;
+/* what the classes held when zloopgo checked them */
+static PyObject *data_received_fn, *stream_reader_prop, *feed_data_fn, *wakeup_waiter_fn;
+static unsigned int protocol_version, reader_version; /* tp_version_tag when last checked */
+static int check_asserts; /* sys.flags.optimize == 0: feed_data's assert runs */
+
+static PyObject *s_data_received, *s_stream_reader, *s_feed_data, *s_wakeup_waiter, *s_reader_wr,
+    *s_eof, *s_buffer, *s_waiter, *s_transport, *s_paused, *s_limit, *s_cancelled, *s_set_result,
+    *s_pause_reading;
+
+/* _engine.set_streams(StreamReaderProtocol, StreamReader, check_asserts)
+ * turns the fast path on (None turns it off). */
+PyObject *zl_set_streams(PyObject *mod, PyObject *args)
+{
+    PyObject *proto, *reader;
+    int asserts;
+    if (!PyArg_ParseTuple(args, "OOp", &proto, &reader, &asserts))
+        return NULL;
+    Py_CLEAR(protocol_type);
+    Py_CLEAR(reader_type);
+    if (proto == Py_None)
+        Py_RETURN_NONE;
+    if (!PyType_Check(proto) || !PyType_Check(reader))
+        return PyErr_Format(PyExc_TypeError, "expected two classes");
+    struct {
+        PyObject **slot;
+        PyTypeObject *type;
+        PyObject *name;
+    } methods[] = {
+        {&data_received_fn, (PyTypeObject *)proto, s_data_received},
+        {&stream_reader_prop, (PyTypeObject *)proto, s_stream_reader},
+        {&feed_data_fn, (PyTypeObject *)reader, s_feed_data},
+        {&wakeup_waiter_fn, (PyTypeObject *)reader, s_wakeup_waiter},
+    };
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+        PyObject *m = _PyType_Lookup(methods[i].type, methods[i].name); /* borrowed */
+        if (m == NULL)
+            return PyErr_Format(PyExc_TypeError, "%R has no %R", methods[i].type, methods[i].name);
+        Py_XSETREF(*methods[i].slot, Py_NewRef(m));
+    }
+    protocol_type = (PyTypeObject *)Py_NewRef(proto);
+    reader_type = (PyTypeObject *)Py_NewRef(reader);
+    protocol_version = protocol_type->tp_version_tag;
+    reader_version = reader_type->tp_version_tag;
+    check_asserts = asserts;
+    Py_RETURN_NONE;
+}
+
+/* The class still resolves `name` to what was checked. A changed version
+ * tag (any attribute of the class or a base set since) means look again. */
+static int class_unchanged(PyTypeObject *type, unsigned int *version, PyObject *name1,
+                           PyObject *fn1, PyObject *name2, PyObject *fn2)
+{
+    if (type->tp_version_tag != 0 && type->tp_version_tag == *version)
+        return 1;
+    if (_PyType_Lookup(type, name1) != fn1 || _PyType_Lookup(type, name2) != fn2)
+        return 0;
+    *version = type->tp_version_tag; /* the lookups assigned one if it had none */
+    return 1;
+}
+
+/* obj.name is still the class's method fn, bound to obj (an attribute set
+ * on the instance would override it). Asked through ordinary attribute
+ * lookup, so that an instance's dictionary is never materialized. */
+static int bound_method_is(PyObject *obj, PyObject *name, PyObject *fn)
+{
+    PyObject *m = PyObject_GetAttr(obj, name);
+    if (m == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int same = PyMethod_Check(m) && PyMethod_GET_FUNCTION(m) == fn && PyMethod_GET_SELF(m) == obj;
+    Py_DECREF(m);
+    return same;
+}
+
+static int attr_true(PyObject *obj, PyObject *name)
+{
+    PyObject *v = PyObject_GetAttr(obj, name);
+    if (v == NULL)
+        return -1;
+    int r = v == Py_True ? 1 : v == Py_False || v == Py_None ? 0 : PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+}
+
+/* StreamReader._wakeup_waiter() */
+static int wakeup_waiter(PyObject *reader)
+{
+    PyObject *waiter = PyObject_GetAttr(reader, s_waiter);
+    if (waiter == NULL)
+        return -1;
+    int rc = 0;
+    if (waiter != Py_None) {
+        rc = PyObject_SetAttr(reader, s_waiter, Py_None);
+        PyObject *cancelled = rc == 0 ? PyObject_CallMethodNoArgs(waiter, s_cancelled) : NULL;
+        int is = cancelled == NULL ? -1 : PyObject_IsTrue(cancelled);
+        Py_XDECREF(cancelled);
+        if (is == 0) {
+            PyObject *r = PyObject_CallMethodOneArg(waiter, s_set_result, Py_None);
+            Py_XDECREF(r);
+            is = r == NULL ? -1 : 1;
+        }
+        rc = is < 0 ? -1 : 0;
+    }
+    Py_DECREF(waiter);
+    return rc;
+}
+
+/* len(buffer) > 2 * limit, with Python's arithmetic: 1, 0 or -1. */
+static int over_twice(Py_ssize_t buffered, PyObject *limit)
+{
+    if (PyLong_CheckExact(limit)) {
+        int overflow;
+        long long l = PyLong_AsLongLongAndOverflow(limit, &overflow);
+        if (overflow == 0 && !(l == -1 && PyErr_Occurred()) && l > -(1LL << 60) && l < (1LL << 60))
+            return (long long)buffered > 2 * l;
+        PyErr_Clear();
+    }
+    PyObject *two = PyLong_FromLong(2);
+    PyObject *twice = two ? PyNumber_Multiply(two, limit) : NULL;
+    PyObject *size = twice ? PyLong_FromSsize_t(buffered) : NULL;
+    int r = size ? PyObject_RichCompareBool(size, twice, Py_GT) : -1;
+    Py_XDECREF(two);
+    Py_XDECREF(twice);
+    Py_XDECREF(size);
+    return r;
+}
+
+/* The tail of StreamReader.feed_data: pause reading once more than twice
+ * the limit is buffered; a transport that cannot pause is forgotten. */
+static int maybe_pause(PyObject *reader, Py_ssize_t buffered)
+{
+    PyObject *transport = PyObject_GetAttr(reader, s_transport);
+    if (transport == NULL)
+        return -1;
+    if (transport == Py_None) {
+        Py_DECREF(transport);
+        return 0;
+    }
+    int rc = -1, paused = attr_true(reader, s_paused), over = 0;
+    if (paused == 0) {
+        PyObject *limit = PyObject_GetAttr(reader, s_limit);
+        over = limit ? over_twice(buffered, limit) : -1;
+        Py_XDECREF(limit);
+    }
+    if (paused < 0 || over < 0) {
+        rc = -1;
+    } else if (paused || !over) {
+        rc = 0;
+    } else {
+        PyObject *r = PyObject_CallMethodNoArgs(transport, s_pause_reading);
+        if (r != NULL) {
+            Py_DECREF(r);
+            rc = PyObject_SetAttr(reader, s_paused, Py_True);
+        } else if (PyErr_ExceptionMatches(PyExc_NotImplementedError)) {
+            PyErr_Clear();
+            rc = PyObject_SetAttr(reader, s_transport, Py_None);
+        }
+    }
+    Py_DECREF(transport);
+    return rc;
+}
+
+int zl_stream_feed(PyObject *protocol, const char *buf, Py_ssize_t n)
+{
+    if (protocol_type == NULL || Py_TYPE(protocol) != protocol_type ||
+        !class_unchanged(protocol_type, &protocol_version, s_data_received, data_received_fn,
+                         s_stream_reader, stream_reader_prop) ||
+        !bound_method_is(protocol, s_data_received, data_received_fn))
+        return 0;
+    /* data_received: reader = self._stream_reader (a weak reference) */
+    PyObject *wr = PyObject_GetAttr(protocol, s_reader_wr);
+    if (wr == NULL)
+        return -1;
+    PyObject *reader = NULL;
+    if (wr != Py_None) {
+        reader = PyObject_CallNoArgs(wr);
+        if (reader == NULL) {
+            Py_DECREF(wr);
+            return -1;
+        }
+    }
+    Py_DECREF(wr);
+    if (reader == NULL || reader == Py_None) { /* no reader: the data is dropped */
+        Py_XDECREF(reader);
+        return 1;
+    }
+    if (Py_TYPE(reader) != reader_type ||
+        !class_unchanged(reader_type, &reader_version, s_feed_data, feed_data_fn, s_wakeup_waiter,
+                         wakeup_waiter_fn) ||
+        !bound_method_is(reader, s_feed_data, feed_data_fn) ||
+        !bound_method_is(reader, s_wakeup_waiter, wakeup_waiter_fn)) {
+        Py_DECREF(reader);
+        return 0;
+    }
+    int rc = -1;
+    PyObject *buffer = NULL;
+    int eof = check_asserts ? attr_true(reader, s_eof) : 0;
+    if (eof > 0)
+        PyErr_SetString(PyExc_AssertionError, "feed_data after feed_eof");
+    if (eof == 0 && (buffer = PyObject_GetAttr(reader, s_buffer)) != NULL) {
+        if (!PyByteArray_CheckExact(buffer)) {
+            rc = 0; /* not asyncio's bytearray: let feed_data deal with it */
+        } else {
+            Py_ssize_t old = PyByteArray_GET_SIZE(buffer);
+            if (PyByteArray_Resize(buffer, old + n) == 0) {
+                memcpy(PyByteArray_AS_STRING(buffer) + old, buf, n);
+                if (wakeup_waiter(reader) == 0 && maybe_pause(reader, PyByteArray_GET_SIZE(buffer)) == 0)
+                    rc = 1;
+            }
+        }
+    }
+    Py_XDECREF(buffer);
+    Py_DECREF(reader);
+    return rc;
+}
+
+int zl_streamfeed_ready(void)
+{
+    struct {
+        PyObject **slot;
+        const char *text;
+    } names[] = {
+        {&s_data_received, "data_received"}, {&s_stream_reader, "_stream_reader"},
+        {&s_feed_data, "feed_data"}, {&s_wakeup_waiter, "_wakeup_waiter"},
+        {&s_reader_wr, "_stream_reader_wr"}, {&s_eof, "_eof"}, {&s_buffer, "_buffer"},
+        {&s_waiter, "_waiter"}, {&s_transport, "_transport"}, {&s_paused, "_paused"},
+        {&s_limit, "_limit"}, {&s_cancelled, "cancelled"}, {&s_set_result, "set_result"},
+        {&s_pause_reading, "pause_reading"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        *names[i].slot = PyUnicode_InternFromString(names[i].text);
+        if (*names[i].slot == NULL)
+            return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,100 @@
+"""Where descriptor callbacks fall among call_soon callbacks, dual-run.
+
+asyncio polls once per iteration, before running what is ready: a
+descriptor a callback makes ready (a write to a socketpair in the same
+process, a reader added on a readable socket, data left unread) is
+reported at the start of the next iteration, among the callbacks that
+iteration runs. zloopgo skips that poll only after a batch that cannot
+have made a descriptor ready (core/engine.go, Quiet); these tests pin
+the cases where it must not skip it."""
+
+import asyncio
+import socket
+
+
+def _order(loop, first):
+    """Runs `first(order, a, b)` as a callback with b's reader recording
+    "R" (once), and returns the order of what ran."""
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    b.setblocking(False)
+    order = []
+    done = loop.create_future()
+
+    def on_readable():
+        b.recv(1 << 20)
+        loop.remove_reader(b)
+        order.append("R")
+
+    def finish():
+        order.append("end")
+        done.set_result(None)
+
+    loop.add_reader(b, on_readable)
+    loop.call_soon(first, order, a, b)
+    loop.call_later(0.05, finish)
+    loop.run_until_complete(done)
+    a.close()
+    b.close()
+    return order
+
+
+def test_a_callbacks_write_is_seen_by_the_next_iterations_poll(loop):
+    def first(order, a, b):
+        a.send(b"x")
+        loop.call_soon(lambda: (order.append("Y"), loop.call_soon(order.append, "Z")))
+
+    assert _order(loop, first) == ["Y", "R", "Z", "end"]
+
+
+def test_a_transport_write_is_seen_by_the_next_iterations_poll(loop):
+    async def main():
+        order = []
+        ours, peer = socket.socketpair()
+        peer.setblocking(False)
+        transport, _ = await loop.connect_accepted_socket(asyncio.Protocol, ours)
+        got = loop.create_future()
+
+        def on_readable():
+            peer.recv(100)
+            loop.remove_reader(peer)
+            order.append("R")
+            got.set_result(None)
+
+        loop.add_reader(peer, on_readable)
+
+        def first():
+            transport.write(b"x")
+            loop.call_soon(lambda: (order.append("Y"), loop.call_soon(order.append, "Z")))
+
+        loop.call_soon(first)
+        await got
+        await asyncio.sleep(0.01)
+        transport.close()
+        peer.close()
+        return order
+
+    assert loop.run_until_complete(main()) == ["Y", "R", "Z"]
+
+
+def test_a_stream_read_that_leaves_data_is_read_again_next_iteration(loop):
+    # More than one read takes (max_size, 256 KiB) arrives at once: the
+    # socket stays readable, and asyncio reads the rest in the very next
+    # iteration, which also runs the task the first read woke; one
+    # iteration later the task sees everything buffered.
+    async def main():
+        ours, peer = socket.socketpair()
+        peer.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        # a limit that never pauses reading here
+        reader, writer = await asyncio.open_connection(sock=ours, limit=1 << 20)
+        peer.sendall(b"d" * 400_000)
+        first = await reader.read(1)  # woken by the first read
+        seen = [len(reader._buffer)]
+        await asyncio.sleep(0)
+        seen.append(len(reader._buffer))
+        writer.close()
+        peer.close()
+        return first, seen
+
+    assert loop.run_until_complete(main()) == (b"d", [262_143, 399_999])
