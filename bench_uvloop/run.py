@@ -825,8 +825,14 @@ def main(argv=None):
         if not str(prov.get("uvloop", "")).replace(".", "").isdigit():
             raise SystemExit(f"uvloop is needed in {opts.python}: {prov['uvloop']}")
         opts.absent = {}
+        installs = {}
+        if os.path.exists(os.environ.get("ZL_BENCH_INSTALLS", "")):
+            with open(os.environ["ZL_BENCH_INSTALLS"]) as f:
+                installs = json.load(f)  # scripts/bench's wheel-only installs
         for c in list(opts.contenders):
             why = probe_loop(opts, c)
+            if why and installs.get(c, "ok") != "ok":
+                why = f"not installed ({installs[c]})"
             if why:
                 opts.absent[c] = why
                 opts.contenders.remove(c)

@@ -351,8 +351,14 @@ def main(argv=None):
     opts.pin_server = ["taskset", "-c", str(cpus[0])] if pin else []
     opts.pin_client = ["taskset", "-c", str(cpus[1])] if pin else []
     absent = {}
+    installs = {}
+    if os.path.exists(os.environ.get("ZL_BENCH_INSTALLS", "")):
+        with open(os.environ["ZL_BENCH_INSTALLS"]) as f:
+            installs = json.load(f)  # scripts/bench's wheel-only installs
     for c in list(opts.contenders):
         why = probe(c)
+        if why and installs.get(c, "ok") != "ok":
+            why = f"not installed ({installs[c]})"
         if why:
             absent[c] = why
             opts.contenders.remove(c)

@@ -282,6 +282,16 @@ def seed_extras(add, table, cells, contenders, peers):
             row.append(fmt_ratio(z / o if z and o else None))
         add("| " + " | ".join(row) + " |")
     add("")
+    if "seed_callbacks" in names and ZL in contenders and "uvloop" in contenders:
+        z = cells[("seed_callbacks", ZL)].get("peak_rss_mib")
+        u = cells[("seed_callbacks", "uvloop")].get("peak_rss_mib")
+        if z and u:
+            r = z["median"] / u["median"]
+            add(
+                f"RSS target (zloopgo's peak RSS with the callbacks queued <= uvloop's): "
+                f"{r:.2f}x, {'met' if r <= 1.0 else 'not met'}."
+            )
+            add("")
     if "seed_tcp" in names:
         st_info = table.get("strace") or {}
         add(
