@@ -1,0 +1,192 @@
+"""ASGI servers in a subprocess serving apps/asgi_app.py: uvicorn (`--loop
+zloopgo:new_event_loop`, or `--loop asyncio`) with the httptools and with
+the h11 HTTP implementation, and hypercorn (apps/hypercorn_server.py runs
+`hypercorn.asyncio.serve` under `zloopgo.run` or `asyncio.run`). Each case:
+the server's own report of its loop, keep-alive, chunked bodies both ways,
+10 MiB up and down checked by hash, websocket echo and close codes (the
+`websockets` client, on the loop under test), lifespan events, and SIGINT
+shutdown within a second with exit status 0."""
+
+import asyncio
+import time
+
+import pytest
+import websockets
+from e2e_util import (
+    ASGI_SERVERS,
+    EXPECTED_LOOP,
+    MIB,
+    RawHTTP,
+    ServerProcess,
+    asgi_server_argv,
+    get,
+    payload,
+    read_lines,
+    sha256,
+)
+from websockets.asyncio.client import connect
+
+
+@pytest.fixture(scope="module", params=ASGI_SERVERS)
+def kind(request):
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def server(loop_name, kind, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp(f"{kind}-{loop_name}")
+    srv = ServerProcess(
+        asgi_server_argv(kind, loop_name),
+        tmp / "server.log",
+        env={"E2E_LIFESPAN_LOG": str(tmp / "lifespan.log")},
+    ).start()
+    yield srv
+    srv.kill()
+
+
+def test_server_runs_on_loop_under_test(server, loop_name):
+    response = get(server.port, "/loop")
+    assert response.status == 200
+    assert response.json()["loop"] == EXPECTED_LOOP[loop_name]
+    assert response.json()["pid"] == server.proc.pid
+
+
+def test_keep_alive(server):
+    with RawHTTP(server.port) as conn:
+        local_port = conn.sock.getsockname()[1]
+        seen = []
+        for _ in range(5):
+            response = conn.request("GET", "/client")
+            assert response.status == 200
+            assert "close" not in response.headers.get("connection", "").lower()
+            seen.append(response.json()["client"][1])
+            assert response.json()["http_version"] == "1.1"
+    # Every request arrived on the same connection: the one this socket opened.
+    assert seen == [local_port] * 5
+
+
+def test_chunked_request_body(server):
+    parts = [b"a" * 1000, b"b" * 70_000, b"", b"c" * 5, payload(3, 200_000)]
+    parts = [p for p in parts if p]  # an empty chunk would end the body
+    with RawHTTP(server.port) as conn:
+        response = conn.request("POST", "/upload", chunks=parts)
+    assert response.status == 200
+    got = response.json()
+    assert got["transfer_encoding"] == "chunked"
+    assert got["size"] == sum(map(len, parts))
+    assert got["sha256"] == sha256(b"".join(parts))
+
+
+def test_chunked_response_body(server):
+    sizes = [1, 1000, 70_000, 3]
+    with RawHTTP(server.port) as conn:
+        response = conn.request("GET", "/chunks?sizes=" + ",".join(map(str, sizes)))
+        assert response.status == 200
+        assert response.headers["transfer-encoding"] == "chunked"
+        assert "content-length" not in response.headers
+        # One chunk on the wire per body message the app sent.
+        assert response.chunks == sizes
+        assert response.body == b"".join(bytes([65 + i]) * n for i, n in enumerate(sizes))
+        # The connection stays usable after the terminating chunk.
+        assert conn.request("GET", "/client").status == 200
+
+
+def test_upload_10mib(server):
+    data = payload(1, 10 * MIB)
+    with RawHTTP(server.port) as conn:
+        response = conn.request("POST", "/upload", body=data)
+    assert response.status == 200
+    got = response.json()
+    assert got["size"] == len(data)
+    assert got["sha256"] == sha256(data)
+    assert got["transfer_encoding"] is None
+
+
+def test_download_10mib(server):
+    with RawHTTP(server.port) as conn:
+        response = conn.request("GET", f"/download?seed=2&size={10 * MIB}")
+    assert response.status == 200
+    assert int(response.headers["content-length"]) == 10 * MIB
+    assert sha256(response.body) == sha256(payload(2, 10 * MIB))
+
+
+def test_websocket_echo(server, loop):
+    async def main():
+        async with connect(f"ws://127.0.0.1:{server.port}/ws", max_size=4 * MIB) as ws:
+            for text in ["hello", "", "é" * 5000]:
+                await ws.send(text)
+                assert await asyncio.wait_for(ws.recv(), 10) == text
+            for data in [b"\x00\xff", payload(4, 1 * MIB)]:
+                await ws.send(data)
+                echoed = await asyncio.wait_for(ws.recv(), 10)
+                assert isinstance(echoed, bytes)
+                assert echoed == data
+            # The type of a frame is kept: text stays str, binary stays bytes.
+            await ws.send(b"text?")
+            assert await asyncio.wait_for(ws.recv(), 10) == b"text?"
+
+    loop.run_until_complete(asyncio.wait_for(main(), 30))
+
+
+def test_websocket_close_codes(server, kind, loop, loop_name):
+    tag = f"{kind}-{loop_name}-{time.monotonic_ns()}"
+
+    async def main():
+        # The server closes with the code and reason it is told.
+        async with connect(f"ws://127.0.0.1:{server.port}/ws") as ws:
+            await ws.send("close:4001:bye now")
+            with pytest.raises(websockets.ConnectionClosed) as info:
+                await asyncio.wait_for(ws.recv(), 10)
+            assert info.value.rcvd is not None
+            assert (info.value.rcvd.code, info.value.rcvd.reason) == (4001, "bye now")
+        # The client closes with its own code; the server answers with it.
+        async with connect(f"ws://127.0.0.1:{server.port}/ws?tag={tag}") as ws:
+            await ws.send("ping")
+            assert await asyncio.wait_for(ws.recv(), 10) == "ping"
+            await ws.close(code=4002, reason="client done")
+            assert ws.close_code == 4002
+
+    loop.run_until_complete(asyncio.wait_for(main(), 30))
+    # The app receives websocket.disconnect with the client's code.
+    # hypercorn 0.18 hands the app 1006 for any close the client starts (its
+    # ws_stream does not pass the peer's code on), on asyncio as well.
+    expected = 1006 if kind == "hypercorn" else 4002
+    deadline = time.monotonic() + 5
+    while tag not in (closes := get(server.port, "/ws-closes").json()):
+        assert time.monotonic() < deadline, "the app never received websocket.disconnect"
+        time.sleep(0.05)
+    assert closes[tag] == expected
+
+
+def test_lifespan_and_sigint_shutdown(loop_name, kind, tmp_path):
+    lifespan_log = tmp_path / "lifespan.log"
+    srv = ServerProcess(
+        asgi_server_argv(kind, loop_name),
+        tmp_path / "server.log",
+        env={"E2E_LIFESPAN_LOG": str(lifespan_log)},
+    ).start()
+    try:
+        assert read_lines(lifespan_log) == [f"startup {EXPECTED_LOOP[loop_name]}"]
+        # An idle keep-alive connection must not hold the shutdown up.
+        with RawHTTP(srv.port) as idle:
+            assert idle.request("GET", "/loop").json()["loop"] == EXPECTED_LOOP[loop_name]
+            status, seconds = srv.interrupt()
+            # The server closed the idle connection on its way out.
+            assert idle.rfile.read() == b""
+    finally:
+        srv.kill()
+    output = srv.output()
+    assert status == 0, output
+    assert seconds < 1.0, f"SIGINT to exit took {seconds:.2f} s\n{output}"
+    assert read_lines(lifespan_log) == [f"startup {EXPECTED_LOOP[loop_name]}", "shutdown"]
+    if kind.startswith("uvicorn"):
+        assert "Application shutdown complete." in output
+    assert not srv.problems(), output
+
+
+def test_server_logged_no_error(server):
+    # Runs after the module's other cases on this server (pytest keeps file
+    # order within a parameter): whatever they did, the server logged no
+    # error and no traceback.
+    assert server.proc.poll() is None, server.output()
+    assert not server.problems(), server.output()
