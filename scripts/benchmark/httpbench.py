@@ -1,4 +1,5 @@
-"""The HTTP row: uvicorn (httptools, one worker) serving benchmark.httpapp on
+"""The HTTP rows: uvicorn (httptools, one worker) serving benchmark.httpapp,
+and aiohttp's web server with the same responses (benchmark.aiohttpapp), on
 each loop, driven by wrk from a separate process pinned to another CPU.
 
     python -m benchmark.httpbench [--rounds 3] [--duration 2] [--contenders ...]
@@ -105,20 +106,32 @@ def parse_wrk(out):
     return got
 
 
-def run_sample(opts, loop, kind, duration, tmpdir):
-    port = free_port()
-    res = {"loop": loop, "kind": kind, "duration": duration}
-    cmd = [*opts.pin_server, sys.executable, "-m", "uvicorn", "benchmark.httpapp:app"]
+def server_command(server, loop, port):
+    if server == "aiohttp":
+        cmd = [sys.executable, "-m", "benchmark.aiohttpapp", "--port", str(port), "--loop", loop]
+        return cmd, SCRIPTS
+    cmd = [sys.executable, "-m", "uvicorn", "benchmark.httpapp:app"]
     cmd += ["--app-dir", SCRIPTS, "--host", "127.0.0.1", "--port", str(port)]
     cmd += ["--http", "httptools", "--loop", uvicorn_loop(loop), "--no-access-log"]
     cmd += ["--log-level", "warning", "--lifespan", "on"]
-    out_path = os.path.join(tmpdir, f"uvicorn-{loop}-{kind}.out")
+    return cmd, None
+
+
+def run_sample(opts, server_name, loop, kind, duration, tmpdir):
+    port = free_port()
+    res = {"server": server_name, "loop": loop, "kind": kind, "duration": duration}
+    cmd, cwd = server_command(server_name, loop, port)
+    out_path = os.path.join(tmpdir, f"{server_name}-{loop}-{kind}.out")
     with open(out_path, "w+") as out:
         server = subprocess.Popen(
-            cmd, stdout=out, stderr=subprocess.STDOUT, cwd=tmpdir, start_new_session=True
+            [*opts.pin_server, *cmd],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=cwd or tmpdir,
+            start_new_session=True,
         )
         try:
-            if not wait_ready(port, server, time.monotonic() + 20):
+            if not wait_ready(port, server, time.monotonic() + 15):
                 out.seek(0)
                 tail = out.read().strip().splitlines()[-1:] or [""]
                 res["status"] = "error" if server.poll() is not None else "timeout"
@@ -151,10 +164,10 @@ def run_sample(opts, loop, kind, duration, tmpdir):
                 return res
             server.send_signal(signal.SIGTERM)
             try:
-                server.wait(timeout=15)
+                server.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 res["status"] = "timeout"
-                res["detail"] = "uvicorn did not stop within 15 s of SIGTERM"
+                res["detail"] = f"{server_name} did not stop within 5 s of SIGTERM"
                 return res
         finally:
             if server.poll() is None:
@@ -210,20 +223,20 @@ def report(opts, samples, absent, elapsed):
     peers = [c for c in names if c != "zloopgo"] if "zloopgo" in names else []
     measured = [s for s in samples if s["round"] != "warm-up"]
 
-    def st(loop, kind, key):
+    def st(loop, row, key):
         vals = [
             s[key]
             for s in measured
-            if s["loop"] == loop and s["kind"] == kind and s["status"] == "ok"
+            if s["loop"] == loop and (s["server"], s["kind"]) == row and s["status"] == "ok"
         ]
         return summarize(vals)
 
-    def fails(loop, kind):
-        got = [s for s in measured if s["loop"] == loop and s["kind"] == kind]
+    def fails(loop, row):
+        got = [s for s in measured if s["loop"] == loop and (s["server"], s["kind"]) == row]
         bad = sum(1 for s in got if s["status"] != "ok")
         return f" ({bad}/{len(got)} failed)" if bad else ""
 
-    add(f"{h} HTTP: uvicorn + httptools, one worker, driven by wrk")
+    add(f"{h} HTTP: uvicorn + httptools (one worker) and aiohttp, driven by wrk")
     add("")
     if opts.skipped:
         add(f"**Not run: {opts.skipped}.**")
@@ -232,7 +245,9 @@ def report(opts, samples, absent, elapsed):
     add(
         f"`uvicorn benchmark.httpapp:app --http httptools --loop L` (zloopgo: "
         f"`--loop zloopgo:new_event_loop`), a raw ASGI app answering `GET /plaintext` "
-        f"(13 B) and `GET /json` (10,240 B); `wrk -t1 -c{opts.conns} -d{opts.duration}s "
+        f"(13 B) and `GET /json` (10,240 B); the same responses from an aiohttp `web` "
+        f"server (`benchmark/aiohttpapp.py`, `web.run_app(loop=...)`) when aiohttp is "
+        f"installed; `wrk -t1 -c{opts.conns} -d{opts.duration}s "
         f"--latency`; "
         + (
             f"server pinned to CPU {opts.pin_server[-1]}, wrk to CPU {opts.pin_client[-1]}"
@@ -253,11 +268,11 @@ def report(opts, samples, absent, elapsed):
     ):
         add(f"{title}:")
         add("")
-        head = ["response", *names] + [f"zloopgo vs {p}" for p in peers]
+        head = ["server", "response", *names] + [f"zloopgo vs {p}" for p in peers]
         add("| " + " | ".join(head) + " |")
-        add("|" + "|".join([" --- "] + [" ---: "] * (len(head) - 1)) + "|")
-        for kind in PATHS:
-            row = [kind]
+        add("|" + "|".join([" --- "] * 2 + [" ---: "] * (len(head) - 2)) + "|")
+        for kind in opts.rows:
+            row = list(kind)
             med = {}
             for c in names:
                 s = st(c, kind, key)
@@ -276,28 +291,32 @@ def report(opts, samples, absent, elapsed):
         add("")
     add("Every cell (requests/s): median, min, max, CoV:")
     add("")
-    add("| response | loop | ok | median | min | max | CoV |")
-    add("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
-    for kind in PATHS:
+    add("| server | response | loop | ok | median | min | max | CoV |")
+    add("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for kind in opts.rows:
         for c in names:
             s = st(c, kind, "rate")
-            n = sum(1 for x in measured if x["loop"] == c and x["kind"] == kind)
+            n = sum(1 for x in measured if x["loop"] == c and (x["server"], x["kind"]) == kind)
             if s:
                 add(
-                    f"| {kind} | {c} | {s['n']}/{n} | {s['median']:,.0f} | {s['min']:,.0f} | "
-                    f"{s['max']:,.0f} | {s['cov'] * 100:.1f}% |"
+                    f"| {kind[0]} | {kind[1]} | {c} | {s['n']}/{n} | {s['median']:,.0f} | "
+                    f"{s['min']:,.0f} | {s['max']:,.0f} | {s['cov'] * 100:.1f}% |"
                 )
             else:
-                add(f"| {kind} | {c} | 0/{n} | — | — | — | — |")
+                add(f"| {kind[0]} | {kind[1]} | {c} | 0/{n} | — | — | — | — |")
     add("")
     bad = [s for s in samples if s["status"] != "ok"]
     add("Failures: " + ("none." if not bad else ""))
     for s in bad:
-        add(f"- {s['round']}: {s['kind']} on {s['loop']}: **{s['status']}**: {s.get('detail', '')}")
+        add(
+            f"- {s['round']}: {s['server']} {s['kind']} on {s['loop']}: **{s['status']}**: "
+            f"{s.get('detail', '')}"
+        )
     add("")
     vers = opts.versions
     add(
         f"Provenance: uvicorn {vers.get('uvicorn')}, httptools {vers.get('httptools')}, "
+        f"aiohttp {vers.get('aiohttp') or 'not installed'}, "
         f"{opts.wrk_version}; load average at the end "
         f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; {elapsed:.0f} s."
     )
@@ -309,7 +328,7 @@ def versions():
     from importlib import metadata
 
     out = {}
-    for d in ("uvicorn", "httptools"):
+    for d in ("uvicorn", "httptools", "aiohttp"):
         try:
             out[d] = metadata.version(d)
         except metadata.PackageNotFoundError:
@@ -334,6 +353,7 @@ def main(argv=None):
     p.add_argument("--duration", type=int, default=2, help="seconds of wrk per sample (2)")
     p.add_argument("--conns", type=int, default=32, help="wrk connections (32)")
     p.add_argument("--contenders", default="asyncio,uvloop,zloopgo,zloop")
+    p.add_argument("--servers", default="uvicorn,aiohttp", help="of uvicorn,aiohttp")
     p.add_argument("--heading", default="##")
     p.add_argument("--tag", default="")
     p.add_argument("--out", default=os.path.join(ROOT, "bench-results"))
@@ -344,8 +364,12 @@ def main(argv=None):
     opts.skipped = ""
     if opts.wrk is None:
         opts.skipped = "wrk is not installed (Debian package `wrk`)"
-    elif None in opts.versions.values():
+    elif not (opts.versions["uvicorn"] and opts.versions["httptools"]):
         opts.skipped = "uvicorn or httptools is not installed in this venv"
+    servers = [x for x in opts.servers.split(",") if x]
+    if "aiohttp" in servers and not opts.versions["aiohttp"]:
+        servers.remove("aiohttp")
+    opts.rows = [(srv, kind) for srv in servers for kind in PATHS]
     cpus = sorted(os.sched_getaffinity(0))
     pin = len(cpus) > 1 and shutil.which("taskset")
     opts.pin_server = ["taskset", "-c", str(cpus[0])] if pin else []
@@ -377,13 +401,13 @@ def main(argv=None):
             for label, k, duration in plan:
                 order = opts.contenders[k % len(opts.contenders) :]
                 order += opts.contenders[: k % len(opts.contenders)]
-                for kind in PATHS:
+                for srv, kind in opts.rows:
                     for loop in order:
-                        res = run_sample(opts, loop, kind, duration, tmpdir)
+                        res = run_sample(opts, srv, loop, kind, duration, tmpdir)
                         res["round"] = label
                         samples.append(res)
                         shown = f"{res['rate']:,.0f} req/s" if res["status"] == "ok" else ""
-                        log(f"http round {label}: {kind} {loop} {res['status']} {shown}")
+                        log(f"http round {label}: {srv} {kind} {loop} {res['status']} {shown}")
                         if res["status"] != "ok":
                             log(f"  {res.get('detail', '')}")
     else:
