@@ -752,9 +752,9 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=3, help="measured rounds (default 3)")
     p.add_argument("--warmup", type=int, default=1, help="warm-up rounds at num / 4 (1)")
-    p.add_argument("--num", type=int, default=10000, help="uvloop client --num per worker")
+    p.add_argument("--num", type=int, default=8000, help="uvloop client --num per worker")
     p.add_argument("--workers", type=int, default=3, help="uvloop client --workers (3)")
-    p.add_argument("--go-num", type=int, default=12500, help="Go client -num per connection")
+    p.add_argument("--go-num", type=int, default=6250, help="Go client -num per connection")
     p.add_argument("--go-conns", type=int, default=8, help="Go client connections (8)")
     p.add_argument(
         "--go-sleep",
