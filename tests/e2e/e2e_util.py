@@ -5,6 +5,7 @@ HTTP/1.1 client that shows the wire (connection reuse, chunk framing)."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import importlib.util
 import json
@@ -33,6 +34,7 @@ E2E_PACKAGES = (
     "hypercorn",
     "sanic",
     "sqlalchemy",
+    "trustme",
     "uvicorn",
     "websockets",
 )
@@ -64,6 +66,14 @@ def payload(seed: int, size: int) -> bytes:
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def run_on(loop: asyncio.AbstractEventLoop, loop_name: str, coro, timeout: float = 30.0):
+    """Run `coro` on the dual-run fixture's `loop` within `timeout` seconds,
+    after checking that the loop is the kind under test."""
+    cls = type(loop)
+    assert f"{cls.__module__}.{cls.__qualname__}" == EXPECTED_LOOP[loop_name]
+    return loop.run_until_complete(asyncio.wait_for(coro, timeout))
 
 
 def read_lines(path: Path) -> list[str]:
@@ -161,7 +171,9 @@ def python_argv(*args: str) -> list[str]:
     return [sys.executable, *args]
 
 
-def uvicorn_argv(app: str, loop_name: str, http: str = "httptools") -> Callable[[int], list[str]]:
+def uvicorn_argv(
+    app: str, loop_name: str, http: str = "httptools", extra: Iterable[str] = ()
+) -> Callable[[int], list[str]]:
     def argv(port: int) -> list[str]:
         return python_argv(
             "-m",
@@ -182,6 +194,7 @@ def uvicorn_argv(app: str, loop_name: str, http: str = "httptools") -> Callable[
             "--lifespan",
             "on",
             "--no-access-log",
+            *extra,
         )
 
     return argv
@@ -217,9 +230,17 @@ class RawHTTP:
     so that the tests see the wire: which connection a request used, and how
     a chunked body was framed."""
 
-    def __init__(self, port: int, timeout: float = 30.0):
-        self.sock = socket.create_connection((HOST, port), timeout=timeout)
+    def __init__(self, port: int, timeout: float = 30.0, pause: float = 0.0, rcvbuf: int = 0):
+        self.sock = socket.socket()
+        if rcvbuf:
+            # Before connect(), so that the window offered is small too.
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.settimeout(timeout)
+        self.sock.connect((HOST, port))
         self.rfile = self.sock.makefile("rb")
+        # With a pause, bodies are read at most 16 KiB at a time, sleeping
+        # `pause` seconds between reads: a slow reader.
+        self.pause = pause
 
     def close(self) -> None:
         self.rfile.close()
@@ -287,7 +308,18 @@ class RawHTTP:
         return Response(status, headers, self.rfile.read())
 
     def _read_exact(self, size: int) -> bytes:
-        data = self.rfile.read(size)
+        if self.pause:
+            pieces, left = [], size
+            while left:
+                piece = self.rfile.read1(min(left, 16 * 1024))
+                if not piece:
+                    break
+                pieces.append(piece)
+                left -= len(piece)
+                time.sleep(self.pause)
+            data = b"".join(pieces)
+        else:
+            data = self.rfile.read(size)
         if len(data) != size:
             raise ConnectionError(f"body cut short: {len(data)} of {size} bytes")
         return data

@@ -10,7 +10,7 @@ import hashlib
 import aiohttp
 import pytest
 from aiohttp import web
-from e2e_util import EXPECTED_LOOP, MIB, payload, sha256
+from e2e_util import EXPECTED_LOOP, MIB, payload, run_on, sha256
 
 WS_CLOSES = web.AppKey("ws_closes", list)
 
@@ -97,10 +97,6 @@ async def serve_and_connect(**session_kwargs):
         await runner.cleanup()
 
 
-def run(loop, coro, timeout=30):
-    return loop.run_until_complete(asyncio.wait_for(coro, timeout))
-
-
 def test_json_and_keep_alive(loop, loop_name):
     async def main():
         connector = aiohttp.TCPConnector(limit=1)
@@ -118,10 +114,10 @@ def test_json_and_keep_alive(loop, loop_name):
             async with session.get("/nowhere") as response:
                 assert response.status == 404
 
-    run(loop, main())
+    run_on(loop, loop_name, main())
 
 
-def test_bodies_up_and_down(loop):
+def test_bodies_up_and_down(loop, loop_name):
     data = payload(7, 5 * MIB)
 
     async def chunks():
@@ -151,10 +147,10 @@ def test_bodies_up_and_down(loop):
                     digest.update(piece)
             assert digest.hexdigest() == sha256(payload(8, 10 * MIB))
 
-    run(loop, main())
+    run_on(loop, loop_name, main())
 
 
-def test_websocket(loop):
+def test_websocket(loop, loop_name):
     async def main():
         async with serve_and_connect() as (app, session):
             async with session.ws_connect("/ws") as ws:
@@ -182,10 +178,10 @@ def test_websocket(loop):
             # server's 4001 with 1000, and started its own close with 4002.
             assert app[WS_CLOSES] == [1000, 4002]
 
-    run(loop, main())
+    run_on(loop, loop_name, main())
 
 
-def test_client_timeout(loop):
+def test_client_timeout(loop, loop_name):
     async def main():
         async with serve_and_connect() as (_app, session):
             started = loop.time()
@@ -198,4 +194,4 @@ def test_client_timeout(loop):
             async with session.get("/sleep?seconds=0.01") as response:
                 assert await response.json() == {"slept": True}
 
-    run(loop, main())
+    run_on(loop, loop_name, main())

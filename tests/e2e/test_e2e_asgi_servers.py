@@ -8,6 +8,8 @@ the server's own report of its loop, keep-alive, chunked bodies both ways,
 shutdown within a second with exit status 0."""
 
 import asyncio
+import socket
+import struct
 import time
 
 import pytest
@@ -15,6 +17,7 @@ import websockets
 from e2e_util import (
     ASGI_SERVERS,
     EXPECTED_LOOP,
+    HOST,
     MIB,
     RawHTTP,
     ServerProcess,
@@ -22,6 +25,7 @@ from e2e_util import (
     get,
     payload,
     read_lines,
+    run_on,
     sha256,
 )
 from websockets.asyncio.client import connect
@@ -110,7 +114,36 @@ def test_download_10mib(server):
     assert sha256(response.body) == sha256(payload(2, 10 * MIB))
 
 
-def test_websocket_echo(server, loop):
+def test_download_slow_reader(server):
+    # A reader with a small receive buffer that takes its time: the server's
+    # writes fill the socket (the kernel holds about 3.5 MiB here), so its
+    # transport must pause and resume the application (flow control)
+    # without losing or reordering a byte.
+    size = 8 * MIB
+    with RawHTTP(server.port, pause=0.001, rcvbuf=16 * 1024) as conn:
+        response = conn.request("GET", f"/download?seed=14&size={size}")
+        assert response.status == 200
+        assert sha256(response.body) == sha256(payload(14, size))
+        # The connection is still in step for the next request.
+        assert conn.request("GET", "/client").status == 200
+
+
+def test_client_resets_mid_download(server):
+    # The client goes away (RST) after the first 100 KiB of 10 MiB: the
+    # server drops that response quietly and goes on serving.
+    with RawHTTP(server.port) as conn:
+        conn.sock.sendall(
+            f"GET /download?seed=15&size={10 * MIB} HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode()
+        )
+        assert conn.rfile.readline().startswith(b"HTTP/1.1 200")
+        assert len(conn.rfile.read(100 * 1024)) == 100 * 1024
+        conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    time.sleep(0.2)
+    for _ in range(3):
+        assert get(server.port, "/client").status == 200
+
+
+def test_websocket_echo(server, loop, loop_name):
     async def main():
         async with connect(f"ws://127.0.0.1:{server.port}/ws", max_size=4 * MIB) as ws:
             for text in ["hello", "", "é" * 5000]:
@@ -125,7 +158,7 @@ def test_websocket_echo(server, loop):
             await ws.send(b"text?")
             assert await asyncio.wait_for(ws.recv(), 10) == b"text?"
 
-    loop.run_until_complete(asyncio.wait_for(main(), 30))
+    run_on(loop, loop_name, main())
 
 
 def test_websocket_close_codes(server, kind, loop, loop_name):
@@ -146,7 +179,7 @@ def test_websocket_close_codes(server, kind, loop, loop_name):
             await ws.close(code=4002, reason="client done")
             assert ws.close_code == 4002
 
-    loop.run_until_complete(asyncio.wait_for(main(), 30))
+    run_on(loop, loop_name, main())
     # The app receives websocket.disconnect with the client's code.
     # hypercorn 0.18 hands the app 1006 for any close the client starts (its
     # ws_stream does not pass the peer's code on), on asyncio as well.

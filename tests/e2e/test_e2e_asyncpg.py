@@ -8,10 +8,7 @@ import time
 
 import asyncpg
 import pytest
-
-
-def run(loop, coro, timeout=30):
-    return loop.run_until_complete(asyncio.wait_for(coro, timeout))
+from e2e_util import run_on
 
 
 async def connect(pg, **kwargs):
@@ -20,7 +17,7 @@ async def connect(pg, **kwargs):
     )
 
 
-def test_queries_and_types(loop, postgres):
+def test_queries_and_types(loop, loop_name, postgres):
     async def main():
         conn = await connect(postgres)
         try:
@@ -40,10 +37,10 @@ def test_queries_and_types(loop, postgres):
         finally:
             await conn.close()
 
-    run(loop, main())
+    run_on(loop, loop_name, main())
 
 
-def test_unix_socket(loop, postgres):
+def test_unix_socket(loop, loop_name, postgres):
     async def main():
         conn = await asyncpg.connect(
             host=postgres.socket_dir, port=postgres.port, user=postgres.user, database="postgres"
@@ -55,7 +52,7 @@ def test_unix_socket(loop, postgres):
         finally:
             await conn.close()
 
-    run(loop, main())
+    run_on(loop, loop_name, main())
 
 
 def test_table_transactions_copy_cursor(loop, postgres, loop_name):
@@ -99,7 +96,7 @@ def test_table_transactions_copy_cursor(loop, postgres, loop_name):
         finally:
             await conn.close()
 
-    run(loop, main())
+    run_on(loop, loop_name, main())
 
 
 def test_listen_notify(loop, postgres, loop_name):
@@ -118,10 +115,10 @@ def test_listen_notify(loop, postgres, loop_name):
             await listener.close()
             await sender.close()
 
-    run(loop, main())
+    run_on(loop, loop_name, main())
 
 
-def test_pool_concurrency(loop, postgres):
+def test_pool_concurrency(loop, loop_name, postgres):
     async def main():
         async with asyncpg.create_pool(
             host=postgres.host,
@@ -144,4 +141,4 @@ def test_pool_concurrency(loop, postgres):
                 await pool.fetchval("SELECT pg_sleep(5)", timeout=0.3)
             assert await pool.fetchval("SELECT 'pool ok'") == "pool ok"
 
-    run(loop, main())
+    run_on(loop, loop_name, main())

@@ -1,22 +1,28 @@
 """httpx's AsyncClient on the loop under test against servers on the same
 kind of loop: uvicorn (HTTP/1.1: pooled keep-alive connections, concurrent
-requests, a streamed upload and download checked by hash, a read timeout)
-and hypercorn (HTTP/2 without TLS: many streams on one connection)."""
+requests, a streamed upload and download checked by hash, a read timeout;
+and over TLS, with a websocket over TLS too) and hypercorn (HTTP/2 without
+TLS: many streams on one connection)."""
 
 import asyncio
 import hashlib
+import ssl
 import time
 
 import httpx
 import pytest
+import trustme
 from e2e_util import (
     EXPECTED_LOOP,
     MIB,
     ServerProcess,
     asgi_server_argv,
     payload,
+    run_on,
     sha256,
+    uvicorn_argv,
 )
+from websockets.asyncio.client import connect
 
 
 @pytest.fixture(scope="module")
@@ -28,15 +34,32 @@ def uvicorn(loop_name, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def tls_ca():
+    return trustme.CA()
+
+
+@pytest.fixture(scope="module")
+def uvicorn_tls(loop_name, tls_ca, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp(f"httpx-uvicorn-tls-{loop_name}")
+    cert = tls_ca.issue_cert("127.0.0.1")
+    cert.private_key_pem.write_to_path(str(tmp / "key.pem"))
+    cert.cert_chain_pems[0].write_to_path(str(tmp / "cert.pem"))
+    argv = uvicorn_argv(
+        "asgi_app:app",
+        loop_name,
+        extra=["--ssl-keyfile", str(tmp / "key.pem"), "--ssl-certfile", str(tmp / "cert.pem")],
+    )
+    srv = ServerProcess(argv, tmp / "log").start()
+    yield srv
+    srv.kill()
+
+
+@pytest.fixture(scope="module")
 def hypercorn(loop_name, tmp_path_factory):
     tmp = tmp_path_factory.mktemp(f"httpx-hypercorn-{loop_name}")
     srv = ServerProcess(asgi_server_argv("hypercorn", loop_name), tmp / "log").start()
     yield srv
     srv.kill()
-
-
-def run(loop, coro, timeout=30):
-    return loop.run_until_complete(asyncio.wait_for(coro, timeout))
 
 
 def test_requests_and_connection_pool(uvicorn, loop, loop_name):
@@ -59,10 +82,10 @@ def test_requests_and_connection_pool(uvicorn, loop, loop_name):
             missing = await client.get("/missing")
             assert missing.status_code == 404
 
-    run(loop, main())
+    run_on(loop, loop_name, main())
 
 
-def test_streamed_upload_and_download(uvicorn, loop):
+def test_streamed_upload_and_download(uvicorn, loop, loop_name):
     data = payload(5, 4 * MIB)
 
     async def body():
@@ -87,10 +110,10 @@ def test_streamed_upload_and_download(uvicorn, loop):
             assert digest.hexdigest() == sha256(payload(6, 10 * MIB))
             assert pieces > 1
 
-    run(loop, main())
+    run_on(loop, loop_name, main())
 
 
-def test_read_timeout(uvicorn, loop):
+def test_read_timeout(uvicorn, loop, loop_name):
     async def main():
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{uvicorn.port}") as client:
             started = time.monotonic()
@@ -101,7 +124,38 @@ def test_read_timeout(uvicorn, loop):
             # The client is still usable afterwards.
             assert (await client.get("/sleep?seconds=0.01")).json() == {"slept": 0.01}
 
-    run(loop, main())
+    run_on(loop, loop_name, main())
+
+
+def test_tls(uvicorn_tls, tls_ca, loop, loop_name):
+    context = ssl.create_default_context()
+    tls_ca.configure_trust(context)
+    upload = payload(12, 4 * MIB)
+
+    async def main():
+        base = f"https://127.0.0.1:{uvicorn_tls.port}"
+        async with httpx.AsyncClient(base_url=base, verify=context) as client:
+            response = await client.get("/loop")
+            assert response.json()["loop"] == EXPECTED_LOOP[loop_name]
+            got = (await client.post("/upload", content=upload)).json()
+            assert (got["size"], got["sha256"]) == (len(upload), sha256(upload))
+            response = await client.get(f"/download?seed=13&size={10 * MIB}")
+            assert sha256(response.content) == sha256(payload(13, 10 * MIB))
+            # Keep-alive over TLS: one connection for these requests.
+            ports = {(await client.get("/client")).json()["client"][1] for _ in range(5)}
+            assert len(ports) == 1
+        # A certificate the client does not trust is refused.
+        async with httpx.AsyncClient(base_url=base) as untrusting:
+            with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+                await untrusting.get("/loop")
+        url = f"wss://127.0.0.1:{uvicorn_tls.port}/ws"
+        async with connect(url, ssl=context, max_size=4 * MIB) as ws:
+            await ws.send(upload[: 2 * MIB])
+            assert await asyncio.wait_for(ws.recv(), 10) == upload[: 2 * MIB]
+            await ws.send("over tls")
+            assert await asyncio.wait_for(ws.recv(), 10) == "over tls"
+
+    run_on(loop, loop_name, main())
 
 
 def test_http2_streams_on_one_connection(hypercorn, loop, loop_name):
@@ -124,7 +178,7 @@ def test_http2_streams_on_one_connection(hypercorn, loop, loop_name):
             # Every stream travelled on one connection.
             assert len({tuple(r.json()["client"]) for r in clients}) == 1
 
-    run(loop, main())
+    run_on(loop, loop_name, main())
 
 
 def test_uvicorn_logged_no_error(uvicorn):
@@ -141,3 +195,9 @@ def test_hypercorn_logged_no_error(hypercorn):
     # error and no traceback.
     assert hypercorn.proc.poll() is None, hypercorn.output()
     assert not hypercorn.problems(), hypercorn.output()
+
+
+def test_uvicorn_tls_logged_no_error(uvicorn_tls):
+    # The untrusting client's refused handshake is not a server error.
+    assert uvicorn_tls.proc.poll() is None, uvicorn_tls.output()
+    assert not uvicorn_tls.problems(), uvicorn_tls.output()

@@ -18,6 +18,7 @@ from e2e_util import (
     payload,
     python_argv,
     read_lines,
+    run_on,
     sha256,
 )
 from websockets.asyncio.client import connect
@@ -84,7 +85,7 @@ def test_streamed_response(server):
     assert response.chunks == [len(f"line {i}\n") for i in range(4)]
 
 
-def test_websocket(server, loop):
+def test_websocket(server, loop, loop_name):
     async def main():
         async with connect(f"ws://127.0.0.1:{server.port}/ws", max_size=4 * MIB) as ws:
             await ws.send("héllo")
@@ -102,7 +103,7 @@ def test_websocket(server, loop):
             await ws.close(code=4004)
             assert ws.close_code == 4004
 
-    loop.run_until_complete(asyncio.wait_for(main(), 30))
+    run_on(loop, loop_name, main())
 
 
 def test_listeners_and_sigint_shutdown(loop_name, tmp_path):

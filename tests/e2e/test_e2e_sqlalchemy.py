@@ -7,6 +7,7 @@ sessions."""
 import asyncio
 
 import pytest
+from e2e_util import run_on
 from sqlalchemy import Integer, String, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -67,10 +68,10 @@ async def exercise(url: str) -> None:
         await engine.dispose()
 
 
-def test_aiosqlite(loop, tmp_path):
+def test_aiosqlite(loop, loop_name, tmp_path):
     url = f"sqlite+aiosqlite:///{tmp_path / 'e2e.db'}"
-    loop.run_until_complete(asyncio.wait_for(exercise(url), 30))
+    run_on(loop, loop_name, exercise(url))
 
 
-def test_asyncpg(loop, postgres):
-    loop.run_until_complete(asyncio.wait_for(exercise(postgres.sqlalchemy_url), 30))
+def test_asyncpg(loop, loop_name, postgres):
+    run_on(loop, loop_name, exercise(postgres.sqlalchemy_url))
