@@ -5,7 +5,8 @@ the h11 HTTP implementation, and hypercorn (apps/hypercorn_server.py runs
 the server's own report of its loop, keep-alive, chunked bodies both ways,
 10 MiB up and down checked by hash, websocket echo and close codes (the
 `websockets` client, on the loop under test), lifespan events, and SIGINT
-shutdown within a second with exit status 0."""
+shutdown within a second with exit status 0; a slow reader (flow control)
+and a client that resets mid-download; uvicorn with two worker processes."""
 
 import asyncio
 import socket
@@ -27,6 +28,7 @@ from e2e_util import (
     read_lines,
     run_on,
     sha256,
+    uvicorn_argv,
 )
 from websockets.asyncio.client import connect
 
@@ -215,6 +217,40 @@ def test_lifespan_and_sigint_shutdown(loop_name, kind, tmp_path):
     if kind.startswith("uvicorn"):
         assert "Application shutdown complete." in output
     assert not srv.problems(), output
+
+
+def test_uvicorn_two_workers(loop_name, tmp_path):
+    # `--workers 2`: uvicorn's parent binds the socket and spawns two
+    # workers (multiprocessing's spawn), each building its own loop from
+    # the factory; SIGINT to the parent stops both, each running its
+    # lifespan shutdown.
+    lifespan_log = tmp_path / "lifespan.log"
+    srv = ServerProcess(
+        uvicorn_argv("asgi_app:app", loop_name, extra=["--workers", "2"]),
+        tmp_path / "server.log",
+        env={"E2E_LIFESPAN_LOG": str(lifespan_log)},
+    ).start()
+    started = f"startup {EXPECTED_LOOP[loop_name]}"
+    try:
+        deadline = time.monotonic() + 30
+        while read_lines(lifespan_log) != [started, started]:
+            assert time.monotonic() < deadline, f"{read_lines(lifespan_log)}\n{srv.output()}"
+            time.sleep(0.05)
+        pids = set()
+        for _ in range(100):
+            report = get(srv.port, "/loop").json()
+            assert report["loop"] == EXPECTED_LOOP[loop_name]
+            pids.add(report["pid"])
+            if len(pids) == 2:
+                break
+        assert len(pids) == 2 and srv.proc.pid not in pids, pids
+        status, seconds = srv.interrupt()
+    finally:
+        srv.kill()
+    assert status == 0, srv.output()
+    assert seconds < 5, f"SIGINT to exit took {seconds:.2f} s\n{srv.output()}"
+    assert read_lines(lifespan_log) == [started, started, "shutdown", "shutdown"]
+    assert not srv.problems(), srv.output()
 
 
 def test_server_logged_no_error(server):
