@@ -60,7 +60,18 @@ def main() -> int:
     for report in args.reports:
         label, _, path = report.partition("=")
         labels.append(label)
-        for case in ET.parse(path).getroot().iter("testcase"):
+        try:
+            cases = list(ET.parse(path).getroot().iter("testcase"))
+        except (OSError, ET.ParseError) as exc:
+            # pytest ended before writing its report: a failure of the run.
+            row = "pytest run"
+            if row not in rows:
+                rows.append(row)
+            counts["ERROR"] = counts.get("ERROR", 0) + 1
+            for each in LOOPS:
+                cells[(row, label, each)] = f"ERROR: no JUnit report ({exc})"
+            continue
+        for case in cases:
             row, loop = split_id(case.get("classname", ""), case.get("name", ""))
             result = outcome(case)
             counts[result.split(":")[0]] = counts.get(result.split(":")[0], 0) + 1
