@@ -95,7 +95,13 @@ def main(argv):
         sec = {"minor": minor, "python": python, "version": version, "files": {}}
         if "harness" in parts:
             cmd = [python, "-m", "benchmark", "--title", f"Python {version}", "--out", run_dir]
-            cmd += ["--heading", "###"] + (["--quick"] if a.quick else []) + harness_args
+            cmd += ["--heading", "###"] + (["--quick"] if a.quick else [])
+            explicit = any(x.startswith("--tables") for x in harness_args)
+            if minor not in nets and not explicit and not os.environ.get("ZL_BENCH_TABLES"):
+                # The two-core table and the GC-off diagnostic run on the
+                # network section only, to keep the default run's time.
+                cmd += ["--tables", "seed1,span"]
+            cmd += harness_args
             text, secs = run_part(
                 f"harness on {version}",
                 cmd,
