@@ -106,7 +106,8 @@ def draw(sec, path, quick=False):
     )
     if len(panels) == 1:
         axes = [axes]
-    for ax, (title, rows, loops) in zip(axes, panels):
+    head = f"zloopgo benchmark, Python {sec.get('version', sec.get('minor'))}: "
+    for k, (ax, (title, rows, loops)) in enumerate(zip(axes, panels)):
         n = len(loops)
         ticks, labels = [], []
         for i, (label, higher, cells) in enumerate(rows):
@@ -137,7 +138,9 @@ def draw(sec, path, quick=False):
         ax.set_yticks(ticks)
         ax.set_yticklabels(labels, fontsize=7)
         ax.invert_yaxis()
-        ax.set_title(title + (" — smoke run" if quick else ""), fontsize=9)
+        ax.set_title(
+            (head if k == 0 else "") + title + (" — smoke run" if quick else ""), fontsize=9
+        )
         ax.set_xlabel("median / zloopgo's median (whiskers: min and max)", fontsize=7)
         ax.tick_params(axis="x", labelsize=7)
         handles = [
@@ -145,8 +148,7 @@ def draw(sec, path, quick=False):
             for loop in loops
         ]
         ax.legend(handles=handles, fontsize=7, loc="lower right")
-    fig.suptitle(f"zloopgo benchmark, Python {sec.get('version', sec.get('minor'))}", fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / sum(heights)))
+    fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
