@@ -48,6 +48,11 @@ typedef struct {
     int64_t events_cap;
     uint64_t *timers_out;     /* timer tokens handed back, timers_out_cap long */
     int64_t timers_out_cap;
+    /* the program replaced loop.time() (capi/clock.c): the engine then
+     * takes the time from fake_now, which C sets before each iteration */
+    double fake_now;
+    int32_t faked;
+    int32_t pad2;
 } zl_shared;
 
 /* Called by the engine (capi/engine.go); implemented in capi/loop.c.

@@ -57,6 +57,13 @@ func (h *host) Stopping() bool { return h.shared.stopping != 0 }
 
 func (h *host) Quiet() bool { return h.shared.quiet != 0 }
 
+func (h *host) Clock() (float64, bool) {
+	if h.shared.faked == 0 {
+		return 0, false
+	}
+	return float64(h.shared.fake_now), true
+}
+
 func (h *host) Release()   { C.zl_release(h.loop) }
 func (h *host) Reacquire() { C.zl_reacquire(h.loop) }
 

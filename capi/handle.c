@@ -32,7 +32,7 @@ static void clear_call(zl_handle *h)
 }
 
 zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
-                         PyObject *const *args, Py_ssize_t nargs, PyObject *context)
+                         PyObject *const *args, Py_ssize_t nargs, PyObject *context, int pending)
 {
     zl_handle *h;
     zl_handle **freelist = type == &zl_HandleType ? handle_free : timer_free;
@@ -68,23 +68,48 @@ zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
     h->loop = (zl_loop *)Py_NewRef((PyObject *)loop);
     h->is_timer = type == &zl_TimerHandleType;
     if (context == NULL || context == Py_None) {
-        h->context = PyContext_CopyCurrent();
+        /* the current context as of now, shared with other handles
+         * scheduled in the same one (capi/context.c) */
+        h->context = zl_context_snapshot(loop);
         if (h->context == NULL) {
             Py_DECREF(h);
             return NULL;
         }
-        /* The copy is ours alone until get_context() hands it out, and no
-         * Python code can reach it (copy_context() returns new copies), so
-         * it cannot be part of a cycle the collector must find. Keeping it
-         * off the collector's lists halves what a collection traverses
-         * while many callbacks are queued. */
-        PyObject_GC_UnTrack(h->context);
-        h->context_untracked = 1;
+        h->context_snapshot = 1;
     } else {
         h->context = Py_NewRef(context);
     }
-    PyObject_GC_Track(h);
+    /* A handle going to the ready queue or a timer slot stays off the
+     * collector's lists while it waits there (see zl_handle_release). */
+    if (!pending)
+        PyObject_GC_Track(h);
     return h;
+}
+
+void zl_handle_release(zl_handle *h)
+{
+    if (h->loop != NULL && h->loop->unchecked == h)
+        h->loop->unchecked = NULL;
+    /* The queue or slot held it untracked; whoever else still holds it
+     * may build a cycle through it, which the collector must see. */
+    if (Py_REFCNT(h) > 1 && !PyObject_GC_IsTracked((PyObject *)h))
+        PyObject_GC_Track(h);
+    Py_DECREF(h);
+}
+
+/* The context the handle's callback runs in from now on: its own copy of
+ * the snapshot (capi/context.c). 0, or -1 with an exception set. */
+static int own_context(zl_handle *h)
+{
+    if (!h->context_snapshot)
+        return 0;
+    PyObject *mine = zl_context_private(h->context);
+    if (mine == NULL)
+        return -1;
+    zl_context_release(h->context);
+    h->context = mine;
+    h->context_snapshot = 0;
+    return 0;
 }
 
 PyObject *zl_fetch_exception(void)
@@ -125,7 +150,7 @@ int zl_handle_run(zl_handle *h)
     zl_loop *L = h->loop;
     char outer = L->in_callback;
     h->running = 1;
-    if (PyContext_Enter(h->context) == 0) {
+    if (own_context(h) == 0 && PyContext_Enter(h->context) == 0) {
         L->in_callback = 1; /* transports may hold its writes (transport.c) */
         res = PyObject_Vectorcall(callback, h->args, h->nargs, NULL);
         L->in_callback = outer;
@@ -232,21 +257,18 @@ static int handle_traverse(zl_handle *h, visitproc visit, void *arg)
     return 0;
 }
 
-/* Hands the context copy back to the collector: before it escapes, and
- * before its release (Context's dealloc expects a tracked object). */
-static void track_context(zl_handle *h)
+int zl_handle_traverse(zl_handle *h, visitproc visit, void *arg)
 {
-    if (h->context_untracked) {
-        h->context_untracked = 0;
-        PyObject_GC_Track(h->context);
-    }
+    return handle_traverse(h, visit, arg);
 }
 
 static int handle_clear(zl_handle *h)
 {
     clear_call(h);
-    track_context(h);
-    Py_CLEAR(h->context);
+    PyObject *context = h->context;
+    h->context = NULL;
+    h->context_snapshot = 0;
+    zl_context_release(context);
     if (h->debug != NULL) {
         zl_handle_debug *dbg = h->debug;
         h->debug = NULL;
@@ -297,8 +319,12 @@ static PyObject *handle_cancelled(zl_handle *h, PyObject *unused)
 
 static PyObject *handle_get_context(zl_handle *h, PyObject *unused)
 {
-    track_context(h);
-    return Py_NewRef(h->context ? h->context : Py_None);
+    if (h->context == NULL)
+        Py_RETURN_NONE;
+    if (own_context(h) < 0)
+        return NULL;
+    zl_context_escape(h->context);
+    return Py_NewRef(h->context);
 }
 
 static PyObject *handle_run_method(zl_handle *h, PyObject *unused)

@@ -8,20 +8,11 @@
 #include "_cgo_export.h"
 #include <errno.h>
 #include <limits.h>
-#include <time.h>
 #include <unistd.h>
 
 static PyObject *str_debug_schedule; /* "_zl_debug_schedule" */
 static PyObject *str_run_debug;      /* "_zl_run_debug" */
 static PyObject *str_Future, *str_Task, *kw_loop, *kw_loop_name, *kw_loop_context, *kw_loop_name_context;
-
-static double monotonic(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    /* the same conversion as time.monotonic() and core.Now() */
-    return (double)((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec) / 1e9;
-}
 
 static int check_closed(zl_loop *L)
 {
@@ -66,10 +57,70 @@ static zl_handle *ring_pop(zl_loop *L) /* returns a reference */
 
 static void ring_clear(zl_loop *L)
 {
-    while (L->sh.ready_len > 0) {
-        zl_handle *h = ring_pop(L);
-        Py_DECREF(h);
-    }
+    while (L->sh.ready_len > 0)
+        zl_handle_release(ring_pop(L));
+}
+
+/* ---- pending handles and the collector ----
+ *
+ * A handle made by call_soon, call_later or call_at waits in the ready
+ * queue or a timer slot off the collector's lists: a million pending
+ * callbacks then cost a collection nothing. That is safe as long as the
+ * collector can still find every cycle through a pending handle:
+ *
+ * - a handle that nothing but the queue (or slot) references, and that
+ *   has no weak reference from which a strong one could be made again,
+ *   can never be reached from elsewhere: for the collector it is part of
+ *   the loop, whose traverse visits what it references (loop_traverse);
+ * - a handle that something else references too is tracked, so the
+ *   collector sees it as it sees any object. The caller of call_soon may
+ *   keep what it returns: the handle is looked at again when the next one
+ *   is made, when the loop next runs its callbacks and before every
+ *   collection (gc.callbacks), and tracked then if it is not alone; once
+ *   alone, nothing can reach it again. Leaving the queue (zl_handle_release)
+ *   tracks it too if something still holds it. */
+
+static zl_loop *live_loops; /* every loop not yet deallocated, for the collector hook */
+
+static int handle_alone(zl_handle *h)
+{
+    return Py_REFCNT(h) == 1 && h->weakreflist == NULL;
+}
+
+/* Tracks the last handle made if it is not alone. */
+static void check_new_handle(zl_loop *L)
+{
+    zl_handle *h = L->unchecked;
+    L->unchecked = NULL;
+    if (h != NULL && !handle_alone(h) && !PyObject_GC_IsTracked((PyObject *)h))
+        PyObject_GC_Track(h);
+}
+
+/* gc.callbacks entry: before a collection, no pending handle may be both
+ * untracked and referenced from elsewhere. */
+static PyObject *before_collection(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs >= 1 && PyUnicode_Check(args[0]) && PyUnicode_CompareWithASCIIString(args[0], "start") == 0)
+        for (zl_loop *L = live_loops; L != NULL; L = L->next_live)
+            check_new_handle(L);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef before_collection_def = {
+    "_zloopgo_before_collection", (PyCFunction)(void (*)(void))before_collection, METH_FASTCALL,
+    "Tracks the pending handles of zloopgo loops that are referenced from elsewhere."};
+
+/* Appends the hook to gc.callbacks (once, at import). */
+static int install_collector_hook(void)
+{
+    PyObject *gc = PyImport_ImportModule("gc");
+    PyObject *callbacks = gc ? PyObject_GetAttrString(gc, "callbacks") : NULL;
+    PyObject *hook = callbacks ? PyCFunction_New(&before_collection_def, NULL) : NULL;
+    int r = hook ? PyList_Append(callbacks, hook) : -1;
+    Py_XDECREF(hook);
+    Py_XDECREF(callbacks);
+    Py_XDECREF(gc);
+    return r;
 }
 
 /* ---- timer slots ---- */
@@ -132,7 +183,8 @@ void zl_timer_cancelled(zl_loop *L, zl_timer *h)
     s->cancelled = 1;
     L->sh.cancelled_timers++;
     h->scheduled = 0;
-    Py_XDECREF(ref);
+    if (ref != NULL)
+        zl_handle_release((zl_handle *)ref);
 }
 
 /* Drops every timer: on close, with the engine's heap dropped too. */
@@ -143,7 +195,7 @@ static void slots_release_all(zl_loop *L)
         if (h != NULL) {
             h->scheduled = 0;
             L->sh.slots[i].handle = NULL;
-            Py_DECREF(h);
+            zl_handle_release(&h->base);
         }
         L->sh.slots[i].cancelled = 0;
         L->sh.slots[i].next_free = i + 1 < L->slots_cap ? i + 1 : UINT32_MAX;
@@ -218,7 +270,8 @@ static PyObject *schedule_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nar
     }
     if (check_schedule(L, method, args[0]) < 0)
         return NULL;
-    zl_handle *h = zl_handle_new(L, &zl_HandleType, args[0], args + 1, nargs - 1, context);
+    check_new_handle(L);
+    zl_handle *h = zl_handle_new(L, &zl_HandleType, args[0], args + 1, nargs - 1, context, 1);
     if (h == NULL)
         return NULL;
     if (L->debug && debug_schedule(L, method, args[0], h) < 0) {
@@ -229,6 +282,7 @@ static PyObject *schedule_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nar
         Py_DECREF(h);
         return NULL;
     }
+    L->unchecked = h;
     return (PyObject *)h;
 }
 
@@ -257,7 +311,8 @@ static PyObject *schedule_timer(zl_loop *L, double when, PyObject *when_obj, PyO
 {
     if (check_schedule(L, method, args[0]) < 0)
         return NULL;
-    zl_timer *h = (zl_timer *)zl_handle_new(L, &zl_TimerHandleType, args[0], args + 1, nargs - 1, context);
+    check_new_handle(L);
+    zl_timer *h = (zl_timer *)zl_handle_new(L, &zl_TimerHandleType, args[0], args + 1, nargs - 1, context, 1);
     if (h == NULL)
         return NULL;
     h->when = when;
@@ -270,6 +325,7 @@ static PyObject *schedule_timer(zl_loop *L, double when, PyObject *when_obj, PyO
         Py_DECREF(h);
         return NULL;
     }
+    L->unchecked = &h->base;
     return (PyObject *)h;
 }
 
@@ -288,7 +344,22 @@ static PyObject *loop_call_later(zl_loop *L, PyObject *const *args, Py_ssize_t n
         PyErr_SetString(PyExc_TypeError, "delay must not be None");
         return NULL;
     }
-    double now = monotonic(), when;
+    if (zl_clock_check(L) < 0)
+        return NULL;
+    if (L->clock != NULL) {
+        /* a replaced loop.time(): asyncio's self.time() + delay */
+        PyObject *now_obj = zl_clock_now(L);
+        PyObject *when_obj = now_obj ? PyNumber_Add(now_obj, delay) : NULL;
+        Py_XDECREF(now_obj);
+        double when = when_obj ? PyFloat_AsDouble(when_obj) : -1.0;
+        PyObject *h = NULL;
+        if (when_obj != NULL && !(when == -1.0 && PyErr_Occurred()))
+            h = schedule_timer(L, when, PyFloat_CheckExact(when_obj) ? NULL : when_obj, args + 1,
+                               nargs - 1, context, "call_later");
+        Py_XDECREF(when_obj);
+        return h;
+    }
+    double now = zl_monotonic(), when;
     PyObject *when_obj = NULL;
     if (PyFloat_CheckExact(delay)) {
         when = now + PyFloat_AS_DOUBLE(delay);
@@ -340,7 +411,7 @@ static PyObject *loop_call_at(zl_loop *L, PyObject *const *args, Py_ssize_t narg
 
 static PyObject *loop_time(zl_loop *L, PyObject *unused)
 {
-    return PyFloat_FromDouble(monotonic());
+    return PyFloat_FromDouble(zl_monotonic());
 }
 
 /* get_debug(): every asyncio Future and Task asks it when created, so it
@@ -533,7 +604,7 @@ static PyObject *add_watch(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, 
         return NULL;
     if (check_closed(L) < 0 || check_fd(fd) < 0)
         return NULL;
-    zl_handle *h = zl_handle_new(L, &zl_HandleType, args[2], args + 3, nargs - 3, NULL);
+    zl_handle *h = zl_handle_new(L, &zl_HandleType, args[2], args + 3, nargs - 3, NULL, 0);
     if (h == NULL)
         return NULL;
     zl_fdwatch *w = fd_slot(L, fd);
@@ -685,6 +756,7 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int reacquire)
     zl_loop *L = (zl_loop *)loop;
     if (reacquire)
         zl_reacquire(loop);
+    check_new_handle(L);
     zl_event *events = L->sh.events;
     uint64_t *timers = L->sh.timers_out;
     for (int64_t i = 0; i < nevents; i++)
@@ -730,10 +802,12 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int reacquire)
             }
         }
         quiet = quiet && zl_quiet_read;
-        Py_DECREF(h);
+        zl_handle_release(h);
     }
     L->sh.quiet = quiet && !L->watch_changed;
     L->watch_changed = 0;
+    if (rc == 0 && zl_clock_sync(L) < 0) /* for the next iteration */
+        rc = -1;
     return rc;
 }
 
@@ -757,6 +831,8 @@ static PyObject *loop_run_engine(zl_loop *L, PyObject *unused)
         PyErr_SetString(PyExc_RuntimeError, "Event loop is closed");
         return NULL;
     }
+    if (zl_clock_sync(L) < 0)
+        return NULL;
     L->running = 1;
     int rc = zlgo_engine_run(L->engine);
     L->running = 0;
@@ -773,10 +849,12 @@ static void engine_close(zl_loop *L)
 {
     if (L->engine == 0)
         return;
+    L->unchecked = NULL;
     ring_clear(L);
     slots_release_all(L);
     fds_release_all(L);
     zl_drop_flush_list(L);
+    zl_context_cache_clear(L);
     /* A forked child must not call into the parent's Go runtime: it leaks
      * the engine's two descriptors instead. */
     if (!zl_forked_child)
@@ -823,7 +901,28 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     }
     L->wakefd = wakefd;
+    if (zl_clock_check(L) < 0) { /* a subclass may override time() */
+        Py_DECREF(L);
+        return NULL;
+    }
+    L->next_live = live_loops;
+    if (live_loops != NULL)
+        live_loops->prev_live = L;
+    live_loops = L;
     return (PyObject *)L;
+}
+
+/* A handle in the ready queue or a timer slot (see "pending handles and
+ * the collector" above). */
+static int visit_pending(zl_handle *h, visitproc visit, void *arg)
+{
+    if (h == NULL)
+        return 0;
+    if (PyObject_GC_IsTracked((PyObject *)h))
+        return visit((PyObject *)h, arg);
+    if (handle_alone(h))
+        return zl_handle_traverse(h, visit, arg);
+    return 0; /* not possible after before_collection; if it were, a leak, never a wrong free */
 }
 
 static int loop_traverse(zl_loop *L, visitproc visit, void *arg)
@@ -831,10 +930,15 @@ static int loop_traverse(zl_loop *L, visitproc visit, void *arg)
     for (int64_t i = 0; i < L->flush_len; i++)
         Py_VISIT(L->flush[i]);
     Py_VISIT(L->task_factory);
+    Py_VISIT(L->ctx_cache);
+    Py_VISIT(L->clock);
+    int r;
     for (int64_t i = 0; i < L->sh.ready_len; i++)
-        Py_VISIT(L->ring[(L->ring_head + i) & (L->ring_cap - 1)]);
+        if ((r = visit_pending(L->ring[(L->ring_head + i) & (L->ring_cap - 1)], visit, arg)) != 0)
+            return r;
     for (uint32_t i = 0; i < L->slots_cap; i++)
-        Py_VISIT(L->sh.slots[i].handle);
+        if ((r = visit_pending(L->sh.slots[i].handle, visit, arg)) != 0)
+            return r;
     for (int fd = 0; fd < L->fds_cap; fd++) {
         Py_VISIT(L->fds[fd].reader);
         Py_VISIT(L->fds[fd].writer);
@@ -847,8 +951,11 @@ static int loop_traverse(zl_loop *L, visitproc visit, void *arg)
  * allocated (marked cancelled) while the engine may still hold them. */
 static int loop_clear(zl_loop *L)
 {
+    L->unchecked = NULL;
     zl_drop_flush_list(L);
     Py_CLEAR(L->task_factory);
+    zl_context_cache_clear(L);
+    Py_CLEAR(L->clock);
     ring_clear(L);
     for (uint32_t i = 0; i < L->slots_cap; i++) {
         zl_timer *h = L->sh.slots[i].handle;
@@ -862,6 +969,12 @@ static int loop_clear(zl_loop *L)
 static void loop_dealloc(zl_loop *L)
 {
     PyObject_GC_UnTrack(L);
+    if (L->prev_live != NULL)
+        L->prev_live->next_live = L->next_live;
+    else if (live_loops == L)
+        live_loops = L->next_live;
+    if (L->next_live != NULL)
+        L->next_live->prev_live = L->prev_live;
     loop_clear(L);
     engine_close(L);
     PyMem_Free(L->ring);
@@ -946,10 +1059,13 @@ PyTypeObject zl_LoopType = {
     .tp_clear = (inquiry)loop_clear,
     .tp_methods = loop_methods,
     .tp_getset = loop_getset,
+    .tp_setattro = zl_loop_setattro,
 };
 
 int zl_loop_type_ready(void)
 {
+    if (install_collector_hook() < 0)
+        return -1;
     str_debug_schedule = PyUnicode_InternFromString("_zl_debug_schedule");
     str_run_debug = PyUnicode_InternFromString("_zl_run_debug");
     str_Future = PyUnicode_InternFromString("Future");

@@ -34,7 +34,7 @@ typedef struct {
     char cancelled;
     char is_timer;
     char running;             /* its callback is executing */
-    char context_untracked;   /* context is our own copy, kept off the GC lists */
+    char context_snapshot;    /* context is a shared snapshot (capi/context.c) */
 } zl_handle;
 
 /* A TimerHandle: a handle with a deadline and a slot the engine holds. */
@@ -74,6 +74,12 @@ struct zl_loop {
     atomic_int polling;       /* the loop thread sleeps in the reactor */
     PyThreadState *saved_tstate;
     PyObject *task_factory;   /* asyncio's _task_factory, kept here so create_task sees it */
+    zl_handle *unchecked;     /* the last handle made, if it may not be alone (loop.c) */
+    PyObject *clock;          /* what replaced loop.time(), or NULL (clock.c) */
+    unsigned int clock_type_version;
+    zl_loop *prev_live, *next_live; /* the list of live loops */
+    PyObject *ctx_cache;      /* the last context snapshot handed out, and */
+    PyObject *ctx_cache_vars; /* its variables (capi/context.c) */
     char closed;
     char debug;
     char running;             /* inside _zl_run */
@@ -98,8 +104,13 @@ extern PyObject *zl_base_create_task; /* asyncio's BaseEventLoop.create_task */
 int zl_check_not_forked(void);
 
 /* capi/handle.c */
+/* pending: it goes to the ready queue or a timer slot, which hold it off
+ * the collector's lists; else it is tracked at once. */
 zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
-                         PyObject *const *args, Py_ssize_t nargs, PyObject *context);
+                         PyObject *const *args, Py_ssize_t nargs, PyObject *context, int pending);
+/* Drops the ready queue's or a timer slot's reference. */
+void zl_handle_release(zl_handle *h);
+int zl_handle_traverse(zl_handle *h, visitproc visit, void *arg);
 int zl_handle_run(zl_handle *h);
 void zl_handle_cancel(zl_handle *h);
 int zl_check_callback(PyObject *callback, const char *method);
@@ -126,6 +137,33 @@ int zl_is_native_read(PyObject *callback);
 /* set by the native read: its bytes went to a StreamReader natively and
  * the socket is drained; zl_dispatch clears it before each callback */
 extern int zl_quiet_read;
+
+/* capi/clock.c */
+int zl_clock_ready(void);
+double zl_monotonic(void);
+/* Notices a loop.time() replaced on the loop's class. 0 or -1. */
+int zl_clock_check(zl_loop *L);
+/* zl_clock_check, then, if the clock is replaced, reads it for the engine
+ * (zl_shared.fake_now). 0, or -1 with the clock's exception set. */
+int zl_clock_sync(zl_loop *L);
+/* loop.time() as the program sees it, a new reference. */
+PyObject *zl_clock_now(zl_loop *L);
+int zl_loop_setattro(PyObject *self, PyObject *name, PyObject *value);
+
+/* capi/context.c */
+int zl_context_ready(void);
+/* A new reference to a snapshot of the current context, shared through
+ * the loop's cache while the current context's variables are the same. */
+PyObject *zl_context_snapshot(zl_loop *L);
+/* A new reference to a context a handle may run in: the snapshot itself
+ * if only the caller holds it, else a copy. */
+PyObject *zl_context_private(PyObject *snapshot);
+/* A context of a handle is handed out (get_context): on the collector's
+ * lists again if this file took it off. */
+void zl_context_escape(PyObject *ctx);
+/* Drops a reference to a context that may be off the collector's lists. */
+void zl_context_release(PyObject *ctx);
+void zl_context_cache_clear(zl_loop *L);
 
 /* capi/streamfeed.c */
 int zl_streamfeed_ready(void);

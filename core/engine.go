@@ -64,6 +64,12 @@ type Host interface {
 	Dispatch(events []Event, timers []Token, reacquire bool) error
 	// Stopping reports a stop request; checked after each iteration.
 	Stopping() bool
+	// Clock is the time on the host's own clock when the program replaced
+	// the loop's clock (asyncio lets tests patch loop.time()); ok false
+	// means the engine reads the monotonic clock itself. It is read once
+	// per iteration, before the wait, and serves for the timeout and for
+	// the timers due after it.
+	Clock() (now float64, ok bool)
 }
 
 // EventBufferer is implemented by a host that wants ready events written
@@ -158,12 +164,23 @@ func (e *Engine) RunOnce() error {
 	e.out = e.out[:0]
 	e.takeNewTimers()
 	e.dropCancelled()
-	n, released, err := e.poll(e.timeout())
+	fake, faked := e.host.Clock()
+	n, released, err := e.poll(e.timeout(clock(fake, faked)))
 	if err != nil {
 		return err
 	}
-	e.popDue()
+	e.popDue(clock(fake, faked))
 	return e.host.Dispatch(e.events[:n], e.out, released)
+}
+
+// clock is the host's replacement time if it has one, else Now() — read
+// at the moment of the call, so that the due timers are those of after
+// the wait.
+func clock(fake float64, faked bool) float64 {
+	if faked {
+		return fake
+	}
+	return Now()
 }
 
 func (e *Engine) takeNewTimers() {
@@ -200,7 +217,7 @@ func (e *Engine) keep(tok Token) bool { return !e.host.TimerCancelled(tok) }
 
 // timeout follows asyncio: no wait with work ready or a stop pending, a
 // wait until the earliest timer, or an unbounded wait.
-func (e *Engine) timeout() time.Duration {
+func (e *Engine) timeout(now float64) time.Duration {
 	if e.host.MustNotBlock() {
 		return 0
 	}
@@ -208,7 +225,7 @@ func (e *Engine) timeout() time.Duration {
 	if !ok {
 		return -1
 	}
-	wait := top.When - Now()
+	wait := top.When - now
 	if wait <= 0 {
 		return 0
 	}
@@ -245,11 +262,11 @@ func (e *Engine) poll(timeout time.Duration) (n int, released bool, err error) {
 	return n, released, nil
 }
 
-func (e *Engine) popDue() {
+func (e *Engine) popDue(now float64) {
 	if e.timers.Len() == 0 {
 		return
 	}
-	end := Now() + e.resolution
+	end := now + e.resolution
 	for {
 		top, ok := e.timers.Top()
 		if !ok || top.When >= end {

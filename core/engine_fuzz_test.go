@@ -106,6 +106,8 @@ type fzHost struct {
 	events  []core.Event // host-owned event buffer
 	ready   bool
 	quiet   bool // the last batch could not have made a descriptor ready
+	faked   bool // never set: the model checks deadlines against Now()
+	fakeNow float64
 	watched int
 
 	// per iteration
@@ -222,10 +224,11 @@ func (h *fzHost) TimerCancelled(tok core.Token) bool {
 	return tm.cancelled
 }
 
-func (h *fzHost) CancelledTimers() int { return h.cancelled }
-func (h *fzHost) MustNotBlock() bool   { return h.ready }
-func (h *fzHost) Quiet() bool          { return h.quiet }
-func (h *fzHost) Stopping() bool       { return false }
+func (h *fzHost) CancelledTimers() int   { return h.cancelled }
+func (h *fzHost) MustNotBlock() bool     { return h.ready }
+func (h *fzHost) Quiet() bool            { return h.quiet }
+func (h *fzHost) Clock() (float64, bool) { return h.fakeNow, h.faked }
+func (h *fzHost) Stopping() bool         { return false }
 func (h *fzHost) EventBuffer() []core.Event {
 	return h.events
 }

@@ -30,6 +30,8 @@ type fakeHost struct {
 	returned   map[core.Token]int // how often each token came back
 	ready      bool
 	quiet      bool
+	faked      bool // Clock reports fakeNow
+	fakeNow    float64
 	stopping   bool
 	stopAfter  int // if > 0, Stopping turns true after that many Dispatch calls
 	failAt     int // if > 0, the failAt-th Dispatch returns errDispatch
@@ -90,11 +92,12 @@ func (h *fakeHost) CancelledTimers() int {
 	return n
 }
 
-func (h *fakeHost) MustNotBlock() bool { return h.ready || h.stopping }
-func (h *fakeHost) Quiet() bool        { return h.quiet }
-func (h *fakeHost) Release()           { *h.log = append(*h.log, "release") }
-func (h *fakeHost) Reacquire()         { *h.log = append(*h.log, "reacquire") }
-func (h *fakeHost) Stopping() bool     { return h.stopping }
+func (h *fakeHost) MustNotBlock() bool     { return h.ready || h.stopping }
+func (h *fakeHost) Quiet() bool            { return h.quiet }
+func (h *fakeHost) Clock() (float64, bool) { return h.fakeNow, h.faked }
+func (h *fakeHost) Release()               { *h.log = append(*h.log, "release") }
+func (h *fakeHost) Reacquire()             { *h.log = append(*h.log, "reacquire") }
+func (h *fakeHost) Stopping() bool         { return h.stopping }
 
 func (h *fakeHost) Dispatch(events []core.Event, timers []core.Token, reacquire bool) error {
 	if reacquire {
@@ -410,6 +413,45 @@ func TestTimeout(t *testing.T) {
 	}
 }
 
+// A clock the host replaced (a patched loop.time) decides both the wait
+// and which timers are due; the monotonic clock plays no part.
+func TestReplacedClockDecidesTimeoutAndDueTimers(t *testing.T) {
+	e, h, r := setup(t)
+	e.Watch(1)
+	h.faked, h.fakeNow = true, 1000
+	h.schedule(1000.5, 1)          // half a second ahead on the replaced clock
+	h.schedule(5e9, 2)             // far ahead on both clocks
+	h.schedule(core.Now()+3600, 3) // an hour ahead of the monotonic clock
+	runOnce(t, e)
+	if got := h.last().timers; len(got) != 0 {
+		t.Fatalf("due at 1000: %v, want none", got)
+	}
+	if got := r.lastTimeout(t); got != 500*time.Millisecond {
+		t.Fatalf("timeout %v at 1000, want 500ms (until timer 1)", got)
+	}
+	h.fakeNow = 1000.5
+	runOnce(t, e)
+	if got := h.last().timers; !slices.Equal(got, []core.Token{1}) {
+		t.Fatalf("due at 1000.5: %v, want [1]", got)
+	}
+	h.fakeNow = 1e10
+	runOnce(t, e)
+	if got := h.last().timers; !slices.Equal(got, []core.Token{3, 2}) {
+		t.Fatalf("due at 1e10: %v, want [3 2]", got)
+	}
+}
+
+func TestReplacedClockSetsTheWait(t *testing.T) {
+	e, h, r := setup(t)
+	e.Watch(1)
+	h.faked, h.fakeNow = true, 50
+	h.schedule(50.25, 1)
+	runOnce(t, e)
+	if got := r.lastTimeout(t); got != 250*time.Millisecond {
+		t.Fatalf("timeout %v on the replaced clock, want 250ms", got)
+	}
+}
+
 func TestReleaseAndReacquireWrapOnlyABlockingWait(t *testing.T) {
 	e, h, _ := setup(t)
 	e.Watch(1)
@@ -672,6 +714,7 @@ func (h *busyHost) TimerCancelled(core.Token) bool { return false }
 func (h *busyHost) CancelledTimers() int           { return 0 }
 func (h *busyHost) MustNotBlock() bool             { return true }
 func (h *busyHost) Quiet() bool                    { return false }
+func (h *busyHost) Clock() (float64, bool)         { return 0, false }
 func (h *busyHost) Release()                       {}
 func (h *busyHost) Reacquire()                     {}
 func (h *busyHost) Stopping() bool {

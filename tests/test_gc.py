@@ -195,3 +195,78 @@ def test_finished_tasks_released(loop):
     del arg
     collect()
     assert wr() is None
+
+
+def test_dropped_loop_with_many_pending_callbacks_collectable(loop_factory):
+    # Callbacks nobody else references, each in a cycle through the loop.
+    lp = loop_factory()
+    holders = [Holder(lp) for _ in range(200)]
+    for h in holders:
+        lp.call_soon(h.method, Arg())
+        lp.call_later(3600, h.method)
+    refs = [weakref.ref(h) for h in holders] + [weakref.ref(lp)]
+    del holders, h, lp
+    collect_unclosed()
+    assert [r() for r in refs] == [None] * len(refs)
+
+
+def test_pending_handle_held_only_weakly_collectable(loop_factory):
+    lp = loop_factory()
+    holder = Holder(lp)
+    wr_handle = weakref.ref(lp.call_soon(holder.method))
+    lp.call_soon(print)  # the loop looks at the first handle again
+    wr_holder, wr_loop = weakref.ref(holder), weakref.ref(lp)
+    del holder, lp
+    collect_unclosed()
+    assert (wr_handle(), wr_holder(), wr_loop()) == (None, None, None)
+
+
+def test_handle_kept_by_its_callbacks_owner_collectable_after_it_ran(loop):
+    # loop alive; holder -> handle -> bound method -> holder
+    holder = Holder(loop)
+    holder.handles.append(loop.call_soon(holder.method))
+    holder.handles.append(loop.call_later(0, holder.method))
+    loop.run_until_complete(asyncio.sleep(0.01))
+    wr = weakref.ref(holder)
+    del holder
+    collect()
+    assert wr() is None
+
+
+def test_cleared_gc_callbacks_do_not_break_collection(loop_factory):
+    # Without zloopgo's collector hook a handle kept elsewhere may stay
+    # alive longer; nothing is freed while in use.
+    saved = gc.callbacks[:]
+    gc.callbacks.clear()
+    try:
+        lp = loop_factory()
+        holder = Holder(lp)
+        holder.handles.append(lp.call_soon(holder.method, Arg()))
+        collect()
+        ran = []
+        lp.call_soon(ran.append, 1)
+        lp.run_until_complete(asyncio.sleep(0))
+        assert ran == [1]
+        assert holder.handles[0].cancelled() is False
+        lp.close()
+    finally:
+        gc.callbacks[:] = saved
+
+
+def test_zloopgo_pending_handles_stay_off_the_collectors_lists():
+    import zloopgo
+
+    lp = zloopgo.new_event_loop()
+    try:
+        before = len(gc.get_objects())
+        for _ in range(10_000):
+            lp.call_soon(print)
+        lp.call_later(3600, print)
+        added = len(gc.get_objects()) - before
+        assert added < 100, added  # not one per handle
+        kept = lp.call_soon(print)
+        assert not gc.is_tracked(kept)  # not looked at yet
+        lp.call_soon(print)
+        assert gc.is_tracked(kept)  # kept by the caller: tracked
+    finally:
+        lp.close()

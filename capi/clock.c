@@ -1,0 +1,100 @@
+/* The loop's clock as the program sees it. loop.time() reads
+ * CLOCK_MONOTONIC, as time.monotonic() and the engine do; but asyncio lets a
+ * program replace it — unittest.mock.patch.object(loop, "time", fake), a
+ * subclass overriding time(), a patch on the class — and then schedules
+ * call_later() and decides which timers are due by the replacement. So
+ * does zloopgo: an assignment to loop.time is seen as it happens (the
+ * loop's setattro), a class change by its version tag, and while the clock
+ * is replaced C reads it before each iteration for the engine
+ * (zl_shared.fake_now). An unreplaced clock costs a pointer test per
+ * call_later and a version-tag compare per iteration.
+ *
+ * It knows the loop object and the time method; nothing of the engine
+ * beyond the two fields it sets. */
+#include "zl.h"
+#include <time.h>
+
+static PyObject *s_time;        /* "time" */
+static PyObject *original_time; /* LoopCore.time, the method descriptor */
+
+double zl_monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    /* the same conversion as time.monotonic() and core.Now() */
+    return (double)((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec) / 1e9;
+}
+
+/* Looks at what loop.time is now: LoopCore's own method, or a replacement
+ * kept in L->clock. 0, or -1 with an exception set. */
+static int refresh(zl_loop *L)
+{
+    PyObject *time = PyObject_GetAttr((PyObject *)L, s_time);
+    if (time == NULL)
+        return -1;
+    int own = PyCFunction_Check(time) && PyCFunction_GET_SELF(time) == (PyObject *)L &&
+              _PyType_Lookup(Py_TYPE(L), s_time) == original_time;
+    L->clock_type_version = Py_TYPE(L)->tp_version_tag; /* the lookups gave it one */
+    if (own) {
+        Py_DECREF(time);
+        Py_CLEAR(L->clock);
+        L->sh.faked = 0;
+        return 0;
+    }
+    Py_XSETREF(L->clock, time);
+    return 0;
+}
+
+int zl_clock_check(zl_loop *L)
+{
+    if (Py_TYPE(L)->tp_version_tag != L->clock_type_version || Py_TYPE(L)->tp_version_tag == 0)
+        return refresh(L);
+    return 0;
+}
+
+int zl_clock_sync(zl_loop *L)
+{
+    if (zl_clock_check(L) < 0)
+        return -1;
+    if (L->clock == NULL)
+        return 0;
+    PyObject *now = PyObject_CallNoArgs(L->clock);
+    double t = now ? PyFloat_AsDouble(now) : -1.0;
+    Py_XDECREF(now);
+    if (t == -1.0 && PyErr_Occurred())
+        return -1;
+    L->sh.fake_now = t;
+    L->sh.faked = 1;
+    return 0;
+}
+
+PyObject *zl_clock_now(zl_loop *L)
+{
+    if (L->clock != NULL)
+        return PyObject_CallNoArgs(L->clock);
+    return PyFloat_FromDouble(zl_monotonic());
+}
+
+int zl_loop_setattro(PyObject *self, PyObject *name, PyObject *value)
+{
+    if (PyObject_GenericSetAttr(self, name, value) < 0)
+        return -1;
+    if (PyUnicode_Check(name) && PyUnicode_Compare(name, s_time) == 0)
+        return refresh((zl_loop *)self);
+    return 0;
+}
+
+int zl_clock_ready(void)
+{
+    s_time = PyUnicode_InternFromString("time");
+    if (s_time == NULL)
+        return -1;
+    original_time = PyDict_GetItemWithError(zl_LoopType.tp_dict, s_time); /* borrowed */
+    if (original_time == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "LoopCore has no time method");
+        return -1;
+    }
+    Py_INCREF(original_time);
+    return 0;
+}

@@ -1,0 +1,129 @@
+/* Context snapshots for handles. asyncio copies the current context for
+ * every call_soon/call_later; a million pending callbacks then hold a
+ * million Context objects. Here a handle scheduled without context= holds
+ * a *snapshot*: a copy of the current context that nobody ever enters,
+ * shared by every handle scheduled while the current context's variables
+ * stay the same (they are an immutable mapping, so the same mapping object
+ * means the same values). When the handle runs — or get_context() hands
+ * its context out — it takes a private copy of the snapshot (or the
+ * snapshot itself, if no one else holds it), so each callback still runs
+ * in its own context as of scheduling time, as asyncio's do.
+ *
+ * Comparing mappings needs two fields CPython keeps out of its public API
+ * (PyThreadState.context, PyContext's variables); a self-test at import
+ * checks them, and without it every handle gets its own copy at once, as
+ * before. This file knows contexts and the loop's one-entry cache; it
+ * knows nothing of the engine. */
+#include "zl.h"
+
+/* PyContext's layout on CPython 3.10 to 3.13 (Include/internal/pycore_context.h). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *ctx_prev;
+    PyObject *ctx_vars; /* a PyHamtObject: immutable */
+    PyObject *ctx_weakreflist;
+    int ctx_entered;
+} context_layout;
+
+static int sharing; /* the self-test passed */
+
+static PyObject *vars_of(PyObject *ctx) { return ((context_layout *)ctx)->ctx_vars; }
+
+/* Checks that the fields read above are where and what this file thinks. */
+int zl_context_ready(void)
+{
+    sharing = 0;
+    if (PyContext_Type.tp_basicsize != (Py_ssize_t)sizeof(context_layout))
+        return 0;
+    PyObject *var = PyContextVar_New("zloopgo_layout_probe", NULL);
+    PyObject *ctx = PyContext_New();
+    PyObject *copy = NULL, *token = NULL, *before = NULL;
+    int ok = var != NULL && ctx != NULL;
+    if (ok) {
+        before = Py_NewRef(vars_of(ctx));
+        ok = PyContext_Enter(ctx) == 0;
+        if (ok) {
+            PyThreadState *ts = PyThreadState_Get();
+            ok = ts->context == ctx && ((context_layout *)ctx)->ctx_entered == 1;
+            token = PyContextVar_Set(var, Py_True);
+            ok = ok && token != NULL && vars_of(ctx) != before;
+            ok = PyContext_Exit(ctx) == 0 && ok;
+        }
+        copy = ok ? PyContext_Copy(ctx) : NULL;
+        ok = ok && copy != NULL && vars_of(copy) == vars_of(ctx) &&
+             ((context_layout *)ctx)->ctx_entered == 0 && ((context_layout *)ctx)->ctx_prev == NULL;
+    }
+    Py_XDECREF(before);
+    Py_XDECREF(token);
+    Py_XDECREF(copy);
+    Py_XDECREF(ctx);
+    Py_XDECREF(var);
+    PyErr_Clear();
+    sharing = ok;
+    return 0;
+}
+
+/* A copy of the current context that no Python code can reach, kept off
+ * the collector's lists (it cannot be part of a cycle) until released. */
+static PyObject *hidden_copy(void)
+{
+    PyObject *copy = PyContext_CopyCurrent();
+    if (copy != NULL)
+        PyObject_GC_UnTrack(copy);
+    return copy;
+}
+
+void zl_context_release(PyObject *ctx)
+{
+    if (ctx == NULL)
+        return;
+    /* Context's dealloc unlinks it from the collector's lists: one of
+     * ours must be on them again before the last reference goes. (A
+     * context= argument may be anything; a real Context is tracked unless
+     * this file untracked it.) */
+    if (Py_REFCNT(ctx) == 1 && PyContext_CheckExact(ctx) && !PyObject_GC_IsTracked(ctx))
+        PyObject_GC_Track(ctx);
+    Py_DECREF(ctx);
+}
+
+PyObject *zl_context_snapshot(zl_loop *L)
+{
+    if (!sharing)
+        return hidden_copy();
+    PyObject *current = PyThreadState_Get()->context;
+    PyObject *cached = L->ctx_cache;
+    if (current != NULL && cached != NULL && vars_of(current) == L->ctx_cache_vars &&
+        vars_of(cached) == L->ctx_cache_vars)
+        return Py_NewRef(cached);
+    PyObject *copy = hidden_copy();
+    if (copy == NULL)
+        return NULL;
+    zl_context_cache_clear(L);
+    L->ctx_cache = Py_NewRef(copy);
+    L->ctx_cache_vars = Py_NewRef(vars_of(copy)); /* held: its address stays unique */
+    return copy;
+}
+
+void zl_context_cache_clear(zl_loop *L)
+{
+    PyObject *cached = L->ctx_cache;
+    L->ctx_cache = NULL;
+    Py_CLEAR(L->ctx_cache_vars);
+    zl_context_release(cached);
+}
+
+void zl_context_escape(PyObject *ctx)
+{
+    if (PyContext_CheckExact(ctx) && !PyObject_GC_IsTracked(ctx))
+        PyObject_GC_Track(ctx);
+}
+
+PyObject *zl_context_private(PyObject *snapshot)
+{
+    if (Py_REFCNT(snapshot) == 1)
+        return Py_NewRef(snapshot); /* no other handle, not cached: it is ours */
+    PyObject *copy = PyContext_Copy(snapshot);
+    if (copy != NULL)
+        PyObject_GC_UnTrack(copy);
+    return copy;
+}
