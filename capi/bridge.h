@@ -2,8 +2,9 @@
  * the engine makes into the adapter. No CPython types appear here, so the
  * Go side of the adapter can include this header without Python.h.
  *
- * Layouts of zl_event and zl_newtimer must equal core.Event and
- * core.NewTimer; capi/layout_test.go checks them. */
+ * Layouts of zl_event, zl_newtimer and zl_completion must equal
+ * core.Event, core.NewTimer and core.Completion; capi/layout_test.go
+ * checks them. */
 #ifndef ZL_BRIDGE_H
 #define ZL_BRIDGE_H
 
@@ -22,6 +23,33 @@ typedef struct {
     double when;
     uint64_t token;
 } zl_newtimer;
+
+/* Work another goroutine finished, as core.Completion: token names the
+ * request, value and status are the result (see capi/resolver.c). */
+typedef struct {
+    uint64_t token;
+    uint64_t value;
+    int64_t status;
+} zl_completion;
+
+/* A name lookup the loop queued for the resolver (capi/resolver.c). The
+ * strings are malloc'd; the resolver frees them. kind: 0 getaddrinfo,
+ * 1 getnameinfo (then flowinfo, scope_id and arity are used, and flags
+ * are getnameinfo's). engine: the loop's engine id, to post the result to. */
+typedef struct {
+    uint64_t token;
+    uintptr_t engine;
+    char *host;
+    char *port;
+    int32_t kind;
+    int32_t family;
+    int32_t socktype;
+    int32_t proto;
+    int32_t flags;
+    uint32_t flowinfo;
+    uint32_t scope_id;
+    int32_t arity; /* getnameinfo: how many items the sockaddr tuple had */
+} zl_lookup;
 
 /* One scheduled timer. The adapter owns the handle reference; the engine
  * reads only `cancelled`. */
@@ -48,6 +76,9 @@ typedef struct {
     int64_t events_cap;
     uint64_t *timers_out;     /* timer tokens handed back, timers_out_cap long */
     int64_t timers_out_cap;
+    /* completions handed over in zl_dispatch, done_cap long (C memory) */
+    zl_completion *done;
+    int64_t done_cap;
     /* the program replaced loop.time() (capi/clock.c): the engine then
      * takes the time from fake_now, which C sets before each iteration */
     double fake_now;
@@ -62,9 +93,19 @@ void zl_release(uintptr_t loop);   /* drop the GIL before a blocking wait */
 void zl_reacquire(uintptr_t loop); /* take it back (after a failed wait) */
 /* Grow timers_out to hold at least `need` tokens; -1 if out of memory. */
 int zl_grow_timers_out(uintptr_t loop, int64_t need);
+/* Grow done to hold at least `need` completions; -1 if out of memory. */
+int zl_grow_done(uintptr_t loop, int64_t need);
 /* Take the GIL back if `reacquire`, queue the handles of the first
- * `nevents` events and of the first `ntimers` tokens of timers_out, then
- * run one batch of callbacks. Returns 0, or -1 with a Python exception set. */
-int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int reacquire);
+ * `nevents` events and of the first `ntimers` tokens of timers_out, settle
+ * the first `ndone` completions of done, then run one batch of callbacks.
+ * Returns 0, or -1 with a Python exception set. */
+int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone, int reacquire);
+
+/* capi/resolver.c, called by the resolver's goroutines (no GIL, no
+ * Python): wait for the next queued lookup and perform it, filling *req
+ * (the engine to post to) and *out (its value owns the result). */
+void zl_resolver_next(zl_lookup *req, zl_completion *out);
+/* Frees a completion's result, for one that is never settled. */
+void zl_resolved_free(uint64_t value);
 
 #endif

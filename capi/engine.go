@@ -72,23 +72,28 @@ func (h *host) EventBuffer() []core.Event {
 	return unsafe.Slice((*core.Event)(unsafe.Pointer(h.shared.events)), int(h.shared.events_cap))
 }
 
-func (h *host) Dispatch(events []core.Event, timers []core.Token, reacquire bool) error {
-	if int64(len(timers)) > int64(h.shared.timers_out_cap) {
-		if C.zl_grow_timers_out(h.loop, C.int64_t(len(timers))) != 0 {
-			if reacquire {
-				h.Reacquire()
-			}
-			return errNoMemory
+func (h *host) Dispatch(events []core.Event, timers []core.Token, done []core.Completion, reacquire bool) error {
+	grown := int64(len(timers)) <= int64(h.shared.timers_out_cap) ||
+		C.zl_grow_timers_out(h.loop, C.int64_t(len(timers))) == 0
+	grown = grown && (int64(len(done)) <= int64(h.shared.done_cap) ||
+		C.zl_grow_done(h.loop, C.int64_t(len(done))) == 0)
+	if !grown {
+		if reacquire {
+			h.Reacquire()
 		}
+		return errNoMemory
 	}
 	if len(timers) > 0 {
 		copy(unsafe.Slice((*core.Token)(unsafe.Pointer(h.shared.timers_out)), len(timers)), timers)
+	}
+	if len(done) > 0 {
+		copy(unsafe.Slice((*core.Completion)(unsafe.Pointer(h.shared.done)), len(done)), done)
 	}
 	again := C.int(0)
 	if reacquire {
 		again = 1
 	}
-	if C.zl_dispatch(h.loop, C.int64_t(len(events)), C.int64_t(len(timers)), again) != 0 {
+	if C.zl_dispatch(h.loop, C.int64_t(len(events)), C.int64_t(len(timers)), C.int64_t(len(done)), again) != 0 {
 		return errPython
 	}
 	return nil
@@ -126,7 +131,9 @@ func zlgo_engine_new(loop C.uintptr_t, shared *C.zl_shared, resolution C.double,
 	}
 	le.engine = e
 	*wakeFD = C.int(e.Reactor().WakeFD())
-	return C.uintptr_t(cgo.NewHandle(le))
+	id := C.uintptr_t(cgo.NewHandle(le))
+	engines.Store(id, e)
+	return id
 }
 
 // zlgo_engine_run iterates until stop. It returns 0, -1 when a Python
@@ -152,8 +159,10 @@ func zlgo_engine_run(id C.uintptr_t) C.int {
 func zlgo_engine_close(id C.uintptr_t) {
 	h := cgo.Handle(id)
 	le := h.Value().(*loopEngine)
+	engines.Delete(id)
 	le.engine.Reset()
-	le.engine.Close()
+	orphans, _ := le.engine.Close()
+	freeOrphans(orphans)
 	h.Delete()
 }
 

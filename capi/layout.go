@@ -20,11 +20,12 @@ type cStruct struct {
 	Fields      map[string]cField
 }
 
-// bridgeLayouts describes zl_event and zl_newtimer as the C compiler lays
-// them out.
+// bridgeLayouts describes zl_event, zl_newtimer and zl_completion as the C
+// compiler lays them out.
 func bridgeLayouts() map[string]cStruct {
 	var ev C.zl_event
 	var nt C.zl_newtimer
+	var co C.zl_completion
 	return map[string]cStruct{
 		"zl_event": {
 			Size:  C.sizeof_zl_event,
@@ -41,6 +42,15 @@ func bridgeLayouts() map[string]cStruct {
 			Fields: map[string]cField{
 				"when":  {unsafe.Offsetof(nt.when), unsafe.Sizeof(nt.when)},
 				"token": {unsafe.Offsetof(nt.token), unsafe.Sizeof(nt.token)},
+			},
+		},
+		"zl_completion": {
+			Size:  C.sizeof_zl_completion,
+			Align: unsafe.Alignof(co),
+			Fields: map[string]cField{
+				"token":  {unsafe.Offsetof(co.token), unsafe.Sizeof(co.token)},
+				"value":  {unsafe.Offsetof(co.value), unsafe.Sizeof(co.value)},
+				"status": {unsafe.Offsetof(co.status), unsafe.Sizeof(co.status)},
 			},
 		},
 	}

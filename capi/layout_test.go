@@ -16,6 +16,7 @@ import (
 func TestBridgeLayoutsMatchCore(t *testing.T) {
 	var ev core.Event
 	var nt core.NewTimer
+	var co core.Completion
 	goLayouts := map[string]cStruct{
 		"zl_event": {
 			Size:  unsafe.Sizeof(ev),
@@ -33,6 +34,15 @@ func TestBridgeLayoutsMatchCore(t *testing.T) {
 			Fields: map[string]cField{
 				"when":  {unsafe.Offsetof(nt.When), unsafe.Sizeof(nt.When)},
 				"token": {unsafe.Offsetof(nt.Token), unsafe.Sizeof(nt.Token)},
+			},
+		},
+		"zl_completion": {
+			Size:  unsafe.Sizeof(co),
+			Align: unsafe.Alignof(co),
+			Fields: map[string]cField{
+				"token":  {unsafe.Offsetof(co.Token), unsafe.Sizeof(co.Token)},
+				"value":  {unsafe.Offsetof(co.Value), unsafe.Sizeof(co.Value)},
+				"status": {unsafe.Offsetof(co.Status), unsafe.Sizeof(co.Status)},
 			},
 		},
 	}

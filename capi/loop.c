@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 static PyObject *str_debug_schedule; /* "_zl_debug_schedule" */
+static PyObject *str_context;        /* "context" */
 static PyObject *str_run_debug;      /* "_zl_run_debug" */
 static PyObject *str_Future, *str_Task, *kw_loop, *kw_loop_name, *kw_loop_context, *kw_loop_name_context;
 
@@ -216,7 +217,12 @@ static int parse_context(PyObject *kwnames, PyObject *const *kwvalues, const cha
         return 0;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
         PyObject *name = PyTuple_GET_ITEM(kwnames, i);
-        if (!PyUnicode_Check(name) || PyUnicode_CompareWithASCIIString(name, "context") != 0) {
+        /* keyword names are usually the interned string: compare pointers
+         * first (every Task step is scheduled with context=) */
+        if (name != str_context &&
+            (!PyUnicode_Check(name) || PyUnicode_Compare(name, str_context) != 0)) {
+            if (PyErr_Occurred())
+                return -1;
             PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%S'",
                          method, name);
             return -1;
@@ -751,7 +757,21 @@ int zl_grow_timers_out(uintptr_t loop, int64_t need)
     return 0;
 }
 
-int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int reacquire)
+int zl_grow_done(uintptr_t loop, int64_t need)
+{
+    zl_loop *L = (zl_loop *)loop;
+    int64_t cap = L->sh.done_cap ? L->sh.done_cap : 64;
+    while (cap < need)
+        cap *= 2;
+    zl_completion *done = PyMem_RawRealloc(L->sh.done, cap * sizeof(zl_completion));
+    if (done == NULL)
+        return -1;
+    L->sh.done = done;
+    L->sh.done_cap = cap;
+    return 0;
+}
+
+int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone, int reacquire)
 {
     zl_loop *L = (zl_loop *)loop;
     if (reacquire)
@@ -773,6 +793,8 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int reacquire)
         }
         slot_free(L, slot);
     }
+    if (ndone > 0) /* lookups resolved by other goroutines */
+        zl_settle_lookups(L, ndone);
     /* Due timers are queued before a signal may end the run, so none is lost. */
     if (PyErr_CheckSignals() < 0)
         return -1;
@@ -850,6 +872,7 @@ static void engine_close(zl_loop *L)
     if (L->engine == 0)
         return;
     L->unchecked = NULL;
+    zl_drop_lookups(L);
     ring_clear(L);
     slots_release_all(L);
     fds_release_all(L);
@@ -932,6 +955,7 @@ static int loop_traverse(zl_loop *L, visitproc visit, void *arg)
     Py_VISIT(L->task_factory);
     Py_VISIT(L->ctx_cache);
     Py_VISIT(L->clock);
+    Py_VISIT(L->lookups);
     int r;
     for (int64_t i = 0; i < L->sh.ready_len; i++)
         if ((r = visit_pending(L->ring[(L->ring_head + i) & (L->ring_cap - 1)], visit, arg)) != 0)
@@ -956,6 +980,7 @@ static int loop_clear(zl_loop *L)
     Py_CLEAR(L->task_factory);
     zl_context_cache_clear(L);
     Py_CLEAR(L->clock);
+    Py_CLEAR(L->lookups);
     ring_clear(L);
     for (uint32_t i = 0; i < L->slots_cap; i++) {
         zl_timer *h = L->sh.slots[i].handle;
@@ -984,6 +1009,7 @@ static void loop_dealloc(zl_loop *L)
     PyMem_Free(L->flush);
     PyMem_RawFree(L->sh.events);
     PyMem_RawFree(L->sh.timers_out);
+    PyMem_RawFree(L->sh.done);
     Py_TYPE(L)->tp_free((PyObject *)L);
 }
 
@@ -1037,6 +1063,9 @@ static PyMethodDef loop_methods[] = {
     {"_zl_find_fileobj", (PyCFunction)loop_find_fileobj, METH_O, NULL},
     {"_zl_run", (PyCFunction)loop_run_engine, METH_NOARGS, NULL},
     {"_zl_flush_writes", (PyCFunction)loop_flush_writes, METH_NOARGS, NULL},
+    {"_zl_getaddrinfo", (PyCFunction)zl_loop_getaddrinfo, METH_VARARGS, NULL},
+    {"_zl_getnameinfo", (PyCFunction)zl_loop_getnameinfo, METH_VARARGS, NULL},
+    {"_zl_lookups_in_flight", (PyCFunction)zl_loop_lookups_in_flight, METH_NOARGS, NULL},
     {"_zl_close", (PyCFunction)loop_close_engine, METH_NOARGS, NULL},
     {NULL}};
 
@@ -1067,6 +1096,9 @@ int zl_loop_type_ready(void)
     if (install_collector_hook() < 0)
         return -1;
     str_debug_schedule = PyUnicode_InternFromString("_zl_debug_schedule");
+    str_context = PyUnicode_InternFromString("context");
+    if (str_context == NULL)
+        return -1;
     str_run_debug = PyUnicode_InternFromString("_zl_run_debug");
     str_Future = PyUnicode_InternFromString("Future");
     str_Task = PyUnicode_InternFromString("Task");

@@ -81,7 +81,7 @@ PyMODINIT_FUNC PyInit__engine(void)
 {
     if (zl_handle_types_ready() < 0 || zl_loop_type_ready() < 0 || zl_transport_type_ready() < 0 ||
         zl_streamfeed_ready() < 0 || zl_context_ready() < 0 ||
-        zl_clock_ready() < 0)
+        zl_clock_ready() < 0 || zl_resolver_ready() < 0)
         return NULL;
     if (pthread_atfork(NULL, NULL, mark_forked_child) != 0) {
         PyErr_SetString(PyExc_RuntimeError, "pthread_atfork failed");

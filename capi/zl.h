@@ -76,6 +76,8 @@ struct zl_loop {
     PyObject *task_factory;   /* asyncio's _task_factory, kept here so create_task sees it */
     zl_handle *unchecked;     /* the last handle made, if it may not be alone (loop.c) */
     PyObject *clock;          /* what replaced loop.time(), or NULL (clock.c) */
+    PyObject *lookups;        /* token -> (future, kind) of lookups in flight (resolver.c) */
+    uint64_t lookup_counter;
     unsigned int clock_type_version;
     zl_loop *prev_live, *next_live; /* the list of live loops */
     PyObject *ctx_cache;      /* the last context snapshot handed out, and */
@@ -137,6 +139,15 @@ int zl_is_native_read(PyObject *callback);
 /* set by the native read: its bytes went to a StreamReader natively and
  * the socket is drained; zl_dispatch clears it before each callback */
 extern int zl_quiet_read;
+
+/* capi/resolver.c */
+int zl_resolver_ready(void);
+PyObject *zl_loop_getaddrinfo(zl_loop *L, PyObject *args);
+PyObject *zl_loop_getnameinfo(zl_loop *L, PyObject *args);
+PyObject *zl_loop_lookups_in_flight(zl_loop *L, PyObject *unused);
+/* Settles the first ndone completions of zl_shared.done. */
+void zl_settle_lookups(zl_loop *L, int64_t ndone);
+void zl_drop_lookups(zl_loop *L);
 
 /* capi/clock.c */
 int zl_clock_ready(void);

@@ -57,11 +57,12 @@ type Host interface {
 	// the host fewer per sleeping iteration.
 	Release()
 	Reacquire()
-	// Dispatch hands over the ready descriptors and the timer tokens the
-	// engine is done with (due timers in firing order, and cancelled ones),
-	// and runs one batch of callbacks; with reacquire set it first undoes
-	// Release. An error ends Run.
-	Dispatch(events []Event, timers []Token, reacquire bool) error
+	// Dispatch hands over the ready descriptors, the timer tokens the
+	// engine is done with (due timers in firing order, and cancelled ones)
+	// and the completions posted since the last iteration, and runs one
+	// batch of callbacks; with reacquire set it first undoes Release. An
+	// error ends Run.
+	Dispatch(events []Event, timers []Token, done []Completion, reacquire bool) error
 	// Stopping reports a stop request; checked after each iteration.
 	Stopping() bool
 	// Clock is the time on the host's own clock when the program replaced
@@ -87,6 +88,7 @@ type Engine struct {
 	timers     timerheap.Heap
 	events     []Event
 	out        []Token // timer tokens handed back in this iteration
+	inbox      *inbox  // completions posted by other goroutines
 	watched    int     // descriptors registered by the host
 	iterations uint
 	lastYield  float64 // Now() at the last yield
@@ -118,7 +120,7 @@ func NewEngine(host Host, resolution float64) (*Engine, error) {
 
 // NewEngineWithReactor is NewEngine with a given reactor (tests use fakes).
 func NewEngineWithReactor(host Host, r Reactor, resolution float64) *Engine {
-	e := &Engine{host: host, reactor: r, resolution: resolution, yield: runtime.Gosched}
+	e := &Engine{host: host, reactor: r, resolution: resolution, yield: runtime.Gosched, inbox: newInbox()}
 	if b, ok := host.(EventBufferer); ok {
 		e.events = b.EventBuffer()
 	} else {
@@ -170,7 +172,7 @@ func (e *Engine) RunOnce() error {
 		return err
 	}
 	e.popDue(clock(fake, faked))
-	return e.host.Dispatch(e.events[:n], e.out, released)
+	return e.host.Dispatch(e.events[:n], e.out, e.inbox.take(), released)
 }
 
 // clock is the host's replacement time if it has one, else Now() — read
@@ -215,10 +217,10 @@ func (e *Engine) dropCancelled() {
 
 func (e *Engine) keep(tok Token) bool { return !e.host.TimerCancelled(tok) }
 
-// timeout follows asyncio: no wait with work ready or a stop pending, a
-// wait until the earliest timer, or an unbounded wait.
+// timeout follows asyncio: no wait with work ready, a completion posted or
+// a stop pending, a wait until the earliest timer, or an unbounded wait.
 func (e *Engine) timeout(now float64) time.Duration {
-	if e.host.MustNotBlock() {
+	if e.host.MustNotBlock() || e.inbox.pending() {
 		return 0
 	}
 	top, ok := e.timers.Top()
@@ -282,5 +284,10 @@ func (e *Engine) Reset() []Token {
 	return e.timers.Drain(nil)
 }
 
-// Close releases the reactor.
-func (e *Engine) Close() error { return e.reactor.Close() }
+// Close refuses posts from now on and releases the reactor. It returns
+// the completions posted but never dispatched, for the host to dispose of
+// what they refer to.
+func (e *Engine) Close() ([]Completion, error) {
+	orphans := e.inbox.close()
+	return orphans, e.reactor.Close()
+}

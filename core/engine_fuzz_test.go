@@ -280,7 +280,7 @@ func (h *fzHost) checkTimeout(timeout time.Duration, tw float64) {
 	}
 }
 
-func (h *fzHost) Dispatch(events []core.Event, timers []core.Token, reacquire bool) error {
+func (h *fzHost) Dispatch(events []core.Event, timers []core.Token, done []core.Completion, reacquire bool) error {
 	if !h.inIter || h.dispatched {
 		h.t.Fatal("Dispatch called outside RunOnce or twice in one iteration")
 	}
@@ -370,6 +370,7 @@ func (r *fzReactor) Register(int, core.Token, core.Interest) error   { return ni
 func (r *fzReactor) Reregister(int, core.Token, core.Interest) error { return nil }
 func (r *fzReactor) Deregister(int) error                            { return nil }
 func (r *fzReactor) WakeFD() int                                     { return -1 }
+func (r *fzReactor) Wake() error                                     { return nil }
 func (r *fzReactor) Close() error                                    { return nil }
 
 func (r *fzReactor) Wait(events []core.Event, timeout time.Duration) (int, error) {

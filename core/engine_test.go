@@ -11,6 +11,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,6 +43,7 @@ type fakeHost struct {
 type dispatchCall struct {
 	events []core.Event
 	timers []core.Token
+	done   []core.Completion
 }
 
 var errDispatch = errors.New("fake dispatch failure")
@@ -99,7 +102,7 @@ func (h *fakeHost) Release()               { *h.log = append(*h.log, "release") 
 func (h *fakeHost) Reacquire()             { *h.log = append(*h.log, "reacquire") }
 func (h *fakeHost) Stopping() bool         { return h.stopping }
 
-func (h *fakeHost) Dispatch(events []core.Event, timers []core.Token, reacquire bool) error {
+func (h *fakeHost) Dispatch(events []core.Event, timers []core.Token, done []core.Completion, reacquire bool) error {
 	if reacquire {
 		h.Reacquire()
 	}
@@ -111,7 +114,7 @@ func (h *fakeHost) Dispatch(events []core.Event, timers []core.Token, reacquire 
 			h.t.Errorf("token %#x handed back %d times", tok, h.returned[tok])
 		}
 	}
-	h.dispatches = append(h.dispatches, dispatchCall{slices.Clone(events), slices.Clone(timers)})
+	h.dispatches = append(h.dispatches, dispatchCall{slices.Clone(events), slices.Clone(timers), slices.Clone(done)})
 	if len(h.dispatches) > 1000 {
 		h.t.Fatal("Run did not end after 1000 iterations")
 	}
@@ -140,12 +143,14 @@ type fakeReactor struct {
 	timeouts []time.Duration
 	waitErr  error
 	closed   bool
+	wakes    atomic.Int32
 }
 
 func (r *fakeReactor) Register(int, core.Token, core.Interest) error   { return nil }
 func (r *fakeReactor) Reregister(int, core.Token, core.Interest) error { return nil }
 func (r *fakeReactor) Deregister(int) error                            { return nil }
 func (r *fakeReactor) WakeFD() int                                     { return -1 }
+func (r *fakeReactor) Wake() error                                     { r.wakes.Add(1); return nil }
 func (r *fakeReactor) Close() error                                    { r.closed = true; return nil }
 
 func (r *fakeReactor) Wait(events []core.Event, timeout time.Duration) (int, error) {
@@ -639,11 +644,100 @@ func TestResetReturnsEveryToken(t *testing.T) {
 
 func TestCloseClosesTheReactor(t *testing.T) {
 	e, _, r := setup(t)
-	if err := e.Close(); err != nil || !r.closed {
-		t.Fatalf("Close: err %v, reactor closed %v", err, r.closed)
+	if orphans, err := e.Close(); err != nil || !r.closed || len(orphans) != 0 {
+		t.Fatalf("Close: err %v, reactor closed %v, orphans %v", err, r.closed, orphans)
 	}
 	if e.Reactor() != core.Reactor(r) {
 		t.Fatal("Reactor() is not the reactor the engine was built with")
+	}
+}
+
+// ---- the inbox ----
+
+func TestPostedCompletionsReachTheNextDispatchInOrder(t *testing.T) {
+	e, h, r := setup(t)
+	for i := range 3 {
+		if !e.Post(core.Completion{Token: core.Token(i), Value: uint64(10 * i), Status: -int64(i)}) {
+			t.Fatalf("post %d refused", i)
+		}
+	}
+	if got := r.wakes.Load(); got != 1 {
+		t.Fatalf("%d wake-ups for three posts in a row, want 1", got)
+	}
+	runOnce(t, e)
+	want := []core.Completion{{0, 0, 0}, {1, 10, -1}, {2, 20, -2}}
+	if got := h.last().done; !slices.Equal(got, want) {
+		t.Fatalf("dispatched %v, want %v", got, want)
+	}
+	// taken: the next post wakes again, the next iteration hands nothing twice
+	e.Post(core.Completion{Token: 7})
+	if got := r.wakes.Load(); got != 2 {
+		t.Fatalf("%d wake-ups after the inbox was taken, want 2", got)
+	}
+	runOnce(t, e)
+	if got := h.last().done; !slices.Equal(got, []core.Completion{{Token: 7}}) {
+		t.Fatalf("second batch %v", got)
+	}
+}
+
+func TestAPendingCompletionMeansNoWaiting(t *testing.T) {
+	e, h, r := setup(t)
+	e.Watch(1)
+	h.schedule(core.Now()+100, 1)
+	e.Post(core.Completion{Token: 1})
+	runOnce(t, e)
+	if got := r.lastTimeout(t); got != 0 {
+		t.Fatalf("timeout %v with a completion posted, want 0", got)
+	}
+}
+
+func TestPostsAfterCloseAreRefusedAndLeftoversReturned(t *testing.T) {
+	e, _, _ := setup(t)
+	e.Post(core.Completion{Token: 1, Value: 42})
+	orphans, err := e.Close()
+	if err != nil || !slices.Equal(orphans, []core.Completion{{Token: 1, Value: 42}}) {
+		t.Fatalf("Close: %v, %v", orphans, err)
+	}
+	if e.Post(core.Completion{Token: 2}) {
+		t.Fatal("a post after Close was accepted")
+	}
+}
+
+func TestPostsFromManyGoroutinesAllArriveOnce(t *testing.T) {
+	e, h, _ := setup(t)
+	const producers, each = 8, 500
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				e.Post(core.Completion{Token: core.Token(p*each + i)})
+			}
+		}()
+	}
+	seen := map[core.Token]int{}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for iter, finished := 0, false; !finished || len(seen) < producers*each; iter++ {
+		select {
+		case <-done:
+			finished = true
+		default:
+		}
+		runOnce(t, e)
+		for _, c := range h.last().done {
+			seen[c.Token]++
+		}
+		h.dispatches = h.dispatches[:0]
+		if finished && iter > 1_000_000 {
+			t.Fatalf("%d of %d posts arrived", len(seen), producers*each)
+		}
+	}
+	for tok, n := range seen {
+		if n != 1 {
+			t.Fatalf("token %d dispatched %d times", tok, n)
+		}
 	}
 }
 
@@ -655,7 +749,7 @@ func TestEngineWithRealReactor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	defer func() { _, _ = e.Close() }()
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
 		t.Fatal(err)
@@ -720,7 +814,7 @@ func (h *busyHost) Reacquire()                     {}
 func (h *busyHost) Stopping() bool {
 	return len(h.yields) >= h.want || time.Now().After(h.deadline)
 }
-func (h *busyHost) Dispatch([]core.Event, []core.Token, bool) error {
+func (h *busyHost) Dispatch([]core.Event, []core.Token, []core.Completion, bool) error {
 	h.iterations++
 	return nil
 }

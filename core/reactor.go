@@ -44,6 +44,8 @@ type Reactor interface {
 	// count), makes a blocked Wait return. Other threads write it directly
 	// so that waking needs no call into the engine.
 	WakeFD() int
+	// Wake makes a blocked Wait return; safe from any goroutine.
+	Wake() error
 	// Close releases the backend's descriptors.
 	Close() error
 }

@@ -41,4 +41,5 @@ func (r reactorAdapter) Wait(events []Event, timeout time.Duration) (int, error)
 }
 
 func (r reactorAdapter) WakeFD() int  { return r.p.WakeFD() }
+func (r reactorAdapter) Wake() error  { return r.p.Wake() }
 func (r reactorAdapter) Close() error { return r.p.Close() }

@@ -119,16 +119,31 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
     # ---- name resolution -----------------------------------------------
 
     async def getaddrinfo(self, host, port, *, family=0, type=0, proto=0, flags=0):
-        """asyncio's getaddrinfo; a numeric host is answered in place (the
-        exact list socket.getaddrinfo returns) instead of in the executor."""
-        if not self._debug:  # debug mode keeps asyncio's logged lookup
-            self._check_closed()  # run_in_executor's first step
-            infos = numeric_getaddrinfo(host, port, family, type, proto, flags)
-            if infos is not None:
-                return infos
-        return await super().getaddrinfo(
-            host, port, family=family, type=type, proto=proto, flags=flags
-        )
+        """asyncio's getaddrinfo: the exact list socket.getaddrinfo returns,
+        answered in place for a numeric host, else looked up by the C
+        library on zloopgo's resolver threads (capi/resolver.c) instead of
+        the default executor. Debug mode keeps asyncio's logged lookup."""
+        if self._debug:
+            return await super().getaddrinfo(
+                host, port, family=family, type=type, proto=proto, flags=flags
+            )
+        self._check_closed()  # run_in_executor's first step
+        infos = numeric_getaddrinfo(host, port, family, type, proto, flags)
+        if infos is not None:
+            return infos
+        future = self.create_future()
+        self._zl_getaddrinfo(future, host, port, family, type, proto, flags)
+        return await future
+
+    async def getnameinfo(self, sockaddr, flags=0):
+        """asyncio's getnameinfo, looked up by the C library on zloopgo's
+        resolver threads instead of the default executor."""
+        if self._debug:
+            return await super().getnameinfo(sockaddr, flags)
+        self._check_closed()
+        future = self.create_future()
+        self._zl_getnameinfo(future, sockaddr, flags)
+        return await future
 
     # ---- descriptors ----
 

@@ -26,6 +26,8 @@ TARGETS = {
     "stream_rtt": (">=", 1.4),
     "bulk": (">=", 1.2),
     "getaddrinfo_numeric": (">=", 1.2),
+    "getaddrinfo_localhost": (">=", 1.5),
+    "getaddrinfo_gather": (">=", 1.2),
     "two_writes": ("loss<", 2.0),
 }
 LOSS_BASE = {"two_writes": "one_write"}

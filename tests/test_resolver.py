@@ -1,0 +1,310 @@
+"""Name resolution: loop.getaddrinfo() and loop.getnameinfo() give exactly
+what socket.getaddrinfo() and socket.getnameinfo() give — the same list,
+the same exception with the same errno and message — for names from
+/etc/hosts, names that do not resolve, numeric hosts the fast path
+declines, every family, type and flag, and bad arguments. zloopgo looks
+names up on its resolver threads (capi/resolver.c); these tests also pin
+what that must not change: cancellation, a responsive loop while many
+lookups are in flight, debug-mode logging, the default executor, closing
+the loop early, and fork. Dual-run."""
+
+import asyncio
+import concurrent.futures
+import functools
+import itertools
+import logging
+import socket
+import time
+
+import pytest
+from helpers import check, run_script
+
+# Served by /etc/hosts or numeric: the C library answers without a DNS
+# server, so the whole matrix runs against them.
+HOSTS = [
+    "localhost",
+    b"localhost",
+    "LOCALHOST",
+    "",
+    None,
+    "127.1",  # numeric for glibc, declined by the fast path
+    "fe80::1%lo",
+    bytearray(b"localhost"),
+    42,
+]
+PORTS = [None, 0, 80, "80", "http", "nosuchservice", b"443", True, 80.0, 2**70]
+FAMILIES = [socket.AF_UNSPEC, socket.AF_INET, socket.AF_INET6]
+TYPES = [0, socket.SOCK_STREAM, socket.SOCK_DGRAM]
+FLAGS = [0, socket.AI_CANONNAME, socket.AI_PASSIVE, socket.AI_NUMERICSERV, socket.AI_ADDRCONFIG]
+# Names that go to the DNS server (slow, sometimes timing out, here): a
+# few cases each.
+DNS_CASES = [("nonexistent.invalid", 80, 0, 0, 0), ("ex\u00e4mple.invalid", "http", 0, 0, 0)]
+
+
+def deterministic(cases, reference):
+    """The cases whose reference answer does not depend on a DNS server's
+    mood: names the C library sends to DNS (not in /etc/hosts) may get a
+    temporary failure or time out here, so a case whose reference answer
+    is a temporary failure, is slow, or changes between two calls is left
+    out."""
+    kept = []
+    for case in cases:
+        t0 = time.monotonic()
+        first = reference(case)
+        slow = time.monotonic() - t0 > 0.5
+        temporary = first[0] == "gaierror" and first[1][0] == socket.EAI_AGAIN
+        if not slow and not temporary and reference(case) == first:
+            kept.append((case, first))
+    return kept
+
+
+def outcome(call):
+    """What a call returned, or its exception as (type, args, str)."""
+    try:
+        return ("ok", call())
+    except Exception as exc:  # noqa: BLE001 - the exception is the outcome
+        return (type(exc).__name__, exc.args, str(exc))
+
+
+async def async_outcome(awaitable):
+    try:
+        return ("ok", await awaitable)
+    except Exception as exc:  # noqa: BLE001 - the exception is the outcome
+        return (type(exc).__name__, exc.args, str(exc))
+
+
+def _getaddrinfo_reference(case):
+    host, port, family, kind, flags = case
+    return outcome(lambda: socket.getaddrinfo(host, port, family, kind, 0, flags))
+
+
+def served_without_dns(host, family):
+    """Whether the C library answers (host, family) from /etc/hosts or as
+    a number. A name it cannot answer there goes on to the DNS server,
+    whose answer here flips between "not known" and "temporary failure"
+    and can take seconds; those pairs are left to DNS_CASES."""
+    try:
+        socket.getaddrinfo(host, 0, family)
+    except socket.gaierror:
+        return False
+    except Exception:  # noqa: BLE001 - a bad argument is answered locally
+        return True
+    return True
+
+
+@pytest.fixture(scope="module")
+def getaddrinfo_cases():
+    local = {
+        (repr(host), family)
+        for host, family in itertools.product(HOSTS, FAMILIES)
+        if served_without_dns(host, family)
+    }
+    matrix = [
+        case
+        for case in itertools.product(HOSTS, PORTS, FAMILIES, TYPES, FLAGS)
+        if (repr(case[0]), case[2]) in local
+    ]
+    return deterministic([*matrix, *DNS_CASES], _getaddrinfo_reference)
+
+
+def test_getaddrinfo_matches_socket_getaddrinfo(loop, getaddrinfo_cases):
+    assert len(getaddrinfo_cases) > 2000  # the matrix did not shrink away
+
+    async def main():
+        return await asyncio.gather(
+            *(
+                async_outcome(loop.getaddrinfo(host, port, family=family, type=kind, flags=flags))
+                for (host, port, family, kind, flags), _ in getaddrinfo_cases
+            )
+        )
+
+    got = loop.run_until_complete(main())
+    for (case, expected), result in zip(getaddrinfo_cases, got):
+        if result != expected and _getaddrinfo_reference(case) != expected:
+            continue  # the name service itself changed its answer meanwhile
+        assert result == expected, case
+
+
+def test_getaddrinfo_bad_numbers_as_socket_getaddrinfo(loop):
+    cases = [
+        {"family": "x"},
+        {"type": 1.5},
+        {"proto": 2**40},
+        {"flags": -(2**40)},
+        {"family": socket.AF_UNIX},
+        {"proto": socket.IPPROTO_UDP, "type": socket.SOCK_STREAM},
+    ]
+    for kw in cases:
+        got = loop.run_until_complete(async_outcome(loop.getaddrinfo("localhost", 80, **kw)))
+        args = [kw.get(k, 0) for k in ("family", "type", "proto", "flags")]
+        assert got == outcome(functools.partial(socket.getaddrinfo, "localhost", 80, *args)), kw
+
+
+SOCKADDRS = [
+    ("127.0.0.1", 80),
+    ("127.0.0.1", 0),
+    ("127.0.0.1", 80, 0, 0),  # IPv4 with IPv6's four items
+    ("::1", 443, 0, 0),
+    ("::1", 443),
+    ("::1", 80, 2**20, 0),  # flowinfo out of range
+    ("localhost", 80),  # getnameinfo wants a numeric host
+    ("1.2.3",),
+    ("127.0.0.1", "80"),
+    "127.0.0.1",
+    (b"127.0.0.1", 80),
+]
+NI_FLAGS = [0, socket.NI_NUMERICHOST, socket.NI_NUMERICSERV, socket.NI_NAMEREQD, socket.NI_DGRAM]
+
+
+def test_getnameinfo_matches_socket_getnameinfo(loop):
+    cases = deterministic(
+        itertools.product(SOCKADDRS, NI_FLAGS),
+        lambda case: outcome(lambda: socket.getnameinfo(*case)),
+    )
+    assert len(cases) > 30
+
+    async def main():
+        return await asyncio.gather(
+            *(async_outcome(loop.getnameinfo(sa, flags)) for (sa, flags), _ in cases)
+        )
+
+    got = loop.run_until_complete(main())
+    for (case, expected), result in zip(cases, got):
+        assert result == expected, case
+
+
+def test_cancelled_lookups_leave_no_late_callback(loop):
+    async def main():
+        tasks = [asyncio.ensure_future(loop.getaddrinfo("localhost", 80)) for _ in range(200)]
+        await asyncio.sleep(0)
+        for t in tasks[::2]:
+            t.cancel()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.sleep(0.05)  # any late completion would arrive now
+        return results
+
+    results = loop.run_until_complete(main())
+    cancelled = [r for r in results if isinstance(r, asyncio.CancelledError)]
+    answered = [r for r in results if isinstance(r, list)]
+    assert len(cancelled) + len(answered) == 200
+    assert len(answered) >= 100
+    assert all(r == answered[0] for r in answered)
+    if hasattr(loop, "_zl_lookups_in_flight"):
+        assert loop._zl_lookups_in_flight() == 0  # every future was forgotten
+    # (the loop fixture fails the test on any exception handler call)
+
+
+def test_the_loop_stays_responsive_with_a_thousand_lookups_in_flight(loop):
+    async def main():
+        fired = loop.create_future()
+        start = loop.time()
+        loop.call_later(0.05, lambda: fired.set_result(loop.time() - start))
+        lookups = asyncio.gather(*(loop.getaddrinfo("localhost", 80) for _ in range(1000)))
+        late = await fired
+        results = await lookups
+        return late, results
+
+    late, results = loop.run_until_complete(main())
+    assert late < 1.0, f"the timer fired {late:.3f} s after it was set for 0.05 s"
+    assert results == [socket.getaddrinfo("localhost", 80)] * 1000
+
+
+def test_debug_mode_logs_the_lookup_as_asyncio(loop, caplog):
+    loop.set_debug(True)
+    with caplog.at_level(logging.DEBUG, logger="asyncio"):
+        loop.run_until_complete(loop.getaddrinfo("localhost", 80))
+    assert any("Getting address info" in r.getMessage() for r in caplog.records)
+
+
+def test_lookups_do_not_use_the_default_executor(loop):
+    submitted = []
+
+    class Counting(concurrent.futures.ThreadPoolExecutor):
+        def submit(self, fn, *args, **kwargs):
+            submitted.append(fn)
+            return super().submit(fn, *args, **kwargs)
+
+    executor = Counting(max_workers=2)
+    loop.set_default_executor(executor)
+    try:
+        infos = loop.run_until_complete(loop.getaddrinfo("localhost", 80))
+        assert infos == socket.getaddrinfo("localhost", 80)
+        name = loop.run_until_complete(loop.run_in_executor(None, socket.gethostname))
+        assert name == socket.gethostname()
+    finally:
+        loop.run_until_complete(loop.shutdown_default_executor())
+    # asyncio resolves in the executor; zloopgo does not, and leaves it to
+    # run_in_executor's own users
+    if type(loop).__module__.startswith("zloopgo"):
+        assert submitted == [socket.gethostname]
+    else:
+        assert len(submitted) == 2
+
+
+def test_closing_the_loop_with_lookups_in_flight(loop_factory):
+    lp = loop_factory()
+    futs = []
+
+    async def start():
+        for _ in range(100):
+            futs.append(asyncio.ensure_future(lp.getaddrinfo("localhost", 80)))
+        await asyncio.sleep(0)
+
+    lp.run_until_complete(start())
+    for f in futs:
+        f.cancel()
+    lp.run_until_complete(asyncio.gather(*futs, return_exceptions=True))
+    lp.close()
+    time.sleep(0.1)  # lookups finishing now find the loop closed
+    lookup = lp.getaddrinfo("localhost", 80)
+    with pytest.raises(RuntimeError, match="closed"):
+        lp.run_until_complete(lookup)
+    lookup.close()  # never started (asyncio's loop refuses it the same way)
+
+
+ROUNDS_SCRIPT = """
+loop = factory()
+async def main():
+    # No timer is pending: only the lookups' completions can end a wait.
+    for _ in range(300):
+        await asyncio.gather(
+            *(loop.getaddrinfo("localhost", 80) for _ in range(8)),
+            *(loop.getnameinfo(("127.0.0.1", 80)) for _ in range(8)),
+        )
+    print("done")
+loop.run_until_complete(main())
+loop.close()
+"""
+
+
+def test_every_completion_wakes_a_waiting_loop(loop_name):
+    # Many short batches: each lookup finishing while the loop waits must
+    # end the wait (a lost wake-up here hung the loop forever).
+    check(run_script(loop_name, ROUNDS_SCRIPT, timeout=120), "done")
+
+
+FORK_SCRIPT = """
+import warnings
+warnings.simplefilter("ignore")
+loop = factory()
+async def main():
+    lookups = [asyncio.ensure_future(loop.getaddrinfo("localhost", 80)) for _ in range(200)]
+    await asyncio.sleep(0)
+    pid = os.fork()
+    if pid == 0:
+        # the child: the C library still resolves; the loop says it cannot run
+        socket.getaddrinfo("localhost", 80)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    results = await asyncio.gather(*lookups, return_exceptions=True)
+    print("child", os.waitstatus_to_exitcode(status))
+    print("parent", sum(isinstance(r, list) for r in results))
+loop.run_until_complete(main())
+loop.close()
+"""
+
+
+def test_fork_with_lookups_in_flight_hangs_neither_process(loop_name):
+    proc = run_script(loop_name, FORK_SCRIPT, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:2] == ["child 0", "parent 200"], proc.stdout + proc.stderr
