@@ -7,4 +7,4 @@ require (
 	golang.org/x/sys v0.50.0
 )
 
-require github.com/bytedance/gopkg v0.1.4 // indirect
+require github.com/bytedance/gopkg v0.1.4

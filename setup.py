@@ -16,7 +16,7 @@ import sysconfig
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-GO_MIN = (1, 24)
+GO_MIN = (1, 26)
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
