@@ -156,7 +156,7 @@ int zl_handle_run(zl_handle *h)
         L->in_callback = outer;
         /* What it wrote reaches the kernel before anything else sees
          * the callback's end or its exception. */
-        if (L->flush_len > 0 && !outer)
+        if (zl_flush_held(L) && !outer)
             zl_flush_writes(L);
         PyContext_Exit(h->context);
     }

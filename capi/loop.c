@@ -833,16 +833,6 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone,
     return rc;
 }
 
-/* _zl_flush_writes(): what this loop's transports hold leaves now (before
- * os.fork(), so that the child does not inherit unsent bytes). */
-static PyObject *loop_flush_writes(zl_loop *L, PyObject *unused)
-{
-    zl_flush_writes(L);
-    if (PyErr_Occurred())
-        return NULL;
-    Py_RETURN_NONE;
-}
-
 /* ---- running and closing ---- */
 
 static PyObject *loop_run_engine(zl_loop *L, PyObject *unused)
@@ -950,13 +940,13 @@ static int visit_pending(zl_handle *h, visitproc visit, void *arg)
 
 static int loop_traverse(zl_loop *L, visitproc visit, void *arg)
 {
-    for (int64_t i = 0; i < L->flush_len; i++)
-        Py_VISIT(L->flush[i]);
+    int r;
+    if ((r = zl_flush_traverse(L, visit, arg)) != 0)
+        return r;
     Py_VISIT(L->task_factory);
     Py_VISIT(L->ctx_cache);
     Py_VISIT(L->clock);
     Py_VISIT(L->lookups);
-    int r;
     for (int64_t i = 0; i < L->sh.ready_len; i++)
         if ((r = visit_pending(L->ring[(L->ring_head + i) & (L->ring_cap - 1)], visit, arg)) != 0)
             return r;
@@ -1006,7 +996,7 @@ static void loop_dealloc(zl_loop *L)
     PyMem_Free(L->sh.slots);
     PyMem_Free(L->sh.new_timers);
     PyMem_Free(L->fds);
-    PyMem_Free(L->flush);
+    zl_flush_free(L);
     PyMem_RawFree(L->sh.events);
     PyMem_RawFree(L->sh.timers_out);
     PyMem_RawFree(L->sh.done);
@@ -1062,7 +1052,7 @@ static PyMethodDef loop_methods[] = {
     {"_zl_watch_state", (PyCFunction)loop_watch_state, METH_O, NULL},
     {"_zl_find_fileobj", (PyCFunction)loop_find_fileobj, METH_O, NULL},
     {"_zl_run", (PyCFunction)loop_run_engine, METH_NOARGS, NULL},
-    {"_zl_flush_writes", (PyCFunction)loop_flush_writes, METH_NOARGS, NULL},
+    {"_zl_flush_writes", (PyCFunction)zl_loop_flush_writes, METH_NOARGS, NULL},
     {"_zl_getaddrinfo", (PyCFunction)zl_loop_getaddrinfo, METH_VARARGS, NULL},
     {"_zl_getnameinfo", (PyCFunction)zl_loop_getnameinfo, METH_VARARGS, NULL},
     {"_zl_lookups_in_flight", (PyCFunction)zl_loop_lookups_in_flight, METH_NOARGS, NULL},

@@ -7,8 +7,9 @@
  * Python code, reached through the same attributes and methods asyncio
  * uses, so behaviour and messages are asyncio's.
  *
- * It knows asyncio's transport attributes by name; it knows nothing of the
- * loop or the engine. */
+ * It knows asyncio's transport attributes by name; of the loop it knows
+ * only whether a callback is running (in_callback) and the flush list it
+ * hands a holding transport to (flush.c); it knows nothing of the engine. */
 #include "zl.h"
 #include <errno.h>
 #include <structmember.h>
@@ -409,16 +410,9 @@ static int hold(PyObject *self, PyObject *data, Py_buffer *view)
         Py_DECREF(chunk);
         return r < 0 ? -1 : 1;
     }
-    if (L->flush_len == L->flush_cap) {
-        int64_t cap = L->flush_cap ? L->flush_cap * 2 : 16;
-        PyObject **f = PyMem_Realloc(L->flush, cap * sizeof(PyObject *));
-        if (f == NULL) {
-            Py_DECREF(chunk);
-            PyErr_NoMemory();
-            return -1;
-        }
-        L->flush = f;
-        L->flush_cap = cap;
+    if (zl_flush_reserve(L) < 0) {
+        Py_DECREF(chunk);
+        return -1;
     }
     /* Room for four chunks, holding one: a second write (an HTTP
      * header, then the body) appends without growing the list. */
@@ -431,7 +425,7 @@ static int hold(PyObject *self, PyObject *data, Py_buffer *view)
     Py_SET_SIZE(list, 1); /* the other slots are NULL, beyond the size */
     if (set_field(self, F_PENDING, list) < 0)
         return -1;
-    L->flush[L->flush_len++] = Py_NewRef(self);
+    zl_flush_add(L, self);
     return 1;
 }
 
@@ -518,7 +512,7 @@ static PyObject *send_chunks(PyObject *self, PyObject *chunks)
 }
 
 /* _zl_flush(): send what this transport holds now. */
-static PyObject *transport_flush(PyObject *self, PyObject *unused)
+PyObject *zl_transport_flush(PyObject *self, PyObject *unused)
 {
     PyObject *held;
     if (take_held(self, &held) < 0)
@@ -528,38 +522,6 @@ static PyObject *transport_flush(PyObject *self, PyObject *unused)
     PyObject *r = send_chunks(self, held);
     Py_DECREF(held);
     return r;
-}
-
-void zl_flush_writes(zl_loop *L)
-{
-    PyObject *exc = PyErr_Occurred() ? zl_fetch_exception() : NULL;
-    /* Sending may run Python code (errors, flow control) that writes
-     * again: those writes are sent at once, as outside a callback. In
-     * the order the transports were first written to, as asyncio's sends
-     * would have reached the kernel. */
-    char in_callback = L->in_callback;
-    L->in_callback = 0;
-    for (int64_t i = 0; i < L->flush_len; i++) {
-        PyObject *t = L->flush[i];
-        L->flush[i] = NULL;
-        PyObject *r = transport_flush(t, NULL);
-        if (r == NULL)
-            PyErr_WriteUnraisable(t);
-        Py_XDECREF(r);
-        Py_DECREF(t);
-    }
-    L->flush_len = 0;
-    L->in_callback = in_callback;
-    if (exc != NULL)
-        zl_restore_exception(exc);
-}
-
-void zl_drop_flush_list(zl_loop *L)
-{
-    while (L->flush_len > 0) {
-        PyObject *t = L->flush[--L->flush_len];
-        Py_DECREF(t);
-    }
 }
 
 /* Sends data now, from the caller's buffer: after what is held, in one
@@ -573,7 +535,7 @@ static PyObject *send_now(PyObject *self, PyObject *data, Py_buffer *view)
      * reaches the kernel first, as asyncio's sends would have. */
     PyObject *loop = layout_type && PyObject_TypeCheck(self, layout_type)
                          ? *(PyObject **)((char *)self + field_offset[F_LOOP]) : NULL;
-    if (loop != NULL && PyObject_TypeCheck(loop, &zl_LoopType) && ((zl_loop *)loop)->flush_len > 0)
+    if (loop != NULL && PyObject_TypeCheck(loop, &zl_LoopType) && zl_flush_held((zl_loop *)loop))
         zl_flush_writes((zl_loop *)loop);
     if (held != NULL) {
         PyObject *r = PyList_Append(held, data) == 0 ? send_chunks(self, held) : NULL;
@@ -684,7 +646,7 @@ static PyMethodDef fast_methods[] = {
     {"_read_ready__data_received", read_ready_data_received, METH_NOARGS, NULL},
     {"_read_ready__get_buffer", read_ready_get_buffer, METH_NOARGS, NULL},
     {"write", transport_write, METH_O, "Write data to the transport (asyncio.WriteTransport.write)."},
-    {"_zl_flush", transport_flush, METH_NOARGS, "Send the writes held until the running callback returns now."},
+    {"_zl_flush", zl_transport_flush, METH_NOARGS, "Send the writes held until the running callback returns now."},
     {"is_closing", transport_is_closing, METH_NOARGS, "Return True if the transport is closing or closed."},
     {NULL}};
 

@@ -87,7 +87,8 @@ struct zl_loop {
     char running;             /* inside _zl_run */
     char in_callback;         /* running a callback: transports may hold its writes */
     char watch_changed;       /* a descriptor was watched for more since the last batch */
-    /* transports holding writes to send when the running callback returns */
+    /* transports holding writes to send when the running callback returns
+     * (the flush list: capi/flush.c alone reads and writes it) */
     PyObject **flush;
     int64_t flush_len, flush_cap;
 };
@@ -130,15 +131,29 @@ int zl_loop_type_ready(void);
 /* capi/transport.c */
 int zl_transport_type_ready(void);
 PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls);
-/* Sends the writes the transports of `loop` hold (see transport.c); a
- * pending Python exception is kept. */
-void zl_flush_writes(zl_loop *loop);
-void zl_drop_flush_list(zl_loop *loop);
+/* A transport's _zl_flush(): sends what it holds now. */
+PyObject *zl_transport_flush(PyObject *transport, PyObject *unused);
 /* callback is a socket transport's native _read_ready method */
 int zl_is_native_read(PyObject *callback);
 /* set by the native read: its bytes went to a StreamReader natively and
  * the socket is drained; zl_dispatch clears it before each callback */
 extern int zl_quiet_read;
+
+/* capi/flush.c: the loop's list of transports holding writes */
+/* Makes room for one more transport; -1 with MemoryError set. */
+int zl_flush_reserve(zl_loop *L);
+/* Appends transport (a new reference) in the room zl_flush_reserve made. */
+void zl_flush_add(zl_loop *L, PyObject *transport);
+/* Some transport of the loop holds writes. */
+static inline int zl_flush_held(const zl_loop *L) { return L->flush_len > 0; }
+/* Sends the writes the transports of `L` hold (see transport.c); a
+ * pending Python exception is kept. */
+void zl_flush_writes(zl_loop *L);
+/* Forgets the transports without sending (closing, breaking a cycle). */
+void zl_drop_flush_list(zl_loop *L);
+int zl_flush_traverse(zl_loop *L, visitproc visit, void *arg);
+void zl_flush_free(zl_loop *L);
+PyObject *zl_loop_flush_writes(zl_loop *L, PyObject *unused);
 
 /* capi/resolver.c */
 int zl_resolver_ready(void);
