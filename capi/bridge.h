@@ -86,7 +86,7 @@ typedef struct {
     int32_t pad2;
 } zl_shared;
 
-/* Called by the engine (capi/engine.go); implemented in capi/loop.c.
+/* Called by the engine (capi/engine.go); implemented in capi/dispatch.c.
  * `loop` is the adapter's loop object, passed as an integer: a pointer
  * argument would make cgo check on every call whether it is a Go pointer. */
 void zl_release(uintptr_t loop);   /* drop the GIL before a blocking wait */

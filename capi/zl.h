@@ -74,7 +74,7 @@ struct zl_loop {
     atomic_int polling;       /* the loop thread sleeps in the reactor */
     PyThreadState *saved_tstate;
     PyObject *task_factory;   /* asyncio's _task_factory, kept here so create_task sees it */
-    zl_handle *unchecked;     /* the last handle made, if it may not be alone (loop.c) */
+    zl_handle *unchecked;     /* the last handle made, if it may not be alone (schedule.c) */
     PyObject *clock;          /* what replaced loop.time(), or NULL (clock.c) */
     PyObject *lookups;        /* token -> (future, kind) of lookups in flight (resolver.c) */
     uint64_t lookup_counter;
@@ -118,15 +118,107 @@ int zl_handle_run(zl_handle *h);
 void zl_handle_cancel(zl_handle *h);
 int zl_check_callback(PyObject *callback, const char *method);
 int zl_handle_types_ready(void);
+/* The handle's debug record, made on first use; NULL with MemoryError set. */
+zl_handle_debug *zl_handle_debug_info(zl_handle *h);
 /* Takes the pending exception, normalized, with its traceback attached. */
 PyObject *zl_fetch_exception(void);
 /* Sets exc (stolen) as the pending exception again. */
 void zl_restore_exception(PyObject *exc);
 
 /* capi/loop.c */
-void zl_timer_cancelled(zl_loop *loop, zl_timer *timer);
-zl_handle_debug *zl_handle_debug_info(zl_handle *h);
 int zl_loop_type_ready(void);
+static inline int zl_check_closed(zl_loop *L)
+{
+    if (L->closed) {
+        PyErr_SetString(PyExc_RuntimeError, "Event loop is closed");
+        return -1;
+    }
+    return 0;
+}
+
+/* capi/ready.c: the ready queue (ring, ring_cap, ring_head, sh.ready_len).
+ * Push and pop are here, inline, because every call_soon pushes. */
+int zl_ready_init(zl_loop *L);
+/* Doubles the full ring; -1 with MemoryError set. */
+int zl_ready_grow(zl_loop *L);
+/* Releases every queued handle. */
+void zl_ready_clear(zl_loop *L);
+int zl_ready_traverse(zl_loop *L, visitproc visit, void *arg);
+void zl_ready_free(zl_loop *L);
+
+static inline int zl_ready_push(zl_loop *L, zl_handle *h) /* steals h */
+{
+    if (L->sh.ready_len == L->ring_cap && zl_ready_grow(L) < 0) {
+        Py_DECREF(h);
+        return -1;
+    }
+    L->ring[(L->ring_head + L->sh.ready_len) & (L->ring_cap - 1)] = h;
+    L->sh.ready_len++;
+    return 0;
+}
+
+static inline zl_handle *zl_ready_pop(zl_loop *L) /* returns a reference */
+{
+    zl_handle *h = L->ring[L->ring_head];
+    L->ring_head = (L->ring_head + 1) & (L->ring_cap - 1);
+    L->sh.ready_len--;
+    return h;
+}
+
+/* capi/timers.c: timer slots (sh.slots, slots_cap, slots_free) and the
+ * new-timer buffer (sh.new_timers, new_timers_cap) */
+void zl_timers_init(zl_loop *L);
+/* Gives h a slot and tells the engine of it; -1 with MemoryError set. */
+int zl_timer_slot_alloc(zl_loop *L, zl_timer *h);
+/* h was cancelled: its slot is marked for the engine, its handle released. */
+void zl_timer_cancelled(zl_loop *L, zl_timer *h);
+/* The engine handed back `slot`: its handle (if not cancelled) is queued. */
+void zl_timer_due(zl_loop *L, uint32_t slot);
+/* Drops every timer: on close, with the engine's heap dropped too. */
+void zl_timers_release_all(zl_loop *L);
+/* Cancels every timer, keeping the slots the engine may hold. */
+void zl_timers_cancel_all(zl_loop *L);
+int zl_timers_traverse(zl_loop *L, visitproc visit, void *arg);
+void zl_timers_free(zl_loop *L);
+
+/* capi/schedule.c: call_soon, call_soon_threadsafe, call_later, call_at,
+ * and pending handles kept off the collector's lists (unchecked, the
+ * live-loop list) */
+int zl_schedule_ready(void);
+/* Tracks the last handle made if something else references it. */
+void zl_check_new_handle(zl_loop *L);
+/* Visits a handle held by the ready queue or a timer slot. */
+int zl_visit_pending(zl_handle *h, visitproc visit, void *arg);
+void zl_live_loop_add(zl_loop *L);
+void zl_live_loop_remove(zl_loop *L);
+PyObject *zl_loop_call_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *zl_loop_call_soon_threadsafe(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                                       PyObject *kwnames);
+PyObject *zl_loop_call_later(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *zl_loop_call_at(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+
+/* capi/tasks.c */
+int zl_tasks_ready(void);
+PyObject *zl_loop_create_future(zl_loop *L, PyObject *unused);
+PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *zl_loop_get_task_factory(zl_loop *L, void *c);
+int zl_loop_set_task_factory(zl_loop *L, PyObject *v, void *c);
+
+/* capi/fds.c: the descriptor table (fds, fds_cap, watch_changed) */
+/* A ready descriptor queues its handles (zl_dispatch). */
+void zl_fd_ready(zl_loop *L, uint64_t fd, uint32_t mask);
+void zl_fds_release_all(zl_loop *L);
+int zl_fds_traverse(zl_loop *L, visitproc visit, void *arg);
+void zl_fds_free(zl_loop *L);
+PyObject *zl_loop_add_reader(zl_loop *L, PyObject *const *a, Py_ssize_t n);
+PyObject *zl_loop_add_writer(zl_loop *L, PyObject *const *a, Py_ssize_t n);
+PyObject *zl_loop_remove_reader(zl_loop *L, PyObject *fd);
+PyObject *zl_loop_remove_writer(zl_loop *L, PyObject *fd);
+PyObject *zl_loop_watch_state(zl_loop *L, PyObject *arg);
+PyObject *zl_loop_find_fileobj(zl_loop *L, PyObject *fileobj);
+
+/* capi/dispatch.c: the engine's calls into C, declared in bridge.h */
+int zl_dispatch_ready(void);
 
 /* capi/transport.c */
 int zl_transport_type_ready(void);
