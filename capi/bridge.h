@@ -3,11 +3,13 @@
  * Go side of the adapter can include this header without Python.h.
  *
  * Layouts of zl_event, zl_newtimer and zl_completion must equal
- * core.Event, core.NewTimer and core.Completion; capi/layout_test.go
- * checks them. */
+ * core.Event, core.NewTimer and core.Completion, which the engine hands
+ * over without copying: the static asserts below pin them for the C
+ * compile, and capi/layout.go fails the Go compile if core's differ. */
 #ifndef ZL_BRIDGE_H
 #define ZL_BRIDGE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* One ready descriptor, as core.Event: token is the descriptor number. */
@@ -31,6 +33,20 @@ typedef struct {
     uint64_t value;
     int64_t status;
 } zl_completion;
+
+/* The layouts core's structures have (core/reactor.go, core/engine.go,
+ * core/inbox.go); capi/layout.go compares them field by field. */
+_Static_assert(sizeof(zl_event) == 16, "zl_event must be 16 bytes, as core.Event");
+_Static_assert(offsetof(zl_event, token) == 0, "zl_event.token at 0, as core.Event.Token");
+_Static_assert(offsetof(zl_event, mask) == 8, "zl_event.mask at 8, as core.Event.Mask");
+_Static_assert(offsetof(zl_event, pad) == 12, "zl_event.pad at 12, as core.Event's blank field");
+_Static_assert(sizeof(zl_newtimer) == 16, "zl_newtimer must be 16 bytes, as core.NewTimer");
+_Static_assert(offsetof(zl_newtimer, when) == 0, "zl_newtimer.when at 0, as core.NewTimer.When");
+_Static_assert(offsetof(zl_newtimer, token) == 8, "zl_newtimer.token at 8, as core.NewTimer.Token");
+_Static_assert(sizeof(zl_completion) == 24, "zl_completion must be 24 bytes, as core.Completion");
+_Static_assert(offsetof(zl_completion, token) == 0, "zl_completion.token at 0, as core.Completion.Token");
+_Static_assert(offsetof(zl_completion, value) == 8, "zl_completion.value at 8, as core.Completion.Value");
+_Static_assert(offsetof(zl_completion, status) == 16, "zl_completion.status at 16, as core.Completion.Status");
 
 /* A name lookup the loop queued for the resolver (capi/resolver.c). The
  * strings are malloc'd; the resolver frees them. kind: 0 getaddrinfo,
