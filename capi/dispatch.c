@@ -86,7 +86,8 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone,
         zl_quiet_read = 0;
         if (!h->cancelled) {
             if (L->debug) {
-                PyObject *r = PyObject_CallMethodObjArgs((PyObject *)L, str_run_debug, (PyObject *)h, NULL);
+                PyObject *r =
+                    PyObject_CallMethodObjArgs((PyObject *)L, str_run_debug, (PyObject *)h, NULL);
                 rc = r ? 0 : -1;
                 Py_XDECREF(r);
             } else {

@@ -52,10 +52,7 @@ static zl_fdwatch *fd_slot(zl_loop *L, int fd)
     return &L->fds[fd];
 }
 
-static uint32_t watch_mask(zl_fdwatch *w)
-{
-    return (w->reader ? 1u : 0u) | (w->writer ? 2u : 0u);
-}
+static uint32_t watch_mask(zl_fdwatch *w) { return (w->reader ? 1u : 0u) | (w->writer ? 2u : 0u); }
 
 /* Forgets what fd is watched for, without cancelling its handles. */
 static void fd_forget(zl_fdwatch *w)
@@ -166,8 +163,14 @@ static PyObject *remove_watch(zl_loop *L, PyObject *arg, int which)
     Py_RETURN_TRUE;
 }
 
-PyObject *zl_loop_add_reader(zl_loop *L, PyObject *const *a, Py_ssize_t n) { return add_watch(L, a, n, 0); }
-PyObject *zl_loop_add_writer(zl_loop *L, PyObject *const *a, Py_ssize_t n) { return add_watch(L, a, n, 1); }
+PyObject *zl_loop_add_reader(zl_loop *L, PyObject *const *a, Py_ssize_t n)
+{
+    return add_watch(L, a, n, 0);
+}
+PyObject *zl_loop_add_writer(zl_loop *L, PyObject *const *a, Py_ssize_t n)
+{
+    return add_watch(L, a, n, 1);
+}
 PyObject *zl_loop_remove_reader(zl_loop *L, PyObject *fd) { return remove_watch(L, fd, 0); }
 PyObject *zl_loop_remove_writer(zl_loop *L, PyObject *fd) { return remove_watch(L, fd, 1); }
 
@@ -237,7 +240,4 @@ int zl_fds_traverse(zl_loop *L, visitproc visit, void *arg)
     return 0;
 }
 
-void zl_fds_free(zl_loop *L)
-{
-    PyMem_Free(L->fds);
-}
+void zl_fds_free(zl_loop *L) { PyMem_Free(L->fds); }

@@ -67,10 +67,7 @@ int zl_flush_traverse(zl_loop *L, visitproc visit, void *arg)
     return 0;
 }
 
-void zl_flush_free(zl_loop *L)
-{
-    PyMem_Free(L->flush);
-}
+void zl_flush_free(zl_loop *L) { PyMem_Free(L->flush); }
 
 /* _zl_flush_writes(): what this loop's transports hold leaves now (before
  * os.fork(), so that the child does not inherit unsent bytes). */

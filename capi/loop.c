@@ -22,10 +22,7 @@ static PyObject *loop_time(zl_loop *L, PyObject *unused)
 
 /* get_debug(): every asyncio Future and Task asks it when created, so it
  * is native too (set_debug stays asyncio's, writing _debug below). */
-static PyObject *loop_get_debug(zl_loop *L, PyObject *unused)
-{
-    return PyBool_FromLong(L->debug);
-}
+static PyObject *loop_get_debug(zl_loop *L, PyObject *unused) { return PyBool_FromLong(L->debug); }
 
 static PyObject *loop_stop(zl_loop *L, PyObject *unused)
 {
@@ -103,7 +100,8 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return PyErr_NoMemory();
     }
     struct timespec res;
-    double resolution = clock_getres(CLOCK_MONOTONIC, &res) == 0 ? res.tv_sec + res.tv_nsec * 1e-9 : 1e-9;
+    double resolution =
+        clock_getres(CLOCK_MONOTONIC, &res) == 0 ? res.tv_sec + res.tv_nsec * 1e-9 : 1e-9;
     int wakefd = -1, err = 0;
     L->engine = zlgo_engine_new((uintptr_t)L, &L->sh, resolution, &wakefd, &err);
     if (L->engine == 0) {
@@ -202,13 +200,17 @@ static int set_stopping(zl_loop *L, PyObject *v, void *c)
 }
 
 static PyMethodDef loop_methods[] = {
-    {"call_soon", (PyCFunction)(void (*)(void))zl_loop_call_soon, METH_FASTCALL | METH_KEYWORDS, NULL},
-    {"call_soon_threadsafe", (PyCFunction)(void (*)(void))zl_loop_call_soon_threadsafe, METH_FASTCALL | METH_KEYWORDS, NULL},
-    {"call_later", (PyCFunction)(void (*)(void))zl_loop_call_later, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"call_soon", (PyCFunction)(void (*)(void))zl_loop_call_soon, METH_FASTCALL | METH_KEYWORDS,
+     NULL},
+    {"call_soon_threadsafe", (PyCFunction)(void (*)(void))zl_loop_call_soon_threadsafe,
+     METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"call_later", (PyCFunction)(void (*)(void))zl_loop_call_later, METH_FASTCALL | METH_KEYWORDS,
+     NULL},
     {"call_at", (PyCFunction)(void (*)(void))zl_loop_call_at, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"time", (PyCFunction)loop_time, METH_NOARGS, NULL},
     {"create_future", (PyCFunction)zl_loop_create_future, METH_NOARGS, NULL},
-    {"create_task", (PyCFunction)(void (*)(void))zl_loop_create_task, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"create_task", (PyCFunction)(void (*)(void))zl_loop_create_task, METH_FASTCALL | METH_KEYWORDS,
+     NULL},
     {"stop", (PyCFunction)loop_stop, METH_NOARGS, NULL},
     {"get_debug", (PyCFunction)loop_get_debug, METH_NOARGS, NULL},
     {"_zl_add_reader", (PyCFunction)(void (*)(void))zl_loop_add_reader, METH_FASTCALL, NULL},
@@ -229,12 +231,15 @@ static PyGetSetDef loop_getset[] = {
     {"_closed", (getter)get_closed, (setter)set_closed, NULL, NULL},
     {"_debug", (getter)get_debug, (setter)set_debug, NULL, NULL},
     {"_stopping", (getter)get_stopping, (setter)set_stopping, NULL, NULL},
-    {"_task_factory", (getter)zl_loop_get_task_factory, (setter)zl_loop_set_task_factory, NULL, NULL},
+    {"_task_factory", (getter)zl_loop_get_task_factory, (setter)zl_loop_set_task_factory, NULL,
+     NULL},
     {NULL}};
 
 PyTypeObject zl_LoopType = {
+    /* clang-format off */
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "zloopgo._engine.LoopCore",
+    /* clang-format on */
     .tp_doc = "The native core of zloopgo.Loop.",
     .tp_basicsize = sizeof(zl_loop),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,

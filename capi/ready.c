@@ -42,12 +42,10 @@ int zl_ready_traverse(zl_loop *L, visitproc visit, void *arg)
 {
     int r;
     for (int64_t i = 0; i < L->sh.ready_len; i++)
-        if ((r = zl_visit_pending(L->ring[(L->ring_head + i) & (L->ring_cap - 1)], visit, arg)) != 0)
+        if ((r = zl_visit_pending(L->ring[(L->ring_head + i) & (L->ring_cap - 1)], visit, arg)) !=
+            0)
             return r;
     return 0;
 }
 
-void zl_ready_free(zl_loop *L)
-{
-    PyMem_Free(L->ring);
-}
+void zl_ready_free(zl_loop *L) { PyMem_Free(L->ring); }

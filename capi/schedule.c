@@ -33,10 +33,7 @@ static PyObject *str_context;        /* "context" */
 
 static zl_loop *live_loops; /* every loop not yet deallocated, for the collector hook */
 
-static int handle_alone(zl_handle *h)
-{
-    return Py_REFCNT(h) == 1 && h->weakreflist == NULL;
-}
+static int handle_alone(zl_handle *h) { return Py_REFCNT(h) == 1 && h->weakreflist == NULL; }
 
 /* Tracks the last handle made if it is not alone. */
 void zl_check_new_handle(zl_loop *L)
@@ -51,7 +48,8 @@ void zl_check_new_handle(zl_loop *L)
  * untracked and referenced from elsewhere. */
 static PyObject *before_collection(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs >= 1 && PyUnicode_Check(args[0]) && PyUnicode_CompareWithASCIIString(args[0], "start") == 0)
+    if (nargs >= 1 && PyUnicode_Check(args[0]) &&
+        PyUnicode_CompareWithASCIIString(args[0], "start") == 0)
         for (zl_loop *L = live_loops; L != NULL; L = L->next_live)
             zl_check_new_handle(L);
     Py_RETURN_NONE;
@@ -124,8 +122,8 @@ static int parse_context(PyObject *kwnames, PyObject *const *kwvalues, const cha
             (!PyUnicode_Check(name) || PyUnicode_Compare(name, str_context) != 0)) {
             if (PyErr_Occurred())
                 return -1;
-            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%S'",
-                         method, name);
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%S'", method,
+                         name);
             return -1;
         }
         *context = kwvalues[i];
@@ -140,7 +138,8 @@ static int debug_schedule(zl_loop *L, const char *method, PyObject *callback, zl
     PyObject *name = PyUnicode_FromString(method);
     if (name == NULL)
         return -1;
-    PyObject *tb = PyObject_CallMethodObjArgs((PyObject *)L, str_debug_schedule, name, callback, NULL);
+    PyObject *tb =
+        PyObject_CallMethodObjArgs((PyObject *)L, str_debug_schedule, name, callback, NULL);
     Py_DECREF(name);
     if (tb == NULL)
         return -1;
@@ -172,7 +171,8 @@ static PyObject *schedule_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nar
     if (parse_context(kwnames, args + nargs, method, &context) < 0)
         return NULL;
     if (nargs < 1) {
-        PyErr_Format(PyExc_TypeError, "%s() missing 1 required positional argument: 'callback'", method);
+        PyErr_Format(PyExc_TypeError, "%s() missing 1 required positional argument: 'callback'",
+                     method);
         return NULL;
     }
     if (check_schedule(L, method, args[0]) < 0)
@@ -199,9 +199,10 @@ PyObject *zl_loop_call_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
 }
 
 PyObject *zl_loop_call_soon_threadsafe(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
-                                          PyObject *kwnames)
+                                       PyObject *kwnames)
 {
-    PyObject *h = schedule_soon(L, args, PyVectorcall_NARGS(nargs), kwnames, "call_soon_threadsafe");
+    PyObject *h =
+        schedule_soon(L, args, PyVectorcall_NARGS(nargs), kwnames, "call_soon_threadsafe");
     /* The caller holds the GIL, so the loop thread is either running Python
      * (it will see the handle) or sleeping in the reactor, which `polling`
      * tells; only then is the wake-up write needed. */
@@ -219,7 +220,8 @@ static PyObject *schedule_timer(zl_loop *L, double when, PyObject *when_obj, PyO
     if (check_schedule(L, method, args[0]) < 0)
         return NULL;
     zl_check_new_handle(L);
-    zl_timer *h = (zl_timer *)zl_handle_new(L, &zl_TimerHandleType, args[0], args + 1, nargs - 1, context, 1);
+    zl_timer *h =
+        (zl_timer *)zl_handle_new(L, &zl_TimerHandleType, args[0], args + 1, nargs - 1, context, 1);
     if (h == NULL)
         return NULL;
     h->when = when;

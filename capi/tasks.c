@@ -6,7 +6,8 @@
  * are asyncio's own, looked up per call. */
 #include "zl.h"
 
-static PyObject *str_Future, *str_Task, *kw_loop, *kw_loop_name, *kw_loop_context, *kw_loop_name_context;
+static PyObject *str_Future, *str_Task, *kw_loop, *kw_loop_name, *kw_loop_context,
+    *kw_loop_name_context;
 
 /* create_future(): asyncio's futures.Future(loop=self), without a Python frame. */
 PyObject *zl_loop_create_future(zl_loop *L, PyObject *unused)
@@ -23,7 +24,8 @@ PyObject *zl_loop_create_future(zl_loop *L, PyObject *unused)
 /* create_task(coro, *, name=None, context=None): asyncio's
  * tasks.Task(coro, loop=self, name=name, context=context). With a task
  * factory or in debug mode, asyncio's own Python method runs instead. */
-PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames)
 {
     nargs = PyVectorcall_NARGS(nargs);
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
@@ -47,7 +49,8 @@ PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t narg
         else if (PyUnicode_CompareWithASCIIString(key, "context") == 0)
             context = args[1 + i];
         else
-            return PyErr_Format(PyExc_TypeError, "create_task() got an unexpected keyword argument '%S'", key);
+            return PyErr_Format(PyExc_TypeError,
+                                "create_task() got an unexpected keyword argument '%S'", key);
     }
     if (zl_check_closed(L) < 0)
         return NULL;
@@ -91,8 +94,8 @@ int zl_tasks_ready(void)
     kw_loop_name = Py_BuildValue("(ss)", "loop", "name");
     kw_loop_context = Py_BuildValue("(ss)", "loop", "context");
     kw_loop_name_context = Py_BuildValue("(sss)", "loop", "name", "context");
-    if (str_Future == NULL || str_Task == NULL ||
-        kw_loop == NULL || kw_loop_name == NULL || kw_loop_context == NULL || kw_loop_name_context == NULL)
+    if (str_Future == NULL || str_Task == NULL || kw_loop == NULL || kw_loop_name == NULL ||
+        kw_loop_context == NULL || kw_loop_name_context == NULL)
         return -1;
     return 0;
 }

@@ -8,10 +8,7 @@
  * engine decides that and names due tokens (zl_timer_due). */
 #include "zl.h"
 
-void zl_timers_init(zl_loop *L)
-{
-    L->slots_free = UINT32_MAX;
-}
+void zl_timers_init(zl_loop *L) { L->slots_free = UINT32_MAX; }
 
 int zl_timer_slot_alloc(zl_loop *L, zl_timer *h)
 {

@@ -23,27 +23,27 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
-    zl_loop *loop;            /* strong reference */
-    PyObject *callback;       /* NULL once cancelled */
+    zl_loop *loop;      /* strong reference */
+    PyObject *callback; /* NULL once cancelled */
     PyObject *context;
-    PyObject **args;          /* points at inline_args or a PyMem block */
+    PyObject **args; /* points at inline_args or a PyMem block */
     PyObject *inline_args[ZL_INLINE_ARGS];
     PyObject *weakreflist;
-    zl_handle_debug *debug;   /* NULL unless debug mode recorded something */
+    zl_handle_debug *debug; /* NULL unless debug mode recorded something */
     int32_t nargs;
     char cancelled;
     char is_timer;
-    char running;             /* its callback is executing */
-    char context_snapshot;    /* context is a shared snapshot (capi/context.c) */
+    char running;          /* its callback is executing */
+    char context_snapshot; /* context is a shared snapshot (capi/context.c) */
 } zl_handle;
 
 /* A TimerHandle: a handle with a deadline and a slot the engine holds. */
 typedef struct {
     zl_handle base;
     double when;
-    PyObject *when_obj;       /* what when() returns if not a float of `when` */
+    PyObject *when_obj; /* what when() returns if not a float of `when` */
     uint32_t slot;
-    char scheduled;           /* its slot is held by the engine */
+    char scheduled; /* its slot is held by the engine */
 } zl_timer;
 
 /* Reader and writer handles of one descriptor, and the object it was
@@ -56,37 +56,37 @@ typedef struct {
 
 struct zl_loop {
     PyObject_HEAD
-    zl_shared sh;             /* read by the engine; see bridge.h */
+    zl_shared sh; /* read by the engine; see bridge.h */
     /* ready queue: a ring of handles, length in sh.ready_len */
     zl_handle **ring;
-    int64_t ring_cap;         /* a power of two */
+    int64_t ring_cap; /* a power of two */
     int64_t ring_head;
     /* timer slots (sh.slots), their free list, and the new-timer buffer */
     uint32_t slots_cap;
-    uint32_t slots_free;      /* head of the free list, UINT32_MAX if none */
+    uint32_t slots_free; /* head of the free list, UINT32_MAX if none */
     int64_t new_timers_cap;
     /* descriptors, indexed by fd */
     zl_fdwatch *fds;
     int fds_cap;
     /* state */
-    uintptr_t engine;         /* Go engine id; 0 when closed */
+    uintptr_t engine; /* Go engine id; 0 when closed */
     int wakefd;
-    atomic_int polling;       /* the loop thread sleeps in the reactor */
+    atomic_int polling; /* the loop thread sleeps in the reactor */
     PyThreadState *saved_tstate;
-    PyObject *task_factory;   /* asyncio's _task_factory, kept here so create_task sees it */
-    zl_handle *unchecked;     /* the last handle made, if it may not be alone (schedule.c) */
-    PyObject *clock;          /* what replaced loop.time(), or NULL (clock.c) */
-    PyObject *lookups;        /* token -> (future, kind) of lookups in flight (resolver.c) */
+    PyObject *task_factory; /* asyncio's _task_factory, kept here so create_task sees it */
+    zl_handle *unchecked;   /* the last handle made, if it may not be alone (schedule.c) */
+    PyObject *clock;        /* what replaced loop.time(), or NULL (clock.c) */
+    PyObject *lookups;      /* token -> (future, kind) of lookups in flight (resolver.c) */
     uint64_t lookup_counter;
     unsigned int clock_type_version;
     zl_loop *prev_live, *next_live; /* the list of live loops */
-    PyObject *ctx_cache;      /* the last context snapshot handed out, and */
-    PyObject *ctx_cache_vars; /* its variables (capi/context.c) */
+    PyObject *ctx_cache;            /* the last context snapshot handed out, and */
+    PyObject *ctx_cache_vars;       /* its variables (capi/context.c) */
     char closed;
     char debug;
-    char running;             /* inside _zl_run */
-    char in_callback;         /* running a callback: transports may hold its writes */
-    char watch_changed;       /* a descriptor was watched for more since the last batch */
+    char running;       /* inside _zl_run */
+    char in_callback;   /* running a callback: transports may hold its writes */
+    char watch_changed; /* a descriptor was watched for more since the last batch */
     /* transports holding writes to send when the running callback returns
      * (the flush list: capi/flush.c alone reads and writes it) */
     PyObject **flush;
@@ -99,8 +99,8 @@ extern PyTypeObject zl_TimerHandleType;
 extern PyTypeObject zl_StreamFastPathsType;
 
 /* capi/module.c */
-extern int zl_forked_child;    /* set in a child forked after the engine started */
-extern PyObject *zl_repr_hook; /* zloopgo's handle repr function */
+extern int zl_forked_child;           /* set in a child forked after the engine started */
+extern PyObject *zl_repr_hook;        /* zloopgo's handle repr function */
 extern PyObject *zl_futures_module;   /* asyncio.futures: Future is looked up per call */
 extern PyObject *zl_tasks_module;     /* asyncio.tasks: Task is looked up per call */
 extern PyObject *zl_base_create_task; /* asyncio's BaseEventLoop.create_task */
@@ -194,13 +194,15 @@ void zl_live_loop_remove(zl_loop *L);
 PyObject *zl_loop_call_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *zl_loop_call_soon_threadsafe(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
                                        PyObject *kwnames);
-PyObject *zl_loop_call_later(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *zl_loop_call_later(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kwnames);
 PyObject *zl_loop_call_at(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 
 /* capi/tasks.c */
 int zl_tasks_ready(void);
 PyObject *zl_loop_create_future(zl_loop *L, PyObject *unused);
-PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames);
 PyObject *zl_loop_get_task_factory(zl_loop *L, void *c);
 int zl_loop_set_task_factory(zl_loop *L, PyObject *v, void *c);
 
