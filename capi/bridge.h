@@ -1,4 +1,4 @@
-/* The memory the Go engine and the C adapter share, and the three C calls
+/* The memory the Go engine and the C adapter share, and the C calls
  * the engine makes into the adapter. No CPython types appear here, so the
  * Go side of the adapter can include this header without Python.h.
  *

@@ -1,6 +1,6 @@
-/* The three calls the engine makes into C (bridge.h): zl_release and
- * zl_reacquire around a blocking wait, the growth of the buffers the engine
- * fills (timers_out, done), and zl_dispatch, which queues what one
+/* The calls the engine makes into C (bridge.h): zl_release and
+ * zl_reacquire around a blocking wait, zl_grow_timers_out and zl_grow_done
+ * for the buffers the engine fills, and zl_dispatch, which queues what one
  * iteration found ready and runs one batch of callbacks.
  *
  * It knows the engine only through bridge.h; what a ready descriptor or a

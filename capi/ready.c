@@ -40,11 +40,11 @@ void zl_ready_clear(zl_loop *L)
 
 int zl_ready_traverse(zl_loop *L, visitproc visit, void *arg)
 {
-    int r;
-    for (int64_t i = 0; i < L->sh.ready_len; i++)
-        if ((r = zl_visit_pending(L->ring[(L->ring_head + i) & (L->ring_cap - 1)], visit, arg)) !=
-            0)
+    for (int64_t i = 0; i < L->sh.ready_len; i++) {
+        int r = zl_visit_pending(L->ring[(L->ring_head + i) & (L->ring_cap - 1)], visit, arg);
+        if (r != 0)
             return r;
+    }
     return 0;
 }
 

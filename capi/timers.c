@@ -118,10 +118,11 @@ void zl_timers_cancel_all(zl_loop *L)
 
 int zl_timers_traverse(zl_loop *L, visitproc visit, void *arg)
 {
-    int r;
-    for (uint32_t i = 0; i < L->slots_cap; i++)
-        if ((r = zl_visit_pending(L->sh.slots[i].handle, visit, arg)) != 0)
+    for (uint32_t i = 0; i < L->slots_cap; i++) {
+        int r = zl_visit_pending(L->sh.slots[i].handle, visit, arg);
+        if (r != 0)
             return r;
+    }
     return 0;
 }
 
