@@ -1,13 +1,15 @@
-/* The memory the Go engine and the C adapter share, and the three C calls
+/* The memory the Go engine and the C adapter share, and the C calls
  * the engine makes into the adapter. No CPython types appear here, so the
  * Go side of the adapter can include this header without Python.h.
  *
  * Layouts of zl_event, zl_newtimer and zl_completion must equal
- * core.Event, core.NewTimer and core.Completion; capi/layout_test.go
- * checks them. */
+ * core.Event, core.NewTimer and core.Completion, which the engine hands
+ * over without copying: the static asserts below pin them for the C
+ * compile, and capi/layout.go fails the Go compile if core's differ. */
 #ifndef ZL_BRIDGE_H
 #define ZL_BRIDGE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* One ready descriptor, as core.Event: token is the descriptor number. */
@@ -32,6 +34,23 @@ typedef struct {
     int64_t status;
 } zl_completion;
 
+/* The layouts core's structures have (core/reactor.go, core/engine.go,
+ * core/inbox.go); capi/layout.go compares them field by field. */
+_Static_assert(sizeof(zl_event) == 16, "zl_event must be 16 bytes, as core.Event");
+_Static_assert(offsetof(zl_event, token) == 0, "zl_event.token at 0, as core.Event.Token");
+_Static_assert(offsetof(zl_event, mask) == 8, "zl_event.mask at 8, as core.Event.Mask");
+_Static_assert(offsetof(zl_event, pad) == 12, "zl_event.pad at 12, as core.Event's blank field");
+_Static_assert(sizeof(zl_newtimer) == 16, "zl_newtimer must be 16 bytes, as core.NewTimer");
+_Static_assert(offsetof(zl_newtimer, when) == 0, "zl_newtimer.when at 0, as core.NewTimer.When");
+_Static_assert(offsetof(zl_newtimer, token) == 8, "zl_newtimer.token at 8, as core.NewTimer.Token");
+_Static_assert(sizeof(zl_completion) == 24, "zl_completion must be 24 bytes, as core.Completion");
+_Static_assert(offsetof(zl_completion, token) == 0,
+               "zl_completion.token at 0, as core.Completion.Token");
+_Static_assert(offsetof(zl_completion, value) == 8,
+               "zl_completion.value at 8, as core.Completion.Value");
+_Static_assert(offsetof(zl_completion, status) == 16,
+               "zl_completion.status at 16, as core.Completion.Status");
+
 /* A name lookup the loop queued for the resolver (capi/resolver.c). The
  * strings are malloc'd; the resolver frees them. kind: 0 getaddrinfo,
  * 1 getnameinfo (then flowinfo, scope_id and arity are used, and flags
@@ -54,15 +73,15 @@ typedef struct {
 /* One scheduled timer. The adapter owns the handle reference; the engine
  * reads only `cancelled`. */
 typedef struct {
-    void *handle;        /* the TimerHandle object, NULL once cancelled or free */
-    uint32_t cancelled;  /* set by cancel(); the engine drops such tokens */
-    uint32_t next_free;  /* free-list link while the slot is unused */
+    void *handle;       /* the TimerHandle object, NULL once cancelled or free */
+    uint32_t cancelled; /* set by cancel(); the engine drops such tokens */
+    uint32_t next_free; /* free-list link while the slot is unused */
 } zl_timer_slot;
 
 /* What the engine reads every iteration without calling C. Written only on
  * the loop's thread while it holds the GIL. */
 typedef struct {
-    zl_newtimer *new_timers;  /* scheduled since the last iteration */
+    zl_newtimer *new_timers; /* scheduled since the last iteration */
     int64_t new_timers_len;
     zl_timer_slot *slots;     /* indexed by timer token; may move when grown */
     int64_t cancelled_timers; /* cancelled slots the engine has not handed back */
@@ -72,9 +91,9 @@ typedef struct {
                                * ready (see zl_dispatch) */
     /* written by Go, read by C in zl_dispatch: C memory, so that handing
      * them over passes no Go pointer */
-    zl_event *events;         /* the engine's event buffer, events_cap long */
+    zl_event *events; /* the engine's event buffer, events_cap long */
     int64_t events_cap;
-    uint64_t *timers_out;     /* timer tokens handed back, timers_out_cap long */
+    uint64_t *timers_out; /* timer tokens handed back, timers_out_cap long */
     int64_t timers_out_cap;
     /* completions handed over in zl_dispatch, done_cap long (C memory) */
     zl_completion *done;
@@ -86,7 +105,7 @@ typedef struct {
     int32_t pad2;
 } zl_shared;
 
-/* Called by the engine (capi/engine.go); implemented in capi/loop.c.
+/* Called by the engine (capi/engine.go); implemented in capi/dispatch.c.
  * `loop` is the adapter's loop object, passed as an integer: a pointer
  * argument would make cgo check on every call whether it is a Go pointer. */
 void zl_release(uintptr_t loop);   /* drop the GIL before a blocking wait */

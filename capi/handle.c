@@ -156,7 +156,7 @@ int zl_handle_run(zl_handle *h)
         L->in_callback = outer;
         /* What it wrote reaches the kernel before anything else sees
          * the callback's end or its exception. */
-        if (L->flush_len > 0 && !outer)
+        if (zl_flush_held(L) && !outer)
             zl_flush_writes(L);
         PyContext_Exit(h->context);
     }
@@ -173,8 +173,8 @@ int zl_handle_run(zl_handle *h)
     PyObject *exc = zl_fetch_exception();
     if (exc == NULL)
         return 0;
-    PyObject *r = PyObject_CallMethodObjArgs((PyObject *)h->loop, str_callback_error,
-                                             (PyObject *)h, exc, NULL);
+    PyObject *r = PyObject_CallMethodObjArgs((PyObject *)h->loop, str_callback_error, (PyObject *)h,
+                                             exc, NULL);
     Py_DECREF(exc);
     if (r == NULL)
         return -1;
@@ -224,8 +224,8 @@ int zl_check_callback(PyObject *callback, const char *method)
         return -1;
     }
     if (!PyCallable_Check(callback)) {
-        PyErr_Format(PyExc_TypeError, "a callable object was expected by %s(), got %R",
-                     method, callback);
+        PyErr_Format(PyExc_TypeError, "a callable object was expected by %s(), got %R", method,
+                     callback);
         return -1;
     }
     return 0;
@@ -352,7 +352,10 @@ static PyObject *get_args(zl_handle *h, void *c)
 }
 
 static PyObject *get_cancelled(zl_handle *h, void *c) { return PyBool_FromLong(h->cancelled); }
-static PyObject *get_loop(zl_handle *h, void *c) { return Py_NewRef(h->loop ? (PyObject *)h->loop : Py_None); }
+static PyObject *get_loop(zl_handle *h, void *c)
+{
+    return Py_NewRef(h->loop ? (PyObject *)h->loop : Py_None);
+}
 static PyObject *get_context(zl_handle *h, void *c) { return handle_get_context(h, NULL); }
 static PyObject *get_repr(zl_handle *h, void *c)
 {
@@ -383,7 +386,8 @@ static int set_source_traceback(zl_handle *h, PyObject *v, void *c)
 static PyMethodDef handle_methods[] = {
     {"cancel", (PyCFunction)handle_cancel_method, METH_NOARGS, "Cancel the callback."},
     {"cancelled", (PyCFunction)handle_cancelled, METH_NOARGS, "Whether cancel() was called."},
-    {"get_context", (PyCFunction)handle_get_context, METH_NOARGS, "The context the callback runs in."},
+    {"get_context", (PyCFunction)handle_get_context, METH_NOARGS,
+     "The context the callback runs in."},
     {"_run", (PyCFunction)handle_run_method, METH_NOARGS, "Run the callback now."},
     {NULL}};
 
@@ -398,8 +402,10 @@ static PyGetSetDef handle_getset[] = {
     {NULL}};
 
 PyTypeObject zl_HandleType = {
+    /* clang-format off */
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "zloopgo.Handle",
+    /* clang-format on */
     .tp_doc = "A callback scheduled with call_soon(), as asyncio.Handle.",
     .tp_basicsize = sizeof(zl_handle),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
@@ -488,11 +494,14 @@ static PyMethodDef timer_methods[] = {
 static PyGetSetDef timer_getset[] = {
     {"_when", (getter)get_when, NULL, NULL, NULL},
     {"_scheduled", (getter)get_scheduled, NULL, NULL, NULL},
-    {NULL}};
+    {NULL},
+};
 
 PyTypeObject zl_TimerHandleType = {
+    /* clang-format off */
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "zloopgo.TimerHandle",
+    /* clang-format on */
     .tp_doc = "A callback scheduled with call_later() or call_at(), as asyncio.TimerHandle.",
     .tp_basicsize = sizeof(zl_timer),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,

@@ -1,7 +1,14 @@
-// The C layouts of the structures the engine and the adapter share
-// (bridge.h), read through cgo so that layout_test.go can compare them with
-// core.Event and core.NewTimer (a _test.go file cannot use cgo). Nothing
-// calls this at run time.
+// Compile-time checks that the memory the engine hands to C (bridge.h) has
+// the layout C expects: capi/engine.go casts []core.Event to zl_event*,
+// zl_newtimer* to []core.NewTimer, zl_completion* to []core.Completion and
+// uint64_t* to []core.Token without copying. bridge.h pins the C side
+// with _Static_assert (the C compile fails); the constants below fail this
+// package's Go compile (go build, go vet) when core's structures differ
+// from the C ones.
+//
+// Each constant is (c - g) + (g - c) for a C and a Go size, offset or
+// alignment, all of type uintptr: 0 when they are equal, and the compile
+// error "constant ... overflows uintptr" when they differ.
 package main
 
 /*
@@ -9,49 +16,43 @@ package main
 */
 import "C"
 
-import "unsafe"
+import (
+	"unsafe"
 
-// cField is one C field's offset and size.
-type cField struct{ Offset, Size uintptr }
+	"github.com/zloopgo/zloopgo/core"
+)
 
-// cStruct is one C structure's size, alignment and fields by name.
-type cStruct struct {
-	Size, Align uintptr
-	Fields      map[string]cField
-}
+// zl_event and core.Event (whose padding after Mask is a blank field).
+const (
+	_ = (unsafe.Sizeof(C.zl_event{}) - unsafe.Sizeof(core.Event{})) + (unsafe.Sizeof(core.Event{}) - unsafe.Sizeof(C.zl_event{}))
+	_ = (unsafe.Alignof(C.zl_event{}) - unsafe.Alignof(core.Event{})) + (unsafe.Alignof(core.Event{}) - unsafe.Alignof(C.zl_event{}))
+	_ = (unsafe.Offsetof(C.zl_event{}.token) - unsafe.Offsetof(core.Event{}.Token)) + (unsafe.Offsetof(core.Event{}.Token) - unsafe.Offsetof(C.zl_event{}.token))
+	_ = (unsafe.Sizeof(C.zl_event{}.token) - unsafe.Sizeof(core.Event{}.Token)) + (unsafe.Sizeof(core.Event{}.Token) - unsafe.Sizeof(C.zl_event{}.token))
+	_ = (unsafe.Offsetof(C.zl_event{}.mask) - unsafe.Offsetof(core.Event{}.Mask)) + (unsafe.Offsetof(core.Event{}.Mask) - unsafe.Offsetof(C.zl_event{}.mask))
+	_ = (unsafe.Sizeof(C.zl_event{}.mask) - unsafe.Sizeof(core.Event{}.Mask)) + (unsafe.Sizeof(core.Event{}.Mask) - unsafe.Sizeof(C.zl_event{}.mask))
+)
 
-// bridgeLayouts describes zl_event, zl_newtimer and zl_completion as the C
-// compiler lays them out.
-func bridgeLayouts() map[string]cStruct {
-	var ev C.zl_event
-	var nt C.zl_newtimer
-	var co C.zl_completion
-	return map[string]cStruct{
-		"zl_event": {
-			Size:  C.sizeof_zl_event,
-			Align: unsafe.Alignof(ev),
-			Fields: map[string]cField{
-				"token": {unsafe.Offsetof(ev.token), unsafe.Sizeof(ev.token)},
-				"mask":  {unsafe.Offsetof(ev.mask), unsafe.Sizeof(ev.mask)},
-				"pad":   {unsafe.Offsetof(ev.pad), unsafe.Sizeof(ev.pad)},
-			},
-		},
-		"zl_newtimer": {
-			Size:  C.sizeof_zl_newtimer,
-			Align: unsafe.Alignof(nt),
-			Fields: map[string]cField{
-				"when":  {unsafe.Offsetof(nt.when), unsafe.Sizeof(nt.when)},
-				"token": {unsafe.Offsetof(nt.token), unsafe.Sizeof(nt.token)},
-			},
-		},
-		"zl_completion": {
-			Size:  C.sizeof_zl_completion,
-			Align: unsafe.Alignof(co),
-			Fields: map[string]cField{
-				"token":  {unsafe.Offsetof(co.token), unsafe.Sizeof(co.token)},
-				"value":  {unsafe.Offsetof(co.value), unsafe.Sizeof(co.value)},
-				"status": {unsafe.Offsetof(co.status), unsafe.Sizeof(co.status)},
-			},
-		},
-	}
-}
+// zl_newtimer and core.NewTimer.
+const (
+	_ = (unsafe.Sizeof(C.zl_newtimer{}) - unsafe.Sizeof(core.NewTimer{})) + (unsafe.Sizeof(core.NewTimer{}) - unsafe.Sizeof(C.zl_newtimer{}))
+	_ = (unsafe.Alignof(C.zl_newtimer{}) - unsafe.Alignof(core.NewTimer{})) + (unsafe.Alignof(core.NewTimer{}) - unsafe.Alignof(C.zl_newtimer{}))
+	_ = (unsafe.Offsetof(C.zl_newtimer{}.when) - unsafe.Offsetof(core.NewTimer{}.When)) + (unsafe.Offsetof(core.NewTimer{}.When) - unsafe.Offsetof(C.zl_newtimer{}.when))
+	_ = (unsafe.Sizeof(C.zl_newtimer{}.when) - unsafe.Sizeof(core.NewTimer{}.When)) + (unsafe.Sizeof(core.NewTimer{}.When) - unsafe.Sizeof(C.zl_newtimer{}.when))
+	_ = (unsafe.Offsetof(C.zl_newtimer{}.token) - unsafe.Offsetof(core.NewTimer{}.Token)) + (unsafe.Offsetof(core.NewTimer{}.Token) - unsafe.Offsetof(C.zl_newtimer{}.token))
+	_ = (unsafe.Sizeof(C.zl_newtimer{}.token) - unsafe.Sizeof(core.NewTimer{}.Token)) + (unsafe.Sizeof(core.NewTimer{}.Token) - unsafe.Sizeof(C.zl_newtimer{}.token))
+)
+
+// zl_completion and core.Completion.
+const (
+	_ = (unsafe.Sizeof(C.zl_completion{}) - unsafe.Sizeof(core.Completion{})) + (unsafe.Sizeof(core.Completion{}) - unsafe.Sizeof(C.zl_completion{}))
+	_ = (unsafe.Alignof(C.zl_completion{}) - unsafe.Alignof(core.Completion{})) + (unsafe.Alignof(core.Completion{}) - unsafe.Alignof(C.zl_completion{}))
+	_ = (unsafe.Offsetof(C.zl_completion{}.token) - unsafe.Offsetof(core.Completion{}.Token)) + (unsafe.Offsetof(core.Completion{}.Token) - unsafe.Offsetof(C.zl_completion{}.token))
+	_ = (unsafe.Sizeof(C.zl_completion{}.token) - unsafe.Sizeof(core.Completion{}.Token)) + (unsafe.Sizeof(core.Completion{}.Token) - unsafe.Sizeof(C.zl_completion{}.token))
+	_ = (unsafe.Offsetof(C.zl_completion{}.value) - unsafe.Offsetof(core.Completion{}.Value)) + (unsafe.Offsetof(core.Completion{}.Value) - unsafe.Offsetof(C.zl_completion{}.value))
+	_ = (unsafe.Sizeof(C.zl_completion{}.value) - unsafe.Sizeof(core.Completion{}.Value)) + (unsafe.Sizeof(core.Completion{}.Value) - unsafe.Sizeof(C.zl_completion{}.value))
+	_ = (unsafe.Offsetof(C.zl_completion{}.status) - unsafe.Offsetof(core.Completion{}.Status)) + (unsafe.Offsetof(core.Completion{}.Status) - unsafe.Offsetof(C.zl_completion{}.status))
+	_ = (unsafe.Sizeof(C.zl_completion{}.status) - unsafe.Sizeof(core.Completion{}.Status)) + (unsafe.Sizeof(core.Completion{}.Status) - unsafe.Sizeof(C.zl_completion{}.status))
+)
+
+// zl_shared.timers_out (uint64_t *) and core.Token.
+const _ = (unsafe.Sizeof(C.uint64_t(0)) - unsafe.Sizeof(core.Token(0))) + (unsafe.Sizeof(core.Token(0)) - unsafe.Sizeof(C.uint64_t(0)))

@@ -66,22 +66,28 @@ static PyObject *forked_child(PyObject *mod, PyObject *unused)
 
 static PyMethodDef module_methods[] = {
     {"set_repr_hook", set_repr_hook, METH_O, "Install the function that formats handles."},
-    {"set_transport_layout", zl_set_transport_layout, METH_O, "Record where a transport class keeps its slots."},
-    {"set_streams", zl_set_streams, METH_VARARGS, "Turn the stream fast path on for (StreamReaderProtocol, StreamReader, check_asserts), or off with None."},
-    {"set_asyncio", set_asyncio, METH_VARARGS, "Install asyncio.futures, asyncio.tasks and BaseEventLoop.create_task."},
+    {"set_transport_layout", zl_set_transport_layout, METH_O,
+     "Record where a transport class keeps its slots."},
+    {"set_streams", zl_set_streams, METH_VARARGS,
+     "Turn the stream fast path on for (StreamReaderProtocol, StreamReader, check_asserts), or off "
+     "with None."},
+    {"set_asyncio", set_asyncio, METH_VARARGS,
+     "Install asyncio.futures, asyncio.tasks and BaseEventLoop.create_task."},
     {"build_info_json", build_info_json, METH_NOARGS, "Build facts from the Go side, as JSON."},
-    {"forked_child", forked_child, METH_NOARGS, "Whether this process was forked after the engine started."},
+    {"forked_child", forked_child, METH_NOARGS,
+     "Whether this process was forked after the engine started."},
     {NULL}};
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "_engine", "zloopgo's native engine (Go) and adapter (C).", -1, module_methods,
+    PyModuleDef_HEAD_INIT, "_engine", "zloopgo's native engine (Go) and adapter (C).", -1,
+    module_methods,
 };
 
 PyMODINIT_FUNC PyInit__engine(void)
 {
     if (zl_handle_types_ready() < 0 || zl_loop_type_ready() < 0 || zl_transport_type_ready() < 0 ||
-        zl_streamfeed_ready() < 0 || zl_context_ready() < 0 ||
-        zl_clock_ready() < 0 || zl_resolver_ready() < 0)
+        zl_streamfeed_ready() < 0 || zl_context_ready() < 0 || zl_clock_ready() < 0 ||
+        zl_resolver_ready() < 0)
         return NULL;
     if (pthread_atfork(NULL, NULL, mark_forked_child) != 0) {
         PyErr_SetString(PyExc_RuntimeError, "pthread_atfork failed");

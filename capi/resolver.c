@@ -231,7 +231,8 @@ static PyObject *sockaddr_tuple(const struct sockaddr *sa)
         const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)sa;
         if (inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof buf) == NULL)
             return PyErr_SetFromErrno(PyExc_OSError);
-        return Py_BuildValue("siII", buf, ntohs(a->sin6_port), ntohl(a->sin6_flowinfo), a->sin6_scope_id);
+        return Py_BuildValue("siII", buf, ntohs(a->sin6_port), ntohl(a->sin6_flowinfo),
+                             a->sin6_scope_id);
     }
     return Py_BuildValue("iy#", sa->sa_family, sa->sa_data, (Py_ssize_t)sizeof(sa->sa_data));
 }
@@ -486,10 +487,7 @@ PyObject *zl_loop_lookups_in_flight(zl_loop *L, PyObject *unused)
 
 /* Forgets the loop's lookups: those still queued or in flight finish on
  * their worker, whose post the closed engine refuses. */
-void zl_drop_lookups(zl_loop *L)
-{
-    Py_CLEAR(L->lookups);
-}
+void zl_drop_lookups(zl_loop *L) { Py_CLEAR(L->lookups); }
 
 /* {member.value: member} for every member of enum class name in socket. */
 static PyObject *members_by_value(PyObject *socket, const char *name)

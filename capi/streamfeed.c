@@ -222,7 +222,8 @@ int zl_stream_feed(PyObject *protocol, const char *buf, Py_ssize_t n)
             Py_ssize_t old = PyByteArray_GET_SIZE(buffer);
             if (PyByteArray_Resize(buffer, old + n) == 0) {
                 memcpy(PyByteArray_AS_STRING(buffer) + old, buf, n);
-                if (wakeup_waiter(reader) == 0 && maybe_pause(reader, PyByteArray_GET_SIZE(buffer)) == 0)
+                if (wakeup_waiter(reader) == 0 &&
+                    maybe_pause(reader, PyByteArray_GET_SIZE(buffer)) == 0)
                     rc = 1;
             }
         }
@@ -238,11 +239,19 @@ int zl_streamfeed_ready(void)
         PyObject **slot;
         const char *text;
     } names[] = {
-        {&s_data_received, "data_received"}, {&s_stream_reader, "_stream_reader"},
-        {&s_feed_data, "feed_data"}, {&s_wakeup_waiter, "_wakeup_waiter"},
-        {&s_reader_wr, "_stream_reader_wr"}, {&s_eof, "_eof"}, {&s_buffer, "_buffer"},
-        {&s_waiter, "_waiter"}, {&s_transport, "_transport"}, {&s_paused, "_paused"},
-        {&s_limit, "_limit"}, {&s_cancelled, "cancelled"}, {&s_set_result, "set_result"},
+        {&s_data_received, "data_received"},
+        {&s_stream_reader, "_stream_reader"},
+        {&s_feed_data, "feed_data"},
+        {&s_wakeup_waiter, "_wakeup_waiter"},
+        {&s_reader_wr, "_stream_reader_wr"},
+        {&s_eof, "_eof"},
+        {&s_buffer, "_buffer"},
+        {&s_waiter, "_waiter"},
+        {&s_transport, "_transport"},
+        {&s_paused, "_paused"},
+        {&s_limit, "_limit"},
+        {&s_cancelled, "cancelled"},
+        {&s_set_result, "set_result"},
         {&s_pause_reading, "pause_reading"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {

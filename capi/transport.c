@@ -7,8 +7,9 @@
  * Python code, reached through the same attributes and methods asyncio
  * uses, so behaviour and messages are asyncio's.
  *
- * It knows asyncio's transport attributes by name; it knows nothing of the
- * loop or the engine. */
+ * It knows asyncio's transport attributes by name; of the loop it knows
+ * only whether a callback is running (in_callback) and the flush list it
+ * hands a holding transport to (flush.c); it knows nothing of the engine. */
 #include "zl.h"
 #include <errno.h>
 #include <structmember.h>
@@ -16,9 +17,9 @@
 
 static PyObject *s_conn_lost, *s_sock_fd, *s_max_size, *s_protocol, *s_data_received,
     *s_fatal_error, *s_on_eof, *s_read_ready_cb, *s_eof, *s_empty_waiter, *s_buffer,
-    *s_write_python, *msg_read_error, *msg_data_received, *msg_write_error,
-    *s_get_buffer, *s_buffer_updated, *msg_get_buffer, *msg_buffer_updated, *minus_one,
-    *s_loop, *s_pending, *s_buffer_rest, *s_closing, *s_large_reads, *s_high_water;
+    *s_write_python, *msg_read_error, *msg_data_received, *msg_write_error, *s_get_buffer,
+    *s_buffer_updated, *msg_get_buffer, *msg_buffer_updated, *minus_one, *s_loop, *s_pending,
+    *s_buffer_rest, *s_closing, *s_large_reads, *s_high_water;
 
 /* One receive buffer for the process: the GIL serializes its users, and
  * every read is copied out into an exactly sized bytes before any Python
@@ -39,13 +40,23 @@ static size_t scratch_size;
  * slot not yet set) take the ordinary lookup. */
 static PyTypeObject *layout_type;
 enum {
-    F_CONN_LOST, F_SOCK_FD, F_PROTOCOL, F_EOF, F_EMPTY_WAITER, F_BUFFER, F_READ_READY_CB,
-    F_LOOP, F_PENDING, F_CLOSING, F_LARGE_READS, F_HIGH_WATER, F_COUNT
+    F_CONN_LOST,
+    F_SOCK_FD,
+    F_PROTOCOL,
+    F_EOF,
+    F_EMPTY_WAITER,
+    F_BUFFER,
+    F_READ_READY_CB,
+    F_LOOP,
+    F_PENDING,
+    F_CLOSING,
+    F_LARGE_READS,
+    F_HIGH_WATER,
+    F_COUNT
 };
-static PyObject **field_names[F_COUNT] = {&s_conn_lost, &s_sock_fd, &s_protocol, &s_eof,
-                                          &s_empty_waiter, &s_buffer, &s_read_ready_cb,
-                                          &s_loop, &s_pending, &s_closing, &s_large_reads,
-                                          &s_high_water};
+static PyObject **field_names[F_COUNT] = {
+    &s_conn_lost,     &s_sock_fd, &s_protocol, &s_eof,     &s_empty_waiter, &s_buffer,
+    &s_read_ready_cb, &s_loop,    &s_pending,  &s_closing, &s_large_reads,  &s_high_water};
 static Py_ssize_t field_offset[F_COUNT];
 
 /* The slot's value, borrowed, or NULL (no error set) when self is not of
@@ -72,7 +83,8 @@ PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls)
         PyObject *d = _PyType_Lookup((PyTypeObject *)cls, *field_names[f]); /* borrowed */
         if (d == NULL || Py_TYPE(d) != &PyMemberDescr_Type) {
             if (!PyErr_Occurred())
-                PyErr_Format(PyExc_TypeError, "%R must declare %R in __slots__", cls, *field_names[f]);
+                PyErr_Format(PyExc_TypeError, "%R must declare %R in __slots__", cls,
+                             *field_names[f]);
             return NULL;
         }
         PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
@@ -401,7 +413,7 @@ static int hold(PyObject *self, PyObject *data, Py_buffer *view)
     /* bytes are kept as they are; a mutable buffer is copied, since the
      * caller may change it once write() returned (asyncio had sent it) */
     PyObject *chunk = PyBytes_CheckExact(data) ? Py_NewRef(data)
-                                                : PyBytes_FromStringAndSize(view->buf, view->len);
+                                               : PyBytes_FromStringAndSize(view->buf, view->len);
     if (chunk == NULL)
         return -1;
     if (n > 0) {
@@ -409,16 +421,9 @@ static int hold(PyObject *self, PyObject *data, Py_buffer *view)
         Py_DECREF(chunk);
         return r < 0 ? -1 : 1;
     }
-    if (L->flush_len == L->flush_cap) {
-        int64_t cap = L->flush_cap ? L->flush_cap * 2 : 16;
-        PyObject **f = PyMem_Realloc(L->flush, cap * sizeof(PyObject *));
-        if (f == NULL) {
-            Py_DECREF(chunk);
-            PyErr_NoMemory();
-            return -1;
-        }
-        L->flush = f;
-        L->flush_cap = cap;
+    if (zl_flush_reserve(L) < 0) {
+        Py_DECREF(chunk);
+        return -1;
     }
     /* Room for four chunks, holding one: a second write (an HTTP
      * header, then the body) appends without growing the list. */
@@ -431,7 +436,7 @@ static int hold(PyObject *self, PyObject *data, Py_buffer *view)
     Py_SET_SIZE(list, 1); /* the other slots are NULL, beyond the size */
     if (set_field(self, F_PENDING, list) < 0)
         return -1;
-    L->flush[L->flush_len++] = Py_NewRef(self);
+    zl_flush_add(L, self);
     return 1;
 }
 
@@ -443,7 +448,8 @@ static PyObject *buffer_rest(PyObject *self, PyObject *chunks, Py_ssize_t i, Py_
 {
     PyObject *rest = PyList_GetSlice(chunks, i, PyList_GET_SIZE(chunks));
     PyObject *offset = rest ? PyLong_FromSsize_t(sent) : NULL;
-    PyObject *r = offset ? PyObject_CallMethodObjArgs(self, s_buffer_rest, rest, offset, NULL) : NULL;
+    PyObject *r =
+        offset ? PyObject_CallMethodObjArgs(self, s_buffer_rest, rest, offset, NULL) : NULL;
     Py_XDECREF(offset);
     Py_XDECREF(rest);
     return r;
@@ -518,7 +524,7 @@ static PyObject *send_chunks(PyObject *self, PyObject *chunks)
 }
 
 /* _zl_flush(): send what this transport holds now. */
-static PyObject *transport_flush(PyObject *self, PyObject *unused)
+PyObject *zl_transport_flush(PyObject *self, PyObject *unused)
 {
     PyObject *held;
     if (take_held(self, &held) < 0)
@@ -528,38 +534,6 @@ static PyObject *transport_flush(PyObject *self, PyObject *unused)
     PyObject *r = send_chunks(self, held);
     Py_DECREF(held);
     return r;
-}
-
-void zl_flush_writes(zl_loop *L)
-{
-    PyObject *exc = PyErr_Occurred() ? zl_fetch_exception() : NULL;
-    /* Sending may run Python code (errors, flow control) that writes
-     * again: those writes are sent at once, as outside a callback. In
-     * the order the transports were first written to, as asyncio's sends
-     * would have reached the kernel. */
-    char in_callback = L->in_callback;
-    L->in_callback = 0;
-    for (int64_t i = 0; i < L->flush_len; i++) {
-        PyObject *t = L->flush[i];
-        L->flush[i] = NULL;
-        PyObject *r = transport_flush(t, NULL);
-        if (r == NULL)
-            PyErr_WriteUnraisable(t);
-        Py_XDECREF(r);
-        Py_DECREF(t);
-    }
-    L->flush_len = 0;
-    L->in_callback = in_callback;
-    if (exc != NULL)
-        zl_restore_exception(exc);
-}
-
-void zl_drop_flush_list(zl_loop *L)
-{
-    while (L->flush_len > 0) {
-        PyObject *t = L->flush[--L->flush_len];
-        Py_DECREF(t);
-    }
 }
 
 /* Sends data now, from the caller's buffer: after what is held, in one
@@ -572,8 +546,9 @@ static PyObject *send_now(PyObject *self, PyObject *data, Py_buffer *view)
     /* What other transports of the loop hold was written earlier: it
      * reaches the kernel first, as asyncio's sends would have. */
     PyObject *loop = layout_type && PyObject_TypeCheck(self, layout_type)
-                         ? *(PyObject **)((char *)self + field_offset[F_LOOP]) : NULL;
-    if (loop != NULL && PyObject_TypeCheck(loop, &zl_LoopType) && ((zl_loop *)loop)->flush_len > 0)
+                         ? *(PyObject **)((char *)self + field_offset[F_LOOP])
+                         : NULL;
+    if (loop != NULL && PyObject_TypeCheck(loop, &zl_LoopType) && zl_flush_held((zl_loop *)loop))
         zl_flush_writes((zl_loop *)loop);
     if (held != NULL) {
         PyObject *r = PyList_Append(held, data) == 0 ? send_chunks(self, held) : NULL;
@@ -683,14 +658,19 @@ static PyMethodDef fast_methods[] = {
     {"_read_ready", read_ready, METH_NOARGS, NULL},
     {"_read_ready__data_received", read_ready_data_received, METH_NOARGS, NULL},
     {"_read_ready__get_buffer", read_ready_get_buffer, METH_NOARGS, NULL},
-    {"write", transport_write, METH_O, "Write data to the transport (asyncio.WriteTransport.write)."},
-    {"_zl_flush", transport_flush, METH_NOARGS, "Send the writes held until the running callback returns now."},
-    {"is_closing", transport_is_closing, METH_NOARGS, "Return True if the transport is closing or closed."},
+    {"write", transport_write, METH_O,
+     "Write data to the transport (asyncio.WriteTransport.write)."},
+    {"_zl_flush", zl_transport_flush, METH_NOARGS,
+     "Send the writes held until the running callback returns now."},
+    {"is_closing", transport_is_closing, METH_NOARGS,
+     "Return True if the transport is closing or closed."},
     {NULL}};
 
 PyTypeObject zl_StreamFastPathsType = {
+    /* clang-format off */
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "zloopgo._engine.StreamFastPaths",
+    /* clang-format on */
     .tp_doc = "Native per-packet methods for asyncio's socket transport.",
     .tp_basicsize = sizeof(PyObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
@@ -703,18 +683,29 @@ int zl_transport_type_ready(void)
         PyObject **slot;
         const char *text;
     } names[] = {
-        {&s_conn_lost, "_conn_lost"}, {&s_sock_fd, "_sock_fd"}, {&s_max_size, "max_size"},
-        {&s_protocol, "_protocol"}, {&s_data_received, "data_received"},
-        {&s_fatal_error, "_fatal_error"}, {&s_on_eof, "_read_ready__on_eof"},
-        {&s_read_ready_cb, "_read_ready_cb"}, {&s_eof, "_eof"}, {&s_empty_waiter, "_empty_waiter"},
+        {&s_conn_lost, "_conn_lost"},
+        {&s_sock_fd, "_sock_fd"},
+        {&s_max_size, "max_size"},
+        {&s_protocol, "_protocol"},
+        {&s_data_received, "data_received"},
+        {&s_fatal_error, "_fatal_error"},
+        {&s_on_eof, "_read_ready__on_eof"},
+        {&s_read_ready_cb, "_read_ready_cb"},
+        {&s_eof, "_eof"},
+        {&s_empty_waiter, "_empty_waiter"},
         {&s_buffer, "_buffer"},
         {&s_write_python, "_zl_write_python"},
         {&msg_read_error, "Fatal read error on socket transport"},
         {&msg_data_received, "Fatal error: protocol.data_received() call failed."},
         {&msg_write_error, "Fatal write error on socket transport"},
-        {&s_get_buffer, "get_buffer"}, {&s_buffer_updated, "buffer_updated"},
-        {&s_loop, "_loop"}, {&s_pending, "_zl_pending"}, {&s_buffer_rest, "_zl_buffer_rest"},
-        {&s_closing, "_closing"}, {&s_large_reads, "_zl_large_reads"}, {&s_high_water, "_high_water"},
+        {&s_get_buffer, "get_buffer"},
+        {&s_buffer_updated, "buffer_updated"},
+        {&s_loop, "_loop"},
+        {&s_pending, "_zl_pending"},
+        {&s_buffer_rest, "_zl_buffer_rest"},
+        {&s_closing, "_closing"},
+        {&s_large_reads, "_zl_large_reads"},
+        {&s_high_water, "_high_water"},
         {&msg_get_buffer, "Fatal error: protocol.get_buffer() call failed."},
         {&msg_buffer_updated, "Fatal error: protocol.buffer_updated() call failed."},
     };

@@ -23,27 +23,27 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
-    zl_loop *loop;            /* strong reference */
-    PyObject *callback;       /* NULL once cancelled */
+    zl_loop *loop;      /* strong reference */
+    PyObject *callback; /* NULL once cancelled */
     PyObject *context;
-    PyObject **args;          /* points at inline_args or a PyMem block */
+    PyObject **args; /* points at inline_args or a PyMem block */
     PyObject *inline_args[ZL_INLINE_ARGS];
     PyObject *weakreflist;
-    zl_handle_debug *debug;   /* NULL unless debug mode recorded something */
+    zl_handle_debug *debug; /* NULL unless debug mode recorded something */
     int32_t nargs;
     char cancelled;
     char is_timer;
-    char running;             /* its callback is executing */
-    char context_snapshot;    /* context is a shared snapshot (capi/context.c) */
+    char running;          /* its callback is executing */
+    char context_snapshot; /* context is a shared snapshot (capi/context.c) */
 } zl_handle;
 
 /* A TimerHandle: a handle with a deadline and a slot the engine holds. */
 typedef struct {
     zl_handle base;
     double when;
-    PyObject *when_obj;       /* what when() returns if not a float of `when` */
+    PyObject *when_obj; /* what when() returns if not a float of `when` */
     uint32_t slot;
-    char scheduled;           /* its slot is held by the engine */
+    char scheduled; /* its slot is held by the engine */
 } zl_timer;
 
 /* Reader and writer handles of one descriptor, and the object it was
@@ -56,38 +56,39 @@ typedef struct {
 
 struct zl_loop {
     PyObject_HEAD
-    zl_shared sh;             /* read by the engine; see bridge.h */
+    zl_shared sh; /* read by the engine; see bridge.h */
     /* ready queue: a ring of handles, length in sh.ready_len */
     zl_handle **ring;
-    int64_t ring_cap;         /* a power of two */
+    int64_t ring_cap; /* a power of two */
     int64_t ring_head;
     /* timer slots (sh.slots), their free list, and the new-timer buffer */
     uint32_t slots_cap;
-    uint32_t slots_free;      /* head of the free list, UINT32_MAX if none */
+    uint32_t slots_free; /* head of the free list, UINT32_MAX if none */
     int64_t new_timers_cap;
     /* descriptors, indexed by fd */
     zl_fdwatch *fds;
     int fds_cap;
     /* state */
-    uintptr_t engine;         /* Go engine id; 0 when closed */
+    uintptr_t engine; /* Go engine id; 0 when closed */
     int wakefd;
-    atomic_int polling;       /* the loop thread sleeps in the reactor */
+    atomic_int polling; /* the loop thread sleeps in the reactor */
     PyThreadState *saved_tstate;
-    PyObject *task_factory;   /* asyncio's _task_factory, kept here so create_task sees it */
-    zl_handle *unchecked;     /* the last handle made, if it may not be alone (loop.c) */
-    PyObject *clock;          /* what replaced loop.time(), or NULL (clock.c) */
-    PyObject *lookups;        /* token -> (future, kind) of lookups in flight (resolver.c) */
+    PyObject *task_factory; /* asyncio's _task_factory, kept here so create_task sees it */
+    zl_handle *unchecked;   /* the last handle made, if it may not be alone (schedule.c) */
+    PyObject *clock;        /* what replaced loop.time(), or NULL (clock.c) */
+    PyObject *lookups;      /* token -> (future, kind) of lookups in flight (resolver.c) */
     uint64_t lookup_counter;
     unsigned int clock_type_version;
     zl_loop *prev_live, *next_live; /* the list of live loops */
-    PyObject *ctx_cache;      /* the last context snapshot handed out, and */
-    PyObject *ctx_cache_vars; /* its variables (capi/context.c) */
+    PyObject *ctx_cache;            /* the last context snapshot handed out, and */
+    PyObject *ctx_cache_vars;       /* its variables (capi/context.c) */
     char closed;
     char debug;
-    char running;             /* inside _zl_run */
-    char in_callback;         /* running a callback: transports may hold its writes */
-    char watch_changed;       /* a descriptor was watched for more since the last batch */
-    /* transports holding writes to send when the running callback returns */
+    char running;       /* inside _zl_run */
+    char in_callback;   /* running a callback: transports may hold its writes */
+    char watch_changed; /* a descriptor was watched for more since the last batch */
+    /* transports holding writes to send when the running callback returns
+     * (the flush list: capi/flush.c alone reads and writes it) */
     PyObject **flush;
     int64_t flush_len, flush_cap;
 };
@@ -98,8 +99,8 @@ extern PyTypeObject zl_TimerHandleType;
 extern PyTypeObject zl_StreamFastPathsType;
 
 /* capi/module.c */
-extern int zl_forked_child;    /* set in a child forked after the engine started */
-extern PyObject *zl_repr_hook; /* zloopgo's handle repr function */
+extern int zl_forked_child;           /* set in a child forked after the engine started */
+extern PyObject *zl_repr_hook;        /* zloopgo's handle repr function */
 extern PyObject *zl_futures_module;   /* asyncio.futures: Future is looked up per call */
 extern PyObject *zl_tasks_module;     /* asyncio.tasks: Task is looked up per call */
 extern PyObject *zl_base_create_task; /* asyncio's BaseEventLoop.create_task */
@@ -117,28 +118,136 @@ int zl_handle_run(zl_handle *h);
 void zl_handle_cancel(zl_handle *h);
 int zl_check_callback(PyObject *callback, const char *method);
 int zl_handle_types_ready(void);
+/* The handle's debug record, made on first use; NULL with MemoryError set. */
+zl_handle_debug *zl_handle_debug_info(zl_handle *h);
 /* Takes the pending exception, normalized, with its traceback attached. */
 PyObject *zl_fetch_exception(void);
 /* Sets exc (stolen) as the pending exception again. */
 void zl_restore_exception(PyObject *exc);
 
 /* capi/loop.c */
-void zl_timer_cancelled(zl_loop *loop, zl_timer *timer);
-zl_handle_debug *zl_handle_debug_info(zl_handle *h);
 int zl_loop_type_ready(void);
+static inline int zl_check_closed(zl_loop *L)
+{
+    if (L->closed) {
+        PyErr_SetString(PyExc_RuntimeError, "Event loop is closed");
+        return -1;
+    }
+    return 0;
+}
+
+/* capi/ready.c: the ready queue (ring, ring_cap, ring_head, sh.ready_len).
+ * Push and pop are here, inline, because every call_soon pushes. */
+int zl_ready_init(zl_loop *L);
+/* Doubles the full ring; -1 with MemoryError set. */
+int zl_ready_grow(zl_loop *L);
+/* Releases every queued handle. */
+void zl_ready_clear(zl_loop *L);
+int zl_ready_traverse(zl_loop *L, visitproc visit, void *arg);
+void zl_ready_free(zl_loop *L);
+
+static inline int zl_ready_push(zl_loop *L, zl_handle *h) /* steals h */
+{
+    if (L->sh.ready_len == L->ring_cap && zl_ready_grow(L) < 0) {
+        Py_DECREF(h);
+        return -1;
+    }
+    L->ring[(L->ring_head + L->sh.ready_len) & (L->ring_cap - 1)] = h;
+    L->sh.ready_len++;
+    return 0;
+}
+
+static inline zl_handle *zl_ready_pop(zl_loop *L) /* returns a reference */
+{
+    zl_handle *h = L->ring[L->ring_head];
+    L->ring_head = (L->ring_head + 1) & (L->ring_cap - 1);
+    L->sh.ready_len--;
+    return h;
+}
+
+/* capi/timers.c: timer slots (sh.slots, slots_cap, slots_free) and the
+ * new-timer buffer (sh.new_timers, new_timers_cap) */
+void zl_timers_init(zl_loop *L);
+/* Gives h a slot and tells the engine of it; -1 with MemoryError set. */
+int zl_timer_slot_alloc(zl_loop *L, zl_timer *h);
+/* h was cancelled: its slot is marked for the engine, its handle released. */
+void zl_timer_cancelled(zl_loop *L, zl_timer *h);
+/* The engine handed back `slot`: its handle (if not cancelled) is queued. */
+void zl_timer_due(zl_loop *L, uint32_t slot);
+/* Drops every timer: on close, with the engine's heap dropped too. */
+void zl_timers_release_all(zl_loop *L);
+/* Cancels every timer, keeping the slots the engine may hold. */
+void zl_timers_cancel_all(zl_loop *L);
+int zl_timers_traverse(zl_loop *L, visitproc visit, void *arg);
+void zl_timers_free(zl_loop *L);
+
+/* capi/schedule.c: call_soon, call_soon_threadsafe, call_later, call_at,
+ * and pending handles kept off the collector's lists (unchecked, the
+ * live-loop list) */
+int zl_schedule_ready(void);
+/* Tracks the last handle made if something else references it. */
+void zl_check_new_handle(zl_loop *L);
+/* Visits a handle held by the ready queue or a timer slot. */
+int zl_visit_pending(zl_handle *h, visitproc visit, void *arg);
+void zl_live_loop_add(zl_loop *L);
+void zl_live_loop_remove(zl_loop *L);
+PyObject *zl_loop_call_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *zl_loop_call_soon_threadsafe(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                                       PyObject *kwnames);
+PyObject *zl_loop_call_later(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kwnames);
+PyObject *zl_loop_call_at(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+
+/* capi/tasks.c */
+int zl_tasks_ready(void);
+PyObject *zl_loop_create_future(zl_loop *L, PyObject *unused);
+PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames);
+PyObject *zl_loop_get_task_factory(zl_loop *L, void *c);
+int zl_loop_set_task_factory(zl_loop *L, PyObject *v, void *c);
+
+/* capi/fds.c: the descriptor table (fds, fds_cap, watch_changed) */
+/* A ready descriptor queues its handles (zl_dispatch). */
+void zl_fd_ready(zl_loop *L, uint64_t fd, uint32_t mask);
+void zl_fds_release_all(zl_loop *L);
+int zl_fds_traverse(zl_loop *L, visitproc visit, void *arg);
+void zl_fds_free(zl_loop *L);
+PyObject *zl_loop_add_reader(zl_loop *L, PyObject *const *a, Py_ssize_t n);
+PyObject *zl_loop_add_writer(zl_loop *L, PyObject *const *a, Py_ssize_t n);
+PyObject *zl_loop_remove_reader(zl_loop *L, PyObject *fd);
+PyObject *zl_loop_remove_writer(zl_loop *L, PyObject *fd);
+PyObject *zl_loop_watch_state(zl_loop *L, PyObject *arg);
+PyObject *zl_loop_find_fileobj(zl_loop *L, PyObject *fileobj);
+
+/* capi/dispatch.c: the engine's calls into C, declared in bridge.h */
+int zl_dispatch_ready(void);
 
 /* capi/transport.c */
 int zl_transport_type_ready(void);
 PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls);
-/* Sends the writes the transports of `loop` hold (see transport.c); a
- * pending Python exception is kept. */
-void zl_flush_writes(zl_loop *loop);
-void zl_drop_flush_list(zl_loop *loop);
+/* A transport's _zl_flush(): sends what it holds now. */
+PyObject *zl_transport_flush(PyObject *transport, PyObject *unused);
 /* callback is a socket transport's native _read_ready method */
 int zl_is_native_read(PyObject *callback);
 /* set by the native read: its bytes went to a StreamReader natively and
  * the socket is drained; zl_dispatch clears it before each callback */
 extern int zl_quiet_read;
+
+/* capi/flush.c: the loop's list of transports holding writes */
+/* Makes room for one more transport; -1 with MemoryError set. */
+int zl_flush_reserve(zl_loop *L);
+/* Appends transport (a new reference) in the room zl_flush_reserve made. */
+void zl_flush_add(zl_loop *L, PyObject *transport);
+/* Some transport of the loop holds writes. */
+static inline int zl_flush_held(const zl_loop *L) { return L->flush_len > 0; }
+/* Sends the writes the transports of `L` hold (see transport.c); a
+ * pending Python exception is kept. */
+void zl_flush_writes(zl_loop *L);
+/* Forgets the transports without sending (closing, breaking a cycle). */
+void zl_drop_flush_list(zl_loop *L);
+int zl_flush_traverse(zl_loop *L, visitproc visit, void *arg);
+void zl_flush_free(zl_loop *L);
+PyObject *zl_loop_flush_writes(zl_loop *L, PyObject *unused);
 
 /* capi/resolver.c */
 int zl_resolver_ready(void);

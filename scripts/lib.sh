@@ -34,6 +34,49 @@ zl_venv() {
     echo "$dir"
 }
 
+# zl_need COMMAND PACKAGE: makes sure COMMAND is on PATH, installing the
+# Debian/Ubuntu PACKAGE with apt-get (through sudo unless root) when it is
+# missing; where apt-get is not there, fails saying what to install.
+zl_need() {
+    local cmd=$1 pkg=$2
+    local -a sudo=()
+    command -v "$cmd" >/dev/null 2>&1 && return 0
+    if ! command -v apt-get >/dev/null 2>&1; then
+        echo "needs $cmd on PATH (the Debian/Ubuntu package $pkg); no apt-get here: install it with this system's package manager" >&2
+        return 1
+    fi
+    if [ "$(id -u)" -ne 0 ]; then
+        if ! command -v sudo >/dev/null 2>&1; then
+            echo "needs $cmd on PATH: run apt-get install -y $pkg as root" >&2
+            return 1
+        fi
+        sudo=(sudo)
+    fi
+    echo "# installing $pkg (for $cmd) with apt-get" >&2
+    # a fresh machine may have no package lists yet: update, then retry
+    if ! "${sudo[@]}" apt-get install -y -qq "$pkg" >&2; then
+        if ! { "${sudo[@]}" apt-get update -qq && "${sudo[@]}" apt-get install -y -qq "$pkg"; } >&2; then
+            echo "apt-get could not install $pkg (for $cmd)" >&2
+            return 1
+        fi
+    fi
+    command -v "$cmd" >/dev/null 2>&1
+}
+
+# zl_shell_files: the checkout's shell scripts (scripts/, its folders one
+# level down, .ci/run): files named *.sh or whose first line is a shell's
+# #! line or a shellcheck shell= directive.
+zl_shell_files() {
+    local f
+    for f in scripts/* scripts/*/* .ci/run; do
+        [ -f "$f" ] || continue
+        case "$f" in
+            *.sh) echo "$f" ;;
+            *) case "$(head -n 1 "$f")" in '#!'*[/\ ]bash | '#!'*[/\ ]sh | '# shellcheck shell='*) echo "$f" ;; esac ;;
+        esac
+    done
+}
+
 # ---- scripts/bench only -------------------------------------------------------
 
 # zl_cpythons: every CPython >= 3.10 installed (pyenv's, else python3.N on

@@ -1,0 +1,111 @@
+/* The calls the engine makes into C (bridge.h): zl_release and
+ * zl_reacquire around a blocking wait, zl_grow_timers_out and zl_grow_done
+ * for the buffers the engine fills, and zl_dispatch, which queues what one
+ * iteration found ready and runs one batch of callbacks.
+ *
+ * It knows the engine only through bridge.h; what a ready descriptor or a
+ * due timer queues is fds.c's and timers.c's business. */
+#include "zl.h"
+
+static PyObject *str_run_debug; /* "_zl_run_debug" */
+
+void zl_release(uintptr_t loop)
+{
+    zl_loop *L = (zl_loop *)loop;
+    atomic_store(&L->polling, 1);
+    L->saved_tstate = PyEval_SaveThread();
+}
+
+void zl_reacquire(uintptr_t loop)
+{
+    zl_loop *L = (zl_loop *)loop;
+    PyEval_RestoreThread(L->saved_tstate);
+    atomic_store(&L->polling, 0);
+}
+
+int zl_grow_timers_out(uintptr_t loop, int64_t need)
+{
+    zl_loop *L = (zl_loop *)loop;
+    int64_t cap = L->sh.timers_out_cap ? L->sh.timers_out_cap : 256;
+    while (cap < need)
+        cap *= 2;
+    uint64_t *out = PyMem_RawRealloc(L->sh.timers_out, cap * sizeof(uint64_t));
+    if (out == NULL)
+        return -1;
+    L->sh.timers_out = out;
+    L->sh.timers_out_cap = cap;
+    return 0;
+}
+
+int zl_grow_done(uintptr_t loop, int64_t need)
+{
+    zl_loop *L = (zl_loop *)loop;
+    int64_t cap = L->sh.done_cap ? L->sh.done_cap : 64;
+    while (cap < need)
+        cap *= 2;
+    zl_completion *done = PyMem_RawRealloc(L->sh.done, cap * sizeof(zl_completion));
+    if (done == NULL)
+        return -1;
+    L->sh.done = done;
+    L->sh.done_cap = cap;
+    return 0;
+}
+
+int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone, int reacquire)
+{
+    zl_loop *L = (zl_loop *)loop;
+    if (reacquire)
+        zl_reacquire(loop);
+    zl_check_new_handle(L);
+    zl_event *events = L->sh.events;
+    uint64_t *timers = L->sh.timers_out;
+    for (int64_t i = 0; i < nevents; i++)
+        zl_fd_ready(L, events[i].token, events[i].mask);
+    for (int64_t i = 0; i < ntimers; i++)
+        zl_timer_due(L, (uint32_t)timers[i]);
+    if (ndone > 0) /* lookups resolved by other goroutines */
+        zl_settle_lookups(L, ndone);
+    /* Due timers are queued before a signal may end the run, so none is lost. */
+    if (PyErr_CheckSignals() < 0)
+        return -1;
+    /* Only what is ready now runs; what these callbacks schedule waits for
+     * the next iteration.
+     *
+     * The batch is quiet when every callback in it was a stream read fed
+     * natively that drained its socket: no code of the program ran, no
+     * descriptor was written to or registered, and every descriptor the
+     * wait reported was read to the end (a full event buffer may leave
+     * some unreported). Nothing the batch did can then make a descriptor
+     * ready, and the engine skips the next wait if it could not block:
+     * it would report only what became ready on its own meanwhile. */
+    int rc = 0;
+    int quiet = !L->debug && nevents < L->sh.events_cap && L->sh.ready_len > 0;
+    for (int64_t ntodo = L->sh.ready_len; ntodo > 0 && L->sh.ready_len > 0 && rc == 0; ntodo--) {
+        zl_handle *h = zl_ready_pop(L);
+        quiet = quiet && !h->cancelled && zl_is_native_read(h->callback);
+        zl_quiet_read = 0;
+        if (!h->cancelled) {
+            if (L->debug) {
+                PyObject *r =
+                    PyObject_CallMethodObjArgs((PyObject *)L, str_run_debug, (PyObject *)h, NULL);
+                rc = r ? 0 : -1;
+                Py_XDECREF(r);
+            } else {
+                rc = zl_handle_run(h);
+            }
+        }
+        quiet = quiet && zl_quiet_read;
+        zl_handle_release(h);
+    }
+    L->sh.quiet = quiet && !L->watch_changed;
+    L->watch_changed = 0;
+    if (rc == 0 && zl_clock_sync(L) < 0) /* for the next iteration */
+        rc = -1;
+    return rc;
+}
+
+int zl_dispatch_ready(void)
+{
+    str_run_debug = PyUnicode_InternFromString("_zl_run_debug");
+    return str_run_debug == NULL ? -1 : 0;
+}

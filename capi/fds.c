@@ -1,0 +1,243 @@
+/* The descriptor table: for each descriptor, the reader and writer
+ * handles and the object it was first registered by, answering as
+ * asyncio's selector does (add_reader and the rest, _zl_watch_state,
+ * _zl_find_fileobj), and the queueing of a ready descriptor's handles.
+ * The kernel is asked (through the engine, zlgo_watch) only when the
+ * watched mask changes.
+ *
+ * It knows nothing of the reactor behind zlgo_watch, of timers or of the
+ * order callbacks run in. */
+#include "zl.h"
+#include "_cgo_export.h"
+#include <errno.h>
+#include <limits.h>
+
+/* A descriptor argument as a C int (OverflowError beyond int's range). */
+static int as_fd(PyObject *obj)
+{
+    long v = PyLong_AsLong(obj);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (v < INT_MIN || v > INT_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "file descriptor out of range");
+        return -1;
+    }
+    return (int)v;
+}
+
+static int check_fd(int fd)
+{
+    if (fd < 0) {
+        PyErr_Format(PyExc_ValueError, "Invalid file descriptor: %d", fd);
+        return -1;
+    }
+    return 0;
+}
+
+static zl_fdwatch *fd_slot(zl_loop *L, int fd)
+{
+    if (fd >= L->fds_cap) {
+        int cap = L->fds_cap ? L->fds_cap : 64;
+        while (cap <= fd)
+            cap *= 2;
+        zl_fdwatch *fds = PyMem_Realloc(L->fds, cap * sizeof(zl_fdwatch));
+        if (fds == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        memset(fds + L->fds_cap, 0, (cap - L->fds_cap) * sizeof(zl_fdwatch));
+        L->fds = fds;
+        L->fds_cap = cap;
+    }
+    return &L->fds[fd];
+}
+
+static uint32_t watch_mask(zl_fdwatch *w) { return (w->reader ? 1u : 0u) | (w->writer ? 2u : 0u); }
+
+/* Forgets what fd is watched for, without cancelling its handles. */
+static void fd_forget(zl_fdwatch *w)
+{
+    Py_CLEAR(w->reader);
+    Py_CLEAR(w->writer);
+    Py_CLEAR(w->fileobj);
+}
+
+/* Tells the reactor that fd's interest goes from its current mask to
+ * `new`, as asyncio's selector does: no system call when the mask stays
+ * the same; a descriptor the kernel refuses to change is forgotten
+ * altogether (asyncio's selector unregisters it) and OSError is raised;
+ * a removal never fails (asyncio ignores the kernel's refusal). */
+static int change_watch(zl_loop *L, int fd, zl_fdwatch *w, uint32_t new)
+{
+    uint32_t old = watch_mask(w);
+    if (old == new)
+        return 0;
+    if (new & ~old)
+        L->watch_changed = 1; /* a descriptor watched anew may be ready already */
+    if (zl_check_not_forked() < 0)
+        return -1;
+    int err = zlgo_watch(L->engine, fd, old, new);
+    if (err == 0 || new == 0)
+        return 0;
+    if (old != 0) {
+        (void)zlgo_watch(L->engine, fd, old, 0);
+        fd_forget(w);
+    }
+    errno = err;
+    PyErr_SetFromErrno(PyExc_OSError);
+    return -1;
+}
+
+/* _zl_add_reader(fd, fileobj, callback, *args) (which=0) and
+ * _zl_add_writer (which=1): registers callback(*args) for fd becoming
+ * readable or writable. fileobj is what the caller named the descriptor
+ * by, kept (as asyncio's selector keeps it) from the first registration
+ * until the last removal, so that a closed socket still finds its fd.
+ * If the reactor refuses the descriptor, OSError is raised and nothing is
+ * added. */
+static PyObject *add_watch(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, int which)
+{
+    nargs = PyVectorcall_NARGS(nargs);
+    if (nargs < 3) {
+        PyErr_SetString(PyExc_TypeError, "expected a descriptor, its file object and a callback");
+        return NULL;
+    }
+    int fd = as_fd(args[0]);
+    if (fd == -1 && PyErr_Occurred())
+        return NULL;
+    if (zl_check_closed(L) < 0 || check_fd(fd) < 0)
+        return NULL;
+    zl_handle *h = zl_handle_new(L, &zl_HandleType, args[2], args + 3, nargs - 3, NULL, 0);
+    if (h == NULL)
+        return NULL;
+    zl_fdwatch *w = fd_slot(L, fd);
+    if (w == NULL) {
+        Py_DECREF(h);
+        return NULL;
+    }
+    if (change_watch(L, fd, w, watch_mask(w) | (1u << which)) < 0) {
+        Py_DECREF(h);
+        return NULL;
+    }
+    if (w->fileobj == NULL)
+        w->fileobj = Py_NewRef(args[1]);
+    zl_handle **place = which ? &w->writer : &w->reader;
+    zl_handle *previous = *place;
+    *place = (zl_handle *)Py_NewRef(h);
+    if (previous != NULL) {
+        zl_handle_cancel(previous);
+        Py_DECREF(previous);
+    }
+    return (PyObject *)h;
+}
+
+static PyObject *remove_watch(zl_loop *L, PyObject *arg, int which)
+{
+    int overflow;
+    long v = PyLong_AsLongAndOverflow(arg, &overflow);
+    if (v == -1 && PyErr_Occurred())
+        return NULL;
+    if (overflow > 0 || v > INT_MAX)
+        Py_RETURN_FALSE; /* beyond any descriptor: never watched, as asyncio answers */
+    int fd = as_fd(arg);
+    if (fd == -1 && PyErr_Occurred())
+        return NULL;
+    if (L->closed || L->engine == 0)
+        Py_RETURN_FALSE;
+    if (check_fd(fd) < 0)
+        return NULL;
+    if (fd >= L->fds_cap)
+        Py_RETURN_FALSE;
+    zl_fdwatch *w = &L->fds[fd];
+    zl_handle **place = which ? &w->writer : &w->reader;
+    if (*place == NULL)
+        Py_RETURN_FALSE;
+    if (change_watch(L, fd, w, watch_mask(w) & ~(1u << which)) < 0)
+        return NULL;
+    zl_handle *h = *place;
+    *place = NULL;
+    if (w->reader == NULL && w->writer == NULL)
+        Py_CLEAR(w->fileobj);
+    zl_handle_cancel(h);
+    Py_DECREF(h);
+    Py_RETURN_TRUE;
+}
+
+PyObject *zl_loop_add_reader(zl_loop *L, PyObject *const *a, Py_ssize_t n)
+{
+    return add_watch(L, a, n, 0);
+}
+PyObject *zl_loop_add_writer(zl_loop *L, PyObject *const *a, Py_ssize_t n)
+{
+    return add_watch(L, a, n, 1);
+}
+PyObject *zl_loop_remove_reader(zl_loop *L, PyObject *fd) { return remove_watch(L, fd, 0); }
+PyObject *zl_loop_remove_writer(zl_loop *L, PyObject *fd) { return remove_watch(L, fd, 1); }
+
+/* (fileobj, reader, writer) of fd, or None when it is not watched: what
+ * zloopgo's selector facade reports to asyncio's transports. */
+PyObject *zl_loop_watch_state(zl_loop *L, PyObject *arg)
+{
+    int fd = as_fd(arg);
+    if (fd == -1 && PyErr_Occurred())
+        return NULL;
+    if (fd < 0 || fd >= L->fds_cap || (L->fds[fd].reader == NULL && L->fds[fd].writer == NULL))
+        Py_RETURN_NONE;
+    zl_fdwatch *w = &L->fds[fd];
+    return Py_BuildValue("(OOO)", w->fileobj ? w->fileobj : Py_None,
+                         w->reader ? (PyObject *)w->reader : Py_None,
+                         w->writer ? (PyObject *)w->writer : Py_None);
+}
+
+/* The descriptor a watched file object was registered with (found by
+ * identity, as asyncio's selector searches for a closed file object), or
+ * None. */
+PyObject *zl_loop_find_fileobj(zl_loop *L, PyObject *fileobj)
+{
+    for (int fd = 0; fd < L->fds_cap; fd++)
+        if (L->fds[fd].fileobj == fileobj)
+            return PyLong_FromLong(fd);
+    Py_RETURN_NONE;
+}
+
+void zl_fds_release_all(zl_loop *L)
+{
+    for (int fd = 0; fd < L->fds_cap; fd++)
+        fd_forget(&L->fds[fd]);
+}
+
+/* A ready descriptor queues its handles, as asyncio's _process_events:
+ * a handle cancelled by its owner is unregistered instead. */
+void zl_fd_ready(zl_loop *L, uint64_t fd, uint32_t mask)
+{
+    if (fd >= (uint64_t)L->fds_cap)
+        return; /* removed since the wait began */
+    zl_fdwatch *w = &L->fds[fd];
+    for (int which = 0; which < 2; which++) {
+        zl_handle *h = which ? w->writer : w->reader;
+        if (!(mask & (1u << which)) || h == NULL)
+            continue;
+        if (h->cancelled) {
+            PyObject *fdobj = PyLong_FromUnsignedLongLong(fd);
+            PyObject *r = fdobj ? remove_watch(L, fdobj, which) : NULL;
+            Py_XDECREF(fdobj);
+            Py_XDECREF(r);
+            if (r == NULL)
+                PyErr_WriteUnraisable((PyObject *)L);
+        } else if (zl_ready_push(L, (zl_handle *)Py_NewRef(h)) < 0) {
+            PyErr_WriteUnraisable((PyObject *)L);
+        }
+    }
+}
+
+int zl_fds_traverse(zl_loop *L, visitproc visit, void *arg)
+{
+    for (int fd = 0; fd < L->fds_cap; fd++) {
+        Py_VISIT(L->fds[fd].reader);
+        Py_VISIT(L->fds[fd].writer);
+        Py_VISIT(L->fds[fd].fileobj);
+    }
+    return 0;
+}
+
+void zl_fds_free(zl_loop *L) { PyMem_Free(L->fds); }

@@ -1,0 +1,101 @@
+/* Futures and tasks: create_future and create_task as asyncio's
+ * futures.Future(loop=self) and tasks.Task(coro, loop=self, ...), called
+ * without a Python frame, and the task factory asyncio reads.
+ *
+ * It knows nothing of how callbacks are scheduled or run: Future and Task
+ * are asyncio's own, looked up per call. */
+#include "zl.h"
+
+static PyObject *str_Future, *str_Task, *kw_loop, *kw_loop_name, *kw_loop_context,
+    *kw_loop_name_context;
+
+/* create_future(): asyncio's futures.Future(loop=self), without a Python frame. */
+PyObject *zl_loop_create_future(zl_loop *L, PyObject *unused)
+{
+    PyObject *future_type = PyObject_GetAttr(zl_futures_module, str_Future);
+    if (future_type == NULL)
+        return NULL;
+    PyObject *args[1] = {(PyObject *)L};
+    PyObject *fut = PyObject_Vectorcall(future_type, args, 0, kw_loop);
+    Py_DECREF(future_type);
+    return fut;
+}
+
+/* create_task(coro, *, name=None, context=None): asyncio's
+ * tasks.Task(coro, loop=self, name=name, context=context). With a task
+ * factory or in debug mode, asyncio's own Python method runs instead. */
+PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames)
+{
+    nargs = PyVectorcall_NARGS(nargs);
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (L->task_factory != NULL || L->debug || nargs != 1 || nkw > 2) {
+        /* the general path: prepend self and call BaseEventLoop.create_task */
+        PyObject *stack[8];
+        if (nargs + nkw + 1 > 8)
+            return PyErr_Format(PyExc_TypeError, "create_task() takes 1 positional argument");
+        stack[0] = (PyObject *)L;
+        for (Py_ssize_t i = 0; i < nargs + nkw; i++)
+            stack[i + 1] = args[i];
+        return PyObject_Vectorcall(zl_base_create_task, stack, nargs + 1, kwnames);
+    }
+    /* arguments for Task(coro, loop=self, name=..., context=...) */
+    PyObject *stack[4] = {args[0], (PyObject *)L, NULL, NULL};
+    PyObject *name = NULL, *context = NULL;
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, i);
+        if (PyUnicode_CompareWithASCIIString(key, "name") == 0)
+            name = args[1 + i];
+        else if (PyUnicode_CompareWithASCIIString(key, "context") == 0)
+            context = args[1 + i];
+        else
+            return PyErr_Format(PyExc_TypeError,
+                                "create_task() got an unexpected keyword argument '%S'", key);
+    }
+    if (zl_check_closed(L) < 0)
+        return NULL;
+    PyObject *names = kw_loop;
+    Py_ssize_t n = 2;
+    if (name != NULL && context != NULL) {
+        names = kw_loop_name_context;
+        stack[n++] = name;
+        stack[n++] = context;
+    } else if (name != NULL) {
+        names = kw_loop_name;
+        stack[n++] = name;
+    } else if (context != NULL) {
+        names = kw_loop_context;
+        stack[n++] = context;
+    }
+    PyObject *task_type = PyObject_GetAttr(zl_tasks_module, str_Task);
+    if (task_type == NULL)
+        return NULL;
+    PyObject *task = PyObject_Vectorcall(task_type, stack, 1, names);
+    Py_DECREF(task_type);
+    return task;
+}
+
+PyObject *zl_loop_get_task_factory(zl_loop *L, void *c)
+{
+    return Py_NewRef(L->task_factory ? L->task_factory : Py_None);
+}
+
+int zl_loop_set_task_factory(zl_loop *L, PyObject *v, void *c)
+{
+    Py_XSETREF(L->task_factory, (v == NULL || v == Py_None) ? NULL : Py_NewRef(v));
+    return 0;
+}
+
+int zl_tasks_ready(void)
+{
+    str_Future = PyUnicode_InternFromString("Future");
+    str_Task = PyUnicode_InternFromString("Task");
+    kw_loop = Py_BuildValue("(s)", "loop");
+    kw_loop_name = Py_BuildValue("(ss)", "loop", "name");
+    kw_loop_context = Py_BuildValue("(ss)", "loop", "context");
+    kw_loop_name_context = Py_BuildValue("(sss)", "loop", "name", "context");
+    if (str_Future == NULL || str_Task == NULL || kw_loop == NULL || kw_loop_name == NULL ||
+        kw_loop_context == NULL || kw_loop_name_context == NULL)
+        return -1;
+    return 0;
+}

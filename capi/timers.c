@@ -1,0 +1,133 @@
+/* Timer slots: the TimerHandles the engine holds, indexed by the token it
+ * keeps in its heap (zl_shared.slots), their free list, and the buffer of
+ * timers scheduled since the engine's last iteration (zl_shared.new_timers).
+ * A cancelled timer's slot stays allocated, marked, until the engine hands
+ * its token back.
+ *
+ * It knows nothing of the heap's order or of when a timer is due: the
+ * engine decides that and names due tokens (zl_timer_due). */
+#include "zl.h"
+
+void zl_timers_init(zl_loop *L) { L->slots_free = UINT32_MAX; }
+
+int zl_timer_slot_alloc(zl_loop *L, zl_timer *h)
+{
+    if (L->slots_free == UINT32_MAX) {
+        uint32_t old = L->slots_cap, cap = old ? old * 2 : 64;
+        zl_timer_slot *slots = PyMem_Realloc(L->sh.slots, cap * sizeof(zl_timer_slot));
+        if (slots == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (uint32_t i = old; i < cap; i++) {
+            slots[i].handle = NULL;
+            slots[i].cancelled = 0;
+            slots[i].next_free = i + 1 < cap ? i + 1 : UINT32_MAX;
+        }
+        L->sh.slots = slots;
+        L->slots_cap = cap;
+        L->slots_free = old;
+    }
+    if (L->sh.new_timers_len == L->new_timers_cap) {
+        int64_t cap = L->new_timers_cap ? L->new_timers_cap * 2 : 64;
+        zl_newtimer *nt = PyMem_Realloc(L->sh.new_timers, cap * sizeof(zl_newtimer));
+        if (nt == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        L->sh.new_timers = nt;
+        L->new_timers_cap = cap;
+    }
+    uint32_t i = L->slots_free;
+    zl_timer_slot *s = &L->sh.slots[i];
+    L->slots_free = s->next_free;
+    s->handle = Py_NewRef((PyObject *)h);
+    s->cancelled = 0;
+    h->slot = i;
+    h->scheduled = 1;
+    L->sh.new_timers[L->sh.new_timers_len++] = (zl_newtimer){h->when, i};
+    return 0;
+}
+
+static void slot_free(zl_loop *L, uint32_t i)
+{
+    zl_timer_slot *s = &L->sh.slots[i];
+    s->handle = NULL;
+    s->cancelled = 0;
+    s->next_free = L->slots_free;
+    L->slots_free = i;
+}
+
+void zl_timer_cancelled(zl_loop *L, zl_timer *h)
+{
+    if (!h->scheduled)
+        return;
+    zl_timer_slot *s = &L->sh.slots[h->slot];
+    PyObject *ref = s->handle;
+    s->handle = NULL;
+    s->cancelled = 1;
+    L->sh.cancelled_timers++;
+    h->scheduled = 0;
+    if (ref != NULL)
+        zl_handle_release((zl_handle *)ref);
+}
+
+/* Drops every timer: on close, with the engine's heap dropped too. */
+void zl_timers_release_all(zl_loop *L)
+{
+    for (uint32_t i = 0; i < L->slots_cap; i++) {
+        zl_timer *h = L->sh.slots[i].handle;
+        if (h != NULL) {
+            h->scheduled = 0;
+            L->sh.slots[i].handle = NULL;
+            zl_handle_release(&h->base);
+        }
+        L->sh.slots[i].cancelled = 0;
+        L->sh.slots[i].next_free = i + 1 < L->slots_cap ? i + 1 : UINT32_MAX;
+    }
+    L->slots_free = L->slots_cap ? 0 : UINT32_MAX;
+    L->sh.new_timers_len = 0;
+    L->sh.cancelled_timers = 0;
+}
+
+/* The engine found the timer in `slot` due (or dropped it, cancelled):
+ * its handle goes to the ready queue and the slot is free again. */
+void zl_timer_due(zl_loop *L, uint32_t slot)
+{
+    zl_timer *h = L->sh.slots[slot].handle;
+    if (h == NULL) {
+        L->sh.cancelled_timers--;
+    } else {
+        h->scheduled = 0;
+        if (zl_ready_push(L, &h->base) < 0) /* the slot's reference moves to the queue */
+            PyErr_WriteUnraisable((PyObject *)L);
+    }
+    slot_free(L, slot);
+}
+
+/* Breaking a reference cycle: every timer is cancelled, its slot kept
+ * (marked cancelled) while the engine may still hold the token. */
+void zl_timers_cancel_all(zl_loop *L)
+{
+    for (uint32_t i = 0; i < L->slots_cap; i++) {
+        zl_timer *h = L->sh.slots[i].handle;
+        if (h != NULL)
+            zl_timer_cancelled(L, h);
+    }
+}
+
+int zl_timers_traverse(zl_loop *L, visitproc visit, void *arg)
+{
+    for (uint32_t i = 0; i < L->slots_cap; i++) {
+        int r = zl_visit_pending(L->sh.slots[i].handle, visit, arg);
+        if (r != 0)
+            return r;
+    }
+    return 0;
+}
+
+void zl_timers_free(zl_loop *L)
+{
+    PyMem_Free(L->sh.slots);
+    PyMem_Free(L->sh.new_timers);
+}
