@@ -23,32 +23,33 @@ void zl_reacquire(uintptr_t loop)
     atomic_store(&L->polling, 0);
 }
 
+/* Grows *buf (of *cap items of size bytes, *cap 0 when never allocated)
+ * to at least need items, doubling from first. The engine may call it
+ * without the GIL: the raw allocator. */
+static int grow_buffer(void **buf, int64_t *cap, int64_t first, int64_t need, size_t size)
+{
+    int64_t n = *cap ? *cap : first;
+    while (n < need)
+        n *= 2;
+    void *grown = PyMem_RawRealloc(*buf, n * size);
+    if (grown == NULL)
+        return -1;
+    *buf = grown;
+    *cap = n;
+    return 0;
+}
+
 int zl_grow_timers_out(uintptr_t loop, int64_t need)
 {
     zl_loop *L = (zl_loop *)loop;
-    int64_t cap = L->sh.timers_out_cap ? L->sh.timers_out_cap : 256;
-    while (cap < need)
-        cap *= 2;
-    uint64_t *out = PyMem_RawRealloc(L->sh.timers_out, cap * sizeof(uint64_t));
-    if (out == NULL)
-        return -1;
-    L->sh.timers_out = out;
-    L->sh.timers_out_cap = cap;
-    return 0;
+    return grow_buffer((void **)&L->sh.timers_out, &L->sh.timers_out_cap, 256, need,
+                       sizeof *L->sh.timers_out);
 }
 
 int zl_grow_done(uintptr_t loop, int64_t need)
 {
     zl_loop *L = (zl_loop *)loop;
-    int64_t cap = L->sh.done_cap ? L->sh.done_cap : 64;
-    while (cap < need)
-        cap *= 2;
-    zl_completion *done = PyMem_RawRealloc(L->sh.done, cap * sizeof(zl_completion));
-    if (done == NULL)
-        return -1;
-    L->sh.done = done;
-    L->sh.done_cap = cap;
-    return 0;
+    return grow_buffer((void **)&L->sh.done, &L->sh.done_cap, 64, need, sizeof *L->sh.done);
 }
 
 int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone, int reacquire)

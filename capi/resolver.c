@@ -367,6 +367,18 @@ static char *copy_string(const char *s)
     return c;
 }
 
+/* Queues req unless building it failed (an exception is set); otherwise,
+ * or if queueing fails, frees its strings. */
+static PyObject *enqueue_or_free(zl_loop *L, zl_lookup *req, PyObject *fut, int kind)
+{
+    PyObject *r = PyErr_Occurred() ? NULL : enqueue(L, req, fut, kind);
+    if (r == NULL) {
+        free(req->host);
+        free(req->port);
+    }
+    return r;
+}
+
 /* _zl_getaddrinfo(fut, host, port, family=0, type=0, proto=0, flags=0):
  * the arguments as socket.getaddrinfo takes them (socket_getaddrinfo in
  * CPython's Modules/socketmodule.c, same checks in the same order). */
@@ -432,12 +444,7 @@ PyObject *zl_loop_getaddrinfo(zl_loop *L, PyObject *args)
     req.port = req.host || !hptr ? copy_string(pptr) : NULL;
     Py_XDECREF(idna);
     Py_XDECREF(port_text);
-    PyObject *r = PyErr_Occurred() ? NULL : enqueue(L, &req, fut, 0);
-    if (r == NULL) {
-        free(req.host);
-        free(req.port);
-    }
-    return r;
+    return enqueue_or_free(L, &req, fut, 0);
 }
 
 /* _zl_getnameinfo(fut, sockaddr, flags): socket.getnameinfo's argument
@@ -471,12 +478,7 @@ PyObject *zl_loop_getnameinfo(zl_loop *L, PyObject *args)
     req.arity = (int32_t)PyTuple_GET_SIZE(sa);
     req.host = copy_string(hostp);
     req.port = req.host ? copy_string(pbuf) : NULL;
-    PyObject *r = PyErr_Occurred() ? NULL : enqueue(L, &req, fut, 1);
-    if (r == NULL) {
-        free(req.host);
-        free(req.port);
-    }
-    return r;
+    return enqueue_or_free(L, &req, fut, 1);
 }
 
 /* _zl_lookups_in_flight(): how many futures still wait for a lookup. */
