@@ -1,3 +1,5 @@
+//go:build linux
+
 // Tests of the epoll backend against real pipes and eventfds.
 package epoll
 
