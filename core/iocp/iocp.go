@@ -179,8 +179,14 @@ func (p *Poller) Register(fd int, tok poll.Token, in poll.Interest) error {
 		return err
 	}
 	s := &sock{fd: fd, base: base, tok: tok, want: in}
+	if in != 0 {
+		// Submitted now rather than at the next Wait so that a handle the
+		// driver refuses fails here, not every Wait after.
+		if err := p.submit(s, toAFD(in)); err != nil {
+			return err
+		}
+	}
 	p.socks[fd] = s
-	p.queue(s)
 	return nil
 }
 
@@ -235,7 +241,9 @@ func (p *Poller) flush() error {
 		case s.pending && (s.want == 0 || want&^s.asked != 0):
 			p.cancel(s)
 		case !s.pending && s.want != 0:
-			err = errors.Join(err, p.submit(s, want))
+			if e := p.submit(s, want); e != nil && e != windows.STATUS_INVALID_HANDLE {
+				err = errors.Join(err, e)
+			}
 		}
 	}
 	p.updates = p.updates[:0]
@@ -260,7 +268,7 @@ func (p *Poller) submit(s *sock, events uint32) error {
 	case windows.STATUS_INVALID_HANDLE:
 		// Closed without Deregister: nothing left to watch.
 		p.drop(s)
-		return nil
+		return status
 	default:
 		return status
 	}
