@@ -6,8 +6,8 @@
 // Function Driver, \Device\Afd, whose completion reaches the port; a
 // completed poll is reported and submitted again at the next Wait, which
 // makes readiness level-triggered as on epoll and kqueue. This is the
-// technique of wepoll, libuv's poll handles, mio and Go's own netpoll
-// notes; a wake-up is a completion posted with no request (Wake).
+// technique of wepoll, libuv's poll handles and mio; a wake-up is a
+// completion posted with no request (Wake).
 //
 // It knows sockets (not pipes or files: AFD polls only sockets), opaque
 // 64-bit tokens and the two readiness kinds of package poll; it knows

@@ -66,8 +66,9 @@ type Backend interface {
 	// registration).
 	Register(fd int, tok Token, in Interest) error
 	// Reregister changes what fd is watched for and the token reported.
-	// For a descriptor closed since Register it fails on epoll and
-	// kqueue, as asyncio's selectors do; the host decides what follows.
+	// For a descriptor closed since Register it fails on epoll and kqueue,
+	// as asyncio's selectors do, and on iocp once a poll has seen the
+	// close; the host decides what follows.
 	Reregister(fd int, tok Token, in Interest) error
 	// Deregister stops watching fd. A descriptor already closed is not
 	// an error: closing may have dropped it already.
