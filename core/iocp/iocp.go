@@ -38,9 +38,8 @@ var (
 )
 
 const (
-	ioctlAFDPoll   = 0x00012024 // FILE_DEVICE_NETWORK, function 9 (AFD_POLL), METHOD_BUFFERED
-	sioBaseHandle  = 0x48000022 // WSAIoctl: the socket under any layered service provider
-	statusNotFound = windows.NTStatus(0xC0000225)
+	ioctlAFDPoll  = 0x00012024 // FILE_DEVICE_NETWORK, function 9 (AFD_POLL), METHOD_BUFFERED
+	sioBaseHandle = 0x48000022 // WSAIoctl: the socket under any layered service provider
 
 	// AFD_POLL_* event bits.
 	afdReceive     = 0x0001
