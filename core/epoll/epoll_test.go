@@ -425,3 +425,52 @@ func TestWaitOnAClosedPollerFails(t *testing.T) {
 		}
 	}
 }
+
+// A descriptor registered with the waker's own token is told apart from
+// the waker by poll(2): reported when ready, not when only a wake-up came,
+// forgotten when its token changes or it is closed.
+func TestDescriptorWithTheWakersToken(t *testing.T) {
+	p := newPoller(t)
+	fd := newFDs(t)
+	r, w := fd.pipe(t)
+	if err := p.Register(r, wakeToken, readable); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wake(); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitAll(t, p); len(got) != 0 {
+		t.Fatalf("a wake-up reported %v", got)
+	}
+	write(t, w)
+	if got := waitAll(t, p); len(got) != 1 || got[0] != (poll.Event{Token: wakeToken, Mask: readable}) {
+		t.Fatalf("got %v, want the descriptor with the waker's token", got)
+	}
+	if err := p.Reregister(r, 5, readable); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.aliased) != 0 {
+		t.Fatalf("aliased after a token change: %v", p.aliased)
+	}
+	if err := p.Reregister(r, wakeToken, readable); err != nil {
+		t.Fatal(err)
+	}
+	fd.close(r) // without Deregister: poll(2) says POLLNVAL
+	if err := p.Wake(); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitAll(t, p); len(got) != 0 {
+		t.Fatalf("a closed descriptor was reported: %v", got)
+	}
+}
+
+// waitAll is one Wait(0), events unmerged (wait refuses the waker's token).
+func waitAll(t *testing.T, p *Poller) []poll.Event {
+	t.Helper()
+	events := make([]poll.Event, 16)
+	n, err := p.Wait(events, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events[:n]
+}
