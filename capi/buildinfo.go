@@ -12,6 +12,7 @@ import (
 	"runtime"
 
 	"github.com/klauspost/cpuid/v2"
+	"github.com/zloopgo/zloopgo/core"
 )
 
 func buildInfo() map[string]any {
@@ -20,7 +21,7 @@ func buildInfo() map[string]any {
 		"go_version":     runtime.Version(),
 		"goos":           runtime.GOOS,
 		"goarch":         runtime.GOARCH,
-		"reactor":        reactorName,
+		"reactor":        core.Backend,
 		"cpu_brand":      cpu.BrandName,
 		"cpu_vendor":     cpu.VendorString,
 		"cpu_features":   cpu.FeatureSet(),

@@ -129,8 +129,16 @@ func zlgo_engine_new(loop C.uintptr_t, shared *C.zl_shared, resolution C.double,
 		*errOut = errnoOf(err)
 		return 0
 	}
+	// The C half wakes the loop by writing 8 bytes to a descriptor
+	// (capi/loop.c), which only the eventfd kind of waker supports.
+	wh := e.Reactor().WakeHandle()
+	if wh.Kind != core.WakeEventfd {
+		_, _ = e.Close()
+		*errOut = C.int(unix.ENOSYS)
+		return 0
+	}
 	le.engine = e
-	*wakeFD = C.int(e.Reactor().WakeFD())
+	*wakeFD = C.int(wh.Handle)
 	id := C.uintptr_t(cgo.NewHandle(le))
 	engines.Store(id, e)
 	return id

@@ -1,5 +1,6 @@
 // Package core is zloopgo's event-loop engine: the run-once iteration, the
-// reactor contract and the monotonic clock.
+// reactor contract (defined in core/poll, named here) and the monotonic
+// clock.
 //
 // It knows nothing of Python, callbacks or cgo. Everything it schedules is an
 // opaque Token chosen by its Host (the CPython adapter in production, fakes in

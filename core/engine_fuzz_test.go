@@ -369,7 +369,7 @@ type fzReactor struct {
 func (r *fzReactor) Register(int, core.Token, core.Interest) error   { return nil }
 func (r *fzReactor) Reregister(int, core.Token, core.Interest) error { return nil }
 func (r *fzReactor) Deregister(int) error                            { return nil }
-func (r *fzReactor) WakeFD() int                                     { return -1 }
+func (r *fzReactor) WakeHandle() core.WakeHandle                     { return core.WakeHandle{} }
 func (r *fzReactor) Wake() error                                     { return nil }
 func (r *fzReactor) Close() error                                    { return nil }
 

@@ -5,7 +5,6 @@
 package core_test
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	"github.com/zloopgo/zloopgo/core"
-	"golang.org/x/sys/unix"
 )
 
 // fakeHost records every call the engine makes and plays the adapter's part
@@ -149,7 +147,7 @@ type fakeReactor struct {
 func (r *fakeReactor) Register(int, core.Token, core.Interest) error   { return nil }
 func (r *fakeReactor) Reregister(int, core.Token, core.Interest) error { return nil }
 func (r *fakeReactor) Deregister(int) error                            { return nil }
-func (r *fakeReactor) WakeFD() int                                     { return -1 }
+func (r *fakeReactor) WakeHandle() core.WakeHandle                     { return core.WakeHandle{} }
 func (r *fakeReactor) Wake() error                                     { r.wakes.Add(1); return nil }
 func (r *fakeReactor) Close() error                                    { r.closed = true; return nil }
 
@@ -738,59 +736,6 @@ func TestPostsFromManyGoroutinesAllArriveOnce(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("token %d dispatched %d times", tok, n)
 		}
-	}
-}
-
-// The engine over the real reactor: a descriptor event reaches Dispatch,
-// and a write to WakeFD from another thread ends a blocking iteration.
-func TestEngineWithRealReactor(t *testing.T) {
-	h := newFakeHost(t)
-	e, err := core.NewEngine(h, 1e-9)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _, _ = e.Close() }()
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(p[0])
-	defer unix.Close(p[1])
-	if err := e.Reactor().Register(p[0], core.Token(p[0]), core.Readable); err != nil {
-		t.Fatal(err)
-	}
-	e.Watch(1)
-	if _, err := unix.Write(p[1], []byte("x")); err != nil {
-		t.Fatal(err)
-	}
-	runOnce(t, e)
-	want := []core.Event{{Token: core.Token(p[0]), Mask: core.Readable}}
-	if got := h.last().events; !slices.Equal(got, want) {
-		t.Fatalf("Dispatch got events %v, want %v", got, want)
-	}
-	var b [1]byte
-	unix.Read(p[0], b[:])
-
-	*h.log = nil
-	go func() {
-		time.Sleep(20 * time.Millisecond)
-		var one [8]byte
-		binary.NativeEndian.PutUint64(one[:], 1)
-		unix.Write(e.Reactor().WakeFD(), one[:])
-	}()
-	done := make(chan error, 1)
-	go func() { done <- e.RunOnce() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a write to WakeFD did not end the blocking wait")
-	}
-	checkLog(t, *h.log, []string{"take", "release", "reacquire", "dispatch"})
-	if got := h.last().events; len(got) != 0 {
-		t.Fatalf("the wake-up was reported as events %v", got)
 	}
 }
 

@@ -1,51 +1,38 @@
-// The reactor contract: how the engine asks the operating system which
-// descriptors are ready. Backends live in their own packages (epoll, kqueue,
-// iocp) and are chosen by build tags in reactor_*.go; nothing here knows
-// which one is in use.
+// The reactor contract, as the engine and its host see it: the names of
+// package poll (where the types and the Backend interface are defined
+// once, for the engine and every backend) under the engine's own names.
+// Which backend NewReactor opens is decided by the build constraint of one
+// reactor_*.go file; nothing here knows which one is in use.
 package core
 
-import "time"
+import "github.com/zloopgo/zloopgo/core/poll"
 
 // Token names whatever the host attached to a descriptor or a timer.
 // The engine never interprets it.
-type Token = uint64
+type Token = poll.Token
 
 // Interest is the set of readiness kinds a descriptor is watched for.
-type Interest uint32
+type Interest = poll.Interest
 
 const (
-	Readable Interest = 1 << iota
-	Writable
+	Readable = poll.Readable
+	Writable = poll.Writable
 )
 
-// Event is one ready descriptor. Its layout (8-byte token, 4-byte mask,
-// 4 bytes of padding) is shared with the C adapter, which reads a batch of
-// them in place.
-type Event struct {
-	Token Token
-	Mask  Interest
-	_     uint32
-}
+// Event is one ready descriptor; its layout is shared with the C adapter.
+type Event = poll.Event
 
-// Reactor is the contract every backend implements. All methods except
-// Wake are called from the loop's own thread.
-type Reactor interface {
-	// Register starts watching fd; it fails if fd is already watched.
-	Register(fd int, tok Token, in Interest) error
-	// Reregister changes what fd is watched for.
-	Reregister(fd int, tok Token, in Interest) error
-	// Deregister stops watching fd.
-	Deregister(fd int) error
-	// Wait fills events and returns how many it filled. timeout < 0 blocks,
-	// 0 polls, > 0 waits at most that long. An interrupted wait (EINTR) or
-	// a wake-up returns 0 events and no error: the caller recomputes.
-	Wait(events []Event, timeout time.Duration) (int, error)
-	// WakeFD is a descriptor that, when written to (8 bytes, native-endian
-	// count), makes a blocked Wait return. Other threads write it directly
-	// so that waking needs no call into the engine.
-	WakeFD() int
-	// Wake makes a blocked Wait return; safe from any goroutine.
-	Wake() error
-	// Close releases the backend's descriptors.
-	Close() error
-}
+// Reactor is the contract every backend implements (see poll.Backend).
+type Reactor = poll.Backend
+
+// WakeHandle tells code outside Go how to wake a blocked wait.
+type WakeHandle = poll.WakeHandle
+
+// WakeKind is how a WakeHandle is used.
+type WakeKind = poll.WakeKind
+
+const (
+	WakeEventfd    = poll.WakeEventfd
+	WakeKqueueUser = poll.WakeKqueueUser
+	WakeIOCP       = poll.WakeIOCP
+)

@@ -1,9 +1,12 @@
+//go:build linux
+
 // Package epoll is the Linux reactor backend: level-triggered epoll plus an
-// eventfd that other threads write to wake a blocked wait.
+// eventfd that other threads write to wake a blocked wait. It implements
+// poll.Backend.
 //
-// It knows descriptors, 64-bit tokens and two readiness bits (1 readable,
-// 2 writable, the values core.Interest uses); it knows nothing of timers,
-// callbacks or Python.
+// It knows descriptors, opaque 64-bit tokens and the two readiness kinds
+// of package poll; it knows nothing of timers, callbacks or Python, nor
+// what a token means.
 package epoll
 
 import (
@@ -11,25 +14,26 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/zloopgo/zloopgo/core/poll"
 	"golang.org/x/sys/unix"
 )
 
-const (
-	readable = 1
-	writable = 2
-)
-
-// wakeToken marks the eventfd's own events; it is never reported. Tokens
-// from the engine's host are descriptor numbers, which never reach it.
+// wakeToken is the epoll user data of the eventfd's own registration.
+// epoll hands back only the user data, and every 64-bit token is valid, so
+// a descriptor the host registers with this same token is "aliased": its
+// events are indistinguishable from the waker's, and Wait asks poll(2)
+// about such descriptors instead (pollAliased). Other tokens cost nothing.
 const wakeToken = ^uint64(0)
 
 // Poller owns one epoll instance and its wake-up eventfd.
 type Poller struct {
-	epfd   int
-	wakefd int
-	buf    []unix.EpollEvent
-	ready  []unix.EpollEvent // the events the last Wait reported, waker excluded
+	epfd    int
+	wakefd  int
+	buf     []unix.EpollEvent
+	aliased map[int]poll.Interest // descriptors registered with wakeToken
 }
+
+var _ poll.Backend = (*Poller)(nil)
 
 // New opens an epoll instance with its waker registered.
 func New() (*Poller, error) {
@@ -43,14 +47,14 @@ func New() (*Poller, error) {
 		return nil, err
 	}
 	p := &Poller{epfd: epfd, wakefd: wakefd, buf: make([]unix.EpollEvent, 128)}
-	if err := p.ctl(unix.EPOLL_CTL_ADD, wakefd, wakeToken, readable); err != nil {
+	if err := p.ctl(unix.EPOLL_CTL_ADD, wakefd, wakeToken, poll.Readable); err != nil {
 		p.Close()
 		return nil, err
 	}
 	return p, nil
 }
 
-func (p *Poller) ctl(op, fd int, tok uint64, in uint32) error {
+func (p *Poller) ctl(op, fd int, tok uint64, in poll.Interest) error {
 	ev := unix.EpollEvent{Events: toEpoll(in)}
 	// EpollEvent splits the 64-bit user data into Fd and Pad.
 	ev.Fd = int32(uint32(tok))
@@ -58,12 +62,12 @@ func (p *Poller) ctl(op, fd int, tok uint64, in uint32) error {
 	return unix.EpollCtl(p.epfd, op, fd, &ev)
 }
 
-func toEpoll(in uint32) uint32 {
+func toEpoll(in poll.Interest) uint32 {
 	var e uint32
-	if in&readable != 0 {
+	if in&poll.Readable != 0 {
 		e |= unix.EPOLLIN
 	}
-	if in&writable != 0 {
+	if in&poll.Writable != 0 {
 		e |= unix.EPOLLOUT
 	}
 	return e
@@ -71,34 +75,45 @@ func toEpoll(in uint32) uint32 {
 
 // fromEpoll follows asyncio's EpollSelector: anything but EPOLLIN (errors,
 // hang-ups) wakes writers, anything but EPOLLOUT wakes readers, so that a
-// callback gets to see the error.
-func fromEpoll(e uint32) uint32 {
-	var in uint32
+// callback gets to see the error. poll(2)'s bits have the same values.
+func fromEpoll(e uint32) poll.Interest {
+	var in poll.Interest
 	if e&^unix.EPOLLIN != 0 {
-		in |= writable
+		in |= poll.Writable
 	}
 	if e&^unix.EPOLLOUT != 0 {
-		in |= readable
+		in |= poll.Readable
 	}
 	return in
 }
 
 // Register starts watching fd.
-func (p *Poller) Register(fd int, tok uint64, in uint32) error {
-	return p.ctl(unix.EPOLL_CTL_ADD, fd, tok, in)
+func (p *Poller) Register(fd int, tok poll.Token, in poll.Interest) error {
+	if err := p.ctl(unix.EPOLL_CTL_ADD, fd, tok, in); err != nil {
+		return err
+	}
+	p.alias(fd, tok, in)
+	return nil
 }
 
 // Reregister changes fd's interest. A descriptor the kernel no longer
 // knows (closed, or closed and its number reused without a Deregister,
 // which epoll forgets silently) is an error, ENOENT or EBADF, as it is
 // for asyncio's EpollSelector: the host decides what follows.
-func (p *Poller) Reregister(fd int, tok uint64, in uint32) error {
-	return p.ctl(unix.EPOLL_CTL_MOD, fd, tok, in)
+func (p *Poller) Reregister(fd int, tok poll.Token, in poll.Interest) error {
+	if err := p.ctl(unix.EPOLL_CTL_MOD, fd, tok, in); err != nil {
+		return err
+	}
+	p.alias(fd, tok, in)
+	return nil
 }
 
 // Deregister stops watching fd. A descriptor the kernel already dropped
 // (closed before Deregister) is not an error.
 func (p *Poller) Deregister(fd int) error {
+	if len(p.aliased) > 0 {
+		delete(p.aliased, fd)
+	}
 	err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, fd, nil)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EBADF) {
 		return nil
@@ -106,10 +121,22 @@ func (p *Poller) Deregister(fd int) error {
 	return err
 }
 
+// alias records whether fd's token collides with the waker's.
+func (p *Poller) alias(fd int, tok poll.Token, in poll.Interest) {
+	switch {
+	case tok == wakeToken && p.aliased == nil:
+		p.aliased = map[int]poll.Interest{fd: in}
+	case tok == wakeToken:
+		p.aliased[fd] = in
+	case len(p.aliased) > 0:
+		delete(p.aliased, fd)
+	}
+}
+
 // Wait blocks for at most timeout (negative: forever; sub-millisecond
-// waits round up, as in Go's netpoll) and returns how many events, at
-// most max, Event can then read.
-func (p *Poller) Wait(max int, timeout time.Duration) (int, error) {
+// waits round up, as in Go's netpoll) and fills events.
+func (p *Poller) Wait(events []poll.Event, timeout time.Duration) (int, error) {
+	max := len(events)
 	if max > len(p.buf) {
 		p.buf = make([]unix.EpollEvent, max)
 	}
@@ -132,15 +159,48 @@ func (p *Poller) Wait(max int, timeout time.Duration) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	p.ready = p.buf[:0]
+	k, woken := 0, false
 	for _, ev := range p.buf[:n] {
-		if tokenOf(ev) == wakeToken {
-			p.drainWaker()
+		tok := tokenOf(ev)
+		if tok == wakeToken {
+			woken = true
 			continue
 		}
-		p.ready = append(p.ready, ev)
+		events[k] = poll.Event{Token: tok, Mask: fromEpoll(ev.Events)}
+		k++
 	}
-	return len(p.ready), nil
+	if woken {
+		p.drainWaker()
+		if len(p.aliased) > 0 {
+			k = p.pollAliased(events, k)
+		}
+	}
+	return k, nil
+}
+
+// pollAliased reports the aliased descriptors that are ready, after the
+// k events already in events: an event with the waker's token may have
+// been theirs. Rare (a host would have to pick that token), so it may
+// allocate.
+func (p *Poller) pollAliased(events []poll.Event, k int) int {
+	fds := make([]unix.PollFd, 0, len(p.aliased))
+	for fd, in := range p.aliased {
+		fds = append(fds, unix.PollFd{Fd: int32(fd), Events: int16(toEpoll(in))})
+	}
+	for {
+		if _, err := unix.Poll(fds, 0); err != unix.EINTR {
+			break
+		}
+	}
+	for _, f := range fds {
+		// POLLNVAL: closed without Deregister, which epoll forgets too.
+		if f.Revents == 0 || f.Revents&unix.POLLNVAL != 0 || k == len(events) {
+			continue
+		}
+		events[k] = poll.Event{Token: wakeToken, Mask: fromEpoll(uint32(uint16(f.Revents)))}
+		k++
+	}
+	return k
 }
 
 // peek is epoll_wait with a zero timeout as a raw system call: it cannot
@@ -161,12 +221,6 @@ func tokenOf(ev unix.EpollEvent) uint64 {
 	return uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
 }
 
-// Event returns the token and readiness bits of the i-th event of the last Wait.
-func (p *Poller) Event(i int) (uint64, uint32) {
-	ev := p.ready[i]
-	return tokenOf(ev), fromEpoll(ev.Events)
-}
-
 func (p *Poller) drainWaker() {
 	var b [8]byte
 	for {
@@ -176,8 +230,10 @@ func (p *Poller) drainWaker() {
 	}
 }
 
-// WakeFD is the eventfd that wakes a blocked Wait when 8 bytes are written to it.
-func (p *Poller) WakeFD() int { return p.wakefd }
+// WakeHandle is the eventfd: 8 bytes written to it wake a blocked Wait.
+func (p *Poller) WakeHandle() poll.WakeHandle {
+	return poll.WakeHandle{Kind: poll.WakeEventfd, Handle: uintptr(p.wakefd)}
+}
 
 // Wake makes a blocked Wait return; safe from any thread.
 func (p *Poller) Wake() error {

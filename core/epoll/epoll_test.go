@@ -1,3 +1,5 @@
+//go:build linux
+
 // Tests of the epoll backend against real pipes and eventfds.
 package epoll
 
@@ -8,7 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zloopgo/zloopgo/core/poll"
 	"golang.org/x/sys/unix"
+)
+
+const (
+	readable = poll.Readable
+	writable = poll.Writable
 )
 
 func newPoller(t *testing.T) *Poller {
@@ -64,15 +72,16 @@ func write(t *testing.T, fd int) {
 }
 
 // wait runs one Wait and returns the reported events by token.
-func wait(t *testing.T, p *Poller, timeout time.Duration) map[uint64]uint32 {
+func wait(t *testing.T, p *Poller, timeout time.Duration) map[uint64]poll.Interest {
 	t.Helper()
-	n, err := p.Wait(64, timeout)
+	var events [64]poll.Event
+	n, err := p.Wait(events[:], timeout)
 	if err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
-	got := map[uint64]uint32{}
-	for i := 0; i < n; i++ {
-		tok, mask := p.Event(i)
+	got := map[uint64]poll.Interest{}
+	for _, ev := range events[:n] {
+		tok, mask := ev.Token, ev.Mask
 		if tok == wakeToken {
 			t.Fatal("the waker's token was reported")
 		}
@@ -84,7 +93,7 @@ func wait(t *testing.T, p *Poller, timeout time.Duration) map[uint64]uint32 {
 	return got
 }
 
-func expect(t *testing.T, got map[uint64]uint32, want map[uint64]uint32) {
+func expect(t *testing.T, got map[uint64]poll.Interest, want map[uint64]poll.Interest) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("events %v, want %v", got, want)
@@ -107,9 +116,9 @@ func TestReadableAfterWrite(t *testing.T) {
 	}
 	expect(t, wait(t, p, 0), nil)
 	write(t, w)
-	expect(t, wait(t, p, 0), map[uint64]uint32{bigToken: readable})
+	expect(t, wait(t, p, 0), map[uint64]poll.Interest{bigToken: readable})
 	// Level-triggered: still readable until drained.
-	expect(t, wait(t, p, 0), map[uint64]uint32{bigToken: readable})
+	expect(t, wait(t, p, 0), map[uint64]poll.Interest{bigToken: readable})
 }
 
 func TestWritable(t *testing.T) {
@@ -119,7 +128,7 @@ func TestWritable(t *testing.T) {
 	if err := p.Register(w, 5, writable); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, wait(t, p, 0), map[uint64]uint32{5: writable})
+	expect(t, wait(t, p, 0), map[uint64]poll.Interest{5: writable})
 }
 
 func TestRegisterTwiceFails(t *testing.T) {
@@ -145,7 +154,7 @@ func TestReregisterChangesInterestAndToken(t *testing.T) {
 	if err := p.Reregister(w, 2, writable); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, wait(t, p, 0), map[uint64]uint32{2: writable})
+	expect(t, wait(t, p, 0), map[uint64]poll.Interest{2: writable})
 	if err := p.Reregister(w, 3, readable); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +162,7 @@ func TestReregisterChangesInterestAndToken(t *testing.T) {
 	if err := p.Reregister(w, 4, readable|writable); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, wait(t, p, 0), map[uint64]uint32{4: writable})
+	expect(t, wait(t, p, 0), map[uint64]poll.Interest{4: writable})
 }
 
 // epoll forgets a descriptor when its file is closed; a new file that gets
@@ -181,7 +190,7 @@ func TestReregisterOnReusedDescriptorFails(t *testing.T) {
 	if err := p.Register(r1, 9, readable); err != nil {
 		t.Fatalf("Register after the failed Reregister: %v", err)
 	}
-	expect(t, wait(t, p, 0), map[uint64]uint32{9: readable})
+	expect(t, wait(t, p, 0), map[uint64]poll.Interest{9: readable})
 }
 
 func TestDeregister(t *testing.T) {
@@ -223,7 +232,7 @@ func TestZeroTimeoutReturnsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	n, err := p.Wait(16, 0)
+	n, err := p.Wait(make([]poll.Event, 16), 0)
 	if err != nil || n != 0 {
 		t.Fatalf("Wait(0): %d events, %v", n, err)
 	}
@@ -240,7 +249,7 @@ func TestTimedWaitWaits(t *testing.T) {
 		var d time.Duration
 		for try := 0; try < 5; try++ {
 			start := time.Now()
-			n, err := p.Wait(16, timeout)
+			n, err := p.Wait(make([]poll.Event, 16), timeout)
 			d = time.Since(start)
 			if err != nil || n != 0 {
 				t.Fatalf("Wait(%v): %d events, %v", timeout, n, err)
@@ -265,7 +274,7 @@ func blockedWait(p *Poller, woken *atomic.Bool) <-chan error {
 	done := make(chan error, 1)
 	go func() {
 		for {
-			n, err := p.Wait(16, -1)
+			n, err := p.Wait(make([]poll.Event, 16), -1)
 			if err == nil && n != 0 {
 				err = errors.New("a wake-up reported events")
 			}
@@ -316,7 +325,7 @@ func TestWritingWakeFDEndsABlockedWait(t *testing.T) {
 		woken.Store(true)
 		var b [8]byte
 		binary.NativeEndian.PutUint64(b[:], 1)
-		unix.Write(p.WakeFD(), b[:])
+		unix.Write(int(p.WakeHandle().Handle), b[:])
 	}()
 	awaitWake(t, done)
 }
@@ -334,7 +343,7 @@ func TestWakeIsConsumedAndNeverReported(t *testing.T) {
 		}
 	}
 	write(t, w)
-	expect(t, wait(t, p, 0), map[uint64]uint32{3: readable})
+	expect(t, wait(t, p, 0), map[uint64]poll.Interest{3: readable})
 	if err := p.Deregister(r); err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +370,7 @@ func TestHangUpAndErrorReportBothBits(t *testing.T) {
 	}
 	fd.close(w1) // r1 sees EPOLLHUP
 	fd.close(r2) // w2 sees EPOLLERR
-	expect(t, wait(t, p, 0), map[uint64]uint32{1: readable | writable, 2: readable | writable})
+	expect(t, wait(t, p, 0), map[uint64]poll.Interest{1: readable | writable, 2: readable | writable})
 }
 
 func TestManyEventsGrowTheBuffer(t *testing.T) {
@@ -374,11 +383,11 @@ func TestManyEventsGrowTheBuffer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := p.Wait(256, 0)
+	got, err := p.Wait(make([]poll.Event, 256), 0)
 	if err != nil || got != n {
 		t.Fatalf("Wait(256): %d events, %v; want %d", got, err, n)
 	}
-	got, err = p.Wait(10, 0)
+	got, err = p.Wait(make([]poll.Event, 10), 0)
 	if err != nil || got != 10 {
 		t.Fatalf("Wait(10): %d events, %v; want 10", got, err)
 	}
@@ -389,7 +398,7 @@ func TestCloseReleasesDescriptors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	epfd, wakefd := p.epfd, p.WakeFD()
+	epfd, wakefd := p.epfd, int(p.WakeHandle().Handle)
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -411,8 +420,57 @@ func TestWaitOnAClosedPollerFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, timeout := range []time.Duration{0, time.Millisecond} {
-		if _, err := p.Wait(16, timeout); !errors.Is(err, unix.EBADF) {
+		if _, err := p.Wait(make([]poll.Event, 16), timeout); !errors.Is(err, unix.EBADF) {
 			t.Errorf("Wait(%v) on a closed poller: %v, want EBADF", timeout, err)
 		}
 	}
+}
+
+// A descriptor registered with the waker's own token is told apart from
+// the waker by poll(2): reported when ready, not when only a wake-up came,
+// forgotten when its token changes or it is closed.
+func TestDescriptorWithTheWakersToken(t *testing.T) {
+	p := newPoller(t)
+	fd := newFDs(t)
+	r, w := fd.pipe(t)
+	if err := p.Register(r, wakeToken, readable); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wake(); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitAll(t, p); len(got) != 0 {
+		t.Fatalf("a wake-up reported %v", got)
+	}
+	write(t, w)
+	if got := waitAll(t, p); len(got) != 1 || got[0] != (poll.Event{Token: wakeToken, Mask: readable}) {
+		t.Fatalf("got %v, want the descriptor with the waker's token", got)
+	}
+	if err := p.Reregister(r, 5, readable); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.aliased) != 0 {
+		t.Fatalf("aliased after a token change: %v", p.aliased)
+	}
+	if err := p.Reregister(r, wakeToken, readable); err != nil {
+		t.Fatal(err)
+	}
+	fd.close(r) // without Deregister: poll(2) says POLLNVAL
+	if err := p.Wake(); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitAll(t, p); len(got) != 0 {
+		t.Fatalf("a closed descriptor was reported: %v", got)
+	}
+}
+
+// waitAll is one Wait(0), events unmerged (wait refuses the waker's token).
+func waitAll(t *testing.T, p *Poller) []poll.Event {
+	t.Helper()
+	events := make([]poll.Event, 16)
+	n, err := p.Wait(events, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events[:n]
 }

@@ -1,4 +1,0 @@
-// The reactor's name on Linux, for build_info().
-package main
-
-const reactorName = "epoll"

@@ -1,0 +1,437 @@
+//go:build windows
+
+// Package iocp is the Windows reactor backend: readiness, not completion,
+// over an I/O completion port. Each watched socket has one poll request
+// (IOCTL_AFD_POLL) outstanding on a helper handle to the Ancillary
+// Function Driver, \Device\Afd, whose completion reaches the port; a
+// completed poll is reported and submitted again at the next Wait, which
+// makes readiness level-triggered as on epoll and kqueue. This is the
+// technique of wepoll, libuv's poll handles and mio; a wake-up is a
+// completion posted with no request (Wake).
+//
+// It knows sockets (not pipes or files: AFD polls only sockets), opaque
+// 64-bit tokens and the two readiness kinds of package poll; it knows
+// nothing of timers, callbacks or Python, nor what a token means.
+package iocp
+
+import (
+	"errors"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/zloopgo/zloopgo/core/poll"
+	"golang.org/x/sys/windows"
+)
+
+// The driver's interface, undocumented but stable since Windows Vista;
+// golang.org/x/sys has no wrappers for these two ntdll calls nor for
+// GetQueuedCompletionStatusEx.
+var (
+	ntdll                    = windows.NewLazySystemDLL("ntdll.dll")
+	kernel32                 = windows.NewLazySystemDLL("kernel32.dll")
+	procNtDeviceIoControl    = ntdll.NewProc("NtDeviceIoControlFile")
+	procNtCancelIoFileEx     = ntdll.NewProc("NtCancelIoFileEx")
+	procGetQueuedCompletions = kernel32.NewProc("GetQueuedCompletionStatusEx")
+)
+
+const (
+	ioctlAFDPoll  = 0x00012024 // FILE_DEVICE_NETWORK, function 9 (AFD_POLL), METHOD_BUFFERED
+	sioBaseHandle = 0x48000022 // WSAIoctl: the socket under any layered service provider
+
+	// AFD_POLL_* event bits.
+	afdReceive     = 0x0001
+	afdSend        = 0x0004
+	afdDisconnect  = 0x0008 // the peer shut down its sending side
+	afdAbort       = 0x0010 // reset
+	afdLocalClose  = 0x0020 // this socket was closed
+	afdAccept      = 0x0080
+	afdConnectFail = 0x0100
+
+	afdReadable = afdReceive | afdAccept | afdDisconnect
+	afdWritable = afdSend
+	afdError    = afdAbort | afdConnectFail
+
+	// Completion keys: the helper handle's polls, and wake-ups.
+	afdKey  = 0
+	wakeKey = 1
+)
+
+// afdPollInfo is AFD_POLL_INFO with room for one socket.
+type afdPollInfo struct {
+	Timeout         int64
+	NumberOfHandles uint32
+	Exclusive       uint32
+	Handle          windows.Handle
+	Events          uint32
+	Status          windows.NTStatus
+}
+
+// overlappedEntry is OVERLAPPED_ENTRY. The request pointer is kept as an
+// integer: it is only a key into Poller.inflight, never dereferenced.
+type overlappedEntry struct {
+	Key        uintptr
+	Overlapped uintptr
+	Internal   uintptr
+	Bytes      uint32
+}
+
+// sock is one watched socket. While a poll is outstanding the kernel owns
+// iosb and info and writes them when the poll completes, so the sock stays
+// referenced from Poller.inflight (the Go heap does not move objects)
+// until its completion has been dequeued, even after Deregister.
+type sock struct {
+	iosb    windows.IO_STATUS_BLOCK // its address identifies the completion
+	info    afdPollInfo
+	fd      int
+	base    windows.Handle
+	tok     poll.Token
+	want    poll.Interest
+	asked   uint32 // AFD events of the outstanding poll
+	pending bool   // a poll is outstanding
+	gone    bool   // deregistered or closed: drop at completion
+	queued  bool   // in Poller.updates
+}
+
+// Poller owns one completion port and one AFD helper handle.
+type Poller struct {
+	port     windows.Handle
+	afd      windows.Handle
+	socks    map[int]*sock     // watched sockets, by descriptor
+	inflight map[uintptr]*sock // outstanding polls, by &sock.iosb
+	updates  []*sock           // sockets whose poll to (re)submit or cancel
+	entries  []overlappedEntry
+	woken    atomic.Bool // a wake-up is posted and not yet dequeued
+}
+
+var _ poll.Backend = (*Poller)(nil)
+
+// New opens a completion port and an AFD helper handle attached to it.
+func New() (*Poller, error) {
+	port, err := windows.CreateIoCompletionPort(windows.InvalidHandle, 0, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	afd, err := openAFD(port)
+	if err != nil {
+		windows.CloseHandle(port)
+		return nil, err
+	}
+	return &Poller{
+		port: port, afd: afd,
+		socks: map[int]*sock{}, inflight: map[uintptr]*sock{},
+		entries: make([]overlappedEntry, 128),
+	}, nil
+}
+
+// openAFD opens \Device\Afd (any name below it will do; the suffix only
+// shows who opened it) and routes its completions to port.
+func openAFD(port windows.Handle) (windows.Handle, error) {
+	name, err := windows.NewNTUnicodeString(`\Device\Afd\Zloopgo`)
+	if err != nil {
+		return 0, err
+	}
+	oa := windows.OBJECT_ATTRIBUTES{ObjectName: name}
+	oa.Length = uint32(unsafe.Sizeof(oa))
+	var afd windows.Handle
+	var iosb windows.IO_STATUS_BLOCK
+	err = windows.NtCreateFile(&afd, windows.SYNCHRONIZE, &oa, &iosb, nil, 0,
+		windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE, windows.FILE_OPEN, 0, 0, 0)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := windows.CreateIoCompletionPort(afd, port, afdKey, 0); err != nil {
+		windows.CloseHandle(afd)
+		return 0, err
+	}
+	// No event to signal on completion: the port is the only waiter.
+	if err := windows.SetFileCompletionNotificationModes(afd, windows.FILE_SKIP_SET_EVENT_ON_HANDLE); err != nil {
+		windows.CloseHandle(afd)
+		return 0, err
+	}
+	return afd, nil
+}
+
+// baseSocket asks for the socket under any layered service provider: AFD
+// knows only base sockets.
+func baseSocket(fd int) (windows.Handle, error) {
+	var base windows.Handle
+	var n uint32
+	err := windows.WSAIoctl(windows.Handle(fd), sioBaseHandle, nil, 0,
+		(*byte)(unsafe.Pointer(&base)), uint32(unsafe.Sizeof(base)), &n, nil, 0)
+	if err != nil {
+		return 0, err
+	}
+	return base, nil
+}
+
+// Register starts watching socket fd. Registering a watched socket again
+// replaces its registration.
+func (p *Poller) Register(fd int, tok poll.Token, in poll.Interest) error {
+	if s := p.socks[fd]; s != nil {
+		return p.Reregister(fd, tok, in)
+	}
+	base, err := baseSocket(fd)
+	if err != nil {
+		return err
+	}
+	s := &sock{fd: fd, base: base, tok: tok, want: in}
+	if in != 0 {
+		// Submitted now rather than at the next Wait so that a handle the
+		// driver refuses fails here, not every Wait after.
+		if err := p.submit(s, toAFD(in)); err != nil {
+			return err
+		}
+	}
+	p.socks[fd] = s
+	return nil
+}
+
+// Reregister changes what fd is watched for. A socket this backend has
+// seen closed is an error, as on epoll and kqueue.
+func (p *Poller) Reregister(fd int, tok poll.Token, in poll.Interest) error {
+	s := p.socks[fd]
+	if s == nil {
+		return windows.ERROR_NOT_FOUND
+	}
+	s.tok, s.want = tok, in
+	p.queue(s)
+	return nil
+}
+
+// Deregister stops watching fd at once: its outstanding poll is cancelled
+// and whatever it reports is dropped. An unknown or closed socket is not
+// an error.
+func (p *Poller) Deregister(fd int) error {
+	s := p.socks[fd]
+	if s == nil {
+		return nil
+	}
+	delete(p.socks, fd)
+	s.gone = true
+	if s.pending {
+		p.cancel(s)
+	}
+	return nil
+}
+
+func (p *Poller) queue(s *sock) {
+	if !s.queued {
+		s.queued = true
+		p.updates = append(p.updates, s)
+	}
+}
+
+// flush brings every queued socket's poll in line with what it wants:
+// submit one if none is outstanding, cancel one that misses a wanted
+// event (its completion queues the socket again).
+func (p *Poller) flush() error {
+	var err error
+	for i, s := range p.updates {
+		s.queued = false
+		p.updates[i] = nil
+		if s.gone {
+			continue
+		}
+		want := toAFD(s.want)
+		switch {
+		case s.pending && (s.want == 0 || want&^s.asked != 0):
+			p.cancel(s)
+		case !s.pending && s.want != 0:
+			if e := p.submit(s, want); e != nil && e != windows.STATUS_INVALID_HANDLE {
+				err = errors.Join(err, e)
+			}
+		}
+	}
+	p.updates = p.updates[:0]
+	return err
+}
+
+// submit starts one poll for s. It completes through the port even when
+// the driver answers at once (the helper handle does not skip the port on
+// success).
+func (p *Poller) submit(s *sock, events uint32) error {
+	s.info = afdPollInfo{Timeout: math.MaxInt64, NumberOfHandles: 1, Handle: s.base, Events: events}
+	s.iosb = windows.IO_STATUS_BLOCK{Status: windows.STATUS_PENDING}
+	r, _, _ := procNtDeviceIoControl.Call(uintptr(p.afd), 0, 0,
+		uintptr(unsafe.Pointer(&s.iosb)), uintptr(unsafe.Pointer(&s.iosb)), ioctlAFDPoll,
+		uintptr(unsafe.Pointer(&s.info)), unsafe.Sizeof(s.info),
+		uintptr(unsafe.Pointer(&s.info)), unsafe.Sizeof(s.info))
+	switch status := windows.NTStatus(r); status {
+	case windows.STATUS_SUCCESS, windows.STATUS_PENDING:
+		s.pending, s.asked = true, events
+		p.inflight[uintptr(unsafe.Pointer(&s.iosb))] = s
+		return nil
+	case windows.STATUS_INVALID_HANDLE:
+		// Closed without Deregister: nothing left to watch.
+		p.drop(s)
+		return status
+	default:
+		return status
+	}
+}
+
+// cancel asks the driver to end s's poll early; it still completes
+// through the port (STATUS_CANCELLED), or already has (STATUS_NOT_FOUND).
+func (p *Poller) cancel(s *sock) {
+	var iosb windows.IO_STATUS_BLOCK
+	procNtCancelIoFileEx.Call(uintptr(p.afd), uintptr(unsafe.Pointer(&s.iosb)), uintptr(unsafe.Pointer(&iosb)))
+}
+
+// drop forgets s as a watched socket (it was closed).
+func (p *Poller) drop(s *sock) {
+	s.gone = true
+	if p.socks[s.fd] == s {
+		delete(p.socks, s.fd)
+	}
+}
+
+func toAFD(in poll.Interest) uint32 {
+	e := uint32(afdLocalClose | afdError)
+	if in&poll.Readable != 0 {
+		e |= afdReadable
+	}
+	if in&poll.Writable != 0 {
+		e |= afdWritable
+	}
+	return e
+}
+
+// fromAFD wakes both kinds on a reset or a failed connect, as the epoll
+// backend does on EPOLLERR, so that whichever callback waits sees it.
+func fromAFD(e uint32) poll.Interest {
+	var in poll.Interest
+	if e&(afdReadable|afdError) != 0 {
+		in |= poll.Readable
+	}
+	if e&(afdWritable|afdError) != 0 {
+		in |= poll.Writable
+	}
+	return in
+}
+
+// Wait (re)submits the polls queued since the last Wait, then waits for
+// at most timeout (negative: forever; rounded up to milliseconds) and
+// fills events.
+func (p *Poller) Wait(events []poll.Event, timeout time.Duration) (int, error) {
+	if err := p.flush(); err != nil {
+		return 0, err
+	}
+	if len(events) > len(p.entries) {
+		p.entries = make([]overlappedEntry, len(events))
+	}
+	ms := uint32(windows.INFINITE)
+	if timeout >= 0 {
+		ms = uint32(min((timeout+time.Millisecond-1)/time.Millisecond, windows.INFINITE-1))
+	}
+	var n uint32
+	r, _, err := procGetQueuedCompletions.Call(uintptr(p.port),
+		uintptr(unsafe.Pointer(&p.entries[0])), uintptr(len(events)),
+		uintptr(unsafe.Pointer(&n)), uintptr(ms), 0)
+	if r == 0 {
+		if err == windows.WAIT_TIMEOUT {
+			return 0, nil
+		}
+		return 0, err
+	}
+	k := 0
+	for _, e := range p.entries[:n] {
+		if e.Overlapped == 0 { // a wake-up
+			p.woken.Store(false)
+			continue
+		}
+		if tok, mask := p.complete(e.Overlapped); mask != 0 {
+			events[k] = poll.Event{Token: tok, Mask: mask}
+			k++
+		}
+	}
+	return k, nil
+}
+
+// complete takes a finished poll back from the kernel and returns what it
+// reports to the host, then queues the socket so that the next Wait polls
+// it again.
+func (p *Poller) complete(key uintptr) (poll.Token, poll.Interest) {
+	s := p.inflight[key]
+	if s == nil {
+		return 0, 0 // not ours: only polls are posted with a request
+	}
+	delete(p.inflight, key)
+	s.pending = false
+	if s.gone {
+		return 0, 0
+	}
+	var e uint32
+	switch status := s.iosb.Status; {
+	case status == windows.STATUS_CANCELLED:
+		// Cancelled by flush to ask for other events: nothing happened.
+	case int32(status) < 0:
+		// The poll itself failed; report an error so that the host's
+		// callback finds out by trying (mio does the same).
+		e = afdConnectFail
+	case s.info.NumberOfHandles == 0:
+	case s.info.Events&afdLocalClose != 0:
+		// Closed without Deregister: nothing left to watch.
+		p.drop(s)
+		return 0, 0
+	default:
+		e = s.info.Events
+	}
+	p.queue(s)
+	return s.tok, fromAFD(e) & s.want
+}
+
+// Wake posts a completion with no request; safe from any goroutine.
+// Wake-ups before the Wait that dequeues one post only one.
+func (p *Poller) Wake() error {
+	if !p.woken.CompareAndSwap(false, true) {
+		return nil
+	}
+	if err := windows.PostQueuedCompletionStatus(p.port, 0, wakeKey, nil); err != nil {
+		p.woken.Store(false)
+		return err
+	}
+	return nil
+}
+
+// WakeHandle: PostQueuedCompletionStatus(Handle, 0, Ident, NULL).
+func (p *Poller) WakeHandle() poll.WakeHandle {
+	return poll.WakeHandle{Kind: poll.WakeIOCP, Handle: uintptr(p.port), Ident: wakeKey}
+}
+
+// leaked keeps the sockets whose poll did not come back within Close's
+// grace period: the kernel may still write them.
+var leaked struct {
+	sync.Mutex
+	socks []map[uintptr]*sock
+}
+
+// Close cancels every outstanding poll and waits (up to a second) for the
+// kernel to hand each one back, so that no memory it owns is freed, then
+// closes the helper handle and the port.
+func (p *Poller) Close() error {
+	for _, s := range p.inflight {
+		s.gone = true
+		p.cancel(s)
+	}
+	for deadline := time.Now().Add(time.Second); len(p.inflight) > 0 && time.Now().Before(deadline); {
+		var n uint32
+		r, _, _ := procGetQueuedCompletions.Call(uintptr(p.port),
+			uintptr(unsafe.Pointer(&p.entries[0])), uintptr(len(p.entries)),
+			uintptr(unsafe.Pointer(&n)), 100, 0)
+		if r == 0 {
+			continue
+		}
+		for _, e := range p.entries[:n] {
+			delete(p.inflight, e.Overlapped)
+		}
+	}
+	if len(p.inflight) > 0 {
+		leaked.Lock()
+		leaked.socks = append(leaked.socks, p.inflight)
+		leaked.Unlock()
+	}
+	return errors.Join(windows.CloseHandle(p.afd), windows.CloseHandle(p.port))
+}

@@ -1,0 +1,90 @@
+// Package poll is the reactor contract: the types every backend (epoll,
+// kqueue, iocp) and the engine share, and the Backend interface each
+// backend implements. It is a leaf: it imports no backend and no system
+// package, so a backend can import it without importing the engine.
+//
+// It knows nothing of timers, callbacks or which system it runs on; the
+// engine (package core) re-exports these names and picks the backend by
+// build constraints.
+package poll
+
+import "time"
+
+// Token names whatever the host attached to a descriptor. A backend hands
+// it back unchanged and never interprets it: every 64-bit value is valid.
+type Token = uint64
+
+// Interest is the set of readiness kinds a descriptor is watched for, and
+// the kinds an Event reports.
+type Interest uint32
+
+const (
+	Readable Interest = 1 << iota
+	Writable
+)
+
+// Event is one readiness report. Its layout (8-byte token, 4-byte mask,
+// 4 bytes of padding) is shared with the C adapter, which reads a batch of
+// them in place. A backend that reports each kind separately (kqueue) may
+// report one descriptor twice in a batch, once per kind; the mask may hold
+// a kind that was not asked for when an error or hang-up wakes both.
+type Event struct {
+	Token Token
+	Mask  Interest
+	_     uint32
+}
+
+// WakeKind says how foreign code (the C adapter, on a thread Go does not
+// know) wakes a blocked Wait without calling into Go.
+type WakeKind uint32
+
+const (
+	// WakeEventfd: write 8 bytes (a native-endian count, e.g. 1) to the
+	// descriptor Handle; EAGAIN means a wake-up is already pending.
+	WakeEventfd WakeKind = iota + 1
+	// WakeKqueueUser: kevent() on the kqueue descriptor Handle with one
+	// change {ident Ident, EVFILT_USER, fflags NOTE_TRIGGER}.
+	WakeKqueueUser
+	// WakeIOCP: PostQueuedCompletionStatus(Handle, 0, Ident, NULL).
+	WakeIOCP
+)
+
+// WakeHandle describes a backend's waker to code that cannot call Wake.
+type WakeHandle struct {
+	Kind   WakeKind
+	Handle uintptr // the eventfd, kqueue descriptor or completion port
+	Ident  uintptr // the EVFILT_USER ident or the completion key; 0 for eventfd
+}
+
+// Backend is the contract every reactor backend implements. All methods
+// except Wake are called from one goroutine, the loop's. fd is a
+// descriptor number (on Windows, a SOCKET handle's value).
+type Backend interface {
+	// Register starts watching fd for in, reporting tok. The host
+	// registers a descriptor once; a second Register without Deregister
+	// is the host's bug (epoll refuses it, kqueue and iocp replace the
+	// registration).
+	Register(fd int, tok Token, in Interest) error
+	// Reregister changes what fd is watched for and the token reported.
+	// For a descriptor closed since Register it fails on epoll and kqueue,
+	// as asyncio's selectors do, and on iocp once a poll has seen the
+	// close; the host decides what follows.
+	Reregister(fd int, tok Token, in Interest) error
+	// Deregister stops watching fd. A descriptor already closed is not
+	// an error: closing may have dropped it already.
+	Deregister(fd int) error
+	// Wait fills events and returns how many it filled. timeout < 0
+	// blocks, 0 polls, > 0 waits at most that long (rounded up to the
+	// system's unit, a millisecond or better). An interrupted wait (EINTR)
+	// or a wake-up returns 0 events and no error: the caller recomputes.
+	// Readiness is level-triggered: a descriptor still ready is reported
+	// again by the next Wait.
+	Wait(events []Event, timeout time.Duration) (int, error)
+	// Wake makes a blocked Wait (or the next one) return; safe from any
+	// goroutine. Wake-ups before one Wait coalesce into one.
+	Wake() error
+	// WakeHandle tells code outside Go how to do what Wake does.
+	WakeHandle() WakeHandle
+	// Close releases the backend's descriptors and handles.
+	Close() error
+}

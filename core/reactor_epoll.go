@@ -1,0 +1,14 @@
+//go:build linux
+
+// Picks the Linux reactor. Each system gets its backend from the one
+// reactor_*.go file whose build constraint matches; shared code never asks
+// which system it runs on.
+package core
+
+import "github.com/zloopgo/zloopgo/core/epoll"
+
+// Backend names the reactor NewReactor opens (for build_info()).
+const Backend = "epoll"
+
+// NewReactor opens the platform's reactor.
+func NewReactor() (Reactor, error) { return epoll.New() }

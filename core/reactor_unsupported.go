@@ -1,0 +1,18 @@
+//go:build !linux && !darwin && !freebsd && !windows
+
+// Systems without a reactor backend: the engine still builds (its tests
+// use fake reactors), NewReactor says why it cannot open one.
+package core
+
+import (
+	"errors"
+	"runtime"
+)
+
+// Backend is empty: there is no reactor on this system.
+const Backend = ""
+
+// NewReactor fails: no backend supports this system.
+func NewReactor() (Reactor, error) {
+	return nil, errors.New("zloopgo: no reactor backend for " + runtime.GOOS)
+}
