@@ -18,6 +18,7 @@ import threading
 from asyncio import base_events, events, format_helpers, futures, tasks, unix_events
 
 from . import _engine
+from ._datagram import DatagramTransport
 from ._numeric_addr import numeric_getaddrinfo
 from ._transports import SocketTransport
 
@@ -51,6 +52,9 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
 
     def __init__(self):
         super().__init__(selector=_WatchedDescriptors(self))
+        # Where datagram transports receive (zloopgo/_datagram.py); grown
+        # to max_size on first use, one per loop since a loop has one thread.
+        self._zl_datagram_scratch = bytearray()
 
     # ---- running -------------------------------------------------------
 
@@ -178,6 +182,10 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
     def _make_socket_transport(self, sock, protocol, waiter=None, *, extra=None, server=None):
         self._ensure_fd_no_transport(sock)
         return SocketTransport(self, sock, protocol, waiter, extra, server)
+
+    def _make_datagram_transport(self, sock, protocol, address=None, waiter=None, extra=None):
+        self._ensure_fd_no_transport(sock)
+        return DatagramTransport(self, sock, protocol, address, waiter, extra)
 
     def _add_callback(self, handle):
         # asyncio queues handles made outside call_soon (signal handlers)

@@ -1,0 +1,45 @@
+"""zloopgo's datagram transport: asyncio's own selector datagram transport
+with one change, how a datagram is received.
+
+asyncio calls `sock.recvfrom(max_size)`: with the default max_size of
+256 KiB every datagram allocates a 256 KiB bytes object above glibc's
+mmap threshold and shrinks it to the datagram's size, so each receive
+maps, faults in and unmaps fresh pages (perf: most of a UDP echo's time).
+Here the datagram lands in a scratch buffer the loop keeps and is copied
+into a bytes of its exact size: the same bytes, the same truncation at
+max_size, the same exceptions, the same protocol calls in the same order.
+This module knows asyncio's transport internals; nothing of the engine.
+"""
+
+from asyncio import selector_events
+
+
+class DatagramTransport(selector_events._SelectorDatagramTransport):
+    """A UDP or Unix datagram transport, asyncio.DatagramTransport's whole
+    surface."""
+
+    def _read_ready(self):
+        if self._conn_lost:
+            return
+        size = self.max_size
+        if type(size) is not int or size <= 0:
+            # recvfrom_into reads 0 as "the whole buffer" and words its
+            # errors differently: asyncio's own path for unusual sizes.
+            return super()._read_ready()
+        try:
+            scratch = self._loop._zl_datagram_scratch
+            if len(scratch) < size:
+                scratch = self._loop._zl_datagram_scratch = bytearray(size)
+            nbytes, addr = self._sock.recvfrom_into(scratch, size)
+            with memoryview(scratch) as view:
+                data = bytes(view[:nbytes])
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError as exc:
+            self._protocol.error_received(exc)
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - as asyncio: a fatal error
+            self._fatal_error(exc, "Fatal read error on datagram transport")
+        else:
+            self._protocol.datagram_received(data, addr)
