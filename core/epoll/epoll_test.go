@@ -4,9 +4,7 @@
 package epoll
 
 import (
-	"encoding/binary"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -264,70 +262,6 @@ func TestTimedWaitWaits(t *testing.T) {
 			t.Fatalf("Wait(%v) returned after %v", timeout, d)
 		}
 	}
-}
-
-// blockedWait starts Wait(-1) in a goroutine and returns its result
-// channel. Waits that end with no events before *woken is set are taken as
-// interruptions (the contract allows them: EINTR from Go's own signals)
-// and waited again.
-func blockedWait(p *Poller, woken *atomic.Bool) <-chan error {
-	done := make(chan error, 1)
-	go func() {
-		for {
-			n, err := p.Wait(make([]poll.Event, 16), -1)
-			if err == nil && n != 0 {
-				err = errors.New("a wake-up reported events")
-			}
-			if err != nil || woken.Load() {
-				done <- err
-				return
-			}
-		}
-	}()
-	return done
-}
-
-func awaitWake(t *testing.T, done <-chan error) {
-	t.Helper()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Wait(-1) was not woken")
-	}
-}
-
-func TestWakeEndsABlockedWait(t *testing.T) {
-	p := newPoller(t)
-	var woken atomic.Bool
-	done := blockedWait(p, &woken)
-	time.Sleep(20 * time.Millisecond)
-	select {
-	case err := <-done:
-		t.Fatalf("Wait(-1) returned before the wake-up: %v", err)
-	default:
-	}
-	woken.Store(true)
-	if err := p.Wake(); err != nil {
-		t.Fatal(err)
-	}
-	awaitWake(t, done)
-}
-
-func TestWritingWakeFDEndsABlockedWait(t *testing.T) {
-	p := newPoller(t)
-	var woken atomic.Bool
-	done := blockedWait(p, &woken)
-	go func() {
-		time.Sleep(20 * time.Millisecond)
-		woken.Store(true)
-		var b [8]byte
-		binary.NativeEndian.PutUint64(b[:], 1)
-		unix.Write(int(p.WakeHandle().Handle), b[:])
-	}()
-	awaitWake(t, done)
 }
 
 func TestWakeIsConsumedAndNeverReported(t *testing.T) {
