@@ -151,6 +151,7 @@ int zl_handle_run(zl_handle *h)
     char outer = L->in_callback;
     h->running = 1;
     if (own_context(h) == 0 && PyContext_Enter(h->context) == 0) {
+        Py_ssize_t refs = Py_REFCNT(h->context);
         L->in_callback = 1; /* transports may hold its writes (transport.c) */
         res = PyObject_Vectorcall(callback, h->args, h->nargs, NULL);
         L->in_callback = outer;
@@ -158,6 +159,12 @@ int zl_handle_run(zl_handle *h)
          * the callback's end or its exception. */
         if (zl_flush_held(L) && !outer)
             zl_flush_writes(L);
+        /* A reference the callback kept to its context (the Token of a
+         * ContextVar.set holds one) may be the last to go: the context
+         * must then be on the collector's lists, which its dealloc
+         * unlinks it from (capi/context.c keeps snapshots off them). */
+        if (Py_REFCNT(h->context) > refs)
+            zl_context_escape(h->context);
         PyContext_Exit(h->context);
     }
     h->running = 0;

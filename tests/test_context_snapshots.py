@@ -10,7 +10,7 @@ import sys
 import threading
 
 import pytest
-from helpers import SCHEDULERS, run_once, schedule
+from helpers import SCHEDULERS, check, run_once, run_script, schedule
 
 VAR = contextvars.ContextVar("VAR", default="unset")
 OTHER = contextvars.ContextVar("OTHER", default=0)
@@ -144,3 +144,34 @@ def test_tasks_copy_the_context_at_creation(loop):
         return await asyncio.gather(t1, t2)
 
     assert loop.run_until_complete(main()) == [(1, "a"), (2, "b")]
+
+
+KEPT_TOKENS_SCRIPT = """
+import contextvars, gc
+var = contextvars.ContextVar("var")
+tokens = []
+loop = factory()
+def keep_a_token(i):
+    tokens.append(var.set(i))  # a Token holds the context it was made in
+loop.call_soon(keep_a_token, 0)
+loop.call_soon_threadsafe(keep_a_token, 1)
+loop.call_later(0, keep_a_token, 2)
+loop.call_at(loop.time(), keep_a_token, 3)
+for i in range(4, 100):
+    loop.call_soon(keep_a_token, i)  # handles sharing one snapshot
+loop.call_later(0.01, loop.stop)
+loop.run_forever()
+gc.collect()
+print(len(tokens))
+tokens.clear()  # the contexts' last references go with the tokens
+gc.collect()
+loop.close()
+print("survived")
+"""
+
+
+def test_a_token_kept_after_its_callback_outlives_the_handle(loop_name):
+    # zloopgo keeps context snapshots off the collector's lists; one that
+    # a kept Token references must be back on them before its last
+    # reference goes (it crashed the interpreter before).
+    check(run_script(loop_name, KEPT_TOKENS_SCRIPT), "100", "survived")
