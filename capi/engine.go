@@ -130,7 +130,8 @@ func zlgo_engine_new(loop C.uintptr_t, shared *C.zl_shared, resolution C.double,
 		return 0
 	}
 	// The C half wakes the loop by writing 8 bytes to a descriptor
-	// (capi/loop.c), which only the eventfd kind of waker supports.
+	// (call_soon_threadsafe, capi/schedule.c), which only the eventfd kind
+	// of waker supports.
 	wh := e.Reactor().WakeHandle()
 	if wh.Kind != core.WakeEventfd {
 		_, _ = e.Close()

@@ -2,7 +2,7 @@
 // host: the new-timer buffer, the cancelled flags, the event buffer and the
 // timer tokens handed back through Dispatch. The input is decoded into a
 // sequence of operations on a fake host that behaves like the C adapter
-// (capi/loop.c): tokens are slot indices reused LIFO once handed back, the
+// (capi/timers.c): tokens are slot indices reused LIFO once handed back, the
 // new-timer buffer is reused from index 0 and reallocated when it grows, a
 // cancelled timer counts until its token comes back.
 //
