@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 /* getnameinfo's own refusals, beside the EAI_* codes */
 #define ZL_MULTIPLE_ADDRESSES 1000001
@@ -118,6 +119,50 @@ static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
 static queued *queue_head, *queue_tail;
 static idle_worker *idle_top;
 static int workers;
+/* Lookups inside the C library right now, and the signal that the count
+ * fell to 0 (fork waits for it, below). */
+static int busy;
+static pthread_cond_t lookups_done = PTHREAD_COND_INITIALIZER;
+
+/* fork() while a worker is inside getaddrinfo can leave one of the C
+ * library's own locks held in the child, whose next lookup then hangs
+ * (stock asyncio's executor threads have that hazard). Before a fork the
+ * forking thread takes the queue, so that no lookup starts, and waits up
+ * to FORK_WAIT_SECONDS for those in flight; they need neither the GIL nor
+ * anything the forking thread holds. */
+#define FORK_WAIT_SECONDS 2
+
+static void before_fork(void)
+{
+    pthread_mutex_lock(&queue_lock);
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += FORK_WAIT_SECONDS;
+    while (busy > 0)
+        if (pthread_cond_timedwait(&lookups_done, &queue_lock, &deadline) == ETIMEDOUT)
+            break;
+}
+
+static void after_fork_in_parent(void) { pthread_mutex_unlock(&queue_lock); }
+
+/* The child has none of the workers: it starts from nothing (what was
+ * queued is the parent's; the child's loops cannot run anyway). */
+static void after_fork_in_child(void)
+{
+    queue_head = queue_tail = NULL;
+    idle_top = NULL;
+    workers = busy = 0;
+    pthread_cond_t fresh = PTHREAD_COND_INITIALIZER;
+    lookups_done = fresh;
+    pthread_mutex_unlock(&queue_lock);
+}
+
+static pthread_once_t fork_guard = PTHREAD_ONCE_INIT;
+
+static void install_fork_guard(void)
+{
+    pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+}
 
 /* Queues req (its strings move to the queue) and wakes the idle worker on
  * top of the stack, else starts a new worker if the bound allows; with
@@ -129,6 +174,7 @@ static int submit(const zl_lookup *req)
         return -1;
     q->req = *req;
     q->next = NULL;
+    pthread_once(&fork_guard, install_fork_guard);
     pthread_mutex_lock(&queue_lock);
     if (queue_tail != NULL)
         queue_tail->next = q;
@@ -171,10 +217,15 @@ void zl_resolver_next(zl_lookup *req, zl_completion *out)
     queue_head = q->next;
     if (queue_head == NULL)
         queue_tail = NULL;
+    busy++;
     pthread_mutex_unlock(&queue_lock);
     *req = q->req;
     free(q);
     resolve(req, out);
+    pthread_mutex_lock(&queue_lock);
+    if (--busy == 0)
+        pthread_cond_broadcast(&lookups_done);
+    pthread_mutex_unlock(&queue_lock);
     free(req->host);
     free(req->port);
     req->host = req->port = NULL;
