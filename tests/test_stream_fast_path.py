@@ -298,23 +298,16 @@ def test_a_class_patched_feed_data_runs():
     assert patched.call_count == 3
 
 
-def test_an_instance_patched_feed_data_runs():
+@pytest.mark.parametrize(
+    ("owner", "method"), [("reader", "feed_data"), ("protocol", "data_received")]
+)
+def test_a_method_patched_on_the_instance_runs(owner, method):
     seen = []
 
     def setup(reader, protocol):
-        real = reader.feed_data
-        reader.feed_data = lambda data: (seen.append(data), real(data))[1]
-
-    got, _ = _feed_data_calls(setup)
-    assert (got, seen) == (b"abc", [b"a", b"b", b"c"])
-
-
-def test_an_instance_data_received_runs():
-    seen = []
-
-    def setup(reader, protocol):
-        real = protocol.data_received
-        protocol.data_received = lambda data: (seen.append(data), real(data))[1]
+        target = reader if owner == "reader" else protocol
+        real = getattr(target, method)
+        setattr(target, method, lambda data: (seen.append(data), real(data))[1])
 
     got, _ = _feed_data_calls(setup)
     assert (got, seen) == (b"abc", [b"a", b"b", b"c"])
