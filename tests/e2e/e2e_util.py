@@ -158,6 +158,17 @@ class ServerProcess:
             ) from None
         return status, time.monotonic() - start
 
+    def interrupt_with_idle_connection(self, expected_loop: str) -> tuple[int, float]:
+        """interrupt() while a keep-alive connection sits idle (it must not
+        hold the shutdown up): the connection's one request reports
+        `expected_loop`, and the server closes the connection on its way
+        out."""
+        with RawHTTP(self.port) as idle:
+            assert idle.request("GET", "/loop").json()["loop"] == expected_loop
+            status, seconds = self.interrupt()
+            assert idle.rfile.read() == b""
+        return status, seconds
+
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             try:

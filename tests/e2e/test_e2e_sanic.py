@@ -112,10 +112,7 @@ def test_listeners_and_sigint_shutdown(loop_name, tmp_path):
         sanic_argv(loop_name), tmp_path / "server.log", env={"E2E_LIFESPAN_LOG": str(log)}
     ).start()
     try:
-        with RawHTTP(srv.port) as idle:
-            assert idle.request("GET", "/loop").json()["loop"] == EXPECTED_LOOP[loop_name]
-            status, seconds = srv.interrupt()
-            assert idle.rfile.read() == b""
+        status, seconds = srv.interrupt_with_idle_connection(EXPECTED_LOOP[loop_name])
     finally:
         srv.kill()
     assert status == 0, srv.output()
