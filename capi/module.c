@@ -16,6 +16,16 @@ PyObject *zl_futures_module;
 PyObject *zl_tasks_module;
 PyObject *zl_base_create_task;
 
+int zl_intern_names(const zl_name *names, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        *names[i].slot = PyUnicode_InternFromString(names[i].text);
+        if (*names[i].slot == NULL)
+            return -1;
+    }
+    return 0;
+}
+
 static void mark_forked_child(void) { zl_forked_child = 1; }
 
 int zl_check_not_forked(void)

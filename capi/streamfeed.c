@@ -235,10 +235,7 @@ int zl_stream_feed(PyObject *protocol, const char *buf, Py_ssize_t n)
 
 int zl_streamfeed_ready(void)
 {
-    struct {
-        PyObject **slot;
-        const char *text;
-    } names[] = {
+    static const zl_name names[] = {
         {&s_data_received, "data_received"},
         {&s_stream_reader, "_stream_reader"},
         {&s_feed_data, "feed_data"},
@@ -254,10 +251,5 @@ int zl_streamfeed_ready(void)
         {&s_set_result, "set_result"},
         {&s_pause_reading, "pause_reading"},
     };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        *names[i].slot = PyUnicode_InternFromString(names[i].text);
-        if (*names[i].slot == NULL)
-            return -1;
-    }
-    return 0;
+    return zl_intern_names(names, sizeof names / sizeof names[0]);
 }

@@ -679,10 +679,7 @@ PyTypeObject zl_StreamFastPathsType = {
 
 int zl_transport_type_ready(void)
 {
-    struct {
-        PyObject **slot;
-        const char *text;
-    } names[] = {
+    static const zl_name names[] = {
         {&s_conn_lost, "_conn_lost"},
         {&s_sock_fd, "_sock_fd"},
         {&s_max_size, "max_size"},
@@ -709,11 +706,8 @@ int zl_transport_type_ready(void)
         {&msg_get_buffer, "Fatal error: protocol.get_buffer() call failed."},
         {&msg_buffer_updated, "Fatal error: protocol.buffer_updated() call failed."},
     };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        *names[i].slot = PyUnicode_InternFromString(names[i].text);
-        if (*names[i].slot == NULL)
-            return -1;
-    }
+    if (zl_intern_names(names, sizeof names / sizeof names[0]) < 0)
+        return -1;
     minus_one = PyLong_FromLong(-1);
     if (minus_one == NULL)
         return -1;

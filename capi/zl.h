@@ -105,6 +105,13 @@ extern PyObject *zl_futures_module;   /* asyncio.futures: Future is looked up pe
 extern PyObject *zl_tasks_module;     /* asyncio.tasks: Task is looked up per call */
 extern PyObject *zl_base_create_task; /* asyncio's BaseEventLoop.create_task */
 int zl_check_not_forked(void);
+/* A string the adapter interns once at import, and where it keeps it. */
+typedef struct {
+    PyObject **slot;
+    const char *text;
+} zl_name;
+/* Interns each of n names into its slot; -1 with an exception set. */
+int zl_intern_names(const zl_name *names, size_t n);
 
 /* capi/handle.c */
 /* pending: it goes to the ready queue or a timer slot, which hold it off
