@@ -1,5 +1,5 @@
-/* The loop's clock as the program sees it. loop.time() reads
- * CLOCK_MONOTONIC, as time.monotonic() and the engine do; but asyncio lets a
+/* The loop's clock as the program sees it. loop.time() reads the clock
+ * time.monotonic() and the engine read (ZL_MONOTONIC below); but asyncio lets a
  * program replace it — unittest.mock.patch.object(loop, "time", fake), a
  * subclass overriding time(), a patch on the class — and then schedules
  * call_later() and decides which timers are due by the replacement. So
@@ -17,12 +17,28 @@
 static PyObject *s_time;        /* "time" */
 static PyObject *original_time; /* LoopCore.time, the method descriptor */
 
+/* time.monotonic()'s clock, which the Go runtime's nanotime (core.Now)
+ * reads too: CLOCK_MONOTONIC, except on macOS, where both read
+ * mach_absolute_time(), which is CLOCK_UPTIME_RAW (CLOCK_MONOTONIC there
+ * also counts time asleep, and would disagree with both). */
+#if defined(__APPLE__)
+#define ZL_MONOTONIC CLOCK_UPTIME_RAW
+#else
+#define ZL_MONOTONIC CLOCK_MONOTONIC
+#endif
+
 double zl_monotonic(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(ZL_MONOTONIC, &ts);
     /* the same conversion as time.monotonic() and core.Now() */
     return (double)((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec) / 1e9;
+}
+
+double zl_clock_resolution(void)
+{
+    struct timespec res;
+    return clock_getres(ZL_MONOTONIC, &res) == 0 ? res.tv_sec + res.tv_nsec * 1e-9 : 1e-9;
 }
 
 /* Looks at what loop.time is now: LoopCore's own method, or a replacement

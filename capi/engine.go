@@ -16,6 +16,7 @@ import (
 	"runtime/cgo"
 	"unsafe"
 
+	"github.com/zloopgo/zloopgo/capi/waker"
 	"github.com/zloopgo/zloopgo/core"
 	"golang.org/x/sys/unix"
 )
@@ -103,6 +104,7 @@ func (h *host) Dispatch(events []core.Event, timers []core.Token, done []core.Co
 type loopEngine struct {
 	host   host
 	engine *core.Engine
+	waker  waker.Waker // C memory, which C's loop points at until it closes
 }
 
 func lookup(id C.uintptr_t) *loopEngine {
@@ -122,24 +124,18 @@ func errnoOf(err error) C.int {
 // with *errOut set to an errno.
 //
 //export zlgo_engine_new
-func zlgo_engine_new(loop C.uintptr_t, shared *C.zl_shared, resolution C.double, wakeFD *C.int, errOut *C.int) C.uintptr_t {
+func zlgo_engine_new(loop C.uintptr_t, shared *C.zl_shared, resolution C.double, wakerOut *unsafe.Pointer, errOut *C.int) C.uintptr_t {
 	le := &loopEngine{host: host{loop: loop, shared: shared}}
 	e, err := core.NewEngine(&le.host, float64(resolution))
 	if err != nil {
 		*errOut = errnoOf(err)
 		return 0
 	}
-	// The C half wakes the loop by writing 8 bytes to a descriptor
-	// (call_soon_threadsafe, capi/schedule.c), which only the eventfd kind
-	// of waker supports.
-	wh := e.Reactor().WakeHandle()
-	if wh.Kind != core.WakeEventfd {
-		_, _ = e.Close()
-		*errOut = C.int(unix.ENOSYS)
-		return 0
-	}
+	// call_soon_threadsafe wakes the loop from C, on threads Go may never
+	// have seen, through the backend's waker (capi/waker).
 	le.engine = e
-	*wakeFD = C.int(wh.Handle)
+	le.waker = waker.New(e.Reactor().WakeHandle())
+	*wakerOut = le.waker.Pointer()
 	id := C.uintptr_t(cgo.NewHandle(le))
 	engines.Store(id, e)
 	return id
@@ -172,6 +168,7 @@ func zlgo_engine_close(id C.uintptr_t) {
 	le.engine.Reset()
 	orphans, _ := le.engine.Close()
 	freeOrphans(orphans)
+	le.waker.Free()
 	h.Delete()
 }
 

@@ -66,11 +66,11 @@ static void engine_close(zl_loop *L)
     zl_drop_flush_list(L);
     zl_context_cache_clear(L);
     /* A forked child must not call into the parent's Go runtime: it leaks
-     * the engine's two descriptors instead. */
+     * the engine's two descriptors and its waker instead. */
     if (!zl_forked_child)
         zlgo_engine_close(L->engine);
     L->engine = 0;
-    L->wakefd = -1;
+    L->waker = NULL;
 }
 
 static PyObject *loop_close_engine(zl_loop *L, PyObject *unused)
@@ -90,7 +90,6 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     zl_loop *L = (zl_loop *)type->tp_alloc(type, 0);
     if (L == NULL)
         return NULL;
-    L->wakefd = -1;
     zl_timers_init(L);
     int ready = zl_ready_init(L);
     L->sh.events_cap = 256;
@@ -99,18 +98,14 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         Py_DECREF(L);
         return PyErr_NoMemory();
     }
-    struct timespec res;
-    double resolution =
-        clock_getres(CLOCK_MONOTONIC, &res) == 0 ? res.tv_sec + res.tv_nsec * 1e-9 : 1e-9;
-    int wakefd = -1, err = 0;
-    L->engine = zlgo_engine_new((uintptr_t)L, &L->sh, resolution, &wakefd, &err);
+    int err = 0;
+    L->engine = zlgo_engine_new((uintptr_t)L, &L->sh, zl_clock_resolution(), &L->waker, &err);
     if (L->engine == 0) {
         errno = err;
         PyErr_SetFromErrno(PyExc_OSError);
         Py_DECREF(L);
         return NULL;
     }
-    L->wakefd = wakefd;
     if (zl_clock_check(L) < 0) { /* a subclass may override time() */
         Py_DECREF(L);
         return NULL;

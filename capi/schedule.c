@@ -4,9 +4,11 @@
  * off the collector's lists while they wait.
  *
  * It knows nothing of when a timer is due, of descriptors or of the
- * engine, except the eventfd call_soon_threadsafe writes to. */
+ * engine, except the waker call_soon_threadsafe uses (waker.c). */
 #include "zl.h"
-#include <unistd.h>
+/* zl_waker_wake; in another directory, so go build does not see it change:
+ * its one prototype is all this file uses */
+#include "waker/waker.h"
 
 static PyObject *str_debug_schedule; /* "_zl_debug_schedule" */
 static PyObject *str_context;        /* "context" */
@@ -205,12 +207,9 @@ PyObject *zl_loop_call_soon_threadsafe(zl_loop *L, PyObject *const *args, Py_ssi
         schedule_soon(L, args, PyVectorcall_NARGS(nargs), kwnames, "call_soon_threadsafe");
     /* The caller holds the GIL, so the loop thread is either running Python
      * (it will see the handle) or sleeping in the reactor, which `polling`
-     * tells; only then is the wake-up write needed. */
-    if (h != NULL && atomic_load(&L->polling)) {
-        uint64_t one = 1;
-        ssize_t r = write(L->wakefd, &one, sizeof one);
-        (void)r; /* EAGAIN means a wake-up is already pending */
-    }
+     * tells; only then is a wake-up needed. */
+    if (h != NULL && atomic_load(&L->polling))
+        zl_waker_wake(L->waker);
     return h;
 }
 

@@ -69,8 +69,8 @@ struct zl_loop {
     zl_fdwatch *fds;
     int fds_cap;
     /* state */
-    uintptr_t engine; /* Go engine id; 0 when closed */
-    int wakefd;
+    uintptr_t engine;   /* Go engine id; 0 when closed */
+    void *waker;        /* how call_soon_threadsafe wakes the reactor (capi/waker), or NULL */
     atomic_int polling; /* the loop thread sleeps in the reactor */
     PyThreadState *saved_tstate;
     PyObject *task_factory; /* asyncio's _task_factory, kept here so create_task sees it */
@@ -268,6 +268,7 @@ void zl_drop_lookups(zl_loop *L);
 /* capi/clock.c */
 int zl_clock_ready(void);
 double zl_monotonic(void);
+double zl_clock_resolution(void); /* its resolution in seconds, for the engine */
 /* Notices a loop.time() replaced on the loop's class. 0 or -1. */
 int zl_clock_check(zl_loop *L);
 /* zl_clock_check, then, if the clock is replaced, reads it for the engine
