@@ -22,6 +22,7 @@ func buildInfo() map[string]any {
 		"goos":           runtime.GOOS,
 		"goarch":         runtime.GOARCH,
 		"reactor":        core.Backend,
+		"gomaxprocs":     runtime.GOMAXPROCS(0),
 		"cpu_brand":      cpu.BrandName,
 		"cpu_vendor":     cpu.VendorString,
 		"cpu_features":   cpu.FeatureSet(),
