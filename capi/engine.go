@@ -125,7 +125,6 @@ func errnoOf(err error) C.int {
 //
 //export zlgo_engine_new
 func zlgo_engine_new(loop C.uintptr_t, shared *C.zl_shared, resolution C.double, wakerOut *unsafe.Pointer, errOut *C.int) C.uintptr_t {
-	ensureSpareP()
 	le := &loopEngine{host: host{loop: loop, shared: shared}}
 	e, err := core.NewEngine(&le.host, float64(resolution))
 	if err != nil {
