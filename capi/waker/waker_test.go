@@ -1,7 +1,9 @@
 // The C waker against this platform's backend (core.NewReactor): it ends
 // a blocked wait, a wake-up made before the wait is kept, wake-ups
-// coalesce, and a waker of no kind does nothing. Run here for epoll, and
-// for iocp by cross-compiling this test for Windows (scripts/cross).
+// coalesce, and a waker of no kind does nothing. This is where each
+// backend's WakeHandle is checked from outside Go. Run here for epoll, for
+// iocp by cross-compiling this test for Windows (scripts/cross), and on
+// the macOS and Windows runners of the Tests workflow.
 package waker_test
 
 import (

@@ -52,7 +52,6 @@ func Run(t *testing.T, newBackend func() (poll.Backend, error)) {
 		{"TimedWaitReturnsOnTime", testTimedWait},
 		{"SmallEventBuffer", testSmallBuffer},
 		{"ManyDescriptors", testMany},
-		{"WakeFromOutsideGo", testWakeFromOutside},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, open(t)) })
 	}
@@ -490,25 +489,5 @@ func testMany(t *testing.T, b poll.Backend) {
 	}
 	for tok, mask := range wait(t, b, 20*time.Millisecond) {
 		t.Fatalf("token %d reported %v after every ready one was drained", tok, mask)
-	}
-}
-
-// The wake C code does (wake_*.go): through the WakeHandle alone, with
-// no call into the backend, a blocked Wait returns with no events.
-func testWakeFromOutside(t *testing.T, b poll.Backend) {
-	var woken atomic.Bool
-	done := blockedWait(b, &woken)
-	time.Sleep(20 * time.Millisecond)
-	woken.Store(true)
-	if err := wakeFromOutside(b.WakeHandle()); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("waking through the WakeHandle did not end Wait(-1)")
 	}
 }
