@@ -1,0 +1,74 @@
+"""The differential test of the transport layer (issue 19, item 2): random
+programs of transport and stream operations, peer actions and Python code
+run from callbacks, logging and exception handlers and finalizers, run on
+stock asyncio and on zloopgo; every observation must be the same (see
+tests/transport_diff/ for what a program is and what is compared).
+
+The fixed run: ZL_DIFF_EXAMPLES programs (300) from seed ZL_DIFF_SEED
+(19), shared between the machines and nets of PLAN; set ZL_DIFF_EXAMPLES
+higher for a longer run (e.g. 5000), or use the command line
+(`python -m tests.transport_diff --help`). Programs run in two worker
+processes, one per loop, so a crash or a hang is a difference like any
+other. A failure prints the minimal program hypothesis shrank it to, as
+JSON, and the command that replays it.
+
+test_the_harness_agrees_with_itself runs programs on asyncio twice: any
+difference there is the harness's, not zloopgo's.
+"""
+
+import json
+import os
+
+import pytest
+from transport_diff import search
+from transport_diff.programs import programs
+from transport_diff.workers import Pair
+
+SEED = int(os.environ.get("ZL_DIFF_SEED", "19"))
+TOTAL = int(os.environ.get("ZL_DIFF_EXAMPLES", "300"))
+PLAN = [  # machine, net, share of the programs
+    ("transport", "unix", 0.4),
+    ("transport", "tcp", 0.15),
+    ("transport", "tls", 0.15),
+    ("stream", "unix", 0.2),
+    ("stream", "tcp", 0.1),
+]
+SELF_CHECK = 10  # programs per machine and net, asyncio against asyncio
+
+
+def _fail(result, names, tmp_path):
+    program, diff, notes = result.minimal
+    path = tmp_path / "program.json"
+    path.write_text(json.dumps(program, indent=1))
+    first = result.first[0]
+    pytest.fail(
+        f"{names[1]} differs from {names[0]} (seed {SEED}, program {result.found_at}, "
+        f"shrunk from {len(first['steps'])} steps to {len(program['steps'])})\n"
+        f"{json.dumps(program)}\n{diff.describe(notes)}\n"
+        f"replay: python -m tests.transport_diff --replay {path}",
+        pytrace=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def pair():
+    with Pair("asyncio", "zloopgo") as p:
+        yield p
+
+
+@pytest.mark.timeout(120 + TOTAL)  # shrinking a difference takes a few hundred runs more
+@pytest.mark.parametrize(("machine", "net", "share"), PLAN, ids=[f"{m}-{n}" for m, n, _ in PLAN])
+def test_zloopgo_matches_asyncio(pair, machine, net, share, tmp_path):
+    examples = max(1, round(TOTAL * share))
+    result = search.search(pair, programs(machine, net), examples, SEED)
+    assert not result.flaky, "a program that differed did not differ when run again"
+    if result.minimal is not None:
+        _fail(result, pair.names, tmp_path)
+
+
+@pytest.mark.parametrize(("machine", "net"), [(m, n) for m, n, _ in PLAN])
+def test_the_harness_agrees_with_itself(machine, net, tmp_path):
+    with Pair("asyncio", "asyncio") as p:
+        result = search.search(p, programs(machine, net), SELF_CHECK, SEED + 1)
+    if result.minimal is not None:
+        _fail(result, p.names, tmp_path)
