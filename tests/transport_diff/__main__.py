@@ -125,8 +125,11 @@ def main(argv=None):
         print(
             f"{result.examples} programs in {took:.1f} s (worker time: asyncio "
             f"{result.seconds['ref']:.1f} s, {args.against} {result.seconds['other']:.1f} s), "
-            f"worker restarts {[w.restarts for w in pair.workers]}"
+            f"worker restarts {[w.restarts for w in pair.workers]}, "
+            f"TCP waits given up {result.sync_timeouts}, slowest {result.slowest[0]:.2f} s"
         )
+        if args.show:
+            print("slowest:", json.dumps(result.slowest[1]))
         for i, (sig, count) in enumerate(sorted(result.signatures.items(), key=lambda kv: -kv[1])):
             program = result.samples[sig][0]
             path = save(args, program, f"tally{i}-seed{args.seed}.json")

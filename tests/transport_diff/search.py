@@ -31,6 +31,8 @@ class Result:
         self.minimal = None  # the same after shrinking
         self.flaky = False
         self.seconds = {"ref": 0.0, "other": 0.0}
+        self.sync_timeouts = 0  # TCP waits that gave up (see runner.tcp_quiet)
+        self.slowest = (0.0, None)  # (seconds, program)
         self.signatures = {}  # every difference met: signature -> count
         self.samples = {}  # signature -> the first (program, difference, notes) with it
 
@@ -78,6 +80,10 @@ def search(pair, strategy, examples, seed, accept=None, shrink=True):
         diff, notes = run_pair(pair, program)
         for n, key in zip(notes, ("ref", "other")):
             result.seconds[key] += n.get("seconds", 0.0)
+            result.sync_timeouts += n.get("sync_timeouts", 0)
+            result.slowest = max(
+                result.slowest, (n.get("seconds", 0.0), program), key=lambda x: x[0]
+            )
         if result.found_at is None:
             result.examples += 1
         if notes[0].get("unconfirmed"):
