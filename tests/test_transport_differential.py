@@ -7,7 +7,8 @@ tests/transport_diff/ for what a program is and what is compared).
 The fixed run: ZL_DIFF_EXAMPLES programs (300) from seed ZL_DIFF_SEED
 (19), shared between the machines and nets of PLAN; set ZL_DIFF_EXAMPLES
 higher for a longer run (e.g. 5000), or use the command line
-(`python -m tests.transport_diff --help`). Programs run in two worker
+(`python -m tests.transport_diff --help`); ZL_DIFF_AGAINST=asyncio runs
+it against asyncio itself. Programs run in two worker
 processes, one per loop, so a crash or a hang is a difference like any
 other. A failure prints the minimal program hypothesis shrank it to, as
 JSON, and the command that replays it.
@@ -25,6 +26,9 @@ from transport_diff.programs import programs
 from transport_diff.workers import Pair
 
 SEED = int(os.environ.get("ZL_DIFF_SEED", "19"))
+# asyncio: the fixed run compares asyncio with itself (how long it takes
+# when nothing differs, whether the harness is deterministic)
+AGAINST = os.environ.get("ZL_DIFF_AGAINST", "zloopgo")
 TOTAL = int(os.environ.get("ZL_DIFF_EXAMPLES", "300"))
 PLAN = [  # machine, net, share of the programs
     ("transport", "unix", 0.4),
@@ -52,7 +56,7 @@ def _fail(result, names, tmp_path):
 
 @pytest.fixture(scope="module")
 def pair():
-    with Pair("asyncio", "zloopgo") as p:
+    with Pair("asyncio", AGAINST) as p:
         yield p
 
 

@@ -6,6 +6,8 @@ and replayed); `runner` gives it its meaning:
 
     {"machine": "transport" | "stream",
      "net": "unix" | "tcp" | "tls",        # tls: transport machine only
+     "tls": "start_tls" | "connect",       # net "tls": sslproto over the loop's
+                                           # transport, or create_connection(ssl=)
      "debug": bool,                        # loop.set_debug()
      "sockbuf": int,                       # SO_SNDBUF and SO_RCVBUF, both ends
      "conns": [{"protocol": "plain" | "buffered", "chunk": int}, ...]  # transport
@@ -281,7 +283,7 @@ def programs(draw, machine=None, net=None):
     log_ops = _ops(draw, world, **hook) if draw(st.booleans()) else []
     handler_ops = _ops(draw, world, **hook) if draw(st.integers(0, 2)) == 2 else []
     steps = [s for group in draw(st.lists(_step(world), min_size=1, max_size=10)) for s in group]
-    return {
+    program = {
         "machine": machine,
         "net": net,
         "debug": debug,
@@ -291,3 +293,6 @@ def programs(draw, machine=None, net=None):
         "handler_ops": handler_ops,
         "steps": steps,
     }
+    if net == "tls":
+        program["tls"] = draw(st.sampled_from(["start_tls", "connect"]))
+    return program

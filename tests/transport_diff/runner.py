@@ -656,23 +656,30 @@ class Runner:
         return writer.transport, None, peers.RawPeer(theirs, self.p["net"])
 
     def open_tls(self, t, ours, theirs, conn):
-        """The loop is the TLS client (asyncio.sslproto over its socket
-        transport); the peer the server, driven here until the handshake
-        is done."""
+        """The loop is the TLS client, the peer the server (driven here
+        until the handshake is done). program["tls"] "start_tls": asyncio's
+        sslproto over the loop's own socket transport (loop.start_tls);
+        "connect": loop.create_connection(ssl=...), for which asyncio makes
+        its stock selector transport whatever the loop."""
         proto = self.protocol(t, conn)
         p = peers.TlsPeer(theirs, self.p["net"], self.tls[0])
-        task = self.loop.create_task(
-            self.loop.create_connection(
+        if self.p.get("tls", "connect") == "start_tls":
+            plain, _ = self.loop.run_until_complete(
+                self.loop.connect_accepted_socket(lambda proto=proto: proto, ours)
+            )
+            coro = self.loop.start_tls(plain, proto, self.tls[1], server_hostname="localhost")
+        else:
+            coro = self.loop.create_connection(
                 lambda proto=proto: proto, sock=ours, ssl=self.tls[1], server_hostname="localhost"
             )
-        )
+        task = self.loop.create_task(coro)
         for _ in range(1000):
             self.run_once()
             p.handshake()
             if task.done():
                 break
-        tr, _ = task.result()
-        return tr, proto, p
+        result = task.result()
+        return (result if self.p.get("tls") == "start_tls" else result[0]), proto, p
 
     # -- the program
 
