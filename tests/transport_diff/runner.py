@@ -21,7 +21,9 @@ What is recorded, in the order it happens:
   for streams at_eof(), the StreamReader's buffered byte count).
 Write payloads are letters (the n-th write on a connection is made of the
 n-th letter), the peer's are digits, a bytearray overwritten after the call
-holds '#'.
+holds '#'. The peer is driven from the loop's thread, so a peer action
+inside a callback sees exactly what has reached the kernel by then (on
+asyncio a write() has reached it when write() returns).
 
 Between steps the loop is *settled*: it runs one iteration at a time
 (stop() then run_forever()) and peers that are reading read everything,
@@ -29,33 +31,41 @@ until nothing observable changed for QUIET iterations in a row (at most
 MAX_ITERATIONS; then "unsettled" is recorded). Only what the program can
 observe counts, not the loop's internals (a loop that spins on a ready
 callback forever, as asyncio 3.13's writelines() after close() does,
-settles like one that sleeps). zloopgo may need a
-different number of iterations than asyncio for the same outcome, so
-iterations are never counted or compared, and bytes a reading peer gets
-during settling are compared per step, not per recv().
+settles like one that sleeps). zloopgo may need a different number of
+iterations than asyncio for the same outcome, so iterations are never
+counted or compared, and the bytes a reading peer gets while the loop
+settles are compared per step, not per recv().
 
 Determinism. Each connection's socket buffers are set (SO_SNDBUF and
 SO_RCVBUF, both ends, the program's `sockbuf`). A Unix socket then
 behaves the same given the same calls: how much a send takes depends only
-on the sends and reads before it (the kernel charges every send its
-buffer overhead, so many small sends fill the socket sooner than one large
-one). Those nets ("unix", and "tls", which runs over a Unix socket pair)
+on the sends and reads before it. It does depend on how the bytes were
+sent: the kernel charges every send its buffer overhead, so many small
+sends fill a socket sooner than one large one of the same bytes, and
+get_write_buffer_size() and pause_writing() show it; a loop must make
+asyncio's sends. Unix sockets and TLS ("tls" runs over a Unix socket pair:
+asyncio's sslproto over the loop's own transport through loop.start_tls(),
+or over the stock transport asyncio makes for create_connection(ssl=...))
 are compared exactly.
 
-Loopback TCP is not: delayed ACKs, window updates and autocorking make
-how much the kernel takes depend on timing. The runner waits after every
-iteration and peer action until TCP has carried what was sent both ways
-(peer.tcp_quiet), and the program is compared exactly as long as a
-connection cannot have filled its socket (at most SAFE_TCP bytes in at
-most SAFE_TCP_WRITES writes since its peer last read everything). Beyond
-that, until the peer has read everything again, these are recorded as "?"
-(not compared) on that connection: get_write_buffer_size(), the bytes a
-recv op got, pause_writing/resume_writing (the armed ops of those two are
-not run on TCP), and the bytes the peer received (compared once it has
-read everything); and ops whose outcome depends on what is still buffered
-(close, abort, write_eof, the peer's shut_wr/reset/close, wait_closed)
-are skipped, as are the ops after a drain() in a task (its completion is
-not recorded).
+Loopback TCP is not deterministic that way: delayed ACKs, window updates
+and autocorking make how much the kernel takes depend on timing. The
+runner waits after every iteration and peer action until TCP has carried
+what was sent both ways (peer.tcp_quiet), does not end settling while a
+reading peer has not acknowledged everything, and compares the program
+exactly as long as a connection cannot have filled its socket (at most
+SAFE_TCP bytes in at most SAFE_TCP_WRITES writes since its peer last read
+everything). Beyond that, until the peer has read everything again, these
+are recorded as "?" (not compared) on that connection:
+get_write_buffer_size(), the bytes a recv op got, pause_writing and
+resume_writing (the armed ops of those two are not run on TCP), and the
+bytes the peer received (compared once it has read everything; no longer
+compared at all on a connection lost, or whose bytearray was overwritten
+after the call, in that state: then what arrives depends on how much the
+kernel had taken, and so does whether writing stays paused); ops whose
+outcome depends on what is still buffered (close, abort, write_eof, the
+peer's shut_wr/reset/close, wait_closed) are skipped, as are the ops after
+a drain() in a task (whose completion is not recorded).
 
 Never compared, because they are timing: how long anything took (asyncio's
 slow-callback and poll logs, the TLS handshake time log), and reprs that
@@ -64,6 +74,7 @@ hold addresses or class names (formatted as "<obj>").
 
 import asyncio
 import gc
+import hashlib
 import json
 import logging
 import os
@@ -95,8 +106,6 @@ def show(data):
     data = bytes(data)
     runs = [f"{chr(m.group()[0])}x{len(m.group())}" for m in _RUNS.finditer(data)]
     if len(runs) > 16:
-        import hashlib
-
         digest = hashlib.blake2b(data, digest_size=6).hexdigest()
         runs = runs[:8] + [f"...({len(runs)} runs, {digest})..."] + runs[-4:]
     return f"{len(data)}:" + " ".join(runs)
@@ -353,7 +362,7 @@ class Runner:
                 return
             t = op[1]
             if name == "peer":
-                self.peer_act(t, op[2], inside=True)
+                self.peer_act(t, op[2])
                 return
             if name in ("close", "abort", "write_eof") and self.uncertain(t):
                 self.rec(["op", name, t, "skipped"])
@@ -445,6 +454,8 @@ class Runner:
     def task_done(self, k, fut):
         self.tasks_done += 1
         if k in self.untracked:
+            if not fut.cancelled():
+                fut.exception()  # retrieved: never logged when it is collected
             return
         if fut.cancelled():
             self.rec(["done", k, "cancelled"])
@@ -455,7 +466,7 @@ class Runner:
 
     # -- the peer
 
-    def peer_act(self, t, action, inside=False):
+    def peer_act(self, t, action):
         p = self.peers[t]
         what = action[0]
         if what in ("shut_wr", "reset", "close") and self.uncertain(t):
@@ -463,8 +474,10 @@ class Runner:
             return
         if what == "recv":
             got = p.recv(action[1])
-            if isinstance(got, bytes):
-                out = "?" if self.uncertain(t) else show(got)
+            if self.uncertain(t) and (got is None or isinstance(got, bytes)):
+                out = "?"
+            elif isinstance(got, bytes):
+                out = show(got)
             elif got is None:
                 out = "nothing"
             else:
