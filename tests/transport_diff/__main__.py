@@ -133,9 +133,11 @@ def main(argv=None):
         for i, (sig, count) in enumerate(sorted(result.signatures.items(), key=lambda kv: -kv[1])):
             program = result.samples[sig][0]
             path = save(args, program, f"tally{i}-seed{args.seed}.json")
-            print(
-                f"  {count:5d}  {sig}  (first: {path}, bugs {compare.known_bugs(result.samples[sig][1])})"
-            )
+            diff = result.samples[sig][1]
+            bugs = compare.known_bugs(diff) if diff else "-"
+            print(f"  {count:5d}  {sig}  (first: {path}, bugs {bugs})")
+            if diff is None:
+                print(result.samples[sig][2][0]["unconfirmed_diff"])
         if result.flaky:
             print("FLAKY: a failing program passed when run again")
             return 1

@@ -82,17 +82,25 @@ def _delivered(src, dst):
     return True
 
 
-def tcp_quiet(ours, theirs, reset_sent, timeout=1.0):
+def tcp_sent(sock):
+    """Bytes `sock` has transmitted (0 once it is closed)."""
+    info = _tcp_info(sock)
+    return info["sent"] if info else 0
+
+
+def tcp_quiet(ours, theirs, peer_closed, expect_reset, timeout=1.0):
     """Waits (at most `timeout`) until loopback TCP has carried everything
-    between the loop's socket and the peer's, both ways, and the loop's
-    socket has seen the peer's reset if the peer sent one. Returns False on
-    a timeout (which the runner reports as not compared)."""
+    between the loop's socket and the peer's, both ways: data, FINs, and
+    the reset the loop's socket must see (the peer reset it, or the loop
+    sent data to a peer that had closed). Returns False on a timeout."""
     deadline = time.monotonic() + timeout
     while True:
-        ok = _delivered(ours, theirs) and _delivered(theirs, ours)
-        if ok and reset_sent:
+        if peer_closed:
             info = _tcp_info(ours)
-            ok = info is None or info["state"] == _CLOSE
+            want = {_CLOSE} if expect_reset else _FIN_RECEIVED
+            ok = info is None or info["state"] in want
+        else:
+            ok = _delivered(ours, theirs) and _delivered(theirs, ours)
         if ok:
             return True
         if time.monotonic() > deadline:
@@ -121,6 +129,7 @@ class RawPeer:
         self.error = None  # the exception a recv() raised, if one did
         self.closed = False
         self.reset_sent = False
+        self.loop_sent_at_close = 0  # TCP: what the loop had sent when the peer closed
         self.sent = 0
         sock.setblocking(False)
 

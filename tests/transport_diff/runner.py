@@ -50,8 +50,9 @@ are compared exactly.
 
 Loopback TCP is not deterministic that way: delayed ACKs, window updates
 and autocorking make how much the kernel takes depend on timing. The
-runner waits after every iteration and peer action until TCP has carried
-what was sent both ways (peer.tcp_quiet), does not end settling while a
+runner waits after every iteration, peer action and write until TCP has
+carried what was sent both ways, and the reset a write to a closed peer
+draws (peer.tcp_quiet), does not end settling while a
 reading peer has not acknowledged everything, and compares the program
 exactly as long as a connection cannot have filled its socket (at most
 SAFE_TCP bytes in at most SAFE_TCP_WRITES writes since its peer last read
@@ -75,6 +76,7 @@ hold addresses or class names (formatted as "<obj>").
 import asyncio
 import gc
 import hashlib
+import importlib
 import json
 import logging
 import os
@@ -388,6 +390,7 @@ class Runner:
                 if mutate and mutable is not None:
                     mutable[:] = b"#" * len(mutable)
                     self.note_mutated(t)
+                self.sync(t)
         if name == "writelines":
             _, _, chunks, mutate = op
             made = [self.payload(t, kind, size) for kind, size in chunks]
@@ -400,6 +403,7 @@ class Runner:
                     if mutate and mutable is not None:
                         mutable[:] = b"#" * len(mutable)
                         self.note_mutated(t)
+                self.sync(t)
         if name == "limits":
             return _value(tr.set_write_buffer_limits(high=op[2], low=op[3]))
         if name == "get_limits":
@@ -492,6 +496,8 @@ class Runner:
             p.reading = what == "read"
             self.rec(["peer", t, what])
         else:
+            if what in ("reset", "close") and not self.exact:
+                p.loop_sent_at_close = peers.tcp_sent(self.socks[t])
             err = getattr(p, what)()
             self.rec(["peer", t, what] + (_exc(err) if err else []))
         self.sync(t)
@@ -500,11 +506,10 @@ class Runner:
         """TCP: wait until what was sent on connection t has arrived."""
         if self.exact:
             return
-        p = self.peers[t]
-        if not peers.tcp_quiet(self.socks[t], p.sock, p.reset_sent and not p.closed_seen):
+        p, ours = self.peers[t], self.socks[t]
+        expect_reset = p.closed and (p.reset_sent or peers.tcp_sent(ours) > p.loop_sent_at_close)
+        if not peers.tcp_quiet(ours, p.sock, p.closed, expect_reset):
             self.notes["sync_timeouts"] += 1
-        if p.reset_sent:
-            p.closed_seen = True
 
     # -- running the loop
 
@@ -649,7 +654,6 @@ class Runner:
                     self.loop.connect_accepted_socket(lambda proto=proto: proto, ours)
                 )
                 p = peers.RawPeer(theirs, self.p["net"])
-            p.closed_seen = False
             self.transports.append(tr)
             self.protocols.append(proto)
             self.peers.append(p)
@@ -793,15 +797,12 @@ def tls_contexts():
     return server, client
 
 
-FACTORIES = {"asyncio": "asyncio.SelectorEventLoop", "zloopgo": "zloopgo.new_event_loop"}
-
-
 def factory_for(name):
-    if name == "zloopgo":
-        import zloopgo
+    """The loop factory the dual-run tests call `name` (tests/helpers.py)."""
+    from helpers import SCRIPT_FACTORIES
 
-        return zloopgo.new_event_loop
-    return asyncio.SelectorEventLoop
+    module, _, attr = SCRIPT_FACTORIES[name].rpartition(".")
+    return getattr(importlib.import_module(module), attr)
 
 
 def run_program(program, loop_name, tls=None):

@@ -51,6 +51,7 @@ def run_pair(pair, program):
     again = compare.first_difference(ref["obs"], other["obs"], pair.names)
     if again is None or again.signature != diff.signature:
         ref["notes"]["unconfirmed"] = diff.signature
+        ref["notes"]["unconfirmed_diff"] = diff.describe()
         return None, (ref["notes"], other["notes"])
     # the next program starts in fresh workers too
     pair.restart()
@@ -89,6 +90,7 @@ def search(pair, strategy, examples, seed, accept=None, shrink=True):
         if notes[0].get("unconfirmed"):
             sig = "unconfirmed: " + notes[0]["unconfirmed"]
             result.signatures[sig] = result.signatures.get(sig, 0) + 1
+            result.samples.setdefault(sig, (program, None, notes))
         if diff is None:
             return
         if result.found_at is None:
