@@ -70,7 +70,7 @@ def hunt(args, pair):
     """For each bug of compare.KNOWN: how many programs it took to meet it
     with this seed, and the minimal program it shrinks to."""
     status = 0
-    for bug in sorted(compare.KNOWN):
+    for bug in args.bugs.split(","):
         start = time.monotonic()
         result = search.search(
             pair, strategy(args), args.examples, args.seed, compare.KNOWN[bug], not args.no_shrink
@@ -105,6 +105,7 @@ def main(argv=None):
     ap.add_argument("--no-shrink", action="store_true")
     ap.add_argument("--tally", action="store_true", help="run every program, count differences")
     ap.add_argument("--hunt", action="store_true")
+    ap.add_argument("--bugs", default=",".join(sorted(compare.KNOWN)), help="with --hunt: which")
     ap.add_argument("--signature", help="stop at (and shrink) only differences with this signature")
     ap.add_argument("--replay")
     ap.add_argument("--show", action="store_true", help="with --replay: every observation")
