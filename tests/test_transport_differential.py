@@ -13,10 +13,14 @@ processes, one per loop, so a crash or a hang is a difference like any
 other. A failure prints the minimal program hypothesis shrank it to, as
 JSON, and the command that replays it.
 
-test_the_harness_agrees_with_itself runs programs on asyncio twice: any
-difference there is the harness's, not zloopgo's.
+test_known_programs replays the minimal programs of the differences the
+test found (tests/transport_diff/known/, each with a note saying what it
+shows): at 2b70a1f, issue 19's bugs 1, 3, 4 and 6 and five differences the
+issue does not list. test_the_harness_agrees_with_itself runs programs on
+asyncio twice: any difference there is the harness's, not zloopgo's.
 """
 
+import glob
 import json
 import os
 
@@ -38,6 +42,11 @@ PLAN = [  # machine, net, share of the programs
     ("stream", "tcp", 0.1),
 ]
 SELF_CHECK = 10  # programs per machine and net, asyncio against asyncio
+# Minimal programs of the differences this test found (each with a "note"):
+# every one must now show none.
+KNOWN = sorted(
+    glob.glob(os.path.join(os.path.dirname(__file__), "transport_diff", "known", "*.json"))
+)
 
 
 def _fail(result, names, tmp_path):
@@ -68,6 +77,19 @@ def test_zloopgo_matches_asyncio(pair, machine, net, share, tmp_path):
     assert not result.flaky, "a program that differed did not differ when run again"
     if result.minimal is not None:
         _fail(result, pair.names, tmp_path)
+
+
+@pytest.mark.parametrize("path", KNOWN, ids=[os.path.basename(p)[:-5] for p in KNOWN])
+def test_known_programs(pair, path):
+    with open(path) as f:
+        program = json.load(f)
+    diff, notes = search.run_pair(pair, program)
+    if diff is not None:
+        pytest.fail(
+            f"{program['note']}\n{diff.describe(notes)}\n"
+            f"replay: python -m tests.transport_diff --replay {os.path.relpath(path)}",
+            pytrace=False,
+        )
 
 
 @pytest.mark.parametrize(("machine", "net"), [(m, n) for m, n, _ in PLAN])
