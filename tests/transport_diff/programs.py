@@ -42,14 +42,20 @@ Ops (t is a connection index):
     ["marker"]                 loop.call_soon(record a numbered marker)
     ["soon", ops]              loop.call_soon(a callback that runs ops)
     ["fin", ops]               an object whose __del__ runs ops, dropped now
-    ["raise"]                  raise ValueError (ends the op list)
+    ["raise"]                  raise ValueError (ends the op list; generated
+                               at the end of a "call" step's ops)
   stream machine, in tasks: ["drain", t]  ["wait_closed", t]  ["read", t, n]
     ["readexactly", t, n]  ["readline", t]  ["at_eof", t]
 
 Peer actions: ["recv", n] (one non-blocking recv), ["read"] (read everything
 from now on), ["stop"] (stop reading), ["send", n], ["shut_wr"]
-(shutdown(SHUT_WR); TLS: close_notify), ["reset"] (SO_LINGER 0, then close),
-["close"].
+(shutdown(SHUT_WR); TLS: close_notify), ["reset"] (SO_LINGER 0, then close;
+a Unix socket has no reset, see peer.RawPeer.reset), ["close"].
+
+The strategies weight what the bugs of issue 19 needed (several writes and
+a peer action inside one callback, writes from logging handlers in debug
+mode, armed callbacks that write then raise); hypothesis shrinks a
+program by deleting steps and ops and lowering sizes and choices.
 """
 
 from hypothesis import strategies as st
