@@ -84,7 +84,7 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone,
     for (int64_t ntodo = L->sh.ready_len; ntodo > 0 && L->sh.ready_len > 0 && rc == 0; ntodo--) {
         zl_handle *h = zl_ready_pop(L);
         quiet = quiet && !h->cancelled && zl_is_native_read(h->callback);
-        zl_quiet_read = 0;
+        L->quiet_read = 0;
         if (!h->cancelled) {
             if (L->debug) {
                 PyObject *r =
@@ -95,7 +95,7 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone,
                 rc = zl_handle_run(h);
             }
         }
-        quiet = quiet && zl_quiet_read;
+        quiet = quiet && L->quiet_read;
         zl_handle_release(h);
     }
     L->sh.quiet = quiet && !L->watch_changed;

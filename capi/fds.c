@@ -12,14 +12,16 @@
 #include <errno.h>
 #include <limits.h>
 
-/* A descriptor argument as a C int (OverflowError beyond int's range). */
+/* A descriptor argument as a C int: beyond int's range, the OverflowError
+ * asyncio's selector gets from epoll. */
 static int as_fd(PyObject *obj)
 {
-    long v = PyLong_AsLong(obj);
+    int overflow;
+    long v = PyLong_AsLongAndOverflow(obj, &overflow);
     if (v == -1 && PyErr_Occurred())
         return -1;
-    if (v < INT_MIN || v > INT_MAX) {
-        PyErr_SetString(PyExc_OverflowError, "file descriptor out of range");
+    if (overflow != 0 || v < INT_MIN || v > INT_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "Python int too large to convert to C int");
         return -1;
     }
     return (int)v;
@@ -34,10 +36,13 @@ static int check_fd(int fd)
     return 0;
 }
 
+/* fd's entry, the table grown to hold it. Only called for a descriptor
+ * the kernel accepted, so the table never grows beyond the process's
+ * descriptor limit. */
 static zl_fdwatch *fd_slot(zl_loop *L, int fd)
 {
     if (fd >= L->fds_cap) {
-        int cap = L->fds_cap ? L->fds_cap : 64;
+        int64_t cap = L->fds_cap ? L->fds_cap : 64;
         while (cap <= fd)
             cap *= 2;
         zl_fdwatch *fds = PyMem_Realloc(L->fds, cap * sizeof(zl_fdwatch));
@@ -54,12 +59,18 @@ static zl_fdwatch *fd_slot(zl_loop *L, int fd)
 
 static uint32_t watch_mask(zl_fdwatch *w) { return (w->reader ? 1u : 0u) | (w->writer ? 2u : 0u); }
 
-/* Forgets what fd is watched for, without cancelling its handles. */
+/* Forgets what fd is watched for, without cancelling its handles. The
+ * entry is emptied before any reference is dropped: dropping one may run
+ * Python code that watches descriptors and moves the table. */
 static void fd_forget(zl_fdwatch *w)
 {
-    Py_CLEAR(w->reader);
-    Py_CLEAR(w->writer);
-    Py_CLEAR(w->fileobj);
+    PyObject *reader = (PyObject *)w->reader, *writer = (PyObject *)w->writer,
+             *fileobj = w->fileobj;
+    w->reader = w->writer = NULL;
+    w->fileobj = NULL;
+    Py_XDECREF(reader);
+    Py_XDECREF(writer);
+    Py_XDECREF(fileobj);
 }
 
 /* Tells the reactor that fd's interest goes from its current mask to
@@ -110,12 +121,17 @@ static PyObject *add_watch(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, 
     zl_handle *h = zl_handle_new(L, &zl_HandleType, args[2], args + 3, nargs - 3, NULL, 0);
     if (h == NULL)
         return NULL;
-    zl_fdwatch *w = fd_slot(L, fd);
-    if (w == NULL) {
+    /* The kernel is asked first: a descriptor it refuses (any number
+     * beyond the open ones) never grows the table. */
+    zl_fdwatch unwatched = {0};
+    zl_fdwatch *w = fd < L->fds_cap ? &L->fds[fd] : &unwatched;
+    uint32_t mask = watch_mask(w) | (1u << which);
+    if (change_watch(L, fd, w, mask) < 0) {
         Py_DECREF(h);
         return NULL;
     }
-    if (change_watch(L, fd, w, watch_mask(w) | (1u << which)) < 0) {
+    if (w == &unwatched && (w = fd_slot(L, fd)) == NULL) {
+        (void)zlgo_watch(L->engine, fd, mask, 0);
         Py_DECREF(h);
         return NULL;
     }
@@ -210,12 +226,14 @@ void zl_fds_release_all(zl_loop *L)
  * a handle cancelled by its owner is unregistered instead. */
 void zl_fd_ready(zl_loop *L, uint64_t fd, uint32_t mask)
 {
-    if (fd >= (uint64_t)L->fds_cap)
-        return; /* removed since the wait began */
-    zl_fdwatch *w = &L->fds[fd];
     for (int which = 0; which < 2; which++) {
+        /* looked up afresh: unregistering the reader may run Python code
+         * (a finalizer, the unraisable hook) that moves the table */
+        if (!(mask & (1u << which)) || fd >= (uint64_t)L->fds_cap)
+            continue; /* not asked for, or removed since the wait began */
+        zl_fdwatch *w = &L->fds[fd];
         zl_handle *h = which ? w->writer : w->reader;
-        if (!(mask & (1u << which)) || h == NULL)
+        if (h == NULL)
             continue;
         if (h->cancelled) {
             PyObject *fdobj = PyLong_FromUnsignedLongLong(fd);

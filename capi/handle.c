@@ -19,6 +19,7 @@ static zl_handle *timer_free[FREELIST_MAX];
 static int timer_free_n;
 
 static PyObject *str_callback_error; /* "_zl_callback_error" */
+static PyObject *str_run;            /* "run" */
 
 static void clear_call(zl_handle *h)
 {
@@ -137,6 +138,26 @@ void zl_restore_exception(PyObject *exc)
 #endif
 }
 
+/* asyncio's Handle._run calls self._context.run(callback, *args): a
+ * context= that is not a contextvars.Context gets that same call (and
+ * fails as it fails there, an AttributeError for most objects). */
+static PyObject *run_in_foreign_context(zl_handle *h, PyObject *callback)
+{
+    PyObject *small[ZL_INLINE_ARGS + 2];
+    size_t n = (size_t)h->nargs + 2;
+    PyObject **stack = n <= ZL_INLINE_ARGS + 2 ? small : PyMem_Malloc(n * sizeof(PyObject *));
+    if (stack == NULL)
+        return PyErr_NoMemory();
+    stack[0] = h->context;
+    stack[1] = callback;
+    for (Py_ssize_t i = 0; i < h->nargs; i++)
+        stack[i + 2] = h->args[i];
+    PyObject *res = PyObject_VectorcallMethod(str_run, stack, n, NULL);
+    if (stack != small)
+        PyMem_Free(stack);
+    return res;
+}
+
 /* Runs the callback in its context. An exception other than SystemExit or
  * KeyboardInterrupt goes to the loop's exception handler, as asyncio's
  * Handle._run does; those two (and a failure of the handler itself)
@@ -150,15 +171,23 @@ int zl_handle_run(zl_handle *h)
     zl_loop *L = h->loop;
     char outer = L->in_callback;
     h->running = 1;
-    if (own_context(h) == 0 && PyContext_Enter(h->context) == 0) {
+    if (!PyContext_CheckExact(h->context)) {
+        L->in_callback = 1;
+        L->callbacks_run++;
+        res = run_in_foreign_context(h, callback);
+        L->in_callback = outer;
+        if (L->corked_len > 0 && !outer)
+            zl_corked_push(L);
+    } else if (own_context(h) == 0 && PyContext_Enter(h->context) == 0) {
         Py_ssize_t refs = Py_REFCNT(h->context);
-        L->in_callback = 1; /* transports may hold its writes (transport.c) */
+        L->in_callback = 1;
+        L->callbacks_run++; /* a transport's writes per callback (transport.c) */
         res = PyObject_Vectorcall(callback, h->args, h->nargs, NULL);
         L->in_callback = outer;
-        /* What it wrote reaches the kernel before anything else sees
-         * the callback's end or its exception. */
-        if (zl_flush_held(L) && !outer)
-            zl_flush_writes(L);
+        /* Segments its writes held back for a write that did not come
+         * leave now (corked.c). */
+        if (L->corked_len > 0 && !outer)
+            zl_corked_push(L);
         /* A reference the callback kept to its context (the Token of a
          * ContextVar.set holds one) may be the last to go: the context
          * must then be on the collector's lists, which its dealloc
@@ -212,30 +241,6 @@ void zl_handle_cancel(zl_handle *h)
     if (h->is_timer)
         zl_timer_cancelled(h->loop, (zl_timer *)h);
     Py_DECREF(h);
-}
-
-/* asyncio's _check_callback, done natively for plain and bound Python
- * functions; other callables are checked by zloopgo's debug path. */
-int zl_check_callback(PyObject *callback, const char *method)
-{
-    PyObject *func = callback;
-    if (PyMethod_Check(func))
-        func = PyMethod_GET_FUNCTION(func);
-    int is_coro = PyCoro_CheckExact(callback);
-    if (!is_coro && PyFunction_Check(func)) {
-        PyCodeObject *code = (PyCodeObject *)PyFunction_GET_CODE(func);
-        is_coro = (code->co_flags & CO_COROUTINE) != 0;
-    }
-    if (is_coro) {
-        PyErr_Format(PyExc_TypeError, "coroutines cannot be used with %s()", method);
-        return -1;
-    }
-    if (!PyCallable_Check(callback)) {
-        PyErr_Format(PyExc_TypeError, "a callable object was expected by %s(), got %R", method,
-                     callback);
-        return -1;
-    }
-    return 0;
 }
 
 zl_handle_debug *zl_handle_debug_info(zl_handle *h)
@@ -411,7 +416,8 @@ static PyGetSetDef handle_getset[] = {
 PyTypeObject zl_HandleType = {
     /* clang-format off */
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "zloopgo.Handle",
+    /* no module in the name: messages say "Handle", as asyncio's do */
+    .tp_name = "Handle",
     /* clang-format on */
     .tp_doc = "A callback scheduled with call_soon(), as asyncio.Handle.",
     .tp_basicsize = sizeof(zl_handle),
@@ -507,7 +513,7 @@ static PyGetSetDef timer_getset[] = {
 PyTypeObject zl_TimerHandleType = {
     /* clang-format off */
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "zloopgo.TimerHandle",
+    .tp_name = "TimerHandle",
     /* clang-format on */
     .tp_doc = "A callback scheduled with call_later() or call_at(), as asyncio.TimerHandle.",
     .tp_basicsize = sizeof(zl_timer),
@@ -525,9 +531,21 @@ PyTypeObject zl_TimerHandleType = {
 int zl_handle_types_ready(void)
 {
     str_callback_error = PyUnicode_InternFromString("_zl_callback_error");
-    if (str_callback_error == NULL)
+    str_run = PyUnicode_InternFromString("run");
+    if (str_callback_error == NULL || str_run == NULL)
         return -1;
     if (PyType_Ready(&zl_HandleType) < 0 || PyType_Ready(&zl_TimerHandleType) < 0)
+        return -1;
+    /* the module their unqualified tp_name leaves out */
+    PyObject *module = PyUnicode_InternFromString("zloopgo");
+    int r = module == NULL ? -1 : 0;
+    PyTypeObject *types[] = {&zl_HandleType, &zl_TimerHandleType};
+    for (size_t i = 0; r == 0 && i < 2; i++) {
+        r = PyDict_SetItemString(types[i]->tp_dict, "__module__", module);
+        PyType_Modified(types[i]);
+    }
+    Py_XDECREF(module);
+    if (r < 0)
         return -1;
     return 0;
 }

@@ -5,7 +5,7 @@
  * and closing it. What the loop holds lives in one file each: the ready
  * queue (ready.c), timer slots (timers.c), scheduling (schedule.c),
  * futures and tasks (tasks.c), the descriptor table (fds.c), the engine's
- * calls into C (dispatch.c), the flush list (flush.c).
+ * calls into C (dispatch.c), the corked list (corked.c).
  *
  * It allocates and frees the buffers the engine fills (sh.events, and
  * sh.timers_out and sh.done, which dispatch.c grows); of every other
@@ -22,7 +22,10 @@ static PyObject *loop_time(zl_loop *L, PyObject *unused)
 
 /* get_debug(): every asyncio Future and Task asks it when created, so it
  * is native too (set_debug stays asyncio's, writing _debug below). */
-static PyObject *loop_get_debug(zl_loop *L, PyObject *unused) { return PyBool_FromLong(L->debug); }
+static PyObject *loop_get_debug(zl_loop *L, PyObject *unused)
+{
+    return L->debug_value ? Py_NewRef(L->debug_value) : PyBool_FromLong(L->debug);
+}
 
 static PyObject *loop_stop(zl_loop *L, PyObject *unused)
 {
@@ -36,10 +39,6 @@ static PyObject *loop_run_engine(zl_loop *L, PyObject *unused)
 {
     if (zl_check_not_forked() < 0 || zl_check_closed(L) < 0)
         return NULL;
-    if (L->engine == 0) {
-        PyErr_SetString(PyExc_RuntimeError, "Event loop is closed");
-        return NULL;
-    }
     if (zl_clock_sync(L) < 0)
         return NULL;
     L->running = 1;
@@ -56,21 +55,25 @@ static PyObject *loop_run_engine(zl_loop *L, PyObject *unused)
 
 static void engine_close(zl_loop *L)
 {
-    if (L->engine == 0)
+    uintptr_t engine = L->engine;
+    if (engine == 0)
         return;
+    /* Closed from here on (as asyncio's _closed is set before it clears
+     * its queues): Python code that releasing the handles runs (their
+     * finalizers) cannot schedule, watch or look up anything more. */
+    L->engine = 0;
+    L->waker = NULL;
     L->unchecked = NULL;
     zl_drop_lookups(L);
     zl_ready_clear(L);
     zl_timers_release_all(L);
     zl_fds_release_all(L);
-    zl_drop_flush_list(L);
+    zl_corked_clear(L);
     zl_context_cache_clear(L);
     /* A forked child must not call into the parent's Go runtime: it leaks
      * the engine's two descriptors and its waker instead. */
     if (!zl_forked_child)
-        zlgo_engine_close(L->engine);
-    L->engine = 0;
-    L->waker = NULL;
+        zlgo_engine_close(engine);
 }
 
 static PyObject *loop_close_engine(zl_loop *L, PyObject *unused)
@@ -117,9 +120,8 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 static int loop_traverse(zl_loop *L, visitproc visit, void *arg)
 {
     int r;
-    if ((r = zl_flush_traverse(L, visit, arg)) != 0)
-        return r;
     Py_VISIT(L->task_factory);
+    Py_VISIT(L->debug_value);
     Py_VISIT(L->ctx_cache);
     Py_VISIT(L->clock);
     Py_VISIT(L->lookups);
@@ -135,8 +137,9 @@ static int loop_traverse(zl_loop *L, visitproc visit, void *arg)
 static int loop_clear(zl_loop *L)
 {
     L->unchecked = NULL;
-    zl_drop_flush_list(L);
+    zl_corked_clear(L);
     Py_CLEAR(L->task_factory);
+    Py_CLEAR(L->debug_value);
     zl_context_cache_clear(L);
     Py_CLEAR(L->clock);
     Py_CLEAR(L->lookups);
@@ -155,7 +158,8 @@ static void loop_dealloc(zl_loop *L)
     zl_ready_free(L);
     zl_timers_free(L);
     zl_fds_free(L);
-    zl_flush_free(L);
+    zl_corked_free(L);
+    zl_rx_free(L);
     PyMem_RawFree(L->sh.events);
     PyMem_RawFree(L->sh.timers_out);
     PyMem_RawFree(L->sh.done);
@@ -181,8 +185,16 @@ static int set_flag(char *flag, PyObject *v)
 
 static PyObject *get_closed(zl_loop *L, void *c) { return get_flag(&L->closed); }
 static int set_closed(zl_loop *L, PyObject *v, void *c) { return set_flag(&L->closed, v); }
-static PyObject *get_debug(zl_loop *L, void *c) { return get_flag(&L->debug); }
-static int set_debug(zl_loop *L, PyObject *v, void *c) { return set_flag(&L->debug, v); }
+/* set_debug(x) stores x itself, as asyncio's does (get_debug() returns
+ * it); C keeps its truth in `debug`, taken when it is set. */
+static PyObject *get_debug(zl_loop *L, void *c) { return loop_get_debug(L, NULL); }
+static int set_debug(zl_loop *L, PyObject *v, void *c)
+{
+    if (set_flag(&L->debug, v) < 0)
+        return -1;
+    Py_XSETREF(L->debug_value, PyBool_Check(v) ? NULL : Py_NewRef(v));
+    return 0;
+}
 static PyObject *get_stopping(zl_loop *L, void *c) { return PyBool_FromLong(L->sh.stopping); }
 
 static int set_stopping(zl_loop *L, PyObject *v, void *c)
@@ -215,7 +227,6 @@ static PyMethodDef loop_methods[] = {
     {"_zl_watch_state", (PyCFunction)zl_loop_watch_state, METH_O, NULL},
     {"_zl_find_fileobj", (PyCFunction)zl_loop_find_fileobj, METH_O, NULL},
     {"_zl_run", (PyCFunction)loop_run_engine, METH_NOARGS, NULL},
-    {"_zl_flush_writes", (PyCFunction)zl_loop_flush_writes, METH_NOARGS, NULL},
     {"_zl_getaddrinfo", (PyCFunction)zl_loop_getaddrinfo, METH_VARARGS, NULL},
     {"_zl_getnameinfo", (PyCFunction)zl_loop_getnameinfo, METH_VARARGS, NULL},
     {"_zl_lookups_in_flight", (PyCFunction)zl_loop_lookups_in_flight, METH_NOARGS, NULL},

@@ -384,10 +384,12 @@ void zl_settle_lookups(zl_loop *L, int64_t ndone)
 /* Records fut under a new token and queues req for the resolver. */
 static PyObject *enqueue(zl_loop *L, zl_lookup *req, PyObject *fut, int kind)
 {
-    if (L->closed || L->engine == 0) {
-        PyErr_SetString(PyExc_RuntimeError, "Event loop is closed");
+    /* a worker is a goroutine: a child forked after the engine started
+     * must not start or wake one */
+    if (zl_check_not_forked() < 0)
         return NULL;
-    }
+    if (zl_check_closed(L) < 0)
+        return NULL;
     if (L->lookups == NULL && (L->lookups = PyDict_New()) == NULL)
         return NULL;
     req->token = ++L->lookup_counter;

@@ -133,37 +133,43 @@ static int parse_context(PyObject *kwnames, PyObject *const *kwvalues, const cha
     return 0;
 }
 
-/* In debug mode, asyncio's thread and callback checks and the source
- * traceback come from zloopgo's Python edge. */
-static int debug_schedule(zl_loop *L, const char *method, PyObject *callback, zl_handle *h)
+/* asyncio's checks before a handle is made: the loop is not closed and,
+ * in debug mode only, the thread and the callback (a coroutine function
+ * or a non-callable passes outside debug mode, and its error is reported
+ * when it runs, as asyncio's). In debug mode *traceback is where the call
+ * came from (a new reference, maybe None), for the handle; else NULL. */
+static int check_schedule(zl_loop *L, const char *method, PyObject *callback, PyObject **traceback)
 {
+    *traceback = NULL;
+    if (zl_check_closed(L) < 0)
+        return -1;
+    if (!L->debug)
+        return 0;
     PyObject *name = PyUnicode_FromString(method);
     if (name == NULL)
         return -1;
-    PyObject *tb =
+    *traceback =
         PyObject_CallMethodObjArgs((PyObject *)L, str_debug_schedule, name, callback, NULL);
     Py_DECREF(name);
-    if (tb == NULL)
-        return -1;
-    if (h != NULL && tb != Py_None) {
-        zl_handle_debug *dbg = zl_handle_debug_info(h);
-        if (dbg == NULL) {
-            Py_DECREF(tb);
-            return -1;
-        }
-        Py_XSETREF(dbg->source_traceback, Py_NewRef(tb));
-    }
-    Py_DECREF(tb);
-    return 0;
+    return *traceback == NULL ? -1 : 0;
 }
 
-static int check_schedule(zl_loop *L, const char *method, PyObject *callback)
+/* Gives h the traceback check_schedule found (stolen); -1 on failure. */
+static int attach_traceback(zl_handle *h, PyObject *traceback)
 {
-    if (zl_check_closed(L) < 0)
+    if (traceback == NULL)
+        return 0;
+    if (traceback == Py_None) {
+        Py_DECREF(traceback);
+        return 0;
+    }
+    zl_handle_debug *dbg = zl_handle_debug_info(h);
+    if (dbg == NULL) {
+        Py_DECREF(traceback);
         return -1;
-    if (L->debug)
-        return debug_schedule(L, method, callback, NULL);
-    return zl_check_callback(callback, method);
+    }
+    Py_XSETREF(dbg->source_traceback, traceback);
+    return 0;
 }
 
 static PyObject *schedule_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
@@ -177,13 +183,16 @@ static PyObject *schedule_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nar
                      method);
         return NULL;
     }
-    if (check_schedule(L, method, args[0]) < 0)
+    PyObject *traceback;
+    if (check_schedule(L, method, args[0], &traceback) < 0)
         return NULL;
     zl_check_new_handle(L);
     zl_handle *h = zl_handle_new(L, &zl_HandleType, args[0], args + 1, nargs - 1, context, 1);
-    if (h == NULL)
+    if (h == NULL) {
+        Py_XDECREF(traceback);
         return NULL;
-    if (L->debug && debug_schedule(L, method, args[0], h) < 0) {
+    }
+    if (attach_traceback(h, traceback) < 0) {
         Py_DECREF(h);
         return NULL;
     }
@@ -216,16 +225,19 @@ PyObject *zl_loop_call_soon_threadsafe(zl_loop *L, PyObject *const *args, Py_ssi
 static PyObject *schedule_timer(zl_loop *L, double when, PyObject *when_obj, PyObject *const *args,
                                 Py_ssize_t nargs, PyObject *context, const char *method)
 {
-    if (check_schedule(L, method, args[0]) < 0)
+    PyObject *traceback;
+    if (check_schedule(L, method, args[0], &traceback) < 0)
         return NULL;
     zl_check_new_handle(L);
     zl_timer *h =
         (zl_timer *)zl_handle_new(L, &zl_TimerHandleType, args[0], args + 1, nargs - 1, context, 1);
-    if (h == NULL)
+    if (h == NULL) {
+        Py_XDECREF(traceback);
         return NULL;
+    }
     h->when = when;
     h->when_obj = Py_XNewRef(when_obj);
-    if (L->debug && debug_schedule(L, method, args[0], &h->base) < 0) {
+    if (attach_traceback(&h->base, traceback) < 0) {
         Py_DECREF(h);
         return NULL;
     }
@@ -263,7 +275,7 @@ PyObject *zl_loop_call_later(zl_loop *L, PyObject *const *args, Py_ssize_t nargs
         PyObject *h = NULL;
         if (when_obj != NULL && !(when == -1.0 && PyErr_Occurred()))
             h = schedule_timer(L, when, PyFloat_CheckExact(when_obj) ? NULL : when_obj, args + 1,
-                               nargs - 1, context, "call_later");
+                               nargs - 1, context, "call_at");
         Py_XDECREF(when_obj);
         return h;
     }
@@ -291,7 +303,8 @@ PyObject *zl_loop_call_later(zl_loop *L, PyObject *const *args, Py_ssize_t nargs
             return NULL;
         }
     }
-    PyObject *h = schedule_timer(L, when, when_obj, args + 1, nargs - 1, context, "call_later");
+    /* asyncio's call_later goes through call_at, whose checks name it */
+    PyObject *h = schedule_timer(L, when, when_obj, args + 1, nargs - 1, context, "call_at");
     Py_XDECREF(when_obj);
     return h;
 }

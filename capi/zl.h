@@ -67,13 +67,14 @@ struct zl_loop {
     int64_t new_timers_cap;
     /* descriptors, indexed by fd */
     zl_fdwatch *fds;
-    int fds_cap;
+    int64_t fds_cap;
     /* state */
     uintptr_t engine;   /* Go engine id; 0 when closed */
     void *waker;        /* how call_soon_threadsafe wakes the reactor (capi/waker), or NULL */
     atomic_int polling; /* the loop thread sleeps in the reactor */
     PyThreadState *saved_tstate;
     PyObject *task_factory; /* asyncio's _task_factory, kept here so create_task sees it */
+    PyObject *debug_value;  /* what set_debug() was given, if not a bool (its truth: debug) */
     zl_handle *unchecked;   /* the last handle made, if it may not be alone (schedule.c) */
     PyObject *clock;        /* what replaced loop.time(), or NULL (clock.c) */
     PyObject *lookups;      /* token -> (future, kind) of lookups in flight (resolver.c) */
@@ -84,14 +85,42 @@ struct zl_loop {
     PyObject *ctx_cache_vars;       /* its variables (capi/context.c) */
     char closed;
     char debug;
-    char running;       /* inside _zl_run */
-    char in_callback;   /* running a callback: transports may hold its writes */
-    char watch_changed; /* a descriptor was watched for more since the last batch */
-    /* transports holding writes to send when the running callback returns
-     * (the flush list: capi/flush.c alone reads and writes it) */
-    PyObject **flush;
-    int64_t flush_len, flush_cap;
+    char running;           /* inside _zl_run */
+    char in_callback;       /* running a callback (handle.c) */
+    char watch_changed;     /* a descriptor was watched for more since the last batch */
+    uint64_t callbacks_run; /* callbacks started so far (handle.c) */
+    /* transports that sent with MSG_MORE in the running callback, pushed
+     * out when it returns (capi/corked.c alone reads and writes it) */
+    PyObject **corked;
+    int64_t corked_len, corked_cap;
+    /* reads smaller than LARGE_READ land here before being copied out
+     * (transport.c); rx_busy while one is being handed on */
+    char *rx;
+    size_t rx_size;
+    char rx_busy;
+    char quiet_read; /* set by the native read: its bytes went to a StreamReader
+                      * natively and the socket is drained; zl_dispatch
+                      * clears it before each callback */
 };
+
+/* What the native methods of zloopgo's socket transport keep beside
+ * asyncio's attributes (transport.c): a small object of its own in the
+ * transport's _zl_state slot, since asyncio's transport classes already
+ * have a layout of their own that a C base cannot extend. It references
+ * no other object. */
+typedef struct {
+    PyObject_HEAD
+    uint64_t write_callback; /* loop's callbacks_run at this transport's last write */
+    int32_t writes_now;      /* write() calls in that callback */
+    int32_t writes_before;   /* write() calls in the writing callback before it */
+    int corked_fd;           /* the socket bytes were sent to with MSG_MORE */
+    char cork;               /* may sends carry MSG_MORE (transport.c) */
+    char corked;             /* bytes sent with MSG_MORE wait for a push */
+    char listed;             /* on the loop's corked list */
+    char large_reads;        /* the last read filled at least LARGE_READ bytes */
+} zl_transport;
+
+extern PyTypeObject zl_TransportStateType;
 
 extern PyTypeObject zl_LoopType;
 extern PyTypeObject zl_HandleType;
@@ -123,7 +152,6 @@ void zl_handle_release(zl_handle *h);
 int zl_handle_traverse(zl_handle *h, visitproc visit, void *arg);
 int zl_handle_run(zl_handle *h);
 void zl_handle_cancel(zl_handle *h);
-int zl_check_callback(PyObject *callback, const char *method);
 int zl_handle_types_ready(void);
 /* The handle's debug record, made on first use; NULL with MemoryError set. */
 zl_handle_debug *zl_handle_debug_info(zl_handle *h);
@@ -134,9 +162,11 @@ void zl_restore_exception(PyObject *exc);
 
 /* capi/loop.c */
 int zl_loop_type_ready(void);
+/* asyncio's _check_closed: the program closed the loop, or its engine is
+ * released (from the start of closing on). */
 static inline int zl_check_closed(zl_loop *L)
 {
-    if (L->closed) {
+    if (L->closed || L->engine == 0) {
         PyErr_SetString(PyExc_RuntimeError, "Event loop is closed");
         return -1;
     }
@@ -232,29 +262,24 @@ int zl_dispatch_ready(void);
 /* capi/transport.c */
 int zl_transport_type_ready(void);
 PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls);
-/* A transport's _zl_flush(): sends what it holds now. */
-PyObject *zl_transport_flush(PyObject *transport, PyObject *unused);
 /* callback is a socket transport's native _read_ready method */
 int zl_is_native_read(PyObject *callback);
-/* set by the native read: its bytes went to a StreamReader natively and
- * the socket is drained; zl_dispatch clears it before each callback */
-extern int zl_quiet_read;
+/* Frees the loop's receive buffer. */
+void zl_rx_free(zl_loop *L);
 
-/* capi/flush.c: the loop's list of transports holding writes */
+/* capi/corked.c: the loop's list of transports whose last send carried
+ * MSG_MORE (see transport.c, "writes") */
 /* Makes room for one more transport; -1 with MemoryError set. */
-int zl_flush_reserve(zl_loop *L);
-/* Appends transport (a new reference) in the room zl_flush_reserve made. */
-void zl_flush_add(zl_loop *L, PyObject *transport);
-/* Some transport of the loop holds writes. */
-static inline int zl_flush_held(const zl_loop *L) { return L->flush_len > 0; }
-/* Sends the writes the transports of `L` hold (see transport.c); a
- * pending Python exception is kept. */
-void zl_flush_writes(zl_loop *L);
-/* Forgets the transports without sending (closing, breaking a cycle). */
-void zl_drop_flush_list(zl_loop *L);
-int zl_flush_traverse(zl_loop *L, visitproc visit, void *arg);
-void zl_flush_free(zl_loop *L);
-PyObject *zl_loop_flush_writes(zl_loop *L, PyObject *unused);
+int zl_corked_reserve(zl_loop *L);
+/* Appends a transport's state (a new reference) in the room
+ * zl_corked_reserve made; fd is its socket. */
+void zl_corked_add(zl_loop *L, zl_transport *state, int fd);
+/* The running callback returned: pushes out the segments still held back
+ * and empties the list. A pending exception is kept. */
+void zl_corked_push(zl_loop *L);
+/* Forgets the list (breaking a cycle, closing), pushing first. */
+void zl_corked_clear(zl_loop *L);
+void zl_corked_free(zl_loop *L);
 
 /* capi/resolver.c */
 int zl_resolver_ready(void);

@@ -7,9 +7,9 @@ the problem), or, where asyncio accepts the value, the behaviour that
 follows (a NaN delay fires, an infinite one never does, an error reaches
 the exception handler). The asyncio runs prove the table; the zloopgo runs
 hold zloopgo to it. Where asyncio checks only in debug mode, a row gives
-the non-debug outcome separately, and a zloopgo one where zloopgo checks at
-once; where asyncio accepts a value and fails on it only later (in its run
-loop), a row may let zloopgo refuse it at once. After every row the loop must still run a coroutine, a call_soon
+the non-debug outcome separately; where asyncio accepts a value and fails
+on it only later (in its run loop), a row may let zloopgo refuse it at
+once. After every row the loop must still run a coroutine, a call_soon
 round trip, a timer and a descriptor callback.
 """
 
@@ -66,7 +66,6 @@ class Case:
     call: Callable[..., Any]  # call(loop, res): the bad call, or a coroutine that makes it
     debug: Expect  # asyncio's outcome in debug mode
     nodebug: Expect | None = None  # asyncio's outcome without it (None: the same)
-    zloopgo_nodebug: Expect | None = None  # where zloopgo checks at once (None: as asyncio)
     zloopgo: Expect | None = None  # where asyncio fails only later, in either mode
 
     def expect(self, loop_name, debug):
@@ -74,8 +73,6 @@ class Case:
             return self.zloopgo
         if debug:
             return self.debug
-        if loop_name == "zloopgo" and self.zloopgo_nodebug is not None:
-            return self.zloopgo_nodebug
         return self.nodebug if self.nodebug is not None else self.debug
 
 
@@ -346,7 +343,6 @@ for _method in ["call_soon", "call_soon_threadsafe", "call_later", "call_at"]:
             raises(TypeError, r"a callable object was expected by call_\w+\(\), got 42"),
             # asyncio checks in debug mode only; the error reaches the handler
             nodebug=ok(check=runs_briefly, handler=r"Exception in callback 42\(\)"),
-            zloopgo_nodebug=raises(TypeError, r"a callable object was expected by call_\w+\(\)"),
         )
     )
 

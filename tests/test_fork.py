@@ -156,10 +156,14 @@ pid = os.fork()
 if pid == 0:
     errors = []
     coro = asyncio.sleep(0)
+    # a name lookup would start or wake a resolver goroutine (issue 19, row 8)
+    lookups = [loop.getaddrinfo("localhost", 80), loop.getnameinfo(("127.0.0.1", 80))]
     for action in (
         lambda: loop.run_until_complete(coro),
         lambda: loop.add_reader(w, print),
         lambda: loop.remove_reader(r),
+        lambda: lookups[0].send(None),
+        lambda: lookups[1].send(None),
     ):
         try:
             action()
@@ -176,7 +180,7 @@ else:
     loop.close()
 """,
     )
-    check(proc, "child exit 0", "child errors [True, True, True]", "parent 6")
+    check(proc, "child exit 0", "child errors [True, True, True, True, True]", "parent 6")
 
 
 def test_os_fork_inherited_loop_closes_in_child(tmp_path):

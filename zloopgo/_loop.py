@@ -10,7 +10,6 @@ adapter's Python-facing methods; it knows nothing of Go.
 """
 
 import inspect
-import os
 import selectors
 import signal
 import sys
@@ -270,15 +269,6 @@ def _handle_repr(handle):
     return "<{}>".format(" ".join(info))
 
 
-def _flush_before_fork():
-    # A callback that forks has written bytes its transports may still
-    # hold: they reach the kernel before the child exists, as asyncio's.
-    loop = events._get_running_loop()
-    if isinstance(loop, Loop) and not loop.is_closed():
-        loop._zl_flush_writes()
-
-
-os.register_at_fork(before=_flush_before_fork)
 _engine.set_repr_hook(_handle_repr)
 _engine.set_asyncio(futures, tasks, base_events.BaseEventLoop.create_task)
 
