@@ -106,10 +106,11 @@ PyObject *zl_context_snapshot(zl_loop *L)
 
 void zl_context_cache_clear(zl_loop *L)
 {
-    PyObject *cached = L->ctx_cache;
-    L->ctx_cache = NULL;
+    PyObject *cached = L->ctx_cache, *spare = L->ctx_spare;
+    L->ctx_cache = L->ctx_spare = NULL;
     Py_CLEAR(L->ctx_cache_vars);
     zl_context_release(cached);
+    zl_context_release(spare);
 }
 
 void zl_context_escape(PyObject *ctx)
@@ -118,12 +119,38 @@ void zl_context_escape(PyObject *ctx)
         PyObject_GC_Track(ctx);
 }
 
-PyObject *zl_context_private(PyObject *snapshot)
+PyObject *zl_context_private(zl_loop *L, PyObject *snapshot)
 {
     if (Py_REFCNT(snapshot) == 1)
         return Py_NewRef(snapshot); /* no other handle, not cached: it is ours */
+    PyObject *spare = L->ctx_spare;
+    if (spare != NULL && vars_of(spare) == vars_of(snapshot)) {
+        L->ctx_spare = NULL; /* the loop's reference becomes the caller's */
+        return spare;
+    }
     PyObject *copy = PyContext_Copy(snapshot);
     if (copy != NULL)
         PyObject_GC_UnTrack(copy);
     return copy;
+}
+
+/* A handle's private context, at its end: one that nothing else holds,
+ * no weak reference points at and nobody has entered is, with its
+ * variables, exactly what a fresh copy of a snapshot with those variables
+ * would be. The loop keeps one such context as its spare and hands it to
+ * the next handle whose snapshot has the same variables (a callback that
+ * set a variable left different ones), instead of copying: most callbacks
+ * then run without a Context being made for them. Steals ctx. */
+void zl_context_recycle(zl_loop *L, PyObject *ctx)
+{
+    context_layout *c = (context_layout *)ctx;
+    if (!sharing || L == NULL || !PyContext_CheckExact(ctx) || Py_REFCNT(ctx) != 1 ||
+        PyObject_GC_IsTracked(ctx) || c->ctx_weakreflist != NULL || c->ctx_entered ||
+        c->ctx_prev != NULL) {
+        zl_context_release(ctx);
+        return;
+    }
+    PyObject *old = L->ctx_spare;
+    L->ctx_spare = ctx;
+    zl_context_release(old);
 }

@@ -104,7 +104,7 @@ static int own_context(zl_handle *h)
 {
     if (!h->context_snapshot)
         return 0;
-    PyObject *mine = zl_context_private(h->context);
+    PyObject *mine = zl_context_private(h->loop, h->context);
     if (mine == NULL)
         return -1;
     zl_context_release(h->context);
@@ -280,7 +280,9 @@ static int handle_clear(zl_handle *h)
     PyObject *context = h->context;
     h->context = NULL;
     h->context_snapshot = 0;
-    zl_context_release(context);
+    if (context != NULL)
+        zl_context_recycle(h->loop,
+                           context); /* for the loop's next handle, if no one else can reach it */
     if (h->debug != NULL) {
         zl_handle_debug *dbg = h->debug;
         h->debug = NULL;

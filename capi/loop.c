@@ -42,7 +42,9 @@ static PyObject *loop_run_engine(zl_loop *L, PyObject *unused)
     if (zl_clock_sync(L) < 0)
         return NULL;
     L->running = 1;
+    L->run_tstate = PyThreadState_Get();
     int rc = zlgo_engine_run(L->engine);
+    L->run_tstate = NULL;
     L->running = 0;
     if (rc == -1)
         return NULL;
@@ -140,6 +142,7 @@ static int loop_clear(zl_loop *L)
     zl_corked_clear(L);
     Py_CLEAR(L->task_factory);
     Py_CLEAR(L->debug_value);
+    Py_CLEAR(L->context_kwnames);
     zl_context_cache_clear(L);
     Py_CLEAR(L->clock);
     Py_CLEAR(L->lookups);

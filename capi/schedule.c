@@ -110,16 +110,21 @@ void zl_live_loop_remove(zl_loop *L)
 /* ---- scheduling ---- */
 
 /* Parses the keyword-only `context` argument of the call_* methods. */
-static int parse_context(PyObject *kwnames, PyObject *const *kwvalues, const char *method,
-                         PyObject **context)
+static int parse_context(zl_loop *L, PyObject *kwnames, PyObject *const *kwvalues,
+                         const char *method, PyObject **context)
 {
     *context = NULL;
     if (kwnames == NULL)
         return 0;
+    /* Every Task step is scheduled with context=, by a caller that passes
+     * the same keyword tuple each time (3.14's C Task builds it once, its
+     * string not interned): known by identity, it needs no comparison. */
+    if (kwnames == L->context_kwnames) {
+        *context = kwvalues[0];
+        return 0;
+    }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
         PyObject *name = PyTuple_GET_ITEM(kwnames, i);
-        /* keyword names are usually the interned string: compare pointers
-         * first (every Task step is scheduled with context=) */
         if (name != str_context &&
             (!PyUnicode_Check(name) || PyUnicode_Compare(name, str_context) != 0)) {
             if (PyErr_Occurred())
@@ -130,6 +135,8 @@ static int parse_context(PyObject *kwnames, PyObject *const *kwvalues, const cha
         }
         *context = kwvalues[i];
     }
+    if (PyTuple_GET_SIZE(kwnames) == 1)
+        Py_XSETREF(L->context_kwnames, Py_NewRef(kwnames));
     return 0;
 }
 
@@ -176,7 +183,7 @@ static PyObject *schedule_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nar
                                PyObject *kwnames, const char *method)
 {
     PyObject *context;
-    if (parse_context(kwnames, args + nargs, method, &context) < 0)
+    if (parse_context(L, kwnames, args + nargs, method, &context) < 0)
         return NULL;
     if (nargs < 1) {
         PyErr_Format(PyExc_TypeError, "%s() missing 1 required positional argument: 'callback'",
@@ -253,7 +260,7 @@ PyObject *zl_loop_call_later(zl_loop *L, PyObject *const *args, Py_ssize_t nargs
 {
     PyObject *context;
     nargs = PyVectorcall_NARGS(nargs);
-    if (parse_context(kwnames, args + nargs, "call_later", &context) < 0)
+    if (parse_context(L, kwnames, args + nargs, "call_later", &context) < 0)
         return NULL;
     if (nargs < 2) {
         PyErr_SetString(PyExc_TypeError, "call_later() needs a delay and a callback");
@@ -313,7 +320,7 @@ PyObject *zl_loop_call_at(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, P
 {
     PyObject *context;
     nargs = PyVectorcall_NARGS(nargs);
-    if (parse_context(kwnames, args + nargs, "call_at", &context) < 0)
+    if (parse_context(L, kwnames, args + nargs, "call_at", &context) < 0)
         return NULL;
     if (nargs < 2) {
         PyErr_SetString(PyExc_TypeError, "call_at() needs a time and a callback");

@@ -7,7 +7,7 @@
 #include "zl.h"
 
 static PyObject *str_Future, *str_Task, *kw_loop, *kw_loop_name, *kw_loop_context,
-    *kw_loop_name_context;
+    *kw_loop_name_context, *kw_name, *kw_context, *kw_name_context;
 
 /* create_future(): asyncio's futures.Future(loop=self), without a Python frame. */
 PyObject *zl_loop_create_future(zl_loop *L, PyObject *unused)
@@ -67,10 +67,22 @@ PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t narg
         names = kw_loop_context;
         stack[n++] = context;
     }
+    /* Called by this loop's own thread while it runs, Task(coro) finds it
+     * as the running loop: loop= can go, and with no keyword left the call
+     * builds no keyword dict (Task has no vectorcall). */
+    PyObject **call = stack;
+    if (L->run_tstate != NULL && L->run_tstate == PyThreadState_Get()) {
+        call = stack + 1;
+        call[0] = args[0];
+        names = names == kw_loop_name_context ? kw_name_context
+                : names == kw_loop_name       ? kw_name
+                : names == kw_loop_context    ? kw_context
+                                              : NULL;
+    }
     PyObject *task_type = PyObject_GetAttr(zl_tasks_module, str_Task);
     if (task_type == NULL)
         return NULL;
-    PyObject *task = PyObject_Vectorcall(task_type, stack, 1, names);
+    PyObject *task = PyObject_Vectorcall(task_type, call, 1, names);
     Py_DECREF(task_type);
     return task;
 }
@@ -94,8 +106,12 @@ int zl_tasks_ready(void)
     kw_loop_name = Py_BuildValue("(ss)", "loop", "name");
     kw_loop_context = Py_BuildValue("(ss)", "loop", "context");
     kw_loop_name_context = Py_BuildValue("(sss)", "loop", "name", "context");
+    kw_name = Py_BuildValue("(s)", "name");
+    kw_context = Py_BuildValue("(s)", "context");
+    kw_name_context = Py_BuildValue("(ss)", "name", "context");
     if (str_Future == NULL || str_Task == NULL || kw_loop == NULL || kw_loop_name == NULL ||
-        kw_loop_context == NULL || kw_loop_name_context == NULL)
+        kw_loop_context == NULL || kw_loop_name_context == NULL || kw_name == NULL ||
+        kw_context == NULL || kw_name_context == NULL)
         return -1;
     return 0;
 }

@@ -73,16 +73,19 @@ struct zl_loop {
     void *waker;        /* how call_soon_threadsafe wakes the reactor (capi/waker), or NULL */
     atomic_int polling; /* the loop thread sleeps in the reactor */
     PyThreadState *saved_tstate;
-    PyObject *task_factory; /* asyncio's _task_factory, kept here so create_task sees it */
-    PyObject *debug_value;  /* what set_debug() was given, if not a bool (its truth: debug) */
-    zl_handle *unchecked;   /* the last handle made, if it may not be alone (schedule.c) */
-    PyObject *clock;        /* what replaced loop.time(), or NULL (clock.c) */
-    PyObject *lookups;      /* token -> (future, kind) of lookups in flight (resolver.c) */
+    PyThreadState *run_tstate; /* the thread running the loop, while it runs (loop.c) */
+    PyObject *task_factory;    /* asyncio's _task_factory, kept here so create_task sees it */
+    PyObject *debug_value;     /* what set_debug() was given, if not a bool (its truth: debug) */
+    PyObject *context_kwnames; /* the last ("context",) keyword tuple seen (schedule.c) */
+    zl_handle *unchecked;      /* the last handle made, if it may not be alone (schedule.c) */
+    PyObject *clock;           /* what replaced loop.time(), or NULL (clock.c) */
+    PyObject *lookups;         /* token -> (future, kind) of lookups in flight (resolver.c) */
     uint64_t lookup_counter;
     unsigned int clock_type_version;
     zl_loop *prev_live, *next_live; /* the list of live loops */
     PyObject *ctx_cache;            /* the last context snapshot handed out, and */
     PyObject *ctx_cache_vars;       /* its variables (capi/context.c) */
+    PyObject *ctx_spare;            /* a private context to hand out again (capi/context.c) */
     char closed;
     char debug;
     char running;           /* inside _zl_run */
@@ -309,8 +312,12 @@ int zl_context_ready(void);
  * the loop's cache while the current context's variables are the same. */
 PyObject *zl_context_snapshot(zl_loop *L);
 /* A new reference to a context a handle may run in: the snapshot itself
- * if only the caller holds it, else a copy. */
-PyObject *zl_context_private(PyObject *snapshot);
+ * if only the caller holds it, the loop's spare if it has the snapshot's
+ * variables, else a copy. */
+PyObject *zl_context_private(zl_loop *L, PyObject *snapshot);
+/* A private context a handle is done with: kept as the loop's spare if
+ * nothing else can reach it, else released. Steals ctx. */
+void zl_context_recycle(zl_loop *L, PyObject *ctx);
 /* A context of a handle is handed out (get_context): on the collector's
  * lists again if this file took it off. */
 void zl_context_escape(PyObject *ctx);
