@@ -7,8 +7,6 @@
  * due timer queues is fds.c's and timers.c's business. */
 #include "zl.h"
 
-static PyObject *str_run_debug; /* "_zl_run_debug" */
-
 void zl_release(uintptr_t loop)
 {
     zl_loop *L = (zl_loop *)loop;
@@ -82,19 +80,18 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone,
     int rc = 0;
     int quiet = !L->debug && nevents < L->sh.events_cap && L->sh.ready_len > 0;
     for (int64_t ntodo = L->sh.ready_len; ntodo > 0 && L->sh.ready_len > 0 && rc == 0; ntodo--) {
-        zl_handle *h = zl_ready_pop(L);
-        quiet = quiet && !h->cancelled && zl_is_native_read(h->callback);
+        zl_entry e = zl_ready_pop(L);
         L->quiet_read = 0;
-        if (!h->cancelled) {
-            if (L->debug) {
-                PyObject *r =
-                    PyObject_CallMethodObjArgs((PyObject *)L, str_run_debug, (PyObject *)h, NULL);
-                rc = r ? 0 : -1;
-                Py_XDECREF(r);
-            } else {
-                rc = zl_handle_run(h);
-            }
+        if (!(e.flags & ZL_ENTRY_HANDLE)) { /* a call_soon whose handle is gone */
+            quiet = 0;
+            rc = zl_entry_run(L, &e);
+            zl_entry_release(L, &e);
+            continue;
         }
+        zl_handle *h = (zl_handle *)e.call;
+        quiet = quiet && !h->cancelled && zl_is_native_read(h->callback);
+        if (!h->cancelled)
+            rc = zl_handle_run_in_batch(h);
         quiet = quiet && L->quiet_read;
         zl_handle_release(h);
     }
@@ -103,10 +100,4 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone,
     if (rc == 0 && zl_clock_sync(L) < 0) /* for the next iteration */
         rc = -1;
     return rc;
-}
-
-int zl_dispatch_ready(void)
-{
-    str_run_debug = PyUnicode_InternFromString("_zl_run_debug");
-    return str_run_debug == NULL ? -1 : 0;
 }

@@ -20,6 +20,7 @@ static int timer_free_n;
 
 static PyObject *str_callback_error; /* "_zl_callback_error" */
 static PyObject *str_run;            /* "run" */
+static PyObject *str_run_debug;      /* "_zl_run_debug" */
 
 static void clear_call(zl_handle *h)
 {
@@ -98,18 +99,18 @@ void zl_handle_release(zl_handle *h)
     Py_DECREF(h);
 }
 
-/* The context the handle's callback runs in from now on: its own copy of
- * the snapshot (capi/context.c). 0, or -1 with an exception set. */
-static int own_context(zl_handle *h)
+/* The context a call runs in from now on: its own copy of the snapshot it
+ * holds (capi/context.c). 0, or -1 with an exception set. */
+static int own_context(zl_loop *L, PyObject **context, char *snapshot)
 {
-    if (!h->context_snapshot)
+    if (!*snapshot)
         return 0;
-    PyObject *mine = zl_context_private(h->loop, h->context);
+    PyObject *mine = zl_context_private(L, *context);
     if (mine == NULL)
         return -1;
-    zl_context_release(h->context);
-    h->context = mine;
-    h->context_snapshot = 0;
+    zl_context_release(*context);
+    *context = mine;
+    *snapshot = 0;
     return 0;
 }
 
@@ -141,48 +142,46 @@ void zl_restore_exception(PyObject *exc)
 /* asyncio's Handle._run calls self._context.run(callback, *args): a
  * context= that is not a contextvars.Context gets that same call (and
  * fails as it fails there, an AttributeError for most objects). */
-static PyObject *run_in_foreign_context(zl_handle *h, PyObject *callback)
+static PyObject *run_in_foreign_context(PyObject *context, PyObject *callback,
+                                        PyObject *const *args, Py_ssize_t nargs)
 {
     PyObject *small[ZL_INLINE_ARGS + 2];
-    size_t n = (size_t)h->nargs + 2;
+    size_t n = (size_t)nargs + 2;
     PyObject **stack = n <= ZL_INLINE_ARGS + 2 ? small : PyMem_Malloc(n * sizeof(PyObject *));
     if (stack == NULL)
         return PyErr_NoMemory();
-    stack[0] = h->context;
+    stack[0] = context;
     stack[1] = callback;
-    for (Py_ssize_t i = 0; i < h->nargs; i++)
-        stack[i + 2] = h->args[i];
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        stack[i + 2] = args[i];
     PyObject *res = PyObject_VectorcallMethod(str_run, stack, n, NULL);
     if (stack != small)
         PyMem_Free(stack);
     return res;
 }
 
-/* Runs the callback in its context. An exception other than SystemExit or
- * KeyboardInterrupt goes to the loop's exception handler, as asyncio's
- * Handle._run does; those two (and a failure of the handler itself)
- * return -1 with the exception set. */
-int zl_handle_run(zl_handle *h)
+/* Calls callback(*args) in *context (first made the call's own if it is a
+ * shared snapshot), as a callback of loop L: transports count its writes
+ * and push out what their sends held back when it returns. The result,
+ * or NULL with the callback's exception set. */
+static PyObject *run_call(zl_loop *L, PyObject *callback, PyObject *const *args, Py_ssize_t nargs,
+                          PyObject **context, char *snapshot)
 {
-    if (h->callback == NULL)
-        return 0;
-    PyObject *callback = Py_NewRef(h->callback);
     PyObject *res = NULL;
-    zl_loop *L = h->loop;
     char outer = L->in_callback;
-    h->running = 1;
-    if (!PyContext_CheckExact(h->context)) {
+    if (!PyContext_CheckExact(*context)) {
         L->in_callback = 1;
         L->callbacks_run++;
-        res = run_in_foreign_context(h, callback);
+        res = run_in_foreign_context(*context, callback, args, nargs);
         L->in_callback = outer;
         if (L->corked_len > 0 && !outer)
             zl_corked_push(L);
-    } else if (own_context(h) == 0 && PyContext_Enter(h->context) == 0) {
-        Py_ssize_t refs = Py_REFCNT(h->context);
+    } else if (own_context(L, context, snapshot) == 0 && PyContext_Enter(*context) == 0) {
+        PyObject *ctx = *context;
+        Py_ssize_t refs = Py_REFCNT(ctx);
         L->in_callback = 1;
         L->callbacks_run++; /* a transport's writes per callback (transport.c) */
-        res = PyObject_Vectorcall(callback, h->args, h->nargs, NULL);
+        res = PyObject_Vectorcall(callback, args, nargs, NULL);
         L->in_callback = outer;
         /* Segments its writes held back for a write that did not come
          * leave now (corked.c). */
@@ -192,18 +191,19 @@ int zl_handle_run(zl_handle *h)
          * ContextVar.set holds one) may be the last to go: the context
          * must then be on the collector's lists, which its dealloc
          * unlinks it from (capi/context.c keeps snapshots off them). */
-        if (Py_REFCNT(h->context) > refs)
-            zl_context_escape(h->context);
-        PyContext_Exit(h->context);
+        if (Py_REFCNT(ctx) > refs)
+            zl_context_escape(ctx);
+        PyContext_Exit(ctx);
     }
-    h->running = 0;
-    Py_DECREF(callback);
-    if (h->cancelled)
-        clear_call(h);
-    if (res != NULL) {
-        Py_DECREF(res);
-        return 0;
-    }
+    return res;
+}
+
+/* A callback's exception goes to the loop's exception handler, as
+ * asyncio's Handle._run reports it, naming handle h; SystemExit and
+ * KeyboardInterrupt (and a failure of the handler) return -1 with the
+ * exception set. Called with the exception pending. */
+static int report_exception(zl_handle *h)
+{
     if (PyErr_ExceptionMatches(PyExc_SystemExit) || PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
         return -1;
     PyObject *exc = zl_fetch_exception();
@@ -216,6 +216,92 @@ int zl_handle_run(zl_handle *h)
         return -1;
     Py_DECREF(r);
     return 0;
+}
+
+/* Runs the callback in its context. An exception other than SystemExit or
+ * KeyboardInterrupt goes to the loop's exception handler, as asyncio's
+ * Handle._run does; those two (and a failure of the handler itself)
+ * return -1 with the exception set. */
+int zl_handle_run(zl_handle *h)
+{
+    if (h->callback == NULL)
+        return 0;
+    PyObject *callback = Py_NewRef(h->callback);
+    h->running = 1;
+    PyObject *res =
+        run_call(h->loop, callback, h->args, h->nargs, &h->context, &h->context_snapshot);
+    h->running = 0;
+    Py_DECREF(callback);
+    if (h->cancelled)
+        clear_call(h);
+    if (res != NULL) {
+        Py_DECREF(res);
+        return 0;
+    }
+    return report_exception(h);
+}
+
+int zl_handle_run_in_batch(zl_handle *h)
+{
+    if (!h->loop->debug)
+        return zl_handle_run(h);
+    PyObject *r =
+        PyObject_CallMethodObjArgs((PyObject *)h->loop, str_run_debug, (PyObject *)h, NULL);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+void zl_handle_give_call(zl_handle *h, zl_entry *e)
+{
+    e->call = h->callback;
+    e->nargs = (uint32_t)h->nargs;
+    e->arg = h->nargs == 1 ? h->args[0] : NULL;
+    e->context = h->context;
+    e->flags = h->context_snapshot ? ZL_ENTRY_SNAPSHOT : 0;
+    h->callback = NULL;
+    h->nargs = 0;
+    h->context = NULL;
+    h->context_snapshot = 0;
+}
+
+/* A Handle holding an entry's call (its references move to it). */
+static zl_handle *handle_for_entry(zl_loop *L, zl_entry *e)
+{
+    zl_handle *h = zl_handle_new(L, &zl_HandleType, e->call, &e->arg, e->nargs, e->context, 0);
+    if (h != NULL)
+        h->context_snapshot = (e->flags & ZL_ENTRY_SNAPSHOT) != 0;
+    zl_entry_release(L, e);
+    return h;
+}
+
+int zl_entry_run(zl_loop *L, zl_entry *e)
+{
+    if (e->call == NULL)
+        return 0;
+    if (L->debug) { /* debug mode runs a Handle, timed (zl_handle_run_in_batch) */
+        zl_handle *h = handle_for_entry(L, e);
+        if (h == NULL)
+            return -1;
+        int rc = zl_handle_run_in_batch(h);
+        Py_DECREF(h);
+        return rc;
+    }
+    char snapshot = (e->flags & ZL_ENTRY_SNAPSHOT) != 0;
+    PyObject *res = run_call(L, e->call, &e->arg, e->nargs, &e->context, &snapshot);
+    e->flags = snapshot ? ZL_ENTRY_SNAPSHOT : 0;
+    if (res != NULL) {
+        Py_DECREF(res);
+        return 0;
+    }
+    /* the exception handler is told of a Handle, as asyncio's: one made for the call */
+    PyObject *exc = zl_fetch_exception();
+    zl_handle *h = handle_for_entry(L, e);
+    zl_restore_exception(exc);
+    if (h == NULL)
+        return -1;
+    int rc = report_exception(h);
+    Py_DECREF(h);
+    return rc;
 }
 
 void zl_handle_cancel(zl_handle *h)
@@ -335,7 +421,7 @@ static PyObject *handle_get_context(zl_handle *h, PyObject *unused)
 {
     if (h->context == NULL)
         Py_RETURN_NONE;
-    if (own_context(h) < 0)
+    if (own_context(h->loop, &h->context, &h->context_snapshot) < 0)
         return NULL;
     zl_context_escape(h->context);
     return Py_NewRef(h->context);
@@ -534,7 +620,8 @@ int zl_handle_types_ready(void)
 {
     str_callback_error = PyUnicode_InternFromString("_zl_callback_error");
     str_run = PyUnicode_InternFromString("run");
-    if (str_callback_error == NULL || str_run == NULL)
+    str_run_debug = PyUnicode_InternFromString("_zl_run_debug");
+    if (str_callback_error == NULL || str_run == NULL || str_run_debug == NULL)
         return -1;
     if (PyType_Ready(&zl_HandleType) < 0 || PyType_Ready(&zl_TimerHandleType) < 0)
         return -1;

@@ -263,7 +263,7 @@ PyTypeObject zl_LoopType = {
 
 int zl_loop_type_ready(void)
 {
-    if (zl_schedule_ready() < 0 || zl_tasks_ready() < 0 || zl_dispatch_ready() < 0)
+    if (zl_schedule_ready() < 0 || zl_tasks_ready() < 0)
         return -1;
     return PyType_Ready(&zl_LoopType);
 }

@@ -37,13 +37,23 @@ static zl_loop *live_loops; /* every loop not yet deallocated, for the collector
 
 static int handle_alone(zl_handle *h) { return Py_REFCNT(h) == 1 && h->weakreflist == NULL; }
 
-/* Tracks the last handle made if it is not alone. */
+/* Tracks the last handle made if it is not alone; if it is, and waits in
+ * the ready queue with at most one argument, its entry takes its call and
+ * the handle goes (ready.c): the next one made reuses its memory, so a
+ * burst of call_soon costs one handle and an entry each. */
 void zl_check_new_handle(zl_loop *L)
 {
     zl_handle *h = L->unchecked;
     L->unchecked = NULL;
-    if (h != NULL && !handle_alone(h) && !PyObject_GC_IsTracked((PyObject *)h))
-        PyObject_GC_Track(h);
+    if (h == NULL)
+        return;
+    if (!handle_alone(h)) {
+        if (!PyObject_GC_IsTracked((PyObject *)h))
+            PyObject_GC_Track(h);
+    } else if (L->unchecked_queued && h->nargs <= 1 && h->debug == NULL && !h->running &&
+               Py_TYPE(h) == &zl_HandleType) {
+        zl_ready_take_call(L, L->unchecked_pos, h);
+    }
 }
 
 /* gc.callbacks entry: before a collection, no pending handle may be both
@@ -203,11 +213,14 @@ static PyObject *schedule_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nar
         Py_DECREF(h);
         return NULL;
     }
+    uint64_t pos = zl_ready_next_pos(L);
     if (zl_ready_push(L, (zl_handle *)Py_NewRef(h)) < 0) {
         Py_DECREF(h);
         return NULL;
     }
     L->unchecked = h;
+    L->unchecked_pos = pos;
+    L->unchecked_queued = 1;
     return (PyObject *)h;
 }
 
@@ -253,6 +266,7 @@ static PyObject *schedule_timer(zl_loop *L, double when, PyObject *when_obj, PyO
         return NULL;
     }
     L->unchecked = &h->base;
+    L->unchecked_queued = 0; /* in a timer slot */
     return (PyObject *)h;
 }
 

@@ -54,13 +54,30 @@ typedef struct {
     PyObject *fileobj;
 } zl_fdwatch;
 
+/* One entry of the ready queue (ready.c): a handle the queue holds a
+ * reference to, or, once that handle was alone (nothing else could ever
+ * reach it again), the call it held, taken over so that the handle could
+ * go: its callback, its one argument (if any) and its context. A million
+ * pending callbacks then cost a million entries, not a million handles. */
+typedef struct {
+    PyObject *call;    /* the zl_handle (ZL_ENTRY_HANDLE), else the callback */
+    PyObject *arg;     /* the call's argument when nargs is 1 */
+    PyObject *context; /* the call's context, a shared snapshot if ZL_ENTRY_SNAPSHOT */
+    uint32_t flags;
+    uint32_t nargs; /* 0 or 1 */
+} zl_entry;
+
+#define ZL_ENTRY_HANDLE 1u
+#define ZL_ENTRY_SNAPSHOT 2u
+
 struct zl_loop {
     PyObject_HEAD
     zl_shared sh; /* read by the engine; see bridge.h */
-    /* ready queue: a ring of handles, length in sh.ready_len */
-    zl_handle **ring;
+    /* ready queue: a ring of entries, length in sh.ready_len */
+    zl_entry *ring;
     int64_t ring_cap; /* a power of two */
     int64_t ring_head;
+    uint64_t ring_popped; /* entries popped so far: the position of ring_head */
     /* timer slots (sh.slots), their free list, and the new-timer buffer */
     uint32_t slots_cap;
     uint32_t slots_free; /* head of the free list, UINT32_MAX if none */
@@ -78,6 +95,8 @@ struct zl_loop {
     PyObject *debug_value;     /* what set_debug() was given, if not a bool (its truth: debug) */
     PyObject *context_kwnames; /* the last ("context",) keyword tuple seen (schedule.c) */
     zl_handle *unchecked;      /* the last handle made, if it may not be alone (schedule.c) */
+    uint64_t unchecked_pos;    /* its position in the ready queue, if */
+    char unchecked_queued;     /* it is in the ready queue (not a timer slot) */
     PyObject *clock;           /* what replaced loop.time(), or NULL (clock.c) */
     PyObject *lookups;         /* token -> (future, kind) of lookups in flight (resolver.c) */
     uint64_t lookup_counter;
@@ -154,6 +173,15 @@ zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
 void zl_handle_release(zl_handle *h);
 int zl_handle_traverse(zl_handle *h, visitproc visit, void *arg);
 int zl_handle_run(zl_handle *h);
+/* Runs a handle as the loop's batch does: zl_handle_run, or in debug mode
+ * zloopgo's Python edge (timed, slow callbacks logged). 0 or -1. */
+int zl_handle_run_in_batch(zl_handle *h);
+/* Runs the call of a popped entry that is not a handle, as zl_handle_run
+ * runs a handle's (an exception is reported with a Handle made for it). */
+int zl_entry_run(zl_loop *L, zl_entry *e);
+/* Moves h's callback, argument and context into e (h has at most one
+ * argument and keeps none of them). */
+void zl_handle_give_call(zl_handle *h, zl_entry *e);
 void zl_handle_cancel(zl_handle *h);
 int zl_handle_types_ready(void);
 /* The handle's debug record, made on first use; NULL with MemoryError set. */
@@ -192,18 +220,34 @@ static inline int zl_ready_push(zl_loop *L, zl_handle *h) /* steals h */
         Py_DECREF(h);
         return -1;
     }
-    L->ring[(L->ring_head + L->sh.ready_len) & (L->ring_cap - 1)] = h;
+    zl_entry *e = &L->ring[(L->ring_head + L->sh.ready_len) & (L->ring_cap - 1)];
+    e->call = (PyObject *)h;
+    e->flags = ZL_ENTRY_HANDLE;
     L->sh.ready_len++;
     return 0;
 }
 
-static inline zl_handle *zl_ready_pop(zl_loop *L) /* returns a reference */
+/* The entry at the head, taken out (the caller owns its references). */
+static inline zl_entry zl_ready_pop(zl_loop *L)
 {
-    zl_handle *h = L->ring[L->ring_head];
+    zl_entry e = L->ring[L->ring_head];
     L->ring_head = (L->ring_head + 1) & (L->ring_cap - 1);
+    L->ring_popped++;
     L->sh.ready_len--;
-    return h;
+    return e;
 }
+
+/* The position the next push takes (for zl_ready_take_call). */
+static inline uint64_t zl_ready_next_pos(const zl_loop *L)
+{
+    return L->ring_popped + (uint64_t)L->sh.ready_len;
+}
+
+/* The handle h, alone, at position pos: its entry takes over its call and
+ * the handle is released. */
+void zl_ready_take_call(zl_loop *L, uint64_t pos, zl_handle *h);
+/* Drops what a popped entry that is not a handle holds. */
+void zl_entry_release(zl_loop *L, zl_entry *e);
 
 /* capi/timers.c: timer slots (sh.slots, slots_cap, slots_free) and the
  * new-timer buffer (sh.new_timers, new_timers_cap) */
@@ -260,7 +304,6 @@ PyObject *zl_loop_watch_state(zl_loop *L, PyObject *arg);
 PyObject *zl_loop_find_fileobj(zl_loop *L, PyObject *fileobj);
 
 /* capi/dispatch.c: the engine's calls into C, declared in bridge.h */
-int zl_dispatch_ready(void);
 
 /* capi/transport.c */
 int zl_transport_type_ready(void);
