@@ -341,4 +341,4 @@ def test_a_dropped_handle_that_raises_is_reported_with_a_handle(loop, loop_error
     assert type(ctx["exception"]) is ValueError
     assert ctx["handle"]._callback is fails and ctx["handle"]._args == ("boom",)
     assert ctx["message"].startswith("Exception in callback ")
-    assert "fails('boom')" in ctx["message"]
+    assert ".fails(" in ctx["message"]  # 3.13+ leave the arguments out outside debug mode

@@ -22,8 +22,10 @@ import tempfile
 
 FACTORIES = {
     "asyncio": "asyncio.SelectorEventLoop",
-    "zloopgo": "__import__('zloopgo').new_event_loop",
-    "uvloop": "__import__('uvloop').new_event_loop",
+    **{
+        name: f"__import__('{name}').new_event_loop"
+        for name in ("zloopgo", "uvloop", "rsloop", "zuvloop", "rloop", "zloop", "blazio")
+    },
 }
 
 # op -> (N, the body run with `loop` and `n` defined)
@@ -46,6 +48,20 @@ async def main():
     for _ in range(n):
         loop.call_later(10, print).cancel()
         await asyncio.sleep(0)
+loop.run_until_complete(main())
+""",
+    ),
+    "task": (
+        5000,
+        """
+async def child():
+    await asyncio.sleep(0)
+async def main():
+    left = n
+    while left:
+        k = min(1000, left)
+        left -= k
+        await asyncio.gather(*[loop.create_task(child()) for _ in range(k)])
 loop.run_until_complete(main())
 """,
     ),
@@ -90,8 +106,9 @@ loop.run_until_complete(main())
 }
 
 
-def count(loop, body, n):
-    code = f"import asyncio\nloop = {FACTORIES[loop]}()\nn = {n}\n{body}\nloop.close()\n"
+def count(loop, body, n, gc_off):
+    gc = "import gc; gc.disable()\n" if gc_off else ""
+    code = f"import asyncio\n{gc}loop = {FACTORIES[loop]}()\nn = {n}\n{body}\nloop.close()\n"
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "cg.out")
         subprocess.run(
@@ -116,11 +133,13 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--loops", default="zloopgo")
     p.add_argument("--ops", default=",".join(OPS))
+    p.add_argument("--gc-off", action="store_true", help="gc.disable() first, as seed 000")
     args = p.parse_args(argv)
     for op in args.ops.split(","):
         n, body = OPS[op]
         for loop in args.loops.split(","):
-            per_op = (count(loop, body, 2 * n) - count(loop, body, n)) / n
+            twice, once = count(loop, body, 2 * n, args.gc_off), count(loop, body, n, args.gc_off)
+            per_op = (twice - once) / n
             print(f"{op:16} {loop:8} {per_op:10,.0f} instructions per operation", flush=True)
 
 
