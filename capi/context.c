@@ -91,24 +91,24 @@ PyObject *zl_context_snapshot(zl_loop *L)
     if (!sharing)
         return hidden_copy();
     PyObject *current = PyThreadState_Get()->context;
-    PyObject *cached = L->ctx_cache;
-    if (current != NULL && cached != NULL && vars_of(current) == L->ctx_cache_vars &&
-        vars_of(cached) == L->ctx_cache_vars)
+    PyObject *cached = L->contexts.cache;
+    if (current != NULL && cached != NULL && vars_of(current) == L->contexts.cache_vars &&
+        vars_of(cached) == L->contexts.cache_vars)
         return Py_NewRef(cached);
     PyObject *copy = hidden_copy();
     if (copy == NULL)
         return NULL;
     zl_context_cache_clear(L);
-    L->ctx_cache = Py_NewRef(copy);
-    L->ctx_cache_vars = Py_NewRef(vars_of(copy)); /* held: its address stays unique */
+    L->contexts.cache = Py_NewRef(copy);
+    L->contexts.cache_vars = Py_NewRef(vars_of(copy)); /* held: its address stays unique */
     return copy;
 }
 
 void zl_context_cache_clear(zl_loop *L)
 {
-    PyObject *cached = L->ctx_cache, *spare = L->ctx_spare;
-    L->ctx_cache = L->ctx_spare = NULL;
-    Py_CLEAR(L->ctx_cache_vars);
+    PyObject *cached = L->contexts.cache, *spare = L->contexts.spare;
+    L->contexts.cache = L->contexts.spare = NULL;
+    Py_CLEAR(L->contexts.cache_vars);
     zl_context_release(cached);
     zl_context_release(spare);
 }
@@ -123,9 +123,9 @@ PyObject *zl_context_private(zl_loop *L, PyObject *snapshot)
 {
     if (Py_REFCNT(snapshot) == 1)
         return Py_NewRef(snapshot); /* no other handle, not cached: it is ours */
-    PyObject *spare = L->ctx_spare;
+    PyObject *spare = L->contexts.spare;
     if (spare != NULL && vars_of(spare) == vars_of(snapshot)) {
-        L->ctx_spare = NULL; /* the loop's reference becomes the caller's */
+        L->contexts.spare = NULL; /* the loop's reference becomes the caller's */
         return spare;
     }
     PyObject *copy = PyContext_Copy(snapshot);
@@ -150,7 +150,13 @@ void zl_context_recycle(zl_loop *L, PyObject *ctx)
         zl_context_release(ctx);
         return;
     }
-    PyObject *old = L->ctx_spare;
-    L->ctx_spare = ctx;
+    PyObject *old = L->contexts.spare;
+    L->contexts.spare = ctx;
     zl_context_release(old);
+}
+
+int zl_context_traverse(zl_loop *L, visitproc visit, void *arg)
+{
+    Py_VISIT(L->contexts.cache);
+    return 0;
 }

@@ -98,6 +98,14 @@ int zl_loop_set_task_factory(zl_loop *L, PyObject *v, void *c)
     return 0;
 }
 
+int zl_tasks_traverse(zl_loop *L, visitproc visit, void *arg)
+{
+    Py_VISIT(L->task_factory);
+    return 0;
+}
+
+void zl_tasks_clear(zl_loop *L) { Py_CLEAR(L->task_factory); }
+
 int zl_tasks_ready(void)
 {
     str_Future = PyUnicode_InternFromString("Future");
