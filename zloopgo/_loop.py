@@ -22,7 +22,11 @@ from ._datagram import DatagramTransport
 from ._numeric_addr import numeric_getaddrinfo
 from ._transports import SocketTransport
 
+# run_forever's steps, as this Python's BaseEventLoop.run_forever takes them
+# (tests/test_asyncio_internals.py checks its code against these):
+# 3.10-3.12 inline, 3.13 _run_forever_setup inside the try, 3.14+ before it.
 _HAS_RUN_FOREVER_SETUP = hasattr(base_events.BaseEventLoop, "_run_forever_setup")
+_SETUP_BEFORE_TRY = sys.version_info >= (3, 14)
 
 
 class _WatchedDescriptors:
@@ -60,7 +64,16 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
 
     def run_forever(self):
         """Run until stop() is called."""
-        if _HAS_RUN_FOREVER_SETUP:  # 3.13+
+        if _SETUP_BEFORE_TRY:  # 3.14+
+            # A setup that fails (another loop runs) leaves that loop's
+            # state alone: no cleanup, as asyncio's run_forever.
+            self._run_forever_setup()
+            try:
+                self._run_engine()
+            finally:
+                self._run_forever_cleanup()
+            return
+        if _HAS_RUN_FOREVER_SETUP:  # 3.13
             try:
                 self._run_forever_setup()
                 self._run_engine()
