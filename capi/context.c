@@ -127,3 +127,24 @@ PyObject *zl_context_private(PyObject *snapshot)
         PyObject_GC_UnTrack(copy);
     return copy;
 }
+
+/* _engine.set_handle_context(handle, context): the handle, just made for a
+ * descriptor (_zl_add_reader / _zl_add_writer), runs in `context` itself
+ * from now on, instead of its snapshot of the current one: asyncio 3.15's
+ * transports register their descriptors with context=self._context, so that
+ * data_received runs in the one context connection_made and
+ * connection_lost run in (the native read stays the handle's callback). */
+PyObject *zl_set_handle_context(PyObject *mod, PyObject *args)
+{
+    PyObject *handle, *ctx;
+    if (!PyArg_ParseTuple(args, "O!O!", &zl_HandleType, &handle, &PyContext_Type, &ctx))
+        return NULL;
+    zl_handle *h = (zl_handle *)handle;
+    if (h->running)
+        return PyErr_Format(PyExc_RuntimeError, "the handle is running");
+    PyObject *old = h->context;
+    h->context = Py_NewRef(ctx);
+    h->context_snapshot = 0;
+    zl_context_release(old);
+    Py_RETURN_NONE;
+}

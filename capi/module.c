@@ -83,6 +83,8 @@ static PyMethodDef module_methods[] = {
      "with None."},
     {"set_asyncio", set_asyncio, METH_VARARGS,
      "Install asyncio.futures, asyncio.tasks and BaseEventLoop.create_task."},
+    {"set_handle_context", zl_set_handle_context, METH_VARARGS,
+     "Make a descriptor's handle run in the given context itself."},
     {"build_info_json", build_info_json, METH_NOARGS, "Build facts from the Go side, as JSON."},
     {"forked_child", forked_child, METH_NOARGS,
      "Whether this process was forked after the engine started."},

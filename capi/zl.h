@@ -292,6 +292,8 @@ void zl_context_escape(PyObject *ctx);
 /* Drops a reference to a context that may be off the collector's lists. */
 void zl_context_release(PyObject *ctx);
 void zl_context_cache_clear(zl_loop *L);
+/* _engine.set_handle_context(handle, context) */
+PyObject *zl_set_handle_context(PyObject *mod, PyObject *args);
 
 /* capi/streamfeed.c */
 int zl_streamfeed_ready(void);

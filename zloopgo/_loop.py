@@ -15,7 +15,15 @@ import selectors
 import signal
 import sys
 import threading
-from asyncio import base_events, events, format_helpers, futures, tasks, unix_events
+from asyncio import (
+    base_events,
+    events,
+    format_helpers,
+    futures,
+    selector_events,
+    tasks,
+    unix_events,
+)
 
 from . import _engine
 from ._datagram import DatagramTransport
@@ -27,6 +35,14 @@ from ._transports import SocketTransport
 # 3.10-3.12 inline, 3.13 _run_forever_setup inside the try, 3.14+ before it.
 _HAS_RUN_FOREVER_SETUP = hasattr(base_events.BaseEventLoop, "_run_forever_setup")
 _SETUP_BEFORE_TRY = sys.version_info >= (3, 14)
+# 3.15 gives transports a context: the transport factories take context=,
+# and the selector loop's _add_reader/_add_writer run the handle in it.
+_TRANSPORT_TAKES_CONTEXT = (
+    "context" in inspect.signature(selector_events._SelectorSocketTransport).parameters
+)
+_WATCH_TAKES_CONTEXT = (
+    "context" in inspect.signature(selector_events.BaseSelectorEventLoop._add_reader).parameters
+)
 
 
 class _WatchedDescriptors:
@@ -176,11 +192,27 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
                 raise
             return fd
 
-    def _add_reader(self, fd, callback, *args):
-        return self._zl_add_reader(self._watched_fd(fd), fd, callback, *args)
+    if _WATCH_TAKES_CONTEXT:  # 3.15+: a transport's handles run in its context
 
-    def _add_writer(self, fd, callback, *args):
-        return self._zl_add_writer(self._watched_fd(fd), fd, callback, *args)
+        def _add_reader(self, fd, callback, *args, context=None):
+            handle = self._zl_add_reader(self._watched_fd(fd), fd, callback, *args)
+            if context is not None:
+                _engine.set_handle_context(handle, context)
+            return handle
+
+        def _add_writer(self, fd, callback, *args, context=None):
+            handle = self._zl_add_writer(self._watched_fd(fd), fd, callback, *args)
+            if context is not None:
+                _engine.set_handle_context(handle, context)
+            return handle
+
+    else:
+
+        def _add_reader(self, fd, callback, *args):
+            return self._zl_add_reader(self._watched_fd(fd), fd, callback, *args)
+
+        def _add_writer(self, fd, callback, *args):
+            return self._zl_add_writer(self._watched_fd(fd), fd, callback, *args)
 
     def _remove_reader(self, fd):
         if self.is_closed():
@@ -192,9 +224,19 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
             return False
         return self._zl_remove_writer(self._watched_fd(fd))
 
-    def _make_socket_transport(self, sock, protocol, waiter=None, *, extra=None, server=None):
-        self._ensure_fd_no_transport(sock)
-        return SocketTransport(self, sock, protocol, waiter, extra, server)
+    if _TRANSPORT_TAKES_CONTEXT:  # 3.15+: base_events passes the connection's context
+
+        def _make_socket_transport(
+            self, sock, protocol, waiter=None, *, extra=None, server=None, context=None
+        ):
+            self._ensure_fd_no_transport(sock)
+            return SocketTransport(self, sock, protocol, waiter, extra, server, context=context)
+
+    else:
+
+        def _make_socket_transport(self, sock, protocol, waiter=None, *, extra=None, server=None):
+            self._ensure_fd_no_transport(sock)
+            return SocketTransport(self, sock, protocol, waiter, extra, server)
 
     def _make_datagram_transport(self, sock, protocol, address=None, waiter=None, extra=None):
         self._ensure_fd_no_transport(sock)
