@@ -16,7 +16,7 @@
  * knows nothing of the engine. */
 #include "zl.h"
 
-/* PyContext's layout on CPython 3.10 to 3.13 (Include/internal/pycore_context.h). */
+/* PyContext's layout on CPython 3.10 to 3.15 (Include/internal/pycore_context.h). */
 typedef struct {
     PyObject_HEAD
     PyObject *ctx_prev;
@@ -62,6 +62,10 @@ int zl_context_ready(void)
     sharing = ok;
     return 0;
 }
+
+/* _engine.context_layout_ok(): whether the self-test passed, so that
+ * handles share snapshots (tests/test_asyncio_internals.py asks it). */
+PyObject *zl_context_layout_ok(PyObject *mod, PyObject *unused) { return PyBool_FromLong(sharing); }
 
 /* A copy of the current context that no Python code can reach, kept off
  * the collector's lists (it cannot be part of a cycle) until released. */

@@ -85,6 +85,8 @@ static PyMethodDef module_methods[] = {
      "Install asyncio.futures, asyncio.tasks and BaseEventLoop.create_task."},
     {"set_handle_context", zl_set_handle_context, METH_VARARGS,
      "Make a descriptor's handle run in the given context itself."},
+    {"context_layout_ok", zl_context_layout_ok, METH_NOARGS,
+     "Whether PyContext's layout passed capi/context.c's self-test (handles share snapshots)."},
     {"build_info_json", build_info_json, METH_NOARGS, "Build facts from the Go side, as JSON."},
     {"forked_child", forked_child, METH_NOARGS,
      "Whether this process was forked after the engine started."},
