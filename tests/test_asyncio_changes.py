@@ -281,6 +281,69 @@ def test_create_task_refuses_what_asyncio_refuses(loop, call):
     assert str(got.value) == str(expected)
 
 
+# ---- 3.14: call_soon_threadsafe's _ThreadSafeHandle --------------------------
+
+needs_threadsafe_handle = pytest.mark.skipif(
+    not hasattr(asyncio.events, "_ThreadSafeHandle"), reason="3.14's _ThreadSafeHandle"
+)
+
+
+@needs_threadsafe_handle
+@pytest.mark.parametrize("ask", ["cancel", "cancelled"])
+def test_threadsafe_handle_waits_for_its_running_callback(loop, ask):
+    # From another thread, cancel() and cancelled() wait until the running
+    # callback returns (asyncio takes the handle's lock in both and in _run).
+    started, finished = threading.Event(), threading.Event()
+    seen = {}
+
+    def callback():
+        started.set()
+        threading.Event().wait(0.3)  # releases the GIL, as a blocking call would
+        finished.set()
+
+    def other_thread():
+        handle = loop.call_soon_threadsafe(callback)
+        seen["type"] = type(handle)
+        started.wait(10)
+        seen["answer"] = getattr(handle, ask)()
+        seen["finished first"] = finished.is_set()
+        loop.call_soon_threadsafe(loop.stop)
+
+    t = threading.Thread(target=other_thread)
+    t.start()
+    loop.run_forever()
+    t.join(10)
+    assert seen["type"] is asyncio.events._ThreadSafeHandle
+    assert seen["finished first"] is True
+    assert seen["answer"] is (None if ask == "cancel" else False)
+
+
+@needs_threadsafe_handle
+def test_threadsafe_handle_cancelled_by_its_own_callback_still_runs_to_the_end(loop):
+    handles = []
+
+    def callback():
+        handles[0].cancel()  # the same thread: the lock is re-entrant
+        handles.append("ran on")
+        loop.stop()
+
+    handles.append(loop.call_soon_threadsafe(callback))
+    loop.run_forever()
+    assert handles[1:] == ["ran on"]
+    assert handles[0].cancelled()
+
+
+@needs_threadsafe_handle
+def test_threadsafe_handle_cancelled_before_it_runs_does_not_run(loop):
+    ran = []
+    handle = loop.call_soon_threadsafe(ran.append, 1)
+    handle.cancel()
+    loop.call_soon(loop.stop)
+    loop.run_forever()
+    assert ran == [] and handle.cancelled()
+    assert repr(handle).startswith("<_ThreadSafeHandle cancelled")
+
+
 # ---- 3.14: call graphs and `python -m asyncio ps` ----------------------------
 
 

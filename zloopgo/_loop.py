@@ -43,6 +43,10 @@ _TRANSPORT_TAKES_CONTEXT = (
 _WATCH_TAKES_CONTEXT = (
     "context" in inspect.signature(selector_events.BaseSelectorEventLoop._add_reader).parameters
 )
+# 3.14's call_soon_threadsafe returns this Handle, whose cancel(), cancelled()
+# and run take a lock: cancelling from another thread waits for a running
+# callback to return.
+_THREADSAFE_HANDLE = getattr(events, "_ThreadSafeHandle", None)
 
 
 class _WatchedDescriptors:
@@ -148,6 +152,23 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
         then asyncio's steps (which find no descriptor left to unwatch)."""
         self._zl_close()
         super().close()
+
+    if _THREADSAFE_HANDLE is not None:  # 3.14+
+
+        def call_soon_threadsafe(self, callback, *args, context=None):
+            """Like call_soon(), but thread-safe: asyncio's own
+            _ThreadSafeHandle, queued natively (and the reactor woken)."""
+            self._check_closed()
+            if self._debug:
+                self._check_callback(callback, "call_soon_threadsafe")
+            handle = _THREADSAFE_HANDLE(callback, args, self, context)
+            # asyncio's own steps: this frame and the handle's __init__
+            if handle._source_traceback:
+                del handle._source_traceback[-1]
+            if handle._source_traceback:
+                del handle._source_traceback[-1]
+            _engine.LoopCore.call_soon_threadsafe(self, _run_unless_cancelled, handle)
+            return handle
 
     # ---- name resolution -----------------------------------------------
 
