@@ -23,7 +23,7 @@ conformance = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(conformance)
 
 # Modules in which no test runs a real loop: TestLoop throughout, or no loop.
-NO_REAL_LOOP = {"test_futures", "test_protocols", "test_transports"}
+NO_REAL_LOOP = {"test_futures", "test_protocols", "test_transports", "test_tools"}
 
 
 def _baseline():
