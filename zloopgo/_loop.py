@@ -159,8 +159,8 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
             """Like call_soon(), but thread-safe: asyncio's own
             _ThreadSafeHandle, queued natively (and the reactor woken)."""
             self._check_closed()
-            if self._debug:
-                self._check_callback(callback, "call_soon_threadsafe")
+            # in either mode, as zloopgo's other call_* (asyncio: debug only)
+            self._check_callback(callback, "call_soon_threadsafe")
             handle = _THREADSAFE_HANDLE(callback, args, self, context)
             # asyncio's own steps: this frame and the handle's __init__
             if handle._source_traceback:
