@@ -60,8 +60,10 @@ PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t narg
         PyObject *key = PyTuple_GET_ITEM(kwnames, i);
         if (PyUnicode_CompareWithASCIIString(key, "name") == 0)
             name = args[1 + i];
+#if PY_VERSION_HEX >= 0x030B0000 /* Task takes context= from 3.11 */
         else if (PyUnicode_CompareWithASCIIString(key, "context") == 0)
             context = args[1 + i];
+#endif
         else /* eager_start= (3.14+) or a mistake: asyncio's own method answers */
             return general_create_task(L, args, nargs, kwnames);
     }

@@ -263,8 +263,9 @@ def _asyncio_error(call):
         lambda lp, c: lp.create_task(c, bogus=1),
         lambda lp, c: lp.create_task(c, "positional"),
         lambda lp, c: lp.create_task(c, name="a", context=None, bogus=1),
+        lambda lp, c: lp.create_task(c, context=contextvars.copy_context(), eager=1),
     ],
-    ids=["unknown-keyword", "extra-positional", "three-keywords"],
+    ids=["unknown-keyword", "extra-positional", "three-keywords", "context-and-unknown"],
 )
 def test_create_task_refuses_what_asyncio_refuses(loop, call):
     expected = _asyncio_error(call)
