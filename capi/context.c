@@ -16,7 +16,7 @@
  * knows nothing of the engine. */
 #include "zl.h"
 
-/* PyContext's layout on CPython 3.10 to 3.13 (Include/internal/pycore_context.h). */
+/* PyContext's layout on CPython 3.10 to 3.15 (Include/internal/pycore_context.h). */
 typedef struct {
     PyObject_HEAD
     PyObject *ctx_prev;
@@ -62,6 +62,10 @@ int zl_context_ready(void)
     sharing = ok;
     return 0;
 }
+
+/* _engine.context_layout_ok(): whether the self-test passed, so that
+ * handles share snapshots (tests/test_asyncio_internals.py asks it). */
+PyObject *zl_context_layout_ok(PyObject *mod, PyObject *unused) { return PyBool_FromLong(sharing); }
 
 /* A copy of the current context that no Python code can reach, kept off
  * the collector's lists (it cannot be part of a cycle) until released. */
@@ -159,4 +163,25 @@ int zl_context_traverse(zl_loop *L, visitproc visit, void *arg)
 {
     Py_VISIT(L->contexts.cache);
     return 0;
+}
+
+/* _engine.set_handle_context(handle, context): the handle, just made for a
+ * descriptor (_zl_add_reader / _zl_add_writer), runs in `context` itself
+ * from now on, instead of its snapshot of the current one: asyncio 3.15's
+ * transports register their descriptors with context=self._context, so that
+ * data_received runs in the one context connection_made and
+ * connection_lost run in (the native read stays the handle's callback). */
+PyObject *zl_set_handle_context(PyObject *mod, PyObject *args)
+{
+    PyObject *handle, *ctx;
+    if (!PyArg_ParseTuple(args, "O!O!", &zl_HandleType, &handle, &PyContext_Type, &ctx))
+        return NULL;
+    zl_handle *h = (zl_handle *)handle;
+    if (h->running)
+        return PyErr_Format(PyExc_RuntimeError, "the handle is running");
+    PyObject *old = h->context;
+    h->context = Py_NewRef(ctx);
+    h->context_snapshot = 0;
+    zl_context_release(old);
+    Py_RETURN_NONE;
 }

@@ -492,6 +492,10 @@ void zl_context_escape(PyObject *ctx);
 void zl_context_release(PyObject *ctx);
 void zl_context_cache_clear(zl_loop *L);
 int zl_context_traverse(zl_loop *L, visitproc visit, void *arg);
+/* _engine.set_handle_context(handle, context) */
+PyObject *zl_set_handle_context(PyObject *mod, PyObject *args);
+/* _engine.context_layout_ok() */
+PyObject *zl_context_layout_ok(PyObject *mod, PyObject *unused);
 
 /* capi/streamfeed.c */
 int zl_streamfeed_ready(void);

@@ -89,6 +89,8 @@ _engine.set_transport_layout(SocketTransport)
 # Bytes read for an asyncio stream go straight into its StreamReader
 # (capi/streamfeed.c), which does what StreamReaderProtocol.data_received
 # and StreamReader.feed_data do on the versions whose code it was checked
-# against; elsewhere those methods run as they are.
-if (3, 10) <= sys.version_info[:2] <= (3, 13):
+# against (3.10 to 3.15: tests/test_asyncio_internals.py pins their source);
+# elsewhere those methods run as they are.
+STREAM_FAST_PATH = (3, 10) <= sys.version_info[:2] <= (3, 15)
+if STREAM_FAST_PATH:
     _engine.set_streams(streams.StreamReaderProtocol, streams.StreamReader, sys.flags.optimize == 0)
