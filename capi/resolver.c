@@ -52,7 +52,8 @@ static void name_info(const zl_lookup *req, lookup_result *r)
     errno = 0;
     r->code = getaddrinfo(req->host, req->port, &hints, &res);
     r->err = errno;
-    if (r->code != 0)
+    if (r->code != 0) /* getaddrinfo sets res only when it succeeds */
+        // cppcheck-suppress memleak
         return;
     if (res->ai_next != NULL) {
         r->code = ZL_MULTIPLE_ADDRESSES;
