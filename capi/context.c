@@ -174,7 +174,7 @@ int zl_context_traverse(zl_loop *L, visitproc visit, void *arg)
 PyObject *zl_set_handle_context(PyObject *mod, PyObject *args)
 {
     PyObject *handle, *ctx;
-    if (!PyArg_ParseTuple(args, "O!O!", &zl_HandleType, &handle, &PyContext_Type, &ctx))
+    if (!PyArg_ParseTuple(args, "O!O!", zl_HandleType, &handle, &PyContext_Type, &ctx))
         return NULL;
     zl_handle *h = (zl_handle *)handle;
     if (h->running)

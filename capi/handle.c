@@ -17,7 +17,7 @@
 
 static zl_handle_pool *pool_of(zl_loop *L, PyTypeObject *type)
 {
-    return type == &zl_HandleType ? &L->callbacks.handle_pool : &L->callbacks.timer_pool;
+    return type == zl_HandleType ? &L->callbacks.handle_pool : &L->callbacks.timer_pool;
 }
 
 void zl_handle_pools_free(zl_loop *L)
@@ -297,6 +297,7 @@ zl_handle_debug *zl_handle_debug_info(zl_handle *h)
 
 int zl_handle_traverse(zl_handle *h, visitproc visit, void *arg)
 {
+    Py_VISIT(Py_TYPE(h)); /* a heap type */
     Py_VISIT(h->loop);
     Py_VISIT(h->callback);
     Py_VISIT(h->context);
@@ -337,15 +338,16 @@ void zl_handle_dealloc(zl_handle *h)
     PyTypeObject *type = Py_TYPE(h);
     zl_loop *L = (zl_loop *)Py_XNewRef((PyObject *)h->loop); /* alive until h is pooled */
     type->tp_clear((PyObject *)h);
-    zl_handle_pool *pool = L != NULL && (type == &zl_HandleType || type == &zl_TimerHandleType)
+    zl_handle_pool *pool = L != NULL && (type == zl_HandleType || type == zl_TimerHandleType)
                                ? pool_of(L, type)
                                : NULL;
     if (pool != NULL && pool->n < FREELIST_MAX &&
         (pool->items != NULL ||
          (pool->items = PyMem_Malloc(FREELIST_MAX * sizeof(zl_handle *))) != NULL))
-        pool->items[pool->n++] = h;
+        pool->items[pool->n++] = h; /* PyObject_Init takes a type reference again */
     else
         type->tp_free((PyObject *)h);
+    Py_DECREF(type); /* an instance of a heap type holds a reference to it */
     Py_XDECREF(L);
 }
 
@@ -455,22 +457,30 @@ static PyGetSetDef handle_getset[] = {
     {"_source_traceback", (getter)get_source_traceback, (setter)set_source_traceback, NULL, NULL},
     {NULL}};
 
-PyTypeObject zl_HandleType = {
-    /* clang-format off */
-    PyVarObject_HEAD_INIT(NULL, 0)
-    /* no module in the name: messages say "Handle", as asyncio's do */
-    .tp_name = "Handle",
-    /* clang-format on */
-    .tp_doc = "A callback scheduled with call_soon(), as asyncio.Handle.",
-    .tp_basicsize = sizeof(zl_handle),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
-    .tp_dealloc = (destructor)zl_handle_dealloc,
-    .tp_traverse = (traverseproc)zl_handle_traverse,
-    .tp_clear = (inquiry)zl_handle_clear,
-    .tp_repr = (reprfunc)handle_repr,
-    .tp_weaklistoffset = offsetof(zl_handle, weakreflist),
-    .tp_methods = handle_methods,
-    .tp_getset = handle_getset,
+/* Handle and TimerHandle are heap types, as classes defined in Python are:
+ * messages then name them "Handle" and "TimerHandle", as asyncio's, while
+ * __module__ is "zloopgo" (a static type has one only in a dotted name). */
+PyTypeObject *zl_HandleType;
+
+static PyMemberDef handle_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(zl_handle, weakreflist), READONLY, NULL}, {NULL}};
+
+static PyType_Slot handle_slots[] = {
+    {Py_tp_doc, "A callback scheduled with call_soon(), as asyncio.Handle."},
+    {Py_tp_dealloc, zl_handle_dealloc},
+    {Py_tp_traverse, zl_handle_traverse},
+    {Py_tp_clear, zl_handle_clear},
+    {Py_tp_repr, handle_repr},
+    {Py_tp_methods, handle_methods},
+    {Py_tp_getset, handle_getset},
+    {Py_tp_members, handle_members},
+    {0, NULL}};
+
+static PyType_Spec handle_spec = {
+    .name = "zloopgo.Handle",
+    .basicsize = sizeof(zl_handle),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
+    .slots = handle_slots,
 };
 
 int zl_handle_types_ready(void)
@@ -480,7 +490,11 @@ int zl_handle_types_ready(void)
     str_run_debug = PyUnicode_InternFromString("_zl_run_debug");
     if (str_callback_error == NULL || str_run == NULL || str_run_debug == NULL)
         return -1;
-    if (PyType_Ready(&zl_HandleType) < 0)
+    zl_HandleType = (PyTypeObject *)PyType_FromSpec(&handle_spec);
+    if (zl_HandleType == NULL)
         return -1;
-    return zl_type_set_module(&zl_HandleType);
+    /* tp_name without the module, as a class defined in Python has it
+     * (setting __name__ does the same), for messages */
+    zl_HandleType->tp_name = "Handle";
+    return 0;
 }

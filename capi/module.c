@@ -52,8 +52,8 @@ PyMODINIT_FUNC PyInit__engine(void)
     if (m == NULL)
         return NULL;
     if (PyModule_AddObjectRef(m, "LoopCore", (PyObject *)&zl_LoopType) < 0 ||
-        PyModule_AddObjectRef(m, "Handle", (PyObject *)&zl_HandleType) < 0 ||
-        PyModule_AddObjectRef(m, "TimerHandle", (PyObject *)&zl_TimerHandleType) < 0 ||
+        PyModule_AddObjectRef(m, "Handle", (PyObject *)zl_HandleType) < 0 ||
+        PyModule_AddObjectRef(m, "TimerHandle", (PyObject *)zl_TimerHandleType) < 0 ||
         PyModule_AddObjectRef(m, "StreamFastPaths", (PyObject *)&zl_StreamFastPathsType) < 0 ||
         PyModule_AddObjectRef(m, "TransportState", (PyObject *)&zl_TransportStateType) < 0) {
         Py_DECREF(m);

@@ -460,11 +460,20 @@ PyObject *zl_loop_getaddrinfo(zl_loop *L, PyObject *args)
         return NULL;
     }
     PyObject *port_text = NULL;
-    if (PyLong_CheckExact(pobj)) {
+#if PY_VERSION_HEX >= 0x030E0000
+    /* 3.14 takes any object with __index__ (a bool, an int subclass) as a number */
+    int port_is_int = PyLong_CheckExact(pobj) || (pobj != Py_None && !PyUnicode_Check(pobj) &&
+                                                  !PyBytes_Check(pobj) && PyIndex_Check(pobj));
+#else
+    int port_is_int = PyLong_CheckExact(pobj);
+#endif
+    if (port_is_int) {
 #if PY_VERSION_HEX >= 0x030C0000
         /* 3.12 passes an int of any size on as its decimal text. */
         (void)pbuf;
-        port_text = PyObject_Str(pobj);
+        PyObject *index = PyNumber_Index(pobj);
+        port_text = index ? PyObject_Str(index) : NULL;
+        Py_XDECREF(index);
         pptr = port_text ? PyUnicode_AsUTF8(port_text) : NULL;
 #else
         /* Before 3.12 an int must fit a C long (OverflowError otherwise). */

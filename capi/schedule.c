@@ -99,7 +99,7 @@ static PyObject *schedule_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nar
     if (check_schedule(L, method, args[0], &traceback) < 0)
         return NULL;
     zl_pending_check(L);
-    zl_handle *h = zl_handle_new(L, &zl_HandleType, args[0], args + 1, nargs - 1, context, 1);
+    zl_handle *h = zl_handle_new(L, zl_HandleType, args[0], args + 1, nargs - 1, context, 1);
     if (h == NULL) {
         Py_XDECREF(traceback);
         return NULL;
@@ -143,7 +143,7 @@ static PyObject *schedule_timer(zl_loop *L, double when, PyObject *when_obj, PyO
         return NULL;
     zl_pending_check(L);
     zl_timer *h =
-        (zl_timer *)zl_handle_new(L, &zl_TimerHandleType, args[0], args + 1, nargs - 1, context, 1);
+        (zl_timer *)zl_handle_new(L, zl_TimerHandleType, args[0], args + 1, nargs - 1, context, 1);
     if (h == NULL) {
         Py_XDECREF(traceback);
         return NULL;

@@ -49,7 +49,7 @@ static Py_hash_t timer_hash(zl_timer *h)
 
 static PyObject *timer_richcompare(zl_timer *ta, PyObject *other, int op)
 {
-    if (!PyObject_TypeCheck(other, &zl_TimerHandleType))
+    if (!PyObject_TypeCheck(other, zl_TimerHandleType))
         Py_RETURN_NOTIMPLEMENTED;
     zl_timer *tb_ = (zl_timer *)other;
     zl_handle *a = &ta->base, *b = &tb_->base;
@@ -114,28 +114,32 @@ static PyGetSetDef timer_getset[] = {
     {NULL},
 };
 
-PyTypeObject zl_TimerHandleType = {
-    /* clang-format off */
-    PyVarObject_HEAD_INIT(NULL, 0)
-    /* no module in the name: messages say "TimerHandle", as asyncio's do */
-    .tp_name = "TimerHandle",
-    /* clang-format on */
-    .tp_doc = "A callback scheduled with call_later() or call_at(), as asyncio.TimerHandle.",
-    .tp_basicsize = sizeof(zl_timer),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_base = &zl_HandleType,
-    .tp_dealloc = (destructor)zl_handle_dealloc,
-    .tp_traverse = (traverseproc)timer_traverse,
-    .tp_clear = (inquiry)timer_clear,
-    .tp_hash = (hashfunc)timer_hash,
-    .tp_richcompare = (richcmpfunc)timer_richcompare,
-    .tp_methods = timer_methods,
-    .tp_getset = timer_getset,
+PyTypeObject *zl_TimerHandleType; /* a heap type, as Handle (handle.c) */
+
+static PyType_Slot timer_slots[] = {
+    {Py_tp_doc, "A callback scheduled with call_later() or call_at(), as asyncio.TimerHandle."},
+    {Py_tp_dealloc, zl_handle_dealloc},
+    {Py_tp_traverse, timer_traverse},
+    {Py_tp_clear, timer_clear},
+    {Py_tp_hash, timer_hash},
+    {Py_tp_richcompare, timer_richcompare},
+    {Py_tp_methods, timer_methods},
+    {Py_tp_getset, timer_getset},
+    {0, NULL}};
+
+static PyType_Spec timer_spec = {
+    .name = "zloopgo.TimerHandle",
+    .basicsize = sizeof(zl_timer),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .slots = timer_slots,
 };
 
 int zl_timer_handle_type_ready(void)
 {
-    if (PyType_Ready(&zl_TimerHandleType) < 0)
+    zl_TimerHandleType =
+        (PyTypeObject *)PyType_FromSpecWithBases(&timer_spec, (PyObject *)zl_HandleType);
+    if (zl_TimerHandleType == NULL)
         return -1;
-    return zl_type_set_module(&zl_TimerHandleType);
+    zl_TimerHandleType->tp_name = "TimerHandle"; /* as Handle's (handle.c) */
+    return 0;
 }

@@ -477,8 +477,15 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
     if (!PyBytes_Check(data) && !PyByteArray_Check(data) && !PyMemoryView_Check(data)) {
         /* type(data).__name__, as asyncio's message has it */
         const char *name = Py_TYPE(data)->tp_name, *dot = strrchr(name, '.');
+#if PY_VERSION_HEX >= 0x030E0000 /* asyncio's wording from 3.14 */
+        return PyErr_Format(PyExc_TypeError,
+                            "data argument must be a bytes, bytearray, or memoryview object, "
+                            "not '%s'",
+                            dot ? dot + 1 : name);
+#else
         return PyErr_Format(PyExc_TypeError, "data argument must be a bytes-like object, not '%s'",
                             dot ? dot + 1 : name);
+#endif
     }
     int flag = field_true(self, F_EOF);
     if (flag != 0) {

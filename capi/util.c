@@ -53,12 +53,3 @@ int zl_grow_raw(void **buf, int64_t *cap, int64_t first, int64_t need, size_t si
     *cap = n;
     return 0;
 }
-
-int zl_type_set_module(PyTypeObject *type)
-{
-    PyObject *module = PyUnicode_InternFromString("zloopgo");
-    int r = module ? PyDict_SetItemString(type->tp_dict, "__module__", module) : -1;
-    Py_XDECREF(module);
-    PyType_Modified(type);
-    return r;
-}

@@ -200,8 +200,8 @@ typedef struct {
 extern PyTypeObject zl_TransportStateType;
 
 extern PyTypeObject zl_LoopType;
-extern PyTypeObject zl_HandleType;
-extern PyTypeObject zl_TimerHandleType;
+extern PyTypeObject *zl_HandleType; /* heap types (handle.c, timer_handle.c) */
+extern PyTypeObject *zl_TimerHandleType;
 extern PyTypeObject zl_StreamFastPathsType;
 
 /* capi/util.c (layer 1) */
@@ -216,9 +216,6 @@ typedef struct {
 } zl_name;
 /* Interns each of n names into its slot; -1 with an exception set. */
 int zl_intern_names(const zl_name *names, size_t n);
-/* Gives a static type whose tp_name has no module (so that messages name
- * it as asyncio's do) __module__ "zloopgo". 0 or -1. */
-int zl_type_set_module(PyTypeObject *type);
 /* Grows *buf (of *cap items of size bytes, *cap 0 when never allocated)
  * to at least need items, doubling from first; the raw allocator, so no
  * GIL is needed. 0, or -1 when out of memory (no exception set). */

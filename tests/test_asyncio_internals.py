@@ -27,6 +27,7 @@ depends on it:
 import ast
 import asyncio
 import collections
+import contextvars
 import hashlib
 import importlib
 import inspect
@@ -87,12 +88,14 @@ REVIEWED = {
         TRANSPORT_READ,
         {"47f95cfc4dc6": "3.10.13-3.15.2"},
     ),
-    # 3.14 words its TypeError differently, 3.15 counts _buffer_size and
-    # registers the writer through the transport (with its context): both
-    # wait for the native write to do the same (see the lead's write path).
     "asyncio.selector_events._SelectorSocketTransport.write": (
         TRANSPORT_WRITE,
-        {"8eb80198065d": "3.10.13-3.11.7", "0dcc0900ca71": "3.12.1-3.13.0"},
+        {
+            "8eb80198065d": "3.10.13-3.11.7",
+            "0dcc0900ca71": "3.12.1-3.13.0",
+            "8b355a7474ab": "3.14.8 (the TypeError names the types)",
+            "92989eb88a0e": "3.15.2 (_buffer_size; the writer through the transport)",
+        },
     ),
     "asyncio.selector_events._SelectorDatagramTransport._read_ready": (
         "zloopgo/_datagram.py",
@@ -594,7 +597,7 @@ TRANSPORT_ATTRIBUTES = {
     "_empty_waiter": "read natively",
     "_eof": "read natively",
     "_extra": "asyncio's",
-    "_high_water": "read natively",
+    "_high_water": "asyncio's",
     "_loop": "read natively",
     "_low_water": "asyncio's",
     "_paused": "asyncio's",
@@ -732,7 +735,6 @@ C_NAMES = {
         "_buffer",
         "_loop",
         "_closing",
-        "_high_water",
         "_fatal_error",
         "_read_ready__on_eof",
     },
@@ -762,11 +764,15 @@ C_NAMES = {
         "Fatal error: protocol.get_buffer() call failed.",
         "Fatal error: protocol.buffer_updated() call failed.",
     },
+    # asyncio's Handle._run calls self._context.run(callback, *args); zloopgo
+    # makes that call for a context= that is not a Context
+    "context": {"run"},
+    # __module__ of Handle and TimerHandle, whose tp_name has no module
+    "module": {"zloopgo"},
     "zloopgo": {
         "_zl_write_python",
-        "_zl_pending",
+        "_zl_state",
         "_zl_buffer_rest",
-        "_zl_large_reads",
         "_zl_callback_error",
         "_zl_run_debug",
         "_zl_debug_schedule",
@@ -809,6 +815,8 @@ def test_names_the_c_adapter_reads_exist_on_asyncios_objects():
         assert protocol._stream_reader_wr() is reader  # a weak reference
         assert type(reader._buffer) is bytearray
         assert not missing, f"on CPython {VERSION}, asyncio's objects lack {missing}"
+        assert all(hasattr(contextvars.Context, name) for name in C_NAMES["context"])
+        assert zloopgo.Loop().call_soon(print).__class__.__module__ in C_NAMES["module"]
         for name in C_NAMES["asyncio_modules"]:
             assert hasattr(asyncio.futures if name == "Future" else asyncio.tasks, name)
         task_params = inspect.signature(asyncio.tasks._PyTask).parameters
