@@ -147,10 +147,10 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
         return old == -1
 
     def close(self):
-        """Close the loop: release the engine and every handle it held,
-        then asyncio's steps (which find no descriptor left to unwatch)."""
-        self._zl_close()
+        """Close the loop: asyncio's steps (its _closed set first, its self-pipe
+        unwatched), then the engine and every handle it held released."""
         super().close()
+        self._zl_close()
 
     if _THREADSAFE_HANDLE is not None:  # 3.14+
 
