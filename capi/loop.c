@@ -5,7 +5,7 @@
  * and closing it. What the loop holds lives in one file each: the ready
  * queue (ready.c), timer slots (timers.c), scheduling (schedule.c),
  * futures and tasks (tasks.c), the descriptor table (fds.c), the engine's
- * calls into C (dispatch.c), the flush list (flush.c).
+ * calls into C (dispatch.c), the corked list (corked.c).
  *
  * It allocates and frees the buffers the engine fills (sh.events, and
  * sh.timers_out and sh.done, which dispatch.c grows); of every other
@@ -22,7 +22,10 @@ static PyObject *loop_time(zl_loop *L, PyObject *unused)
 
 /* get_debug(): every asyncio Future and Task asks it when created, so it
  * is native too (set_debug stays asyncio's, writing _debug below). */
-static PyObject *loop_get_debug(zl_loop *L, PyObject *unused) { return PyBool_FromLong(L->debug); }
+static PyObject *loop_get_debug(zl_loop *L, PyObject *unused)
+{
+    return L->debug_value ? Py_NewRef(L->debug_value) : PyBool_FromLong(L->debug);
+}
 
 static PyObject *loop_stop(zl_loop *L, PyObject *unused)
 {
@@ -36,14 +39,12 @@ static PyObject *loop_run_engine(zl_loop *L, PyObject *unused)
 {
     if (zl_check_not_forked() < 0 || zl_check_closed(L) < 0)
         return NULL;
-    if (L->engine == 0) {
-        PyErr_SetString(PyExc_RuntimeError, "Event loop is closed");
-        return NULL;
-    }
     if (zl_clock_sync(L) < 0)
         return NULL;
     L->running = 1;
+    L->run_tstate = PyThreadState_Get();
     int rc = zlgo_engine_run(L->engine);
+    L->run_tstate = NULL;
     L->running = 0;
     if (rc == -1)
         return NULL;
@@ -56,21 +57,27 @@ static PyObject *loop_run_engine(zl_loop *L, PyObject *unused)
 
 static void engine_close(zl_loop *L)
 {
-    if (L->engine == 0)
+    uintptr_t engine = L->engine;
+    if (engine == 0)
         return;
-    L->unchecked = NULL;
+    /* Closed from here on (asyncio's close() has set _closed already, a
+     * loop deallocated unclosed has not): Python code that releasing the
+     * handles runs (their finalizers) cannot schedule, watch or look up
+     * anything more. */
+    L->closed = 1;
+    L->engine = 0;
+    L->waker = NULL;
+    zl_pending_reset(L);
     zl_drop_lookups(L);
     zl_ready_clear(L);
     zl_timers_release_all(L);
     zl_fds_release_all(L);
-    zl_drop_flush_list(L);
+    zl_corked_clear(L);
     zl_context_cache_clear(L);
     /* A forked child must not call into the parent's Go runtime: it leaks
      * the engine's two descriptors and its waker instead. */
     if (!zl_forked_child)
-        zlgo_engine_close(L->engine);
-    L->engine = 0;
-    L->waker = NULL;
+        zlgo_engine_close(engine);
 }
 
 static PyObject *loop_close_engine(zl_loop *L, PyObject *unused)
@@ -110,36 +117,37 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         Py_DECREF(L);
         return NULL;
     }
-    zl_live_loop_add(L);
+    zl_pending_loop_added(L);
     return (PyObject *)L;
 }
 
 static int loop_traverse(zl_loop *L, visitproc visit, void *arg)
 {
-    int r;
-    if ((r = zl_flush_traverse(L, visit, arg)) != 0)
-        return r;
-    Py_VISIT(L->task_factory);
-    Py_VISIT(L->ctx_cache);
-    Py_VISIT(L->clock);
-    Py_VISIT(L->lookups);
-    if ((r = zl_ready_traverse(L, visit, arg)) != 0)
-        return r;
-    if ((r = zl_timers_traverse(L, visit, arg)) != 0)
-        return r;
-    return zl_fds_traverse(L, visit, arg);
+    Py_VISIT(L->debug_value);
+    int (*parts[])(zl_loop *, visitproc, void *) = {
+        zl_tasks_traverse, zl_context_traverse, zl_clock_traverse, zl_lookups_traverse,
+        zl_ready_traverse, zl_timers_traverse,  zl_fds_traverse,
+    };
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        int r = parts[i](L, visit, arg);
+        if (r != 0)
+            return r;
+    }
+    return 0;
 }
 
 /* Breaking a reference cycle: handles are released, but timer slots stay
  * allocated (marked cancelled) while the engine may still hold them. */
 static int loop_clear(zl_loop *L)
 {
-    L->unchecked = NULL;
-    zl_drop_flush_list(L);
-    Py_CLEAR(L->task_factory);
+    zl_pending_reset(L);
+    zl_corked_clear(L);
+    zl_tasks_clear(L);
+    Py_CLEAR(L->debug_value);
+    zl_schedule_clear(L);
     zl_context_cache_clear(L);
-    Py_CLEAR(L->clock);
-    Py_CLEAR(L->lookups);
+    zl_clock_clear(L);
+    zl_drop_lookups(L);
     zl_ready_clear(L);
     zl_timers_cancel_all(L);
     zl_fds_release_all(L);
@@ -149,13 +157,15 @@ static int loop_clear(zl_loop *L)
 static void loop_dealloc(zl_loop *L)
 {
     PyObject_GC_UnTrack(L);
-    zl_live_loop_remove(L);
+    zl_pending_loop_removed(L);
     loop_clear(L);
     engine_close(L);
     zl_ready_free(L);
+    zl_handle_pools_free(L);
     zl_timers_free(L);
     zl_fds_free(L);
-    zl_flush_free(L);
+    zl_corked_free(L);
+    zl_rx_free(L);
     PyMem_RawFree(L->sh.events);
     PyMem_RawFree(L->sh.timers_out);
     PyMem_RawFree(L->sh.done);
@@ -181,8 +191,16 @@ static int set_flag(char *flag, PyObject *v)
 
 static PyObject *get_closed(zl_loop *L, void *c) { return get_flag(&L->closed); }
 static int set_closed(zl_loop *L, PyObject *v, void *c) { return set_flag(&L->closed, v); }
-static PyObject *get_debug(zl_loop *L, void *c) { return get_flag(&L->debug); }
-static int set_debug(zl_loop *L, PyObject *v, void *c) { return set_flag(&L->debug, v); }
+/* set_debug(x) stores x itself, as asyncio's does (get_debug() returns
+ * it); C keeps its truth in `debug`, taken when it is set. */
+static PyObject *get_debug(zl_loop *L, void *c) { return loop_get_debug(L, NULL); }
+static int set_debug(zl_loop *L, PyObject *v, void *c)
+{
+    if (set_flag(&L->debug, v) < 0)
+        return -1;
+    Py_XSETREF(L->debug_value, PyBool_Check(v) ? NULL : Py_NewRef(v));
+    return 0;
+}
 static PyObject *get_stopping(zl_loop *L, void *c) { return PyBool_FromLong(L->sh.stopping); }
 
 static int set_stopping(zl_loop *L, PyObject *v, void *c)
@@ -215,7 +233,6 @@ static PyMethodDef loop_methods[] = {
     {"_zl_watch_state", (PyCFunction)zl_loop_watch_state, METH_O, NULL},
     {"_zl_find_fileobj", (PyCFunction)zl_loop_find_fileobj, METH_O, NULL},
     {"_zl_run", (PyCFunction)loop_run_engine, METH_NOARGS, NULL},
-    {"_zl_flush_writes", (PyCFunction)zl_loop_flush_writes, METH_NOARGS, NULL},
     {"_zl_getaddrinfo", (PyCFunction)zl_loop_getaddrinfo, METH_VARARGS, NULL},
     {"_zl_getnameinfo", (PyCFunction)zl_loop_getnameinfo, METH_VARARGS, NULL},
     {"_zl_lookups_in_flight", (PyCFunction)zl_loop_lookups_in_flight, METH_NOARGS, NULL},
@@ -249,7 +266,7 @@ PyTypeObject zl_LoopType = {
 
 int zl_loop_type_ready(void)
 {
-    if (zl_schedule_ready() < 0 || zl_tasks_ready() < 0 || zl_dispatch_ready() < 0)
+    if (zl_pending_ready() < 0 || zl_schedule_ready() < 0 || zl_tasks_ready() < 0)
         return -1;
     return PyType_Ready(&zl_LoopType);
 }

@@ -8,24 +8,21 @@
  * uses, so behaviour and messages are asyncio's.
  *
  * It knows asyncio's transport attributes by name; of the loop it knows
- * only whether a callback is running (in_callback) and the flush list it
- * hands a holding transport to (flush.c); it knows nothing of the engine. */
+ * whether a callback is running (in_callback, callbacks_run), its receive
+ * buffer and quiet-read flag, and the list of corked transports it hands a
+ * transport to (corked.c); it knows nothing of the engine. */
 #include "zl.h"
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <structmember.h>
 #include <sys/socket.h>
 
 static PyObject *s_conn_lost, *s_sock_fd, *s_max_size, *s_protocol, *s_data_received,
     *s_fatal_error, *s_on_eof, *s_read_ready_cb, *s_eof, *s_empty_waiter, *s_buffer,
     *s_write_python, *msg_read_error, *msg_data_received, *msg_write_error, *s_get_buffer,
-    *s_buffer_updated, *msg_get_buffer, *msg_buffer_updated, *minus_one, *s_loop, *s_pending,
-    *s_buffer_rest, *s_closing, *s_large_reads, *s_high_water;
-
-/* One receive buffer for the process: the GIL serializes its users, and
- * every read is copied out into an exactly sized bytes before any Python
- * code runs. */
-static char *scratch;
-static size_t scratch_size;
+    *s_buffer_updated, *msg_get_buffer, *msg_buffer_updated, *minus_one, *s_loop, *s_buffer_rest,
+    *s_closing, *s_state;
 
 /* A transport whose last read was at least LARGE_READ bytes receives the
  * next one straight into a bytes of max_size, shrunk to what came: a bulk
@@ -48,15 +45,13 @@ enum {
     F_BUFFER,
     F_READ_READY_CB,
     F_LOOP,
-    F_PENDING,
     F_CLOSING,
-    F_LARGE_READS,
-    F_HIGH_WATER,
+    F_STATE,
     F_COUNT
 };
-static PyObject **field_names[F_COUNT] = {
-    &s_conn_lost,     &s_sock_fd, &s_protocol, &s_eof,     &s_empty_waiter, &s_buffer,
-    &s_read_ready_cb, &s_loop,    &s_pending,  &s_closing, &s_large_reads,  &s_high_water};
+static PyObject **field_names[F_COUNT] = {&s_conn_lost,    &s_sock_fd, &s_protocol,      &s_eof,
+                                          &s_empty_waiter, &s_buffer,  &s_read_ready_cb, &s_loop,
+                                          &s_closing,      &s_state};
 static Py_ssize_t field_offset[F_COUNT];
 
 /* The slot's value, borrowed, or NULL (no error set) when self is not of
@@ -95,8 +90,6 @@ PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls)
     Py_XSETREF(layout_type, (PyTypeObject *)Py_NewRef(cls));
     Py_RETURN_NONE;
 }
-
-static int set_field(PyObject *self, int f, PyObject *v);
 
 static int field_true(PyObject *self, int f)
 {
@@ -166,7 +159,55 @@ static PyObject *read_ready(PyObject *self, PyObject *unused)
     return r;
 }
 
-int zl_quiet_read;
+/* Where a read smaller than LARGE_READ lands before it is copied out: the
+ * loop's receive buffer, grown to `size`. Each loop has its own (loops in
+ * other threads read at the same time); one that is busy — Python code run
+ * while a read was being handed on (a finalizer, a gc callback) read into
+ * it again — gives way to a buffer of this read's own. NULL with
+ * MemoryError set. */
+static char *take_rx(zl_loop *L, size_t size, char **own)
+{
+    *own = NULL;
+    if (L == NULL || L->rx.busy) {
+        *own = PyMem_RawMalloc(size);
+        if (*own == NULL)
+            PyErr_NoMemory();
+        return *own;
+    }
+    if (size > L->rx.size) {
+        char *b = PyMem_RawRealloc(L->rx.buf, size);
+        if (b == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        L->rx.buf = b;
+        L->rx.size = size;
+    }
+    L->rx.busy = 1;
+    return L->rx.buf;
+}
+
+static void give_back_rx(zl_loop *L, char *own)
+{
+    if (own != NULL)
+        PyMem_RawFree(own);
+    else if (L != NULL)
+        L->rx.busy = 0;
+}
+
+/* The transport's native state, or NULL (no error set) when it has none. */
+static zl_transport *state_of(PyObject *self)
+{
+    PyObject *s = slot_value(self, F_STATE);
+    return s != NULL && Py_TYPE(s) == &zl_TransportStateType ? (zl_transport *)s : NULL;
+}
+
+/* The zloopgo loop this transport belongs to, or NULL. */
+static zl_loop *transport_loop(PyObject *self)
+{
+    PyObject *loop = slot_value(self, F_LOOP);
+    return loop != NULL && PyObject_TypeCheck(loop, &zl_LoopType) ? (zl_loop *)loop : NULL;
+}
 
 static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
 {
@@ -180,30 +221,29 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
         PyErr_SetString(PyExc_ValueError, "negative buffersize in recv");
         return report_fatal(self, msg_read_error);
     }
-    if ((size_t)max_size > scratch_size) {
-        char *b = PyMem_RawRealloc(scratch, max_size);
-        if (b == NULL)
-            return PyErr_NoMemory();
-        scratch = b;
-        scratch_size = max_size;
-    }
+    zl_transport *t = state_of(self);
+    zl_loop *L = transport_loop(self);
     PyObject *data = NULL; /* the final object, when the read goes straight into it */
-    int large = field_true(self, F_LARGE_READS);
-    if (large < 0)
-        return NULL;
-    if (large && max_size > LARGE_READ) {
+    char *into, *own = NULL;
+    int direct = t != NULL && t->large_reads && max_size > LARGE_READ;
+    if (direct) {
         data = PyBytes_FromStringAndSize(NULL, max_size);
         if (data == NULL)
             return NULL;
+        into = PyBytes_AS_STRING(data);
+    } else if ((into = take_rx(L, (size_t)max_size, &own)) == NULL) {
+        return NULL;
     }
-    char *into = data ? PyBytes_AS_STRING(data) : scratch;
     ssize_t n;
     do {
         n = recv((int)fd, into, max_size, 0);
     } while (n < 0 && errno == EINTR);
     if (n <= 0) {
         int err = errno;
-        Py_XDECREF(data);
+        if (data != NULL)
+            Py_DECREF(data);
+        else
+            give_back_rx(L, own);
         if (n == 0)
             return PyObject_CallMethodNoArgs(self, s_on_eof);
         if (err == EAGAIN || err == EWOULDBLOCK)
@@ -212,30 +252,33 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
         PyErr_SetFromErrno(PyExc_OSError);
         return report_fatal(self, msg_read_error);
     }
-    if (large != (n >= LARGE_READ) &&
-        set_field(self, F_LARGE_READS, Py_NewRef(n >= LARGE_READ ? Py_True : Py_False)) < 0) {
-        Py_XDECREF(data);
-        return NULL;
-    }
+    if (t != NULL)
+        t->large_reads = n >= LARGE_READ;
     PyObject *protocol = get_field(self, F_PROTOCOL);
-    if (protocol == NULL) {
-        Py_XDECREF(data);
-        return NULL;
-    }
     /* An asyncio stream: the bytes go straight into its StreamReader. */
-    int fed = zl_stream_feed(protocol, data ? PyBytes_AS_STRING(data) : scratch, n);
+    int fed = protocol != NULL ? zl_stream_feed(protocol, into, n) : -2;
     /* Fed natively and the socket drained (a stream socket returns less
      * than asked only when nothing more is there): no Python code of the
      * program ran, and this descriptor is not ready any more. */
-    zl_quiet_read = fed == 1 && n < max_size;
+    if (L != NULL)
+        L->rx.quiet_read = fed == 1 && n < max_size;
+    if (data == NULL) {
+        if (fed == 0)
+            data = PyBytes_FromStringAndSize(into, n);
+        give_back_rx(L, own);
+        if (fed == 0 && data == NULL) {
+            Py_DECREF(protocol);
+            return NULL;
+        }
+    }
     if (fed != 0) {
-        Py_DECREF(protocol);
+        Py_XDECREF(protocol);
         Py_XDECREF(data);
+        if (fed == -2)
+            return NULL;
         return fed < 0 ? report_fatal(self, msg_data_received) : Py_NewRef(Py_None);
     }
-    if (data == NULL) {
-        data = PyBytes_FromStringAndSize(scratch, n);
-    } else if (n < max_size / 2) {
+    if (direct && n < max_size / 2) {
         /* Mostly empty: copy out and free the big object whole. Shrinking
          * it instead would, with glibc, mremap a fresh mmap on every read
          * (256 KiB is above the initial mmap threshold, and only freeing
@@ -243,7 +286,7 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
          * from the heap): page faults and TLB shootdowns on each read. */
         PyObject *exact = PyBytes_FromStringAndSize(PyBytes_AS_STRING(data), n);
         Py_SETREF(data, exact);
-    } else if (n < max_size && _PyBytes_Resize(&data, n) < 0) {
+    } else if (direct && n < max_size && _PyBytes_Resize(&data, n) < 0) {
         Py_DECREF(protocol);
         return NULL;
     }
@@ -317,277 +360,145 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-/* ---- writes held within one callback ----
+/* ---- writes ----
  *
- * While the loop runs a callback, a write to a transport whose buffer is
- * empty is not sent at once: it waits in the transport's _zl_pending list,
- * and when the callback returns, everything it wrote to that transport
- * leaves in one vectored send (an HTTP response written as header + body
- * becomes one packet). What the kernel does not take then goes to
- * asyncio's buffer, as a partial send would.
+ * write() sends at once, as asyncio's does: when it returns, its bytes
+ * are in the kernel (or in asyncio's buffer after a partial send), and a
+ * send error has already gone to _fatal_error, so is_closing(),
+ * get_write_buffer_size(), drain() and the protocol's callbacks see what
+ * they see on asyncio.
  *
- * What is held never changes what a program can see:
- * - order: a write that cannot be held leaves at once *together with*
- *   what is held, in one sendmsg, so it never overtakes earlier bytes;
- * - timing: bytes reach the kernel before the callback that wrote them
- *   returns (zl_handle_run flushes before its exception, if any, goes
- *   anywhere), and before os.fork();
- * - flow control: at most the transport's high-water mark is held (and
- *   at most COALESCE_MAX bytes, COALESCE_IOV chunks), so whatever a send
- *   leaves is never more than asyncio's write would have left, and
- *   pause_writing() comes from the same write() as on asyncio;
- * - buffer size: get_write_buffer_size() and every method that must see
- *   the data sent first (write_eof, writelines, close, abort, sendfile's
- *   waiter) send what is held before they answer
- *   (zloopgo/_transports.py).
- * Writes outside a callback are sent at once, as asyncio does. */
+ * One thing differs, below everything a program can see: on a TCP socket,
+ * a write that this transport's previous writing callback was followed by
+ * more writes in (an HTTP header, then its body) is sent with MSG_MORE.
+ * The kernel takes the bytes and holds back the segment, so the write
+ * that follows leaves with it in one packet; if no write follows, the
+ * loop pushes the segment out when the callback returns (corked.c). Only
+ * the moment the segment goes on the wire moves, within the one callback,
+ * as it does for any socket the kernel corks. A program that corks the
+ * socket itself (TCP_CORK through get_extra_info("socket"), or inherited
+ * from the listening socket) turns this off for the transport. */
 
-#define COALESCE_MAX (64 * 1024) /* bytes held per transport */
-#define COALESCE_IOV 64          /* chunks held per transport */
+/* zl_transport.cork; a new transport's fields are zero: not asked yet */
+enum { CORK_UNKNOWN = 0, CORK_NEVER, CORK_MAY };
 
-static int set_field(PyObject *self, int f, PyObject *v) /* steals v */
+/* MSG_MORE and TCP_CORK are Linux's; where either is missing (macOS) no
+ * send is held back and the corked list stays empty */
+#if defined(MSG_MORE) && defined(TCP_CORK)
+#define ZL_MSG_MORE MSG_MORE
+#else
+#define ZL_MSG_MORE 0
+#endif
+
+/* The running callback's loop, if this transport's loop is a zloopgo loop
+ * running one, else NULL. */
+static zl_loop *callback_loop(PyObject *self)
 {
-    if (layout_type == NULL || !PyObject_TypeCheck(self, layout_type)) {
-        int r = PyObject_SetAttr(self, *field_names[f], v);
-        Py_XDECREF(v);
-        return r;
-    }
-    PyObject **place = (PyObject **)((char *)self + field_offset[f]);
-    Py_XSETREF(*place, v);
-    return 0;
-}
-
-/* Takes the transport's held chunks: a list (new reference, the slot
- * emptied) or NULL when nothing is held; -1 on error. */
-static int take_held(PyObject *self, PyObject **held)
-{
-    *held = NULL;
-    PyObject *pending = get_field(self, F_PENDING);
-    if (pending == NULL)
-        return -1;
-    if (!PyList_Check(pending) || PyList_GET_SIZE(pending) == 0) {
-        Py_DECREF(pending);
-        return 0;
-    }
-    if (set_field(self, F_PENDING, Py_NewRef(Py_None)) < 0) {
-        Py_DECREF(pending);
-        return -1;
-    }
-    *held = pending;
-    return 0;
-}
-
-/* The loop that runs this transport's callbacks, if it is a zloopgo loop
- * running one now (then writes may be held), else NULL. */
-static zl_loop *holding_loop(PyObject *self)
-{
-    PyObject *loop = *(PyObject **)((char *)self + field_offset[F_LOOP]);
-    if (loop == NULL || !PyObject_TypeCheck(loop, &zl_LoopType) || !((zl_loop *)loop)->in_callback)
+    PyObject *loop = slot_value(self, F_LOOP);
+    if (loop == NULL || !PyObject_TypeCheck(loop, &zl_LoopType) ||
+        zl_running_callback((zl_loop *)loop) == 0)
         return NULL;
     return (zl_loop *)loop;
 }
 
-/* Holds data until the running callback returns, if it fits: 1 if held,
- * 0 if it must be sent now (after whatever is held), -1 on error. Only
- * called with asyncio's buffer empty. */
-static int hold(PyObject *self, PyObject *data, Py_buffer *view)
+/* Whether this write should carry MSG_MORE: the transport's last writing
+ * callback made more writes than this callback has made so far. Counts
+ * the write. */
+static int predict_more(zl_transport *t, zl_loop *L, int fd)
 {
-    if (layout_type == NULL || !PyObject_TypeCheck(self, layout_type))
+    uint64_t now = zl_running_callback(L);
+    if (t->write_callback != now) {
+        t->writes_before = t->writes_now;
+        t->write_callback = now;
+        t->writes_now = 0;
+    }
+    t->writes_now++;
+    if (t->writes_now >= t->writes_before)
         return 0;
-    zl_loop *L = holding_loop(self);
-    if (L == NULL)
+    if (ZL_MSG_MORE == 0)
         return 0;
-    PyObject *pending = slot_value(self, F_PENDING);
-    Py_ssize_t held = 0, n = 0;
-    if (pending != NULL && PyList_Check(pending)) {
-        n = PyList_GET_SIZE(pending);
-        for (Py_ssize_t i = 0; i < n; i++)
-            held += PyBytes_GET_SIZE(PyList_GET_ITEM(pending, i));
+#if ZL_MSG_MORE != 0
+    if (t->cork == CORK_UNKNOWN) {
+        /* once per transport: a TCP socket (others refuse TCP_CORK) that
+         * nobody corked */
+        int on = 1;
+        socklen_t len = sizeof on;
+        t->cork = getsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, &len) == 0 && on == 0 ? CORK_MAY
+                                                                                   : CORK_NEVER;
     }
-    long high;
-    if (field_int(self, F_HIGH_WATER, &high) < 0)
-        return -1;
-    long limit = high < COALESCE_MAX ? high : COALESCE_MAX;
-    if (n >= COALESCE_IOV || held + view->len > limit)
-        return 0;
-    /* bytes are kept as they are; a mutable buffer is copied, since the
-     * caller may change it once write() returned (asyncio had sent it) */
-    PyObject *chunk = PyBytes_CheckExact(data) ? Py_NewRef(data)
-                                               : PyBytes_FromStringAndSize(view->buf, view->len);
-    if (chunk == NULL)
-        return -1;
-    if (n > 0) {
-        int r = PyList_Append(pending, chunk);
-        Py_DECREF(chunk);
-        return r < 0 ? -1 : 1;
-    }
-    if (zl_flush_reserve(L) < 0) {
-        Py_DECREF(chunk);
-        return -1;
-    }
-    /* Room for four chunks, holding one: a second write (an HTTP
-     * header, then the body) appends without growing the list. */
-    PyObject *list = PyList_New(4);
-    if (list == NULL) {
-        Py_DECREF(chunk);
-        return -1;
-    }
-    PyList_SET_ITEM(list, 0, chunk);
-    Py_SET_SIZE(list, 1); /* the other slots are NULL, beyond the size */
-    if (set_field(self, F_PENDING, list) < 0)
-        return -1;
-    zl_flush_add(L, self);
-    return 1;
+#endif
+    return t->cork == CORK_MAY;
 }
 
 /* Hands what a send left to _zl_buffer_rest, which buffers it as this
- * Python version's asyncio buffers the rest of a partial send: chunks[i:]
- * of which the first lost `sent` bytes (-1: nothing was tried, the buffer
+ * Python version's asyncio buffers the rest of a partial send: data of
+ * which the first `sent` bytes left (-1: nothing was tried, the buffer
  * was not empty). */
-static PyObject *buffer_rest(PyObject *self, PyObject *chunks, Py_ssize_t i, Py_ssize_t sent)
+static PyObject *buffer_rest(PyObject *self, PyObject *data, Py_ssize_t sent)
 {
-    PyObject *rest = PyList_GetSlice(chunks, i, PyList_GET_SIZE(chunks));
-    PyObject *offset = rest ? PyLong_FromSsize_t(sent) : NULL;
+    PyObject *offset = PyLong_FromSsize_t(sent);
     PyObject *r =
-        offset ? PyObject_CallMethodObjArgs(self, s_buffer_rest, rest, offset, NULL) : NULL;
+        offset ? PyObject_CallMethodObjArgs(self, s_buffer_rest, data, offset, NULL) : NULL;
     Py_XDECREF(offset);
-    Py_XDECREF(rest);
     return r;
 }
 
-/* Sends `chunks` (a list of bytes-like objects, in order) in one
- * sendmsg(2); the rest is buffered, an error goes to _fatal_error, as
- * asyncio's write would have handled them. */
-static PyObject *send_chunks(PyObject *self, PyObject *chunks)
-{
-    Py_ssize_t n = PyList_GET_SIZE(chunks);
-    if (n == 0)
-        Py_RETURN_NONE;
-    int lost = field_true(self, F_CONN_LOST);
-    if (lost != 0) /* the connection went away meanwhile: nothing to send to */
-        return lost < 0 ? NULL : Py_NewRef(Py_None);
-    long fd;
-    if (field_int(self, F_SOCK_FD, &fd) < 0)
-        return NULL;
-    struct iovec iov[COALESCE_IOV + 1];
-    Py_buffer views[COALESCE_IOV + 1];
-    Py_ssize_t count = n < COALESCE_IOV + 1 ? n : COALESCE_IOV + 1, got = 0;
-    Py_ssize_t len[COALESCE_IOV + 1];
-    for (; got < count; got++) {
-        PyObject *c = PyList_GET_ITEM(chunks, got);
-        views[got].obj = NULL;
-        if (PyBytes_CheckExact(c)) {
-            iov[got].iov_base = PyBytes_AS_STRING(c);
-            iov[got].iov_len = PyBytes_GET_SIZE(c);
-        } else if (PyObject_GetBuffer(c, &views[got], PyBUF_SIMPLE) == 0) {
-            iov[got].iov_base = views[got].buf;
-            iov[got].iov_len = views[got].len;
-        } else {
-            break;
-        }
-        len[got] = (Py_ssize_t)iov[got].iov_len;
-    }
-    ssize_t sent = -1;
-    int err = 0;
-    if (got == count) {
-        struct msghdr msg = {0};
-        msg.msg_iov = iov;
-        msg.msg_iovlen = count;
-        do {
-            /* MSG_NOSIGNAL: a closed peer is an error on this transport,
-             * never a SIGPIPE, whatever the process's SIGPIPE setting */
-            sent = sendmsg((int)fd, &msg, MSG_NOSIGNAL);
-        } while (sent < 0 && errno == EINTR);
-        err = errno;
-    }
-    for (Py_ssize_t i = 0; i < got; i++)
-        if (views[i].obj != NULL)
-            PyBuffer_Release(&views[i]);
-    if (got < count)
-        return NULL; /* a chunk refused its buffer: the error is set */
-    if (sent < 0 && err != EAGAIN && err != EWOULDBLOCK) {
-        errno = err;
-        PyErr_SetFromErrno(PyExc_OSError);
-        return report_fatal(self, msg_write_error);
-    }
-    if (sent < 0)
-        sent = 0;
-    /* what is left, in order: the unsent tail of the chunk sendmsg stopped in, then the rest */
-    Py_ssize_t i = 0;
-    while (i < count && sent >= len[i]) {
-        sent -= len[i];
-        i++;
-    }
-    if (i == n)
-        Py_RETURN_NONE;
-    return buffer_rest(self, chunks, i, sent);
-}
-
-/* _zl_flush(): send what this transport holds now. */
-PyObject *zl_transport_flush(PyObject *self, PyObject *unused)
-{
-    PyObject *held;
-    if (take_held(self, &held) < 0)
-        return NULL;
-    if (held == NULL)
-        Py_RETURN_NONE;
-    PyObject *r = send_chunks(self, held);
-    Py_DECREF(held);
-    return r;
-}
-
-/* Sends data now, from the caller's buffer: after what is held, in one
- * sendmsg, or alone with one send(2). */
+/* Sends data now, from the caller's buffer, with one send(2); the rest is
+ * buffered and an error goes to _fatal_error, as asyncio's write does. */
 static PyObject *send_now(PyObject *self, PyObject *data, Py_buffer *view)
 {
-    PyObject *held;
-    if (take_held(self, &held) < 0)
-        return NULL;
-    /* What other transports of the loop hold was written earlier: it
-     * reaches the kernel first, as asyncio's sends would have. */
-    PyObject *loop = layout_type && PyObject_TypeCheck(self, layout_type)
-                         ? *(PyObject **)((char *)self + field_offset[F_LOOP])
-                         : NULL;
-    if (loop != NULL && PyObject_TypeCheck(loop, &zl_LoopType) && zl_flush_held((zl_loop *)loop))
-        zl_flush_writes((zl_loop *)loop);
-    if (held != NULL) {
-        PyObject *r = PyList_Append(held, data) == 0 ? send_chunks(self, held) : NULL;
-        Py_DECREF(held);
-        return r;
-    }
     long fd;
     if (field_int(self, F_SOCK_FD, &fd) < 0)
+        return NULL;
+    zl_transport *t = state_of(self);
+    zl_loop *L = t != NULL ? callback_loop(self) : NULL;
+    int more = L != NULL && t->cork != CORK_NEVER && predict_more(t, L, (int)fd);
+    if (more && zl_corked_reserve(L) < 0)
         return NULL;
     ssize_t n;
     do {
-        /* MSG_NOSIGNAL, as in send_chunks */
-        n = send((int)fd, view->buf, view->len, MSG_NOSIGNAL);
+        /* MSG_NOSIGNAL: a closed peer is an error on this transport,
+         * never a SIGPIPE, whatever the process's SIGPIPE setting */
+        n = send((int)fd, view->buf, view->len, MSG_NOSIGNAL | (more ? ZL_MSG_MORE : 0));
     } while (n < 0 && errno == EINTR);
-    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+    int err = errno;
+    if (n >= 0 && t != NULL) {
+        /* a send without MSG_MORE pushes out whatever was held back */
+        t->corked = (char)more;
+        if (more && !t->listed) {
+            t->listed = 1;
+            zl_corked_add(L, t, (int)fd);
+        }
+    }
+    if (n < 0 && err != EAGAIN && err != EWOULDBLOCK) {
+        errno = err;
         PyErr_SetFromErrno(PyExc_OSError);
         return report_fatal(self, msg_write_error);
     }
     if (n == view->len)
         Py_RETURN_NONE;
-    PyObject *chunks = PyList_New(1);
-    if (chunks == NULL)
-        return NULL;
-    PyList_SET_ITEM(chunks, 0, Py_NewRef(data));
-    PyObject *r = buffer_rest(self, chunks, 0, n < 0 ? 0 : n);
-    Py_DECREF(chunks);
-    return r;
+    return buffer_rest(self, data, n < 0 ? 0 : n);
 }
 
 /* write(data): asyncio's checks; then, with nothing buffered, the data is
- * held (see above) or sent at once; with data already buffered it is
- * appended behind it, as asyncio does. A lost connection (counted and
- * warned about) and data that is not one contiguous buffer go to
- * asyncio's own write. */
+ * sent at once; with data already buffered it is appended behind it, as
+ * asyncio does. A lost connection (counted and warned about) and data
+ * that is not one contiguous buffer go to asyncio's own write. */
 static PyObject *transport_write(PyObject *self, PyObject *data)
 {
-    if (!PyBytes_Check(data) && !PyByteArray_Check(data) && !PyMemoryView_Check(data))
+    if (!PyBytes_Check(data) && !PyByteArray_Check(data) && !PyMemoryView_Check(data)) {
+        /* type(data).__name__, as asyncio's message has it */
+        const char *name = Py_TYPE(data)->tp_name, *dot = strrchr(name, '.');
+#if PY_VERSION_HEX >= 0x030E0000 /* asyncio's wording from 3.14 */
+        return PyErr_Format(PyExc_TypeError,
+                            "data argument must be a bytes, bytearray, or memoryview object, "
+                            "not '%s'",
+                            dot ? dot + 1 : name);
+#else
         return PyErr_Format(PyExc_TypeError, "data argument must be a bytes-like object, not '%s'",
-                            Py_TYPE(data)->tp_name);
+                            dot ? dot + 1 : name);
+#endif
+    }
     int flag = field_true(self, F_EOF);
     if (flag != 0) {
         if (flag > 0)
@@ -625,20 +536,12 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
     Py_ssize_t buffered = PyObject_Length(buffer);
     Py_DECREF(buffer);
     PyObject *r;
-    if (buffered < 0) {
+    if (buffered < 0)
         r = NULL;
-    } else if (buffered == 0) {
-        int held = hold(self, data, &view);
-        r = held < 0 ? NULL : held ? Py_NewRef(Py_None) : send_now(self, data, &view);
-    } else {
-        /* Bytes are already waiting for the socket: this write queues
-         * behind them (nothing is held then: holding needs an empty buffer). */
-        PyObject *chunks = PyList_New(1);
-        if (chunks != NULL)
-            PyList_SET_ITEM(chunks, 0, Py_NewRef(data));
-        r = chunks ? buffer_rest(self, chunks, 0, -1) : NULL;
-        Py_XDECREF(chunks);
-    }
+    else if (buffered == 0)
+        r = send_now(self, data, &view);
+    else /* bytes already wait for the socket: this write queues behind them */
+        r = buffer_rest(self, data, -1);
     PyBuffer_Release(&view);
     return r;
 }
@@ -647,6 +550,52 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
 static PyObject *transport_is_closing(PyObject *self, PyObject *unused)
 {
     return get_field(self, F_CLOSING);
+}
+
+/* ---- TransportState: zl_transport as a Python object ---- */
+
+/* cork_off(): the program set TCP_CORK on the socket itself, so no send
+ * of this transport carries MSG_MORE from now on and the loop never
+ * pushes its segments out: the program's cork stays as it set it. */
+static PyObject *state_cork_off(PyObject *self, PyObject *unused)
+{
+    ((zl_transport *)self)->cork = CORK_NEVER;
+    Py_RETURN_NONE;
+}
+
+static PyObject *state_large_reads(PyObject *self, void *c)
+{
+    return PyBool_FromLong(((zl_transport *)self)->large_reads);
+}
+
+static PyMethodDef state_methods[] = {
+    {"cork_off", state_cork_off, METH_NOARGS,
+     "The program corks the socket itself: never send with MSG_MORE."},
+    {NULL}};
+
+static PyGetSetDef state_getset[] = {
+    /* the last read filled LARGE_READ bytes (tests/test_large_reads.py) */
+    {"large_reads", state_large_reads, NULL, NULL, NULL},
+    {NULL}};
+
+PyTypeObject zl_TransportStateType = {
+    /* clang-format off */
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "zloopgo._engine.TransportState",
+    /* clang-format on */
+    .tp_doc = "What zloopgo's native transport methods keep beside asyncio's attributes.",
+    .tp_basicsize = sizeof(zl_transport),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_methods = state_methods,
+    .tp_getset = state_getset,
+};
+
+void zl_rx_free(zl_loop *L)
+{
+    PyMem_RawFree(L->rx.buf);
+    L->rx.buf = NULL;
+    L->rx.size = 0;
 }
 
 int zl_is_native_read(PyObject *callback)
@@ -660,8 +609,6 @@ static PyMethodDef fast_methods[] = {
     {"_read_ready__get_buffer", read_ready_get_buffer, METH_NOARGS, NULL},
     {"write", transport_write, METH_O,
      "Write data to the transport (asyncio.WriteTransport.write)."},
-    {"_zl_flush", zl_transport_flush, METH_NOARGS,
-     "Send the writes held until the running callback returns now."},
     {"is_closing", transport_is_closing, METH_NOARGS,
      "Return True if the transport is closing or closed."},
     {NULL}};
@@ -698,11 +645,9 @@ int zl_transport_type_ready(void)
         {&s_get_buffer, "get_buffer"},
         {&s_buffer_updated, "buffer_updated"},
         {&s_loop, "_loop"},
-        {&s_pending, "_zl_pending"},
         {&s_buffer_rest, "_zl_buffer_rest"},
+        {&s_state, "_zl_state"},
         {&s_closing, "_closing"},
-        {&s_large_reads, "_zl_large_reads"},
-        {&s_high_water, "_high_water"},
         {&msg_get_buffer, "Fatal error: protocol.get_buffer() call failed."},
         {&msg_buffer_updated, "Fatal error: protocol.buffer_updated() call failed."},
     };
@@ -710,6 +655,8 @@ int zl_transport_type_ready(void)
         return -1;
     minus_one = PyLong_FromLong(-1);
     if (minus_one == NULL)
+        return -1;
+    if (PyType_Ready(&zl_TransportStateType) < 0)
         return -1;
     return PyType_Ready(&zl_StreamFastPathsType);
 }

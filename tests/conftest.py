@@ -8,10 +8,21 @@ not say it expected that (uvloop's test base does the same): read
 """
 
 import asyncio
+import signal
+import ssl
 
 import pytest
 
 import zloopgo
+
+# The suite must not depend on the signal dispositions it inherits: a shell
+# that starts it in the background (`nohup scripts/test &`) leaves SIGINT
+# ignored, and Python then installs no KeyboardInterrupt handler. Python's
+# own handler is put back, so that this process and the interpreters it
+# starts (exec gives them SIGINT's default disposition, and with it
+# Python's handler) behave as when started from a terminal.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 FACTORIES = {
     "asyncio": asyncio.SelectorEventLoop,
@@ -54,3 +65,15 @@ def loop(loop_factory, loop_errors, request):
             lp.close()
         asyncio.set_event_loop(None)
     assert not unexpected, f"unexpected exception handler calls: {unexpected}"
+
+
+@pytest.fixture(scope="session")
+def tls_contexts():
+    """(server, client) SSLContexts for "localhost", from a test CA."""
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("localhost").configure_cert(server)
+    client = ssl.create_default_context()
+    ca.configure_trust(client)
+    return server, client

@@ -1,7 +1,9 @@
 """Bad arguments to the scheduling and descriptor methods, and scheduling
-on a closed loop. Dual-run tests assert asyncio's behaviour; where asyncio
-checks only in debug mode, the dual-run test turns debug mode on and a
-zloopgo-only test shows that zloopgo checks at once even without it."""
+on a closed loop. Dual-run tests assert asyncio's behaviour, in debug mode
+(where asyncio checks callbacks at once) and outside it (where the error
+comes when the handle runs). The one zloopgo-only test is the one place
+zloopgo checks sooner than asyncio: a call_at deadline that is not a
+number."""
 
 import asyncio
 import decimal
@@ -77,57 +79,60 @@ def test_coroutine_method_and_partial_rejected_in_debug_mode(loop, method):
     run_once(loop)
 
 
-def test_asyncio_reports_non_callable_at_run_without_debug():
-    # Without debug mode asyncio accepts call_soon(42) and reports the
-    # TypeError to the exception handler when it runs; see the zloopgo-only
-    # tests below for zloopgo's stricter behaviour.
-    lp = asyncio.SelectorEventLoop()
-    errors = []
-    lp.set_exception_handler(lambda _lp, ctx: errors.append(ctx))
-    try:
-        lp.call_soon(42)
-        run_once(lp)
-    finally:
-        lp.close()
-    assert len(errors) == 1
-    assert isinstance(errors[0]["exception"], TypeError)
+@pytest.mark.parametrize("method", SCHEDULERS)
+@pytest.mark.parametrize("bad", [None, 42, "callback", "coroutine"])
+def test_non_callable_accepted_without_debug_and_reported_at_run(loop, loop_errors, method, bad):
+    # Without debug mode asyncio checks nothing when scheduling: the
+    # TypeError of calling the object goes to the exception handler when
+    # the handle runs (issue 19, row 7).
+    coro = coro_func() if bad == "coroutine" else None
+    assert not loop.get_debug()
+    handle = schedule(loop, method, coro if coro is not None else bad)
+    run_once(loop)
+    if coro is not None:
+        coro.close()
+    assert [type(c["exception"]) for c in loop_errors] == [TypeError]
+    assert loop_errors[0]["handle"] is handle
+    assert "is not callable" in str(loop_errors[0]["exception"])
 
 
 @pytest.mark.parametrize("method", SCHEDULERS)
-@pytest.mark.parametrize("bad", [None, 42, "callback"])
-def test_zloopgo_rejects_non_callable_without_debug(method, bad):
-    with zloop() as lp:
-        assert not lp.get_debug()
-        with pytest.raises(TypeError, match=f"a callable object was expected by {method}\\(\\)"):
-            schedule(lp, method, bad)
-        run_once(lp)
+def test_coroutine_function_accepted_without_debug(loop, method):
+    # Scheduling a coroutine function outside debug mode calls it when the
+    # handle runs, as asyncio does: the coroutine it returns is dropped
+    # unawaited (asyncio warns about that when it is collected).
+    called = []
+
+    async def records():
+        called.append(1)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        schedule(loop, method, records)
+        run_once(loop)
+    assert called == []
 
 
 @pytest.mark.parametrize("method", SCHEDULERS)
-def test_zloopgo_rejects_coroutine_object_without_debug(method):
-    with zloop() as lp:
-        coro = coro_func()
-        try:
-            with pytest.raises(TypeError, match=f"coroutines cannot be used with {method}\\(\\)"):
-                schedule(lp, method, coro)
-        finally:
-            coro.close()
-        run_once(lp)
+def test_debug_mode_extracts_one_stack_per_handle(loop, method, monkeypatch):
+    # In debug mode the checks and the source traceback come from one call
+    # (zloopgo built the stack twice per call_soon).
+    from asyncio import format_helpers
 
+    calls = []
+    real = format_helpers.extract_stack
 
-@pytest.mark.parametrize("method", SCHEDULERS)
-def test_zloopgo_rejects_coroutine_function_without_debug(method):
-    class Thing:
-        async def method(self):
-            pass
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
 
-    with zloop() as lp, warnings.catch_warnings():
-        warnings.simplefilter("error")  # no "never awaited" coroutine is made
-        with pytest.raises(TypeError, match=f"coroutines cannot be used with {method}\\(\\)"):
-            schedule(lp, method, coro_func)
-        with pytest.raises(TypeError, match=f"coroutines cannot be used with {method}\\(\\)"):
-            schedule(lp, method, Thing().method)
-        run_once(lp)
+    monkeypatch.setattr(format_helpers, "extract_stack", counting)
+    loop.set_debug(True)
+    handle = schedule(loop, method, noop)
+    assert len(calls) == 1
+    assert handle._source_traceback[-1].name == "schedule"
+    handle.cancel()
+    run_once(loop)
 
 
 # ---- bad delays and deadlines ---------------------------------------------

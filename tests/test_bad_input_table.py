@@ -7,9 +7,9 @@ the problem), or, where asyncio accepts the value, the behaviour that
 follows (a NaN delay fires, an infinite one never does, an error reaches
 the exception handler). The asyncio runs prove the table; the zloopgo runs
 hold zloopgo to it. Where asyncio checks only in debug mode, a row gives
-the non-debug outcome separately, and a zloopgo one where zloopgo checks at
-once; where asyncio accepts a value and fails on it only later (in its run
-loop), a row may let zloopgo refuse it at once. After every row the loop must still run a coroutine, a call_soon
+the non-debug outcome separately; where asyncio accepts a value and fails
+on it only later (in its run loop), a row may let zloopgo refuse it at
+once. After every row the loop must still run a coroutine, a call_soon
 round trip, a timer and a descriptor callback.
 """
 
@@ -66,7 +66,6 @@ class Case:
     call: Callable[..., Any]  # call(loop, res): the bad call, or a coroutine that makes it
     debug: Expect  # asyncio's outcome in debug mode
     nodebug: Expect | None = None  # asyncio's outcome without it (None: the same)
-    zloopgo_nodebug: Expect | None = None  # where zloopgo checks at once (None: as asyncio)
     zloopgo: Expect | None = None  # where asyncio fails only later, in either mode
 
     def expect(self, loop_name, debug):
@@ -74,8 +73,6 @@ class Case:
             return self.zloopgo
         if debug:
             return self.debug
-        if loop_name == "zloopgo" and self.zloopgo_nodebug is not None:
-            return self.zloopgo_nodebug
         return self.nodebug if self.nodebug is not None else self.debug
 
 
@@ -206,6 +203,13 @@ def with_transport(fn):
 def transport_closing(loop, res, result):
     loop.run_until_complete(asyncio.sleep(0.01))
     assert res.value.is_closing()
+
+
+def writelines_left_buffered(loop, res, result):
+    tr = res.value
+    assert tr.get_write_buffer_size() == (1 if sys.version_info >= (3, 15) else 0)
+    tr.abort()
+    loop.run_until_complete(asyncio.sleep(0))
 
 
 def blocking_sock_call(method):
@@ -346,7 +350,6 @@ for _method in ["call_soon", "call_soon_threadsafe", "call_later", "call_at"]:
             raises(TypeError, r"a callable object was expected by call_\w+\(\), got 42"),
             # asyncio checks in debug mode only; the error reaches the handler
             nodebug=ok(check=runs_briefly, handler=r"Exception in callback 42\(\)"),
-            zloopgo_nodebug=raises(TypeError, r"a callable object was expected by call_\w+\(\)"),
         )
     )
 
@@ -553,42 +556,50 @@ CASES += [
 
 # ---- transports -----------------------------------------------------------
 
+# What transport.write() says of a non-bytes argument: 3.14 names the types.
+WRITE_WANTS = (
+    "bytes, bytearray, or memoryview object" if sys.version_info >= (3, 14) else "bytes-like object"
+)
+
 CASES += [
     case(
         "transport.write-str",
         with_transport(lambda lp, r, tr: tr.write("abc")),
         TypeError,
-        "bytes-like object, not 'str'",
+        f"{WRITE_WANTS}, not 'str'",
     ),
     case(
         "transport.write-int",
         with_transport(lambda lp, r, tr: tr.write(42)),
         TypeError,
-        "bytes-like object, not 'int'",
+        f"{WRITE_WANTS}, not 'int'",
     ),
     case(
         "transport.write-list",
         with_transport(lambda lp, r, tr: tr.write([b"a"])),
         TypeError,
-        "bytes-like object, not 'list'",
+        f"{WRITE_WANTS}, not 'list'",
     ),
     case(
         "transport.write-None",
         with_transport(lambda lp, r, tr: tr.write(None)),
         TypeError,
-        "bytes-like object, not 'NoneType'",
+        f"{WRITE_WANTS}, not 'NoneType'",
     ),
     case(
         "transport.write-empty-str",
         with_transport(lambda lp, r, tr: tr.write("")),
         TypeError,
-        "bytes-like object, not 'str'",
+        f"{WRITE_WANTS}, not 'str'",
     ),
-    case(
+    # 3.15's writelines buffers the items before the bad one and then raises,
+    # with no writer registered: the byte stays buffered (the transport
+    # could never finish closing, so the row aborts it); before 3.15
+    # nothing is buffered.
+    Case(
         "transport.writelines-str-item",
         with_transport(lambda lp, r, tr: tr.writelines([b"a", "b"])),
-        TypeError,
-        "bytes-like object",
+        Expect(TypeError, "bytes-like object", check=writelines_left_buffered),
     ),
     case(
         "transport.write-after-write_eof",
@@ -612,7 +623,7 @@ CASES += [
         "transport.write-str-after-close",
         with_transport(lambda lp, r, tr: (tr.close(), tr.write("x"))),
         TypeError,
-        "bytes-like object, not 'str'",
+        f"{WRITE_WANTS}, not 'str'",
     ),
     # asyncio accepts any memoryview; send() refuses a non-contiguous one,
     # which is a fatal error on the transport, reported to the handler

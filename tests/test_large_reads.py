@@ -1,6 +1,6 @@
 """Reads of 64 KiB and more go straight into their final bytes object on
 zloopgo (capi/transport.c, LARGE_READ); smaller ones are copied out of a
-shared scratch buffer. Dual-run: whatever path a read takes, the protocol
+the loop's receive buffer. Dual-run: whatever path a read takes, the protocol
 gets the bytes in order, exactly sized, and a bytes object it may keep.
 The zloopgo-only test checks that both paths are really taken."""
 
@@ -109,10 +109,10 @@ def test_zloopgo_switches_between_scratch_and_direct_reads():
             class Proto(asyncio.Protocol):
                 def connection_made(self, transport):
                     self.transport = transport
-                    reads.append((None, transport._zl_large_reads))
+                    reads.append((None, transport._zl_state.large_reads))
 
                 def data_received(self, data):
-                    reads.append((data, self.transport._zl_large_reads))
+                    reads.append((data, self.transport._zl_state.large_reads))
 
             transport, _ = await loop.connect_accepted_socket(Proto, ours)
             for payload in (BULK, b"tiny", BULK, b"tiny"):

@@ -16,7 +16,6 @@ import asyncio
 import os
 import random
 import socket
-import ssl
 import threading
 import time
 
@@ -115,17 +114,6 @@ def small_buffers(*socks, size=4096):
     for s in socks:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, size)
-
-
-@pytest.fixture(scope="module")
-def tls_contexts():
-    trustme = pytest.importorskip("trustme")
-    ca = trustme.CA()
-    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("localhost").configure_cert(server)
-    client = ssl.create_default_context()
-    ca.configure_trust(client)
-    return server, client
 
 
 async def open_transport(loop, over, tls_contexts=None):

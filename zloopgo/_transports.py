@@ -1,7 +1,6 @@
 """zloopgo's socket transport: asyncio's own selector socket transport
 whose per-packet methods (_read_ready, _read_ready__data_received,
-_read_ready__get_buffer, write, is_closing) are native (capi/transport.c),
-and whose writes made by one callback leave together when it returns.
+_read_ready__get_buffer, write, is_closing) are native (capi/transport.c).
 
 Everything the native methods hand back — what a send did not take, a
 write after the connection was lost — is finished here exactly as this
@@ -9,13 +8,20 @@ Python version's asyncio finishes it. This module knows asyncio's
 transport internals; it knows nothing of the engine.
 """
 
+import socket
 import sys
-from asyncio import selector_events, streams
+from asyncio import selector_events, streams, trsock
 
 from . import _engine
 
 # asyncio 3.12 turned the write buffer from a bytearray into a deque of chunks.
 _BUFFER_IS_DEQUE = sys.version_info >= (3, 12)
+# asyncio 3.15 counts the buffered bytes in _buffer_size (get_write_buffer_size
+# returns it) and registers the writer through the transport, in its context.
+_COUNTS_BUFFER = (
+    "_buffer_size"
+    in selector_events._SelectorSocketTransport.get_write_buffer_size.__code__.co_names
+)
 
 
 class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTransport):
@@ -29,79 +35,64 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
         "_conn_lost",
         "_empty_waiter",
         "_eof",
-        "_high_water",
         "_protocol",
         "_read_ready_cb",
         "_sock_fd",
-        "_zl_large_reads",
-        "_zl_pending",
+        "_zl_state",
     )
 
     def __init__(self, *args, **kwargs):
-        # Writes made by the running callback wait here, as bytes, until it
-        # returns (capi/transport.c, "writes held within one callback").
-        self._zl_pending = None
-        # The last read filled at least 64 KiB: read the next one straight
-        # into its final bytes object (capi/transport.c, LARGE_READ).
-        self._zl_large_reads = False
+        # What the native methods keep per transport: writes per callback,
+        # whether sends may carry MSG_MORE, the size of the last read.
+        self._zl_state = _engine.TransportState()
         super().__init__(*args, **kwargs)
+        # A program that corks the socket itself keeps its cork: the
+        # native write then never sends with MSG_MORE (capi/transport.c).
+        self._extra["socket"] = _TransportSocket(self._sock, self._zl_state)
 
-    def _zl_buffer_rest(self, chunks, sent):
+    def _zl_buffer_rest(self, data, sent):
         # What a send left, buffered as this Python version's asyncio
-        # buffers the rest of a partial send: `sent` bytes of the first
-        # chunk went (a view of the rest is kept, not a copy: a 3.11
-        # bytearray buffer copies it once in extend(), a 3.12+ deque keeps
-        # it as asyncio does); -1 means nothing was tried because the
-        # buffer was not empty, so the writer is already registered.
+        # buffers the rest of a partial send: `sent` bytes of data went (a
+        # view of the rest is kept, not a copy: a 3.11 bytearray buffer
+        # copies it once in extend(), a 3.12+ deque keeps it as asyncio
+        # does); -1 means nothing was tried because the buffer was not
+        # empty, so the writer is already registered.
         if sent > 0:
-            chunks[0] = memoryview(chunks[0])[sent:]
+            data = memoryview(data)[sent:]
         if sent >= 0:
-            self._loop._add_writer(self._sock_fd, self._write_ready)
-        for chunk in chunks:
-            if _BUFFER_IS_DEQUE:
-                self._buffer.append(chunk)
+            if _COUNTS_BUFFER:
+                self._add_writer(self._sock_fd, self._write_ready)
             else:
-                self._buffer.extend(chunk)
+                self._loop._add_writer(self._sock_fd, self._write_ready)
+        if _BUFFER_IS_DEQUE:
+            self._buffer.append(data)
+        else:
+            self._buffer.extend(data)
+        if _COUNTS_BUFFER:
+            self._buffer_size += len(data)
         self._maybe_pause_protocol()
-
-    # Everything that must find the held writes sent first.
-
-    def get_write_buffer_size(self):
-        # What the kernel has not taken: asyncio's answer once every
-        # write made so far has been offered to it.
-        self._zl_flush()
-        return super().get_write_buffer_size()
-
-    def write_eof(self):
-        self._zl_flush()
-        super().write_eof()
-
-    def writelines(self, list_of_data):
-        self._zl_flush()
-        super().writelines(list_of_data)
-
-    def close(self):
-        self._zl_flush()
-        super().close()
-
-    def abort(self):
-        self._zl_flush()
-        super().abort()
-
-    def _make_empty_waiter(self):
-        self._zl_flush()
-        return super()._make_empty_waiter()
-
-    def _force_close(self, exc):
-        self._zl_pending = None  # the connection is gone: nothing to send to
-        super()._force_close(exc)
 
     def _zl_write_python(self, data):
         # asyncio's own write, for what the native one hands over: writes to
         # a lost connection (counted, logged past a threshold) and data that
         # is not one contiguous buffer.
-        self._zl_flush()
         selector_events._SelectorSocketTransport.write(self, data)
+
+
+class _TransportSocket(trsock.TransportSocket):
+    """asyncio's TransportSocket (what get_extra_info("socket") returns),
+    which tells its transport when the program sets TCP_CORK."""
+
+    __slots__ = ("_zl_state",)
+
+    def __init__(self, sock, state):
+        super().__init__(sock)
+        self._zl_state = state
+
+    def setsockopt(self, *args, **kwargs):
+        if args[:2] == (socket.IPPROTO_TCP, getattr(socket, "TCP_CORK", None)):
+            self._zl_state.cork_off()
+        return super().setsockopt(*args, **kwargs)
 
 
 _engine.set_transport_layout(SocketTransport)
@@ -109,6 +100,8 @@ _engine.set_transport_layout(SocketTransport)
 # Bytes read for an asyncio stream go straight into its StreamReader
 # (capi/streamfeed.c), which does what StreamReaderProtocol.data_received
 # and StreamReader.feed_data do on the versions whose code it was checked
-# against; elsewhere those methods run as they are.
-if (3, 10) <= sys.version_info[:2] <= (3, 13):
+# against (3.10 to 3.15: tests/test_asyncio_internals.py pins their source);
+# elsewhere those methods run as they are.
+STREAM_FAST_PATH = (3, 10) <= sys.version_info[:2] <= (3, 15)
+if STREAM_FAST_PATH:
     _engine.set_streams(streams.StreamReaderProtocol, streams.StreamReader, sys.flags.optimize == 0)
