@@ -14,7 +14,9 @@ and replayed); `runner` gives it its meaning:
             | [{"limit": int}, ...],                                 # stream
      "log_ops": [op, ...],      # run by a handler on the 'asyncio' logger
      "handler_ops": [op, ...],  # run by the loop's exception handler
-     "steps": [step, ...]}
+     "steps": [step, ...],
+     "probe": bool}             # optional: count Python's StreamReader.feed_data
+                                # calls (the stream fast path skips them)
 
 Steps, each followed by settling the loop:
     ["call", ops]            loop.call_soon(a callback that runs ops)

@@ -237,7 +237,10 @@ class Runner:
         self.tainted = [False] * self.n
         self.hook_budget = {"log_ops": HOOK_BUDGET, "handler_ops": HOOK_BUDGET}
         self.in_hook = False
-        self.notes = {"sync_timeouts": 0, "iterations": 0}
+        self.notes = {"sync_timeouts": 0, "iterations": 0, "paths": []}
+        # program["probe"]: count the calls of StreamReader.feed_data made
+        # in Python (sys.setprofile), which the stream fast path skips
+        self.python_feeds = 0
 
     # -- recording
 
@@ -511,6 +514,10 @@ class Runner:
         if not peers.tcp_quiet(ours, p.sock, p.closed, expect_reset):
             self.notes["sync_timeouts"] += 1
 
+    def profile(self, frame, event, arg):
+        if event == "call" and frame.f_code is asyncio.StreamReader.feed_data.__code__:
+            self.python_feeds += 1
+
     # -- running the loop
 
     def run_once(self):
@@ -657,7 +664,23 @@ class Runner:
             self.transports.append(tr)
             self.protocols.append(proto)
             self.peers.append(p)
+            self.notes["paths"].append(self.path_of(tr))
         self.settle()
+
+    @staticmethod
+    def path_of(tr):
+        """The class of the socket transport that carries connection's
+        bytes (under TLS, the one under the SSL protocol), and the class
+        of the protocol reading from it: what the test checks to know that
+        each machine ran over the loop's own transport (and, for streams,
+        its stream fast path's gate: exactly StreamReaderProtocol)."""
+        ssl_protocol = getattr(tr, "_ssl_protocol", None)
+        sock_tr = ssl_protocol._transport if ssl_protocol is not None else tr
+        names = []
+        for obj in (sock_tr, sock_tr.get_protocol()):
+            cls = type(obj)
+            names.append(f"{cls.__module__}.{cls.__qualname__}")
+        return names
 
     def protocol(self, t, conn):
         if conn["protocol"] == "plain":
@@ -743,6 +766,8 @@ class Runner:
             logger.propagate = False
             logger.addHandler(handler)
             sys.unraisablehook = self.unraisable
+            if self.p.get("probe"):
+                sys.setprofile(self.profile)
             for i, step in enumerate(self.p["steps"]):
                 self.rec(["step", i])
                 self.run_step(step)
@@ -767,6 +792,8 @@ class Runner:
             self.settle()
             gc.collect()
         finally:
+            sys.setprofile(None)
+            self.notes["python_feeds"] = self.python_feeds
             logger.removeHandler(handler)
             logger.setLevel(saved[0])
             logger.propagate = saved[1]

@@ -20,8 +20,11 @@ import tempfile
 import time
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The worker imports the zloopgo its interpreter has installed (--python may
+# be another checkout's venv): never one found through the current
+# directory, which `python -c` puts first on sys.path.
 BOOT = (
-    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "import sys; sys.path[0] = sys.argv[1]; "
     "from transport_diff.runner import worker_main; worker_main(sys.argv[2])"
 )
 TIMEOUT = float(os.environ.get("ZL_DIFF_TIMEOUT", "30"))
