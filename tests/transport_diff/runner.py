@@ -44,9 +44,9 @@ sent: the kernel charges every send its buffer overhead, so many small
 sends fill a socket sooner than one large one of the same bytes, and
 get_write_buffer_size() and pause_writing() show it; a loop must make
 asyncio's sends. Unix sockets and TLS ("tls" runs over a Unix socket pair:
-asyncio's sslproto over the loop's own transport through loop.start_tls(),
-or over the stock transport asyncio makes for create_connection(ssl=...))
-are compared exactly.
+asyncio's sslproto over the loop's own transport, made by loop.start_tls()
+on a plain transport or by create_connection(ssl=...)) are compared
+exactly.
 
 Loopback TCP is not deterministic that way: delayed ACKs, window updates
 and autocorking make how much the kernel takes depend on timing. The
@@ -699,8 +699,9 @@ class Runner:
         """The loop is the TLS client, the peer the server (driven here
         until the handshake is done). program["tls"] "start_tls": asyncio's
         sslproto over the loop's own socket transport (loop.start_tls);
-        "connect": loop.create_connection(ssl=...), for which asyncio makes
-        its stock selector transport whatever the loop."""
+        "connect": loop.create_connection(ssl=...), which makes the SSL
+        protocol and the socket transport under it at once (the loop's
+        _make_ssl_transport)."""
         proto = self.protocol(t, conn)
         p = peers.TlsPeer(theirs, self.p["net"], self.tls[0])
         if self.p.get("tls", "connect") == "start_tls":
