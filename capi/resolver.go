@@ -39,7 +39,7 @@ func resolverWorker() {
 		var req C.zl_lookup
 		var out C.zl_completion
 		C.zl_resolver_next(&req, &out)
-		done := core.Completion{Token: core.Token(out.token), Value: uint64(out.value), Status: int64(out.status)}
+		done := core.Completion{Request: core.RequestID(out.token), Value: uint64(out.value), Status: int64(out.status)}
 		if e, ok := engines.Load(req.engine); !ok || !e.(*core.Engine).Post(done) {
 			C.zl_resolved_free(out.value)
 		}

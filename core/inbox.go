@@ -15,13 +15,18 @@ import (
 	"github.com/bytedance/gopkg/collection/lscq"
 )
 
-// Completion is finished work: the host's token for it and two words of
+// RequestID is the host's name for a piece of work it handed to another
+// goroutine (the adapter's: a name lookup's number); the Completion that
+// finishes it carries it back.
+type RequestID uint64
+
+// Completion is finished work: the host's id for it and two words of
 // result, opaque to the engine. Its layout (three 8-byte words) is shared
 // with the C adapter.
 type Completion struct {
-	Token  Token
-	Value  uint64
-	Status int64
+	Request RequestID
+	Value   uint64
+	Status  int64
 }
 
 type inbox struct {

@@ -14,8 +14,8 @@ func TestAPostOvertakenByATakeDoesNotSwallowTheNextWakeUp(t *testing.T) {
 	wakes := 0
 	wake := func() error { wakes++; return nil }
 
-	in.post(Completion{Token: 1}, wake) // an earlier post, complete
-	late := Completion{Token: 2}
+	in.post(Completion{Request: 1}, wake) // an earlier post, complete
+	late := Completion{Request: 2}
 	in.queue.Enqueue(unsafe.Pointer(&late)) // a second post's first step...
 	if got := in.take(); len(got) != 2 {    // ...taken before it counted itself
 		t.Fatalf("took %v, want both items", got)
@@ -28,12 +28,12 @@ func TestAPostOvertakenByATakeDoesNotSwallowTheNextWakeUp(t *testing.T) {
 		t.Fatalf("took %v from an empty inbox", got)
 	}
 	before := wakes
-	in.post(Completion{Token: 3}, wake) // the engine may now block: this must wake it
+	in.post(Completion{Request: 3}, wake) // the engine may now block: this must wake it
 	if wakes != before+1 {
 		t.Fatal("a post after an empty take did not wake the reactor")
 	}
-	if got := in.take(); len(got) != 1 || got[0].Token != 3 {
-		t.Fatalf("took %v, want token 3", got)
+	if got := in.take(); len(got) != 1 || got[0].Request != 3 {
+		t.Fatalf("took %v, want request 3", got)
 	}
 }
 
@@ -45,7 +45,7 @@ func BenchmarkInboxPostAndTake(b *testing.B) {
 	b.SetParallelism(8)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			in.post(Completion{Token: 1}, wake)
+			in.post(Completion{Request: 1}, wake)
 			if in.size.Load() > 64 {
 				in.mu.Lock() // one taker at a time, as the loop thread is
 				in.take()

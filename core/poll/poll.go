@@ -16,7 +16,7 @@ import (
 // Token names whatever the host attached to a descriptor. A backend hands
 // it back unchanged and never interprets it. Every value but ReservedToken
 // is valid.
-type Token = uint64
+type Token uint64
 
 // ReservedToken is the one token a host may not attach to a descriptor: a
 // backend may give it to its own waker (epoll hands back nothing but the
