@@ -15,7 +15,6 @@ import "C"
 
 import (
 	"errors"
-	"runtime/cgo"
 	"unsafe"
 
 	"github.com/zloopgo/zloopgo/capi/waker"
@@ -102,15 +101,11 @@ func (h *host) Dispatch(events []core.Event, timers []core.TimerSlot, done []cor
 	return nil
 }
 
-// loopEngine is what a C loop's engine id refers to.
+// loopEngine is what a C loop's engine id refers to (capi/engines.go).
 type loopEngine struct {
 	host   host
 	engine *core.Engine
 	waker  waker.Waker // C memory, which C's loop points at until it closes
-}
-
-func lookup(id C.uintptr_t) *loopEngine {
-	return cgo.Handle(id).Value().(*loopEngine)
 }
 
 // errnoOf turns an error into the errno C reports, EIO if it has none.
@@ -138,9 +133,7 @@ func zlgo_engine_new(loop C.uintptr_t, shared *C.zl_shared, resolution C.double,
 	le.engine = e
 	le.waker = waker.New(e.Reactor().WakeHandle())
 	*wakerOut = le.waker.Pointer()
-	id := C.uintptr_t(cgo.NewHandle(le))
-	engines.Store(id, e)
-	return id
+	return addEngine(le)
 }
 
 // zlgo_engine_run iterates until stop. It returns 0, -1 when a Python
@@ -148,7 +141,7 @@ func zlgo_engine_new(loop C.uintptr_t, shared *C.zl_shared, resolution C.double,
 //
 //export zlgo_engine_run
 func zlgo_engine_run(id C.uintptr_t) C.int {
-	err := lookup(id).engine.Run()
+	err := mustEngineFor(id).engine.Run()
 	switch {
 	case err == nil:
 		return 0
@@ -164,14 +157,12 @@ func zlgo_engine_run(id C.uintptr_t) C.int {
 //
 //export zlgo_engine_close
 func zlgo_engine_close(id C.uintptr_t) {
-	h := cgo.Handle(id)
-	le := h.Value().(*loopEngine)
-	engines.Delete(id)
+	le := mustEngineFor(id)
+	removeEngine(id)
 	le.engine.Reset()
 	orphans, _ := le.engine.Close()
 	freeOrphans(orphans)
 	le.waker.Free()
-	h.Delete()
 }
 
 // zlgo_watch changes what descriptor fd is watched for, from interest old
@@ -181,7 +172,7 @@ func zlgo_engine_close(id C.uintptr_t) {
 //
 //export zlgo_watch
 func zlgo_watch(id C.uintptr_t, fd C.int, old, new C.uint32_t) C.int {
-	e := lookup(id).engine
+	e := mustEngineFor(id).engine
 	r := e.Reactor()
 	var err error
 	switch {
