@@ -153,7 +153,7 @@ func zlgo_engine_run(id C.uintptr_t) C.int {
 }
 
 // zlgo_engine_close releases the engine's reactor. The C loop has already
-// released every timer it owned, so the heap's tokens are simply dropped.
+// released every timer it owned, so the heap's slots are simply dropped.
 //
 //export zlgo_engine_close
 func zlgo_engine_close(id C.uintptr_t) {

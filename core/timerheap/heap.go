@@ -3,8 +3,8 @@
 // caller.
 //
 // It knows deadlines as float64 seconds on the host's monotonic clock and
-// tokens as opaque integers of the caller's type (the engine's TimerSlot); it knows nothing of callbacks or what a
-// cancelled timer is — the engine asks its host and uses Filter.
+// tokens as opaque integers of the caller's type (the engine's TimerSlot);
+// it knows nothing of callbacks or what a cancelled timer is — the engine asks its host and uses Filter.
 package timerheap
 
 import "math"
