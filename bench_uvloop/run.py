@@ -15,6 +15,7 @@ stored in this repository. See bench_uvloop/README.md.
 """
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -177,10 +178,8 @@ def wait_accepting(port, proc, deadline):
 
 
 def kill_group(proc):
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     proc.wait()
 
 

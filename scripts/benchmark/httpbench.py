@@ -15,6 +15,7 @@ and writes it with the raw samples to bench-results/.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -171,10 +172,8 @@ def run_sample(opts, server_name, loop, kind, duration, tmpdir):
                 return res
         finally:
             if server.poll() is None:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(server.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
                 server.wait()
         out.seek(0)
         text = out.read()
@@ -429,7 +428,7 @@ def main(argv=None):
     with open(base + ".md", "w") as f:
         f.write(text + "\n")
     with open(base + ".json", "w") as f:
-        json.dump({"options": {k: v for k, v in vars(opts).items()}, "samples": samples}, f)
+        json.dump({"options": dict(vars(opts)), "samples": samples}, f)
     log(f"# wrote {base}.md and .json")
     return 0
 
