@@ -51,6 +51,26 @@ async def main():
 loop.run_until_complete(main())
 """,
     ),
+    "sleep0": (
+        10000,
+        """
+async def main():
+    for _ in range(n):
+        await asyncio.sleep(0)
+loop.run_until_complete(main())
+""",
+    ),
+    "threadsafe": (
+        20000,
+        """
+def cb():
+    pass
+for _ in range(n):
+    loop.call_soon_threadsafe(cb)
+loop.call_soon(loop.stop)
+loop.run_forever()
+""",
+    ),
     "task": (
         5000,
         """
