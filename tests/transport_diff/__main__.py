@@ -1,11 +1,11 @@
 """The command line of the transport differential test (run from the
 repository root):
 
-    python -m tests.transport_diff                       # 300 programs, seed 19, stop at the first difference
+    python -m tests.transport_diff              # 300 programs, seed 19, stop at a difference
     python -m tests.transport_diff -n 5000 --seed 7 --machine stream --net tcp
     python -m tests.transport_diff --against asyncio -n 3000 --tally   # the harness against itself
-    python -m tests.transport_diff --tally               # run all, count every kind of difference
-    python -m tests.transport_diff --hunt                # per bug of issue 19: programs to find it, minimal program
+    python -m tests.transport_diff --tally      # run all, count every kind of difference
+    python -m tests.transport_diff --hunt       # per bug of issue 19: programs it took, minimal one
     python -m tests.transport_diff --replay prog.json [--show]
 
 A difference is printed with the program (JSON) and saved under --save
@@ -53,7 +53,7 @@ def replay(args, pair):
         program = json.load(f)
     ref, other = pair.run(program)
     if args.show:
-        for name, answer in zip(pair.names, (ref, other)):
+        for name, answer in zip(pair.names, (ref, other), strict=True):
             print(f"== {name} {answer['notes']}")
             for entry in answer["obs"]:
                 print("  " + json.dumps(entry))
@@ -94,6 +94,10 @@ def hunt(args, pair):
     return status
 
 
+def _accept_none(diff):
+    return False  # --tally: run every program, stop at none
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m tests.transport_diff", description=__doc__)
     ap.add_argument("-n", "--examples", type=int, default=300)
@@ -117,9 +121,12 @@ def main(argv=None):
         if args.hunt:
             return hunt(args, pair)
         start = time.monotonic()
-        accept = (lambda diff: False) if args.tally else None
+        accept = _accept_none if args.tally else None
         if args.signature:
-            accept = lambda diff: diff.signature == args.signature
+
+            def accept(diff):
+                return diff.signature == args.signature
+
         shrink = not (args.no_shrink or args.tally)
         result = search.search(pair, strategy(args), args.examples, args.seed, accept, shrink)
         took = time.monotonic() - start

@@ -47,10 +47,10 @@ class Difference:
             "  before it (both):",
         ]
         lines += [f"    {json.dumps(e)}" for e in self.ref[lo : self.index]]
-        for name, obs in zip(self.names, (self.ref, self.other)):
+        for name, obs in zip(self.names, (self.ref, self.other), strict=True):
             lines.append(f"  {name} after it:")
             lines += [f"    {json.dumps(e)}" for e in obs[self.index : self.index + CONTEXT]]
-        for name, n in zip(self.names, notes or ()):
+        for name, n in zip(self.names, notes or (), strict=False):
             if n.get("stderr"):
                 lines.append(f"  {name} stderr:\n" + n["stderr"])
             if n.get("traceback"):
@@ -60,7 +60,7 @@ class Difference:
 
 def first_difference(ref, other, names=("asyncio", "zloopgo")):
     """The Difference between two observation lists, or None."""
-    for i, (a, b) in enumerate(zip(ref, other)):
+    for i, (a, b) in enumerate(zip(ref, other, strict=False)):  # lengths compared below
         if a != b:
             return Difference(ref, other, i, names)
     if len(ref) != len(other):

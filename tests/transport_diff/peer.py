@@ -14,6 +14,7 @@ sent (tcp_quiet), since a send on TCP reaches the other socket through
 the network stack, not at once as on a Unix socket.
 """
 
+import contextlib
 import errno
 import fcntl
 import socket
@@ -184,10 +185,8 @@ class RawPeer:
         """TCP: acknowledge what was received now, not after the
         delayed-ACK timer."""
         if self.net == "tcp" and not self.closed:
-            try:
+            with contextlib.suppress(OSError):
                 self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
-            except OSError:
-                pass
 
     # -- writing and closing
 
@@ -282,10 +281,8 @@ class TlsPeer(RawPeer):
             except ssl.SSLZeroReturnError:
                 self.notified = True
                 self.eof = True
-                try:
+                with contextlib.suppress(ssl.SSLError):
                     self.obj.unwrap()
-                except ssl.SSLError:
-                    pass
                 self.pump()
                 break
             except (ssl.SSLError, OSError) as exc:

@@ -79,7 +79,7 @@ def search(pair, strategy, examples, seed, accept=None, shrink=True):
     @given(strategy)
     def check(program):
         diff, notes = run_pair(pair, program)
-        for n, key in zip(notes, ("ref", "other")):
+        for n, key in zip(notes, ("ref", "other"), strict=True):
             result.seconds[key] += n.get("seconds", 0.0)
             result.sync_timeouts += n.get("sync_timeouts", 0)
             result.slowest = max(
