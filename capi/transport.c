@@ -9,8 +9,9 @@
  *
  * It knows asyncio's transport attributes by name; of the loop it knows
  * whether a callback is running (in_callback, callbacks_run), its receive
- * buffer and quiet-read flag, and the list of corked transports it hands a
- * transport to (corked.c); it knows nothing of the engine. */
+ * buffer and quiet-read flag, the list of corked transports it hands a
+ * transport to (corked.c), and the counters of its reads and writes it adds
+ * to (zl_counters.transports, corked_sends); it knows nothing of the engine. */
 #include "zl.h"
 #include <errno.h>
 #include <netinet/in.h>
@@ -209,6 +210,21 @@ static zl_loop *transport_loop(PyObject *self)
     return loop != NULL && PyObject_TypeCheck(loop, &zl_LoopType) ? (zl_loop *)loop : NULL;
 }
 
+/* The counters of t's kind on loop L (zl.h, zl_counters), or NULL. */
+static inline zl_transport_counts *counts(zl_loop *L, const zl_transport *t)
+{
+    return L != NULL && t != NULL ? &L->counters.transports[(int)t->kind] : NULL;
+}
+
+/* A native recv of n bytes (or an error, EOF: n <= 0) is counted. */
+static inline void count_read(zl_transport_counts *c, ssize_t n)
+{
+    if (c != NULL) {
+        c->reads++;
+        c->read_bytes += n > 0 ? (uint64_t)n : 0;
+    }
+}
+
 static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
 {
     int lost = field_true(self, F_CONN_LOST);
@@ -238,8 +254,9 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
     do {
         n = recv((int)fd, into, max_size, 0);
     } while (n < 0 && errno == EINTR);
+    int err = errno;
+    count_read(counts(L, t), n);
     if (n <= 0) {
-        int err = errno;
         if (data != NULL)
             Py_DECREF(data);
         else
@@ -336,6 +353,7 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
         n = recv((int)fd, view.buf, view.len, 0);
     } while (n < 0 && errno == EINTR);
     int err = errno;
+    count_read(counts(transport_loop(self), state_of(self)), n);
     PyBuffer_Release(&view);
     Py_DECREF(buf);
     if (n < 0) {
@@ -381,17 +399,6 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
 
 /* zl_transport.cork; a new transport's fields are zero: not asked yet */
 enum { CORK_UNKNOWN = 0, CORK_NEVER, CORK_MAY };
-
-/* The running callback's loop, if this transport's loop is a zloopgo loop
- * running one, else NULL. */
-static zl_loop *callback_loop(PyObject *self)
-{
-    PyObject *loop = slot_value(self, F_LOOP);
-    if (loop == NULL || !PyObject_TypeCheck(loop, &zl_LoopType) ||
-        zl_running_callback((zl_loop *)loop) == 0)
-        return NULL;
-    return (zl_loop *)loop;
-}
 
 /* Whether this write should carry MSG_MORE: the transport's last writing
  * callback made more writes than this callback has made so far. Counts
@@ -439,7 +446,9 @@ static PyObject *send_now(PyObject *self, PyObject *data, Py_buffer *view)
     if (field_int(self, F_SOCK_FD, &fd) < 0)
         return NULL;
     zl_transport *t = state_of(self);
-    zl_loop *L = t != NULL ? callback_loop(self) : NULL;
+    zl_loop *owner = t != NULL ? transport_loop(self) : NULL;
+    /* the loop, if it is running a callback */
+    zl_loop *L = owner != NULL && zl_running_callback(owner) != 0 ? owner : NULL;
     int more = L != NULL && t->cork != CORK_NEVER && predict_more(t, L, (int)fd);
     if (more && zl_corked_reserve(L) < 0)
         return NULL;
@@ -450,6 +459,14 @@ static PyObject *send_now(PyObject *self, PyObject *data, Py_buffer *view)
         n = send((int)fd, view->buf, view->len, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
     } while (n < 0 && errno == EINTR);
     int err = errno;
+    zl_transport_counts *c = counts(owner, t);
+    if (c != NULL) {
+        c->writes++;
+        c->write_bytes += n > 0 ? (uint64_t)n : 0;
+        /* what is left goes to asyncio's buffer (below) */
+        c->writes_buffered += n != view->len && (n >= 0 || err == EAGAIN || err == EWOULDBLOCK);
+        owner->counters.corked_sends += more;
+    }
     if (n >= 0 && t != NULL) {
         /* a send without MSG_MORE pushes out whatever was held back */
         t->corked = (char)more;
@@ -528,8 +545,12 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
         r = NULL;
     else if (buffered == 0)
         r = send_now(self, data, &view);
-    else /* bytes already wait for the socket: this write queues behind them */
+    else { /* bytes already wait for the socket: this write queues behind them */
+        zl_transport_counts *c = counts(transport_loop(self), state_of(self));
+        if (c != NULL)
+            c->writes_buffered++;
         r = buffer_rest(self, data, -1);
+    }
     PyBuffer_Release(&view);
     return r;
 }
@@ -556,6 +577,27 @@ static PyObject *state_large_reads(PyObject *self, void *c)
     return PyBool_FromLong(((zl_transport *)self)->large_reads);
 }
 
+/* kind: which counters of zloopgo.stats() its reads and writes add to,
+ * ZL_KIND_TCP (0), ZL_KIND_UNIX (1) or ZL_KIND_OTHER (2); set once by
+ * zloopgo's transport from its socket's family. */
+static PyObject *state_kind(PyObject *self, void *c)
+{
+    return PyLong_FromLong(((zl_transport *)self)->kind);
+}
+
+static int state_set_kind(PyObject *self, PyObject *v, void *c)
+{
+    long k = v != NULL ? PyLong_AsLong(v) : -1;
+    if (k == -1 && PyErr_Occurred())
+        return -1;
+    if (k < 0 || k >= ZL_TRANSPORT_KINDS) {
+        PyErr_Format(PyExc_ValueError, "kind must be 0 to %d", ZL_TRANSPORT_KINDS - 1);
+        return -1;
+    }
+    ((zl_transport *)self)->kind = (char)k;
+    return 0;
+}
+
 static PyMethodDef state_methods[] = {
     {"cork_off", state_cork_off, METH_NOARGS,
      "The program corks the socket itself: never send with MSG_MORE."},
@@ -564,6 +606,7 @@ static PyMethodDef state_methods[] = {
 static PyGetSetDef state_getset[] = {
     /* the last read filled LARGE_READ bytes (tests/test_large_reads.py) */
     {"large_reads", state_large_reads, NULL, NULL, NULL},
+    {"kind", state_kind, state_set_kind, NULL, NULL},
     {NULL}};
 
 PyTypeObject zl_TransportStateType = {
