@@ -400,6 +400,14 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
 /* zl_transport.cork; a new transport's fields are zero: not asked yet */
 enum { CORK_UNKNOWN = 0, CORK_NEVER, CORK_MAY };
 
+/* MSG_MORE and TCP_CORK are Linux's; where either is missing (macOS) no
+ * send is held back and the corked list stays empty */
+#if defined(MSG_MORE) && defined(TCP_CORK)
+#define ZL_MSG_MORE MSG_MORE
+#else
+#define ZL_MSG_MORE 0
+#endif
+
 /* Whether this write should carry MSG_MORE: the transport's last writing
  * callback made more writes than this callback has made so far. Counts
  * the write. */
@@ -414,6 +422,9 @@ static int predict_more(zl_transport *t, zl_loop *L, int fd)
     t->writes_now++;
     if (t->writes_now >= t->writes_before)
         return 0;
+    if (ZL_MSG_MORE == 0)
+        return 0;
+#if ZL_MSG_MORE != 0
     if (t->cork == CORK_UNKNOWN) {
         /* once per transport: a TCP socket (others refuse TCP_CORK) that
          * nobody corked */
@@ -422,6 +433,7 @@ static int predict_more(zl_transport *t, zl_loop *L, int fd)
         t->cork = getsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, &len) == 0 && on == 0 ? CORK_MAY
                                                                                    : CORK_NEVER;
     }
+#endif
     return t->cork == CORK_MAY;
 }
 
@@ -456,7 +468,7 @@ static PyObject *send_now(PyObject *self, PyObject *data, Py_buffer *view)
     do {
         /* MSG_NOSIGNAL: a closed peer is an error on this transport,
          * never a SIGPIPE, whatever the process's SIGPIPE setting */
-        n = send((int)fd, view->buf, view->len, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
+        n = send((int)fd, view->buf, view->len, MSG_NOSIGNAL | (more ? ZL_MSG_MORE : 0));
     } while (n < 0 && errno == EINTR);
     int err = errno;
     zl_transport_counts *c = counts(owner, t);
