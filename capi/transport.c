@@ -401,11 +401,14 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
 enum { CORK_UNKNOWN = 0, CORK_NEVER, CORK_MAY };
 
 /* MSG_MORE and TCP_CORK are Linux's; where either is missing (macOS) no
- * send is held back and the corked list stays empty */
+ * send is held back and the corked list stays empty. ZL_HAVE_MSG_MORE is
+ * for #if: glibc's MSG_MORE is an enum constant, which #if reads as 0. */
 #if defined(MSG_MORE) && defined(TCP_CORK)
 #define ZL_MSG_MORE MSG_MORE
+#define ZL_HAVE_MSG_MORE 1
 #else
 #define ZL_MSG_MORE 0
+#define ZL_HAVE_MSG_MORE 0
 #endif
 
 /* Whether this write should carry MSG_MORE: the transport's last writing
@@ -422,9 +425,10 @@ static int predict_more(zl_transport *t, zl_loop *L, int fd)
     t->writes_now++;
     if (t->writes_now >= t->writes_before)
         return 0;
-    if (ZL_MSG_MORE == 0)
-        return 0;
-#if ZL_MSG_MORE != 0
+#if !ZL_HAVE_MSG_MORE
+    (void)fd;
+    return 0;
+#else
     if (t->cork == CORK_UNKNOWN) {
         /* once per transport: a TCP socket (others refuse TCP_CORK) that
          * nobody corked */
@@ -433,8 +437,8 @@ static int predict_more(zl_transport *t, zl_loop *L, int fd)
         t->cork = getsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, &len) == 0 && on == 0 ? CORK_MAY
                                                                                    : CORK_NEVER;
     }
-#endif
     return t->cork == CORK_MAY;
+#endif
 }
 
 /* Hands what a send left to _zl_buffer_rest, which buffers it as this
