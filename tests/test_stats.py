@@ -12,7 +12,7 @@ import threading
 import pytest
 
 import zloopgo
-from tests.helpers import accepted_pair, run_once, zloop
+from helpers import accepted_pair, run_once, zloop
 
 TOTALS = {
     "iterations",
