@@ -13,17 +13,15 @@ import sys
 import time
 
 import pytest
+from helpers import check, run_once, run_script, zloop
 
 import zloopgo
-from helpers import check, run_once, run_script, zloop
 
 MESSAGE = re.compile(r"^Executing (.+) took (\d+\.\d{3}) seconds")
 
 
 def slow_records(caplog):
-    return [
-        r for r in caplog.records if r.name == "asyncio" and MESSAGE.match(r.getMessage())
-    ]
+    return [r for r in caplog.records if r.name == "asyncio" and MESSAGE.match(r.getMessage())]
 
 
 def report_slow(loop, loop_name):
@@ -68,7 +66,7 @@ def test_a_slow_task_step_names_the_task(loop, loop_name, caplog):
     loop.slow_callback_duration = 0.01
 
     async def stalls():
-        time.sleep(0.03)
+        time.sleep(0.03)  # noqa: ASYNC251 - the slow step under test
         await asyncio.sleep(0)
 
     with caplog.at_level(logging.WARNING, logger="asyncio"):
@@ -165,7 +163,7 @@ def test_a_slow_step_of_an_awaited_task_carries_the_call_graph_on_314(caplog):
         loop.slow_callback_duration = 0.01
 
         async def stalls():
-            time.sleep(0.03)
+            time.sleep(0.03)  # noqa: ASYNC251 - the slow step under test
             await asyncio.sleep(0)
 
         async def awaits_it():

@@ -10,9 +10,9 @@ import socket
 import threading
 
 import pytest
+from helpers import accepted_pair, run_once, zloop
 
 import zloopgo
-from helpers import accepted_pair, run_once, zloop
 
 TOTALS = {
     "iterations",

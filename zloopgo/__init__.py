@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         from asyncio.events import AbstractEventLoopPolicy as _Policy
 
     from ._loop import Loop
+    from ._otel import Instrumentation
 
 __version__ = "0.1.0"
 
@@ -240,15 +241,15 @@ def instrument(
     interval: float = 10.0,
     meter_provider: Any = None,
     tracer_provider: Any = None,
-) -> Any:
+) -> Instrumentation:
     """Emit the loop's stats() as OpenTelemetry metrics, sampled every
     ``interval`` seconds by a timer of the loop (so on its own thread), and
     each slow callback as a span; needs ``opentelemetry-api``
     (``pip install zloopgo[otel]``). Returns a handle whose ``close()``
     stops it. docs/observability.md names the instruments."""
-    from ._otel import Instrumentation
+    from ._otel import Instrumentation as _Instrumentation
 
-    return Instrumentation(
+    return _Instrumentation(
         _own_loop(loop, "instrument"),
         interval=interval,
         meter_provider=meter_provider,
