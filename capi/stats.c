@@ -176,8 +176,8 @@ PyObject *zl_trace_start(PyObject *mod, PyObject *args)
     zl_loop *L = open_loop(loop);
     if (L == NULL)
         return NULL;
-    if (n < 0 || n > (1LL << 26)) {
-        PyErr_SetString(PyExc_ValueError, "a trace holds 0 to 2**26 iterations");
+    if (n < 0 || n > (1LL << 20)) {
+        PyErr_SetString(PyExc_ValueError, "a trace holds 0 to 2**20 iterations");
         return NULL;
     }
     /* the engine reads the callback count after each iteration: memory of

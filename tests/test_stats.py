@@ -6,6 +6,7 @@ closed loop, a running loop from another thread). stats() is zloopgo's
 own: stock asyncio has no counters to dual-run against."""
 
 import asyncio
+import itertools
 import socket
 import threading
 
@@ -320,3 +321,32 @@ def test_writes_held_with_msg_more_and_pushed_are_counted():
         assert (s["corked_sends"], s["corked_pushes"]) == (5, 1)
     else:
         assert (s["corked_sends"], s["corked_pushes"]) == (0, 0)
+
+
+def test_the_benchmarks_trace_records_iterations_up_to_its_size():
+    # _engine.trace_start / trace_take: scripts/benchmark/timeline.py's source
+    from zloopgo import _engine
+
+    with zloop() as loop:
+        _engine.trace_start(loop, 3)
+        for k in range(5):
+            for _ in range(k + 1):
+                loop.call_soon(int)
+            run_once(loop)
+        trace = _engine.trace_take(loop)
+        assert _engine.trace_take(loop) == []  # taken: the trace stopped
+        for bad in (-1, (1 << 20) + 1):
+            with pytest.raises(ValueError, match=r"a trace holds 0 to 2\*\*20 iterations"):
+                _engine.trace_start(loop, bad)
+        for fine in (0, 1 << 20):
+            _engine.trace_start(loop, fine)
+            run_once(loop)
+            assert len(_engine.trace_take(loop)) == min(fine, 1)
+    assert len(trace) == 3
+    previous_end = 0
+    for wait_start, wait_end, end, events, timers, done, blocking, _ in trace:
+        assert previous_end <= wait_start <= wait_end <= end
+        assert (events, timers, done, blocking) == (0, 0, 0, 0)
+        previous_end = end
+    ran = [b[7] - a[7] for a, b in itertools.pairwise(trace)]
+    assert ran == [2, 3]
