@@ -350,3 +350,36 @@ def test_the_benchmarks_trace_records_iterations_up_to_its_size():
         previous_end = end
     ran = [b[7] - a[7] for a, b in itertools.pairwise(trace)]
     assert ran == [2, 3]
+
+
+def test_tls_is_counted_as_the_encrypted_bytes_of_its_tcp_transport(tls_contexts):
+    # asyncio's SSLProtocol runs over zloopgo's socket transport: what it
+    # counts is the TLS records, more than the application's bytes
+    server_ctx, client_ctx = tls_contexts
+    payload = b"p" * 1000
+    with zloop() as loop:
+
+        async def main():
+            async def echo(reader, writer):
+                writer.write(await reader.readexactly(len(payload)))
+                await writer.drain()
+                writer.close()
+
+            server = await asyncio.start_server(echo, "127.0.0.1", 0, ssl=server_ctx)
+            port = server.sockets[0].getsockname()[1]
+            reader, writer = await asyncio.open_connection(
+                "127.0.0.1", port, ssl=client_ctx, server_hostname="localhost"
+            )
+            zloopgo.reset_stats(loop)
+            writer.write(payload)
+            assert await reader.readexactly(len(payload)) == payload
+            s = zloopgo.stats(loop)
+            writer.close()
+            server.close()
+            await server.wait_closed()
+            return s
+
+        s = loop.run_until_complete(main())
+    tcp = s["transports"]["tcp"]
+    assert tcp["writes"] >= 2 and tcp["write_bytes"] > 2 * len(payload)
+    assert tcp["reads"] >= 2 and tcp["read_bytes"] > 2 * len(payload)
