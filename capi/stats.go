@@ -55,7 +55,7 @@ func goRuntime(out *C.zl_engine_stats) {
 //
 //export zlgo_engine_stats
 func zlgo_engine_stats(id C.uintptr_t, out *C.zl_engine_stats) {
-	e := lookup(id).engine
+	e := mustEngineFor(id).engine
 	s := e.Stats()
 	out.iterations = C.uint64_t(s.Iterations)
 	out.waits = C.uint64_t(s.Waits)
@@ -79,7 +79,7 @@ func zlgo_engine_stats(id C.uintptr_t, out *C.zl_engine_stats) {
 //
 //export zlgo_trace_start
 func zlgo_trace_start(id C.uintptr_t, n C.int64_t, callbacks *C.uint64_t) {
-	le := lookup(id)
+	le := mustEngineFor(id)
 	le.host.callbacks = callbacks
 	le.engine.StartTrace(int(n))
 }
@@ -89,7 +89,7 @@ func zlgo_trace_start(id C.uintptr_t, n C.int64_t, callbacks *C.uint64_t) {
 //
 //export zlgo_trace_take
 func zlgo_trace_take(id C.uintptr_t, n *C.int64_t) *C.zl_iteration {
-	le := lookup(id)
+	le := mustEngineFor(id)
 	tr := le.engine.TakeTrace()
 	le.host.callbacks = nil
 	*n = C.int64_t(len(tr))

@@ -8,10 +8,11 @@
  * uses, so behaviour and messages are asyncio's.
  *
  * It knows asyncio's transport attributes by name; of the loop it knows
- * whether a callback is running (in_callback, callbacks_run), its receive
- * buffer and quiet-read flag, the list of corked transports it hands a
- * transport to (corked.c), and the counters of its reads and writes it adds
- * to (zl_counters.transports, corked_sends); it knows nothing of the engine. */
+ * whether a callback is running (callbacks.running, callbacks.started), its
+ * receive buffer and quiet-read flag, the list of corked transports it hands
+ * a transport to (corked.c), and the counters of its reads and writes it
+ * adds to (zl_counters.transports, corked_sends); it knows nothing of the
+ * engine. */
 #include "zl.h"
 #include <errno.h>
 #include <netinet/in.h>

@@ -15,6 +15,7 @@ It knows asyncio's public loop API; nothing of zloopgo's internals.
 """
 
 import asyncio
+import contextlib
 import contextvars
 import decimal
 import fractions
@@ -58,7 +59,7 @@ class IndexRaises:
 
 class IndexLies:
     def __index__(self):
-        return "three"  # noqa: PLE0305 - the lie under test
+        return "three"  # the lie under test
 
     def __repr__(self):
         return "<IndexLies>"
@@ -336,13 +337,13 @@ def run_case(factory, slot, value, debug):
     try:
         call = ["returned", _summary(SLOTS[slot](loop, value))]
     except Exception as exc:  # noqa: BLE001 - the outcome under test
-        call = ["raised"] + _exception(exc)
+        call = ["raised", *_exception(exc)]
     try:
         loop.stop()
         loop.run_forever()
         ran = ["ran"]
     except BaseException as exc:  # noqa: BLE001 - the outcome under test
-        ran = ["run raised"] + _exception(exc)
+        ran = ["run raised", *_exception(exc)]
     if asyncio.iscoroutine(value):
         value.close()
     for task in asyncio.all_tasks(loop):
@@ -363,10 +364,8 @@ def release_values():
         if hasattr(obj, "close") and not isinstance(obj, asyncio.BaseTransport):
             obj.close()
     for fd in _CLOSE:
-        try:
+        with contextlib.suppress(OSError):
             os.close(fd)
-        except OSError:
-            pass
     _KEEP.clear()
     _CLOSE.clear()
 

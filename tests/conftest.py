@@ -13,8 +13,7 @@ import signal
 import ssl
 
 import pytest
-
-import zloopgo
+from helpers import FACTORIES
 
 # The suite must not depend on the signal dispositions it inherits: a shell
 # that starts it in the background (`nohup scripts/test &`) leaves SIGINT
@@ -28,11 +27,6 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 # Nor on an inherited switch of zloopgo's slow-callback reports: the tests
 # that want it turn it on (tests/test_slow_callbacks.py).
 os.environ.pop("ZLOOPGO_SLOW_CALLBACKS", None)
-
-FACTORIES = {
-    "asyncio": asyncio.SelectorEventLoop,
-    "zloopgo": zloopgo.new_event_loop,
-}
 
 
 @pytest.fixture(params=sorted(FACTORIES))

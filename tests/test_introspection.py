@@ -103,10 +103,10 @@ async def main():
     asyncio.create_task(branch(ready), name="branch-task")
     await ready.wait()
     done = asyncio.get_running_loop().create_future()
-    threading.Thread(
-        target=lambda: (sys.stdin.read(), done.get_loop().call_soon_threadsafe(done.set_result, None)),
-        daemon=True,
-    ).start()
+    def wait_for_stdin():
+        sys.stdin.read()
+        done.get_loop().call_soon_threadsafe(done.set_result, None)
+    threading.Thread(target=wait_for_stdin, daemon=True).start()
     print(os.getpid(), flush=True)
     # Python code runs now and then: sys.remote_exec's script waits for it
     while not done.done():

@@ -154,7 +154,7 @@ def test_a_slow_task_step_span_names_the_task(telemetry):
         inst = telemetry.instrument(loop)
 
         async def stalls():
-            time.sleep(0.03)  # noqa: ASYNC251 - the slow step under test
+            time.sleep(0.03)
             await asyncio.sleep(0)
 
         async def main():

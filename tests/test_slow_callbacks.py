@@ -66,7 +66,7 @@ def test_a_slow_task_step_names_the_task(loop, loop_name, caplog):
     loop.slow_callback_duration = 0.01
 
     async def stalls():
-        time.sleep(0.03)  # noqa: ASYNC251 - the slow step under test
+        time.sleep(0.03)
         await asyncio.sleep(0)
 
     with caplog.at_level(logging.WARNING, logger="asyncio"):
@@ -163,7 +163,7 @@ def test_a_slow_step_of_an_awaited_task_carries_the_call_graph_on_314(caplog):
         loop.slow_callback_duration = 0.01
 
         async def stalls():
-            time.sleep(0.03)  # noqa: ASYNC251 - the slow step under test
+            time.sleep(0.03)
             await asyncio.sleep(0)
 
         async def awaits_it():
@@ -200,7 +200,9 @@ def test_the_option_and_the_environment_variable_turn_it_on():
         loop.run_forever()
         print(zloopgo.stats(loop)["slow_callback_detection"])
         loop.close()
-        print("off", zloopgo.stats(zloopgo.new_event_loop(slow_callbacks=False))["slow_callback_detection"])
+        off = zloopgo.new_event_loop(slow_callbacks=False)
+        print("off", zloopgo.stats(off)["slow_callback_detection"])
+        off.close()
     """
     for value, on in (("1", True), ("0", False), ("", False)):
         proc = run_script("zloopgo", body, env={"ZLOOPGO_SLOW_CALLBACKS": value})

@@ -1,4 +1,5 @@
-"""Type stub for zloopgo._engine, the Go c-shared extension: the part the package's typed surface uses."""
+"""Type stub for zloopgo._engine, the Go c-shared extension: the part the
+package's typed surface uses."""
 
 from typing import Any
 

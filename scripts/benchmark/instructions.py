@@ -56,6 +56,26 @@ async def main():
 loop.run_until_complete(main())
 """,
     ),
+    "sleep0": (
+        10000,
+        """
+async def main():
+    for _ in range(n):
+        await asyncio.sleep(0)
+loop.run_until_complete(main())
+""",
+    ),
+    "threadsafe": (
+        20000,
+        """
+def cb():
+    pass
+for _ in range(n):
+    loop.call_soon_threadsafe(cb)
+loop.call_soon(loop.stop)
+loop.run_forever()
+""",
+    ),
     "task": (
         5000,
         """
@@ -210,9 +230,8 @@ def print_functions(loop, op, body, n, gc_off, pattern):
         total += cost
         per_call = f"{cost / calls:10,.1f}" if calls else f"{'?':>10}"
         print(f"{op:12} {loop:8} {fn[:60]:60} {per_call} per call {cost / (2 * n):10,.1f} per op")
-    print(
-        f"{op:12} {loop:8} {'(these functions)':60} {'':10}          {total / (2 * n):10,.1f} per op"
-    )
+    label = "(these functions)"
+    print(f"{op:12} {loop:8} {label:60} {'':19} {total / (2 * n):10,.1f} per op")
 
 
 def main(argv=None):

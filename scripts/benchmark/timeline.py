@@ -79,7 +79,8 @@ async def traced_run(duration, connections):
 
 
 def segments(trace):
-    """Per iteration: (wait start, wait end, batch end, blocking, callbacks in it), ns from the first."""
+    """Per iteration: (wait start, wait end, batch end, blocking, callbacks
+    it ran), in ns from the first iteration."""
     t0 = trace[0][0]
     out = []
     previous = None
@@ -117,8 +118,8 @@ def draw(segs, stats, wrk_out, out_path, title):
     fig, (share, per_it, zoom) = plt.subplots(3, 1, figsize=(11, 9), constrained_layout=True)
     bins = binned(segs)
     xs = [i * BIN_NS / 1e6 for i in range(len(bins))]
-    parts = list(zip(*[(b[0] / BIN_NS, b[1] / BIN_NS, b[2] / BIN_NS) for b in bins]))
-    parts.append(tuple(1 - a - b - c for a, b, c in zip(*parts)))
+    parts = list(zip(*[(b[0] / BIN_NS, b[1] / BIN_NS, b[2] / BIN_NS) for b in bins], strict=True))
+    parts.append(tuple(1 - a - b - c for a, b, c in zip(*parts, strict=True)))
     share.stackplot(
         xs,
         *parts,
