@@ -136,7 +136,10 @@ class Target:
 
     def __exit__(self, *exc):
         self.proc.stdin.close()
-        assert self.proc.wait(timeout=30) == 0
+        try:
+            assert self.proc.wait(timeout=30) == 0
+        finally:
+            self.proc.stdout.close()
 
 
 def run_tool(*args):
