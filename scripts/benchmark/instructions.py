@@ -12,7 +12,10 @@ totals divided by N is the cost of one operation, without start-up.
 own instructions per call and per operation (one run of 2N; calls counted
 by callgrind): the cost of a change inside those functions, free of the
 run-to-run variation in how many loop iterations an operation takes.
-zloopgo must be built with `GOFLAGS=-tags=valgrind` (the Go runtime then
+With --split, each count is also split by where the instructions ran:
+the interpreter, _asyncio, zloopgo's C adapter, its Go engine and
+runtime, libc (by the object and source file callgrind names; the kernel
+is not counted). zloopgo must be built with `GOFLAGS=-tags=valgrind` (the Go runtime then
 describes its stacks to valgrind), and runs with GODEBUG=asyncpreemptoff=1
 (callgrind aborts on the runtime's preemption signals). It knows the loops
 by the name of their factory; nothing of their code.
@@ -160,32 +163,72 @@ loop.run_until_complete(main())
 }
 
 
-def callgrind_text(loop, body, n, gc_off):
-    """The callgrind output of one run of body with n operations."""
+# --split: where an operation's instructions run, by the object and
+# source file callgrind names for each function
+PARTS = ("python", "_asyncio", "adapter (C)", "engine (Go)", "another loop's", "libc", "other")
+
+
+def part_of(function):
+    """The part of PARTS that callgrind_annotate's function line names."""
+    obj = function.rsplit("[", 1)[-1] if "[" in function else ""
+    if "zloopgo" in obj:  # one .so holds the C adapter and the Go engine
+        name = function.split("[", 1)[0]
+        go = re.search(r"\.(go|s):|runtime\.|github\.com/|main\.|_cgo_|crosscall|cgocall", name)
+        return "engine (Go)" if go else "adapter (C)"
+    if "_asyncio" in obj:
+        return "_asyncio"
+    if "site-packages" in obj:  # a rival's extension module
+        return "another loop's"
+    if "libc.so" in obj or "ld-linux" in obj:
+        return "libc"
+    if "/python3" in obj or "libpython" in obj:  # after the extensions under lib/python3.X
+        return "python"
+    return "other"
+
+
+def split(out):
+    """Instructions per part of PARTS in the callgrind output file out."""
+    text = subprocess.run(
+        ["callgrind_annotate", "--inclusive=no", "--threshold=100", out],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    parts = dict.fromkeys(PARTS, 0)
+    for m in re.finditer(r"^\s*([\d,]+) \([^)]*\)\s+(.+)$", text, re.MULTILINE):
+        if "PROGRAM TOTALS" not in m.group(2):
+            parts[part_of(m.group(2))] += int(m.group(1).replace(",", ""))
+    return parts
+
+
+def run_callgrind(loop, body, n, gc_off, out):
+    """Runs body n times under callgrind, its output in the file out."""
     gc = "import gc; gc.disable()\n" if gc_off else ""
     code = f"import asyncio\n{gc}loop = {FACTORIES[loop]}()\nn = {n}\n{body}\nloop.close()\n"
+    subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={out}",
+            sys.executable,
+            "-c",
+            code,
+        ],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "PYTHONHASHSEED": "0", "GODEBUG": "asyncpreemptoff=1"},
+    )
+
+
+def count(loop, body, n, gc_off, want_split=False):
+    """The total instructions of body run n times (and, with want_split,
+    their split into PARTS)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "cg.out")
-        subprocess.run(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                f"--callgrind-out-file={out}",
-                sys.executable,
-                "-c",
-                code,
-            ],
-            check=True,
-            capture_output=True,
-            env={**os.environ, "PYTHONHASHSEED": "0", "GODEBUG": "asyncpreemptoff=1"},
-        )
+        run_callgrind(loop, body, n, gc_off, out)
         with open(out) as f:
-            return f.read()
-
-
-def count(loop, body, n, gc_off):
-    text = callgrind_text(loop, body, n, gc_off)
-    return int(re.search(r"^summary: (\d+)", text, re.MULTILINE).group(1))
+            total = int(re.search(r"^summary: (\d+)", f.read(), re.MULTILINE).group(1))
+        return total, split(out) if want_split else None
 
 
 def self_costs(text):
@@ -222,7 +265,11 @@ def self_costs(text):
 
 
 def print_functions(loop, op, body, n, gc_off, pattern):
-    costs = self_costs(callgrind_text(loop, body, 2 * n, gc_off))
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "cg.out")
+        run_callgrind(loop, body, 2 * n, gc_off, out)
+        with open(out) as f:
+            costs = self_costs(f.read())
     matched = sorted(fn for fn in costs if re.search(pattern, fn))
     total = 0
     for fn in matched:
@@ -239,6 +286,9 @@ def main(argv=None):
     p.add_argument("--loops", default="zloopgo")
     p.add_argument("--ops", default=",".join(OPS))
     p.add_argument("--gc-off", action="store_true", help="gc.disable() first, as seed 000")
+    p.add_argument(
+        "--split", action="store_true", help="also the instructions per part (Python, C, Go...)"
+    )
     p.add_argument("--functions", metavar="REGEX", help="own instructions of these functions")
     args = p.parse_args(argv)
     for op in args.ops.split(","):
@@ -247,9 +297,17 @@ def main(argv=None):
             if args.functions:
                 print_functions(loop, op, body, n, args.gc_off, args.functions)
                 continue
-            twice, once = count(loop, body, 2 * n, args.gc_off), count(loop, body, n, args.gc_off)
+            twice, twice_parts = count(loop, body, 2 * n, args.gc_off, args.split)
+            once, once_parts = count(loop, body, n, args.gc_off, args.split)
             per_op = (twice - once) / n
-            print(f"{op:16} {loop:8} {per_op:10,.0f} instructions per operation", flush=True)
+            line = f"{op:16} {loop:8} {per_op:10,.0f} instructions per operation"
+            if args.split:
+                line += "".join(
+                    f"; {part} {(twice_parts[part] - once_parts[part]) / n:,.0f}"
+                    for part in PARTS
+                    if twice_parts[part] != once_parts[part]
+                )
+            print(line, flush=True)
 
 
 if __name__ == "__main__":
