@@ -154,6 +154,10 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone,
      * some unreported). Nothing the batch did can then make a descriptor
      * ready, and the engine skips the next wait if it could not block:
      * it would report only what became ready on its own meanwhile. */
+    /* The events, timers, lookups and signal handlers above may have run
+     * Python code that scheduled a handle, which this batch runs and may
+     * release: the last handle made is settled before it can go. */
+    zl_pending_check(L);
     int rc = 0;
     int quiet = !L->debug && nevents < L->sh.events_cap && L->sh.ready_len > 0;
     int64_t threshold = 0;

@@ -398,6 +398,10 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
 
     def _zl_debug_schedule(self, method, callback):
         """Debug mode's checks for call_* and the handle's source traceback."""
+        if callback is _run_unless_cancelled:
+            # an asyncio handle this loop queues (3.14's _ThreadSafeHandle, a
+            # signal handler's): it has its stack and asyncio checks nothing more
+            return None
         if method != "call_soon_threadsafe":
             self._check_thread()
         self._check_callback(callback, method)
