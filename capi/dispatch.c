@@ -178,6 +178,9 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone,
         if (!h->cancelled)
             rc = timing ? run_timed_handle(L, h, threshold) : zl_handle_run_in_batch(h);
         quiet = quiet && zl_transport_read_was_quiet(L);
+        /* a handle the batch itself scheduled and ran is not left as the
+         * last one made once the queue's reference goes */
+        zl_pending_forget(L, h);
         zl_handle_release(h);
     }
     L->sh.quiet = zl_fds_take_watch_changed(L) ? 0 : quiet;
