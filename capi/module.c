@@ -84,6 +84,14 @@ static PyMethodDef module_methods[] = {
     {"set_asyncio", set_asyncio, METH_VARARGS,
      "Install asyncio.futures, asyncio.tasks and BaseEventLoop.create_task."},
     {"build_info_json", build_info_json, METH_NOARGS, "Build facts from the Go side, as JSON."},
+    {"file_op", (PyCFunction)(void (*)(void))zl_file_op, METH_FASTCALL,
+     "Start a file operation on a file worker (capi/files.c)."},
+    {"file_workers", (PyCFunction)(void (*)(void))zl_file_workers, METH_FASTCALL,
+     "Set (n > 0) and return the bound on file operations running at once."},
+    {"file_stats", zl_file_stats, METH_NOARGS,
+     "(workers started, running, queued, orphaned) file operations."},
+    {"file_graveyard_drain", zl_files_graveyard_drain, METH_NOARGS,
+     "Free the file operations whose loop closed before they finished."},
     {"forked_child", forked_child, METH_NOARGS,
      "Whether this process was forked after the engine started."},
     {NULL}};
@@ -97,7 +105,7 @@ PyMODINIT_FUNC PyInit__engine(void)
 {
     if (zl_handle_types_ready() < 0 || zl_loop_type_ready() < 0 || zl_transport_type_ready() < 0 ||
         zl_streamfeed_ready() < 0 || zl_context_ready() < 0 || zl_clock_ready() < 0 ||
-        zl_resolver_ready() < 0)
+        zl_resolver_ready() < 0 || zl_files_ready() < 0)
         return NULL;
     if (pthread_atfork(NULL, NULL, mark_forked_child) != 0) {
         PyErr_SetString(PyExc_RuntimeError, "pthread_atfork failed");

@@ -286,9 +286,18 @@ int zl_resolver_ready(void);
 PyObject *zl_loop_getaddrinfo(zl_loop *L, PyObject *args);
 PyObject *zl_loop_getnameinfo(zl_loop *L, PyObject *args);
 PyObject *zl_loop_lookups_in_flight(zl_loop *L, PyObject *unused);
-/* Settles the first ndone completions of zl_shared.done. */
-void zl_settle_lookups(zl_loop *L, int64_t ndone);
+/* Settles n completions of lookups. */
+void zl_settle_lookups(zl_loop *L, const zl_completion *done, int64_t n);
 void zl_drop_lookups(zl_loop *L);
+
+/* capi/files.c */
+int zl_files_ready(void);
+PyObject *zl_file_op(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zl_file_workers(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zl_file_stats(PyObject *mod, PyObject *unused);
+PyObject *zl_files_graveyard_drain(PyObject *mod, PyObject *unused);
+/* Settles n completions of file operations. */
+void zl_settle_files(zl_loop *L, const zl_completion *done, int64_t n);
 
 /* capi/clock.c */
 int zl_clock_ready(void);
