@@ -292,6 +292,10 @@ static void perform(fileop *op)
             done += w;
         }
         op->result = done;
+        /* n = 1: the caller wants where the descriptor is afterwards (an
+         * append-mode file, whose writes go to the end) */
+        if (op->err == 0 && op->n == 1 && (op->result = lseek(op->fd, 0, SEEK_CUR)) < 0)
+            op->err = errno;
         return;
     }
     case OP_LSEEK: {

@@ -38,6 +38,8 @@ __all__ = [
     "build_info",
     "install",
     "new_event_loop",
+    "open",
+    "os",
     "run",
     "uninstall",
 ]
@@ -58,6 +60,10 @@ def _policy_function(name: str) -> Any:
 
 _get_policy: Callable[[], _Policy] = _policy_function("get_event_loop_policy")
 _set_policy: Callable[[_Policy | None], None] = _policy_function("set_event_loop_policy")
+
+
+from . import os  # noqa: E402 - zloopgo.os: awaitable file-system calls
+from ._files import open  # noqa: E402,A001 - zloopgo.open: asynchronous files
 
 
 def new_event_loop() -> Loop:

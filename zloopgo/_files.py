@@ -94,10 +94,11 @@ class _Raw:
         self.eof = None  # offset of the end of the file, when a read found it
         self.want = None  # (kind, ...) the owner must fetch
         self.eof_hint = 0  # the size the file had when opened
-        self.pending = []  # (offset, bytes) writes and (offset, None) truncations
+        self.pending = []  # (offset, bytes, pos after) writes, (size, None, None) truncations
         self.short_ok = False  # text mode: a short read is as good as a full one
         self._closed = False
         self.async_close = False  # the owner closes the descriptor itself
+        self.append = "a" in mode  # writes go to the end (O_APPEND)
 
     # -- FileIO's inquiries
     @property
@@ -189,9 +190,10 @@ class _Raw:
     def write(self, b):
         self._check_closed()
         data = bytes(b)
-        self.pending.append((self.pos if self._seekable else -1, data))
+        offset = self.pos if self._seekable and not self.append else -1
         if self._seekable:
             self.pos += len(data)
+        self.pending.append((offset, data, self.pos))
         self._forget_window()
         return len(data)
 
@@ -204,12 +206,13 @@ class _Raw:
         size = size.__index__()
         if size < 0:
             raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
-        self.pending.append((size, None))
+        self.pending.append((size, None, None))
         self._forget_window()
         return size
 
     def flush(self):
-        self._check_closed()
+        if self._closed:  # IOBase.flush's words, not FileIO's
+            raise ValueError("I/O operation on closed file.")
 
     def _forget_window(self):
         if self._seekable:
@@ -278,7 +281,7 @@ class _Raw:
 def _send_now(raw):
     """Sends raw's kept writes synchronously (finalizers only)."""
     pending, raw.pending = raw.pending, []
-    for offset, data in pending:
+    for offset, data, _ in pending:
         if data is None:
             os.ftruncate(raw.fd, offset)
         elif offset < 0:
@@ -426,7 +429,7 @@ class NativeFile(_Base):
         self._turns = _Turns()
         self._inline = raw.regular  # RWF_NOWAIT reads worth trying
         self._streak = 0
-        self._rb = type(buffered) is io.BufferedReader and raw._seekable and raw.regular
+        self._rb = text is None and type(buffered) is io.BufferedReader and raw.regular
         self._bufsize = io.DEFAULT_BUFFER_SIZE  # set by _open to the buffer's size
         self._holder = None  # a task that keeps the turn after its caller was cancelled
 
@@ -469,9 +472,15 @@ class NativeFile(_Base):
         """Sends the writes the io object made, in order."""
         raw = self._raw
         while raw.pending:
-            offset, data = raw.pending.pop(0)
+            offset, data, after = raw.pending.pop(0)
             if data is None:
                 await self._call(OP_FTRUNCATE, raw.fd, 0, offset)
+            elif offset < 0 and raw._seekable:
+                # append mode: the position is where the write ended (unless
+                # the io object moved it since)
+                end = await self._call(OP_PWRITE, raw.fd, 1, offset, data)
+                if raw.pos == after:
+                    raw.pos = end
             else:
                 await self._call(OP_PWRITE, raw.fd, 0, offset, data)
 
@@ -709,8 +718,9 @@ class NativeFile(_Base):
             self._done()
 
     async def readlines(self, hint=-1):
-        if hint is not None and type(hint) is not int:
-            hint = hint.__index__()
+        hint = _ssize(hint)
+        if self.closed:
+            raise _closed_error()
         lines = []
         total = 0
         while True:
@@ -765,6 +775,8 @@ class NativeFile(_Base):
             raise
 
     async def writelines(self, lines):
+        if self.closed:
+            raise _closed_error()
         for line in lines:
             await self.write(line)
 
@@ -882,6 +894,97 @@ class NativeFile(_Base):
             if buffered_pos is not None:
                 self._buffered.seek(buffered_pos)
             await self._fetch()
+
+
+def _ssize(size):
+    # the C io's conversion of an optional size (_Py_convert_optional_to_ssize_t)
+    if size is None:
+        return -1
+    try:
+        return size.__index__()
+    except AttributeError:
+        raise TypeError(
+            f"argument should be integer or None, not '{type(size).__name__}'"
+        ) from None
+
+
+def _closed_error():
+    return ValueError("I/O operation on closed file.")
+
+
+def _text_class():
+    """_pyio's TextIOWrapper with the checks (and messages) of the C one
+    that open() returns, made on first use (importing _pyio costs)."""
+    global _Text
+    if _Text is not None:
+        return _Text
+    import _pyio
+
+    class Text(_pyio.TextIOWrapper):
+        def __init__(self, buffer, encoding, errors, newline, line_buffering):
+            if isinstance(newline, str) and newline not in ("", "\n", "\r", "\r\n"):
+                raise ValueError(f"illegal newline value: {newline}")
+            super().__init__(buffer, encoding, errors, newline, line_buffering)
+
+        def _c_init(self):
+            self._c_readable = self.buffer.readable()
+            self._c_writable = self.buffer.writable()
+            self._CHUNK_SIZE = 8192  # the C TextIOWrapper's
+
+        def _c_check(self):
+            if self.buffer is None:
+                raise ValueError("underlying buffer has been detached")
+            if self.closed:
+                raise _closed_error()
+
+        def read(self, size=-1):
+            size = _ssize(size)
+            self._c_check()
+            if not self._c_readable:
+                raise io.UnsupportedOperation("not readable")
+            return super().read(size)
+
+        def readline(self, size=-1):
+            size = size.__index__() if not isinstance(size, int) else size
+            self._c_check()
+            if not self._c_readable:
+                raise io.UnsupportedOperation("not readable")
+            return super().readline(size)
+
+        def write(self, s):
+            if not isinstance(s, str):
+                raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+            self._c_check()
+            if not self._c_writable:
+                raise io.UnsupportedOperation("not writable")
+            return super().write(s)
+
+        def seek(self, cookie, whence=0):
+            self._c_check()
+            if whence not in (0, 1, 2):
+                raise ValueError(f"invalid whence ({whence}, should be 0, 1 or 2)")
+            return super().seek(cookie, whence)
+
+        def tell(self):
+            self._c_check()
+            return super().tell()
+
+        def flush(self):
+            self._c_check()
+            return super().flush()
+
+        def truncate(self, pos=None):
+            self._c_check()
+            self.flush()
+            if pos is None:
+                pos = self.tell()
+            return self.buffer.truncate(pos)
+
+    _Text = Text
+    return Text
+
+
+_Text = None
 
 
 def _text_state(text):
@@ -1073,11 +1176,9 @@ async def _open(file, mode, buffering, encoding, errors, newline, closefd, opene
             buffered = io.BufferedReader(raw, buffering)
         textio = None
         if text:
-            import _pyio
-
             raw.short_ok = True
-            textio = _pyio.TextIOWrapper(buffered, encoding, errors, newline, line_buffering)
-            textio._CHUNK_SIZE = 8192  # the C TextIOWrapper's
+            textio = _text_class()(buffered, encoding, errors, newline, line_buffering)
+            textio._c_init()
             textio.mode = mode
     except BaseException:
         raw.async_close = True
