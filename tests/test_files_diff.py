@@ -8,7 +8,9 @@ the buffer size, in binary and text modes."""
 
 import asyncio
 import concurrent.futures
+import functools
 import os
+import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -49,7 +51,7 @@ def _norm(name, args, value):
 def run_sync(path, open_args, script):
     """The reference: open() and its methods, in this (non-loop) thread."""
     results = []
-    got = outcome(lambda: open(path, *open_args))
+    got = outcome(lambda: open(path, *open_args))  # noqa: SIM115 - closed below
     results.append(("open", got[0] if got[0] != "ok" else "ok", got[1] if got[0] != "ok" else ""))
     if got[0] != "ok":
         return results
@@ -58,11 +60,11 @@ def run_sync(path, open_args, script):
         for name, args in script:
             args = [_arg(a, False) for a in args]
             if name == "pread":
-                r = outcome(lambda: os.pread(f.fileno(), *args))
+                r = outcome(functools.partial(lambda a: os.pread(f.fileno(), *a), args))
             elif name == "pwrite":
-                r = outcome(lambda: os.pwrite(f.fileno(), *args))
+                r = outcome(functools.partial(lambda a: os.pwrite(f.fileno(), *a), args))
             else:
-                r = outcome(lambda: getattr(f, name)(*args))
+                r = outcome(functools.partial(lambda n, a: getattr(f, n)(*a), name, args))
             if r[0] == "ok":
                 r = ("ok", _norm(name, args, r[1]))
             results.append((name, r))
@@ -81,10 +83,11 @@ async def run_async(path, open_args, script):
     try:
         for name, args in script:
             args = [_arg(a, False) for a in args]
+            call = functools.partial(lambda n, a: getattr(f, n)(*a), name, args)
             if name in ("fileno", "readable", "writable", "seekable", "isatty"):
-                r = outcome(lambda: getattr(f, name)(*args))
+                r = outcome(call)
             else:
-                r = await async_outcome(lambda: getattr(f, name)(*args))
+                r = await async_outcome(call)
             if r[0] == "ok":
                 r = ("ok", _norm(name, args, r[1]))
             results.append((name, r))
@@ -242,11 +245,11 @@ def test_open_errors(tmp_path, loops):
         (str(tmp_path / "f"), ("w", -1, None, None, "bad")),
     ]
     for path, args in cases:
-        ref = outcome(lambda: open(path, *args).close())
+        ref = outcome(functools.partial(lambda p, a: open(p, *a).close(), path, args))
         for name, loop in loops.items():
 
-            async def attempt():
-                f = await zloopgo.open(path, *args)
+            async def attempt(p=path, a=args):
+                f = await zloopgo.open(p, *a)
                 await f.close()
 
             got = loop.run_until_complete(async_outcome(attempt))
@@ -256,13 +259,25 @@ def test_open_errors(tmp_path, loops):
 # ---- random scripts ----
 
 _bin_op = st.one_of(
-    st.tuples(st.just("read"), st.lists(st.sampled_from([-1, 0, 1, 7, BUF - 1, BUF, BUF + 1, 3 * BUF]), max_size=1)),
-    st.tuples(st.just("read1"), st.lists(st.sampled_from([1, BUF - 1, BUF, 2 * BUF + 1]), min_size=1, max_size=1)),
+    st.tuples(
+        st.just("read"),
+        st.lists(st.sampled_from([-1, 0, 1, 7, BUF - 1, BUF, BUF + 1, 3 * BUF]), max_size=1),
+    ),
+    st.tuples(
+        st.just("read1"),
+        st.lists(st.sampled_from([1, BUF - 1, BUF, 2 * BUF + 1]), min_size=1, max_size=1),
+    ),
     st.tuples(st.just("readline"), st.lists(st.sampled_from([-1, 3, BUF + 2]), max_size=1)),
-    st.tuples(st.just("readinto"), st.tuples(st.tuples(st.just("buf"), st.sampled_from([0, 5, BUF, 2 * BUF + 3]))).map(list)),
+    st.tuples(
+        st.just("readinto"),
+        st.tuples(st.tuples(st.just("buf"), st.sampled_from([0, 5, BUF, 2 * BUF + 3]))).map(list),
+    ),
     st.tuples(st.just("write"), st.tuples(st.binary(min_size=0, max_size=3 * BUF)).map(list)),
     st.tuples(st.just("seek"), st.tuples(st.integers(0, 5 * BUF)).map(list)),
-    st.tuples(st.just("seek"), st.tuples(st.integers(-2 * BUF, 2 * BUF), st.sampled_from([1, 2])).map(list)),
+    st.tuples(
+        st.just("seek"),
+        st.tuples(st.integers(-2 * BUF, 2 * BUF), st.sampled_from([1, 2])).map(list),
+    ),
     st.tuples(st.just("tell"), st.just([])),
     st.tuples(st.just("flush"), st.just([])),
     st.tuples(st.just("truncate"), st.lists(st.integers(0, 4 * BUF), max_size=1)),
@@ -304,4 +319,11 @@ _text_op = st.one_of(
 def test_random_text_scripts(tmp_path_factory, loops, mode, encoding, newline, text, script):
     tmp = tmp_path_factory.mktemp("text")
     initial = text.encode(encoding, "replace")
-    compare(tmp, initial, (mode, BUF, encoding, "replace", newline), [tuple(op) for op in script], loops)
+    script = [tuple(op) for op in script]
+    if sys.version_info < (3, 13) and "+" in mode:
+        # Before 3.13, open()'s C TextIOWrapper keeps written text across a
+        # read and writes it later, where the read left the position (the
+        # bug 3.13 fixed; _pyio and zloopgo write it where it was made):
+        # scripts flush after each write there (docs/files.md).
+        script = [x for op in script for x in ([op, ("flush", [])] if op[0] == "write" else [op])]
+    compare(tmp, initial, (mode, BUF, encoding, "replace", newline), script, loops)

@@ -62,8 +62,8 @@ _get_policy: Callable[[], _Policy] = _policy_function("get_event_loop_policy")
 _set_policy: Callable[[_Policy | None], None] = _policy_function("set_event_loop_policy")
 
 
-from . import os  # noqa: E402 - zloopgo.os: awaitable file-system calls
-from ._files import open  # noqa: E402,A001 - zloopgo.open: asynchronous files
+from . import os
+from ._files import open
 
 
 def new_event_loop() -> Loop:

@@ -32,6 +32,7 @@ Go or of how the engine schedules.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import collections
 import errno
 import io
@@ -61,8 +62,9 @@ def _native_engine(loop):
     return None
 
 
-async def _op(loop, engine, code, fd=-1, n=0, offset=0, obj=None, obj2=None, mode=0, name=None,
-              name2=None):
+async def _op(
+    loop, engine, code, fd=-1, n=0, offset=0, obj=None, obj2=None, mode=0, name=None, name2=None
+):
     fut = loop.create_future()
     engine.file_op(loop, fut, code, fd, n, offset, obj, obj2, mode, False, name, name2)
     return await fut
@@ -99,6 +101,7 @@ class _Raw:
         self._closed = False
         self.async_close = False  # the owner closes the descriptor itself
         self.append = "a" in mode  # writes go to the end (O_APPEND)
+        self.append_end = pos  # where the file ends, as far as its writes tell
 
     # -- FileIO's inquiries
     @property
@@ -191,7 +194,12 @@ class _Raw:
         self._check_closed()
         data = bytes(b)
         offset = self.pos if self._seekable and not self.append else -1
-        if self._seekable:
+        if self.append:
+            # O_APPEND: the write goes to the end of the file, and leaves the
+            # descriptor there (its real place is taken when it is sent)
+            self.append_end += len(data)
+            self.pos = self.append_end
+        elif self._seekable:
             self.pos += len(data)
         self.pending.append((offset, data, self.pos))
         self._forget_window()
@@ -207,6 +215,7 @@ class _Raw:
         if size < 0:
             raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
         self.pending.append((size, None, None))
+        self.append_end = size
         self._forget_window()
         return size
 
@@ -232,9 +241,14 @@ class _Raw:
             new = self.pos + offset
         else:
             answer = self.want
-            if answer is not None and answer[0] == "seek-answer" and answer[1:3] == (
-                offset,
-                whence,
+            if (
+                answer is not None
+                and answer[0] == "seek-answer"
+                and answer[1:3]
+                == (
+                    offset,
+                    whence,
+                )
             ):
                 self.want = None
                 new = answer[3]
@@ -320,7 +334,7 @@ def _open_flags(file, mode, buffering, encoding, errors, newline, closefd):
     messages (io.open itself, stopped by an opener just before the system
     call), and the flags FileIO would pass to open(2)."""
     try:
-        io.open(file, mode, buffering, encoding, errors, newline, closefd, _probe_opener)
+        builtins.open(file, mode, buffering, encoding, errors, newline, closefd, _probe_opener)  # noqa: SIM115
     except _Probe as probe:
         return probe.args[0]
     raise AssertionError("io.open did not reach its opener")  # pragma: no cover
@@ -442,8 +456,9 @@ class NativeFile(_Base):
 
     async def _call(self, code, fd, n=0, offset=0, obj=None, name=None):
         fut = self._loop.create_future()
-        r = self._engine.file_op(self._loop, fut, code, fd, n, offset, obj, None, 0, False, name,
-                                 None)
+        r = self._engine.file_op(
+            self._loop, fut, code, fd, n, offset, obj, None, 0, False, name, None
+        )
         if r is not None:
             return r
         return await fut
@@ -453,8 +468,9 @@ class NativeFile(_Base):
         raw = self._raw
         if self._inline and offset >= 0:
             fut = self._loop.create_future()
-            r = self._engine.file_op(self._loop, fut, code, raw.fd, n, offset, None, None, 0,
-                                     True, None, None)
+            r = self._engine.file_op(
+                self._loop, fut, code, raw.fd, n, offset, None, None, 0, True, None, None
+            )
             if r is None:
                 self._streak = 0
                 return await fut
@@ -481,6 +497,8 @@ class NativeFile(_Base):
                 end = await self._call(OP_PWRITE, raw.fd, 1, offset, data)
                 if raw.pos == after:
                     raw.pos = end
+                if raw.append_end == after:
+                    raw.append_end = end
             else:
                 await self._call(OP_PWRITE, raw.fd, 0, offset, data)
 
@@ -490,6 +508,8 @@ class NativeFile(_Base):
         want, raw.want = raw.want, None
         await self._send()
         kind = want[0]
+        if kind == "tell":
+            return
         if kind == "seek":
             _, offset, whence = want
             try:
@@ -622,7 +642,11 @@ class NativeFile(_Base):
         parts = []
         try:
             while True:
-                r = method(size)
+                try:
+                    r = method(size)
+                except _Miss:  # the io object had to learn where it is first
+                    await self._fetch()
+                    continue
                 if raw.want is None:
                     if raw.pending:
                         await self._send()
@@ -674,7 +698,11 @@ class NativeFile(_Base):
             total = 0
             first = True
             while True:
-                n = method(b if first else view[total:])
+                try:
+                    n = method(b if first else view[total:])
+                except _Miss:
+                    await self._fetch()
+                    continue
                 first = False
                 if view.ndim != 1 or view.format not in ("B", "b", "c"):
                     view = memoryview(b).cast("B")
@@ -698,7 +726,11 @@ class NativeFile(_Base):
             parts = []
             limit = size
             while True:
-                line = b.readline(limit)
+                try:
+                    line = b.readline(limit)
+                except _Miss:
+                    await self._fetch()
+                    continue
                 if raw.want is None or line.endswith(b"\n"):
                     raw.want = None
                     if raw.pending:
@@ -789,6 +821,8 @@ class NativeFile(_Base):
             offset = offset.__index__()
             n = await self._call(OP_PWRITE, self._raw.fd, 0, offset, data)
             self._raw._forget_window()
+            if self._raw.append:
+                self._raw.append_end += n  # Linux's pwrite appends on an O_APPEND file
             return n
         finally:
             self._done()
@@ -925,6 +959,30 @@ def _text_class():
             if isinstance(newline, str) and newline not in ("", "\n", "\r", "\r\n"):
                 raise ValueError(f"illegal newline value: {newline}")
             super().__init__(buffer, encoding, errors, newline, line_buffering)
+
+        # tell()'s cookie packed as the C TextIOWrapper packs it: start
+        # position (8 bytes), decoder flags, bytes to feed, characters to
+        # skip (4 bytes each), need-EOF flag (1 byte), little-endian.
+        def _pack_cookie(
+            self, position, dec_flags=0, bytes_to_feed=0, need_eof=False, chars_to_skip=0
+        ):
+            return (
+                position
+                | (dec_flags & 0xFFFFFFFF) << 64
+                | bytes_to_feed << 96
+                | chars_to_skip << 128
+                | int(bool(need_eof)) << 160
+            )
+
+        def _unpack_cookie(self, bigint):
+            position = bigint & 0xFFFFFFFFFFFFFFFF
+            dec_flags = (bigint >> 64) & 0xFFFFFFFF
+            if dec_flags >= 1 << 31:
+                dec_flags -= 1 << 32
+            bytes_to_feed = (bigint >> 96) & 0xFFFFFFFF
+            chars_to_skip = (bigint >> 128) & 0xFFFFFFFF
+            need_eof = (bigint >> 160) & 0xFF
+            return position, dec_flags, bytes_to_feed, need_eof, chars_to_skip
 
         def _c_init(self):
             self._c_readable = self.buffer.readable()
@@ -1077,7 +1135,18 @@ class ExecutorFile(_Base):
 
 
 _ASYNC_METHODS = frozenset(
-    "read1 readinto readinto1 readlines peek flush truncate seek tell detach".split()
+    [
+        "read1",
+        "readinto",
+        "readinto1",
+        "readlines",
+        "peek",
+        "flush",
+        "truncate",
+        "seek",
+        "tell",
+        "detach",
+    ]
 )
 
 
@@ -1103,8 +1172,14 @@ class _Opener:
         self._file = None
 
 
-def open(  # noqa: A001 - the point is to shadow it
-    file, mode="r", buffering=-1, encoding=None, errors=None, newline=None, closefd=True,
+def open(
+    file,
+    mode="r",
+    buffering=-1,
+    encoding=None,
+    errors=None,
+    newline=None,
+    closefd=True,
     opener=None,
 ):
     """open() for asyncio: ``async with zloopgo.open(path) as f`` or
@@ -1123,7 +1198,16 @@ async def _open(file, mode, buffering, encoding, errors, newline, closefd, opene
         native = hasattr(type(path), "__fspath__")
     if not native:
         f = await loop.run_in_executor(
-            None, io.open, file, mode, buffering, encoding, errors, newline, closefd, opener
+            None,
+            io.open,
+            file,
+            mode,
+            buffering,
+            encoding,
+            errors,
+            newline,
+            closefd,
+            opener,
         )
         return ExecutorFile(loop, f)
     flags = _open_flags(file, mode, buffering, encoding, errors, newline, closefd)
@@ -1139,7 +1223,7 @@ async def _open(file, mode, buffering, encoding, errors, newline, closefd, opene
         # descriptor, its calls in the executor (a stream's bytes cannot be
         # put back for a retry).
         def wrap():
-            f = io.open(fd, mode, buffering, encoding, errors, newline, True)
+            f = builtins.open(fd, mode, buffering, encoding, errors, newline, True)  # noqa: SIM115
             (f.buffer.raw if hasattr(f, "buffer") else getattr(f, "raw", f)).name = path
             return f
 
@@ -1155,7 +1239,7 @@ async def _open(file, mode, buffering, encoding, errors, newline, closefd, opene
             path,
             _fileio_mode(reading, writing, appending, creating, updating),
             blksize,
-            pos if pos >= 0 else 0,
+            max(pos, 0),
             pos >= 0,
             bool(isatty),
             stat_module.S_ISREG(st_mode),

@@ -65,8 +65,9 @@ async def _executor(func, *args, **kwargs):
 async def _native(code, path, path2=None, n=0, mode=0, name2=None):
     loop = asyncio.get_running_loop()
     engine = _files._native_engine(loop)
-    return await _files._op(loop, engine, code, n=n, obj=path, obj2=path2, mode=mode, name=name2[0],
-                            name2=name2[1])
+    return await _files._op(
+        loop, engine, code, n=n, obj=path, obj2=path2, mode=mode, name=name2[0], name2=name2[1]
+    )
 
 
 def _engine_or_none():
