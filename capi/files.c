@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 /* The operations (zloopgo/_files.py has the same numbers). */
@@ -78,7 +79,8 @@ typedef struct fileop {
     int64_t result;
     int err;
     struct stat st;
-    int64_t pos; /* OP_OPEN: the offset after opening, -1 if not seekable */
+    int64_t pos;    /* OP_OPEN: the offset after opening, -1 if not seekable */
+    int64_t fstype; /* OP_OPEN: statfs's f_type */
     int isatty;
     char *names; /* OP_LISTDIR: NUL-separated names, malloc'd */
     int64_t names_len, names_count;
@@ -87,6 +89,7 @@ typedef struct fileop {
     PyObject *data;  /* the bytes a read lands in */
     PyObject *name;  /* the name OSError reports */
     PyObject *name2; /* the second name (rename) */
+    PyObject *owner; /* OP_OPEN: makes the object that owns the new descriptor */
     Py_buffer view;  /* what a write sends, or where readinto lands */
     int has_view;
 } fileop;
@@ -214,6 +217,10 @@ static void do_open(fileop *op)
     }
     op->pos = lseek(fd, 0, SEEK_CUR);
     op->isatty = S_ISCHR(op->st.st_mode) ? isatty(fd) : 0;
+    /* the file system's type: closing a file of a local one cannot wait
+     * for a server (zloopgo/_files.py closes those at once) */
+    struct statfs sfs;
+    op->fstype = fstatfs(fd, &sfs) == 0 ? (int64_t)sfs.f_type : 0;
     op->result = fd;
 }
 
@@ -406,6 +413,7 @@ static void op_free(fileop *op)
     Py_XDECREF(op->data);
     Py_XDECREF(op->name);
     Py_XDECREF(op->name2);
+    Py_XDECREF(op->owner);
     free(op->path);
     free(op->path2);
     free(op->names);
@@ -476,10 +484,22 @@ static PyObject *op_value(fileop *op)
         return PyErr_SetFromErrno(PyExc_OSError);
     }
     switch (op->op) {
-    case OP_OPEN:
-        return Py_BuildValue("(LKLLLi)", (long long)op->result, (unsigned long long)op->st.st_mode,
+    case OP_OPEN: {
+        /* The descriptor goes to an object that closes it when collected
+         * unless the caller takes it: a coroutine that never resumes (its
+         * loop closed) does not leak it. */
+        PyObject *fd = PyLong_FromLongLong(op->result);
+        PyObject *owned = fd ? PyObject_CallOneArg(op->owner, fd) : NULL;
+        Py_XDECREF(fd);
+        if (owned == NULL) {
+            close((int)op->result);
+            return NULL;
+        }
+        op->err = -1; /* the owner closes it from now on */
+        return Py_BuildValue("(NKLLLiL)", owned, (unsigned long long)op->st.st_mode,
                              (long long)op->st.st_blksize, (long long)op->st.st_size,
-                             (long long)op->pos, op->isatty);
+                             (long long)op->pos, op->isatty, (long long)op->fstype);
+    }
     case OP_PREAD:
     case OP_READALL: {
         PyObject *data = op->data;
@@ -515,9 +535,6 @@ static void settle(fileop *op)
         PyObject *r = value ? PyObject_CallMethodOneArg(op->future, s_set_result, value)
                             : PyObject_CallMethodOneArg(op->future, s_set_exception, exc);
         Py_XDECREF(r);
-    } else if (is_done > 0 && op->op == OP_OPEN && op->err == 0) {
-        /* Cancelled while opening: nobody will see this descriptor. */
-        close((int)op->result);
     }
     if (PyErr_Occurred())
         PyErr_WriteUnraisable(op->future);
@@ -627,8 +644,16 @@ PyObject *zl_file_op(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     op->engine = L->engine;
     if (name != Py_None)
         op->name = Py_NewRef(name);
-    if (name2 != Py_None)
+    if (name2 != Py_None && code != OP_OPEN)
         op->name2 = Py_NewRef(name2);
+    if (code == OP_OPEN) {
+        if (!PyCallable_Check(name2)) {
+            PyErr_SetString(PyExc_TypeError, "file_op: opening needs the descriptor's owner");
+            op_free(op);
+            return NULL;
+        }
+        op->owner = Py_NewRef(name2);
+    }
     switch (code) {
     case OP_OPEN:
     case OP_STAT:

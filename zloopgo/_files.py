@@ -101,6 +101,7 @@ class _Raw:
         self._closed = False
         self.async_close = False  # the owner closes the descriptor itself
         self.append = "a" in mode  # writes go to the end (O_APPEND)
+        self.local = False  # on a local file system (closing cannot wait)
         self.append_end = pos  # where the file ends, as far as its writes tell
 
     # -- FileIO's inquiries
@@ -321,6 +322,32 @@ def _buffer_size(blksize):
     return blksize if blksize > 1 else io.DEFAULT_BUFFER_SIZE
 
 
+# statfs f_type of local file systems, on which closing a file opened for
+# reading only cannot wait for anything (it is done on the loop thread):
+# ext2/3/4, XFS, Btrfs, tmpfs, overlayfs, F2FS, ramfs.
+_LOCAL_FS = frozenset(
+    (0xEF53, 0x58465342, 0x9123683E, 0x01021994, 0x794C7630, 0xF2F52010, 0x858458F6)
+)
+
+
+class _Descriptor:
+    """Owns a descriptor the open operation made until _open takes it (a
+    coroutine whose loop closed before it resumed never does)."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd):
+        self.fd = fd
+
+    def take(self):
+        fd, self.fd = self.fd, -1
+        return fd
+
+    def __del__(self):
+        if self.fd >= 0:
+            os.close(self.fd)
+
+
 class _Probe(Exception):
     pass
 
@@ -329,14 +356,36 @@ def _probe_opener(path, flags):
     raise _Probe(flags)
 
 
+# What _open_flags found for argument sets that passed, keyed by them (the
+# path aside): a dict written under the GIL, the same for every loop.
+_flags_cache = {}
+
+
 def _open_flags(file, mode, buffering, encoding, errors, newline, closefd):
     """open()'s own checks of its arguments, in its order and with its
     messages (io.open itself, stopped by an opener just before the system
-    call), and the flags FileIO would pass to open(2)."""
+    call), and the flags FileIO would pass to open(2). A path that is a
+    str or bytes without a NUL passes them as any other such path does, so
+    the flags found for the other arguments are kept."""
+    plain = type(file) is str and "\0" not in file or type(file) is bytes and b"\0" not in file
+    key = (
+        (mode, buffering, encoding, errors, newline, closefd) if plain and buffering != 1 else None
+    )
+    if key is not None:
+        try:
+            return _flags_cache[key]
+        except (KeyError, TypeError):
+            pass
     try:
         builtins.open(file, mode, buffering, encoding, errors, newline, closefd, _probe_opener)  # noqa: SIM115
     except _Probe as probe:
-        return probe.args[0]
+        flags = probe.args[0]
+        if key is not None and len(_flags_cache) < 256:
+            try:
+                _flags_cache[key] = flags
+            except TypeError:  # an argument that is not hashable
+                pass
+        return flags
     raise AssertionError("io.open did not reach its opener")  # pragma: no cover
 
 
@@ -359,13 +408,15 @@ class _Turns:
         except BaseException:
             if fut.done() and not fut.cancelled():
                 self.release()  # the turn was handed to us: pass it on
-            else:
+            elif fut in self.waiters:
                 self.waiters.remove(fut)
             raise
 
     def release(self):
         while self.waiters:
             fut = self.waiters.popleft()
+            if fut.get_loop().is_closed():
+                continue  # a loop closed with calls waiting: they never run
             if not fut.done():
                 fut.set_result(None)  # busy stays True: the turn passes on
                 return
@@ -876,8 +927,29 @@ class NativeFile(_Base):
             exc = None
             try:
                 self._file.close()
+            except _Miss:
+                pass  # a rewind after the last flush: nothing to read any more
             except BaseException as e:  # noqa: BLE001 - raised after the descriptor is closed
                 exc = e
+            if not raw.pending and raw.closefd and raw.fd >= 0:
+                fd, raw.fd = raw.fd, -1
+                if raw.local and raw.mode == "rb":
+                    os.close(fd)  # a file read from a local disk: nothing to wait for
+                else:
+                    # the descriptor is closed by the worker even if this
+                    # call is cancelled meanwhile
+                    fut = self._loop.create_future()
+                    self._engine.file_op(
+                        self._loop, fut, OP_CLOSE, fd, 0, 0, None, None, 0, False, None, None
+                    )
+                    try:
+                        await asyncio.shield(fut)
+                    except asyncio.CancelledError:
+                        self._holder = fut
+                        raise
+                if exc is not None:
+                    raise exc
+                return
             task = self._loop.create_task(self._close_fd())
             try:
                 await asyncio.shield(task)
@@ -1216,8 +1288,18 @@ async def _open(file, mode, buffering, encoding, errors, newline, closefd, opene
     reading, writing = "r" in modes, "w" in modes
     appending, creating, updating = "a" in modes, "x" in modes, "+" in modes
     text = "b" not in modes
-    res = await _op(loop, engine, OP_OPEN, n=flags, obj=os.fsencode(path), mode=0o666, name=path)
-    fd, st_mode, blksize, size, pos, isatty = res
+    res = await _op(
+        loop,
+        engine,
+        OP_OPEN,
+        n=flags,
+        obj=os.fsencode(path),
+        mode=0o666,
+        name=path,
+        name2=_Descriptor,
+    )
+    owner, st_mode, blksize, size, pos, isatty, fstype = res
+    fd = owner.take()
     if pos < 0 or not stat_module.S_ISREG(st_mode):
         # A pipe, a device, a socket: open()'s own object over the opened
         # descriptor, its calls in the executor (a stream's bytes cannot be
@@ -1246,6 +1328,7 @@ async def _open(file, mode, buffering, encoding, errors, newline, closefd, opene
             closefd,
         )
         raw.eof_hint = size
+        raw.local = fstype in _LOCAL_FS
         line_buffering = False
         if buffering == 1 or (buffering < 0 and raw._isatty):
             buffering = -1

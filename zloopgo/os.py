@@ -95,7 +95,7 @@ async def stat(path, *, dir_fd=None, follow_symlinks=True):
     b = _plain(path)
     if b is None or dir_fd is not None or not follow_symlinks or _engine_or_none() is None:
         return await _executor(_os.stat, path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
-    return _stat_result(await _native(_files.OP_STAT, b, n=1, name2=(path, None)))
+    return _stat_result(await _native(_files.OP_STAT, b, n=1, name2=(_os.fspath(path), None)))
 
 
 async def lstat(path, *, dir_fd=None):
@@ -103,7 +103,7 @@ async def lstat(path, *, dir_fd=None):
     b = _plain(path)
     if b is None or dir_fd is not None or _engine_or_none() is None:
         return await _executor(_os.lstat, path, dir_fd=dir_fd)
-    return _stat_result(await _native(_files.OP_STAT, b, n=0, name2=(path, None)))
+    return _stat_result(await _native(_files.OP_STAT, b, n=0, name2=(_os.fspath(path), None)))
 
 
 async def rename(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
@@ -118,7 +118,7 @@ async def rename(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
         or _engine_or_none() is None
     ):
         return await _executor(_os.rename, src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
-    await _native(_files.OP_RENAME, a, b, name2=(src, dst))
+    await _native(_files.OP_RENAME, a, b, name2=(_os.fspath(src), _os.fspath(dst)))
 
 
 async def remove(path, *, dir_fd=None):
@@ -126,7 +126,7 @@ async def remove(path, *, dir_fd=None):
     b = _plain(path)
     if b is None or dir_fd is not None or _engine_or_none() is None:
         return await _executor(_os.remove, path, dir_fd=dir_fd)
-    await _native(_files.OP_UNLINK, b, name2=(path, None))
+    await _native(_files.OP_UNLINK, b, name2=(_os.fspath(path), None))
 
 
 unlink = remove
@@ -137,7 +137,7 @@ async def rmdir(path, *, dir_fd=None):
     b = _plain(path)
     if b is None or dir_fd is not None or _engine_or_none() is None:
         return await _executor(_os.rmdir, path, dir_fd=dir_fd)
-    await _native(_files.OP_RMDIR, b, name2=(path, None))
+    await _native(_files.OP_RMDIR, b, name2=(_os.fspath(path), None))
 
 
 async def mkdir(path, mode=0o777, *, dir_fd=None):
@@ -145,7 +145,7 @@ async def mkdir(path, mode=0o777, *, dir_fd=None):
     b = _plain(path)
     if b is None or dir_fd is not None or type(mode) is not int or _engine_or_none() is None:
         return await _executor(_os.mkdir, path, mode, dir_fd=dir_fd)
-    await _native(_files.OP_MKDIR, b, mode=mode, name2=(path, None))
+    await _native(_files.OP_MKDIR, b, mode=mode, name2=(_os.fspath(path), None))
 
 
 async def listdir(path="."):
@@ -153,7 +153,7 @@ async def listdir(path="."):
     b = _plain(path)
     if b is None or _engine_or_none() is None:
         return await _executor(_os.listdir, path)
-    names = await _native(_files.OP_LISTDIR, b, name2=(path, None))
+    names = await _native(_files.OP_LISTDIR, b, name2=(_os.fspath(path), None))
     if isinstance(path, bytes):
         return names
     return [_os.fsdecode(n) for n in names]
