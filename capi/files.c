@@ -600,7 +600,8 @@ static int try_inline(fileop *op)
  * and name2 (in obj/obj2's place for errors) are set by file_names. With
  * inline true, a read first tries to complete at once from the page cache:
  * the bytes are then returned (and the future unused); otherwise the
- * result goes to the future and None is returned. -2 is returned when
+ * result goes to the future and None is returned (with future None, a new
+ * future is made and returned, for the caller to await). -2 is returned when
  * inline reading is not supported by this file, for the caller to stop
  * asking. */
 PyObject *zl_file_op(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
@@ -704,8 +705,15 @@ PyObject *zl_file_op(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
             return PyLong_FromLong(-2);
         }
     }
-    op->future = Py_NewRef(future);
+    /* future None: the caller hoped for an inline result; it gets the
+     * future to await instead */
+    PyObject *made = future == Py_None ? zl_loop_create_future(L, NULL) : NULL;
+    if (future == Py_None && made == NULL)
+        goto fail;
+    op->future = made ? Py_NewRef(made) : Py_NewRef(future);
     submit(op);
+    if (made != NULL)
+        return made;
     Py_RETURN_NONE;
 fail:
     op_free(op);

@@ -497,13 +497,25 @@ class NativeFile(_Base):
         self._rb = text is None and type(buffered) is io.BufferedReader and raw.regular
         self._bufsize = io.DEFAULT_BUFFER_SIZE  # set by _open to the buffer's size
         self._holder = None  # a task that keeps the turn after its caller was cancelled
+        self._stale = False  # the io object's position lags raw.pos (see _sync)
 
     # -- the turn and the raw operations
     async def _begin(self):
         if self._turns.busy:
             await self._turns.wait(self._loop)
         self._turns.busy = True
-        self._raw.eof = None if self._raw._seekable else self._raw.eof
+        raw = self._raw
+        if raw._seekable:
+            raw.eof = None  # what was found at the end may have grown since
+        if self._stale:
+            self._sync()
+
+    def _sync(self):
+        # Direct reads moved the raw position past an empty buffer; the io
+        # object learns it before it is used (a seek within nothing).
+        self._stale = False
+        if not self._raw.closed:
+            self._buffered.seek(self._raw.pos)
 
     async def _call(self, code, fd, n=0, offset=0, obj=None, name=None):
         fut = self._loop.create_future()
@@ -516,24 +528,21 @@ class NativeFile(_Base):
 
     async def _read_at(self, code, n, offset):
         """n bytes at offset (a stream: -1), at once when cached."""
-        raw = self._raw
         if self._inline and offset >= 0:
-            fut = self._loop.create_future()
             r = self._engine.file_op(
-                self._loop, fut, code, raw.fd, n, offset, None, None, 0, True, None, None
+                self._loop, None, code, self._raw.fd, n, offset, None, None, 0, True, None, None
             )
-            if r is None:
-                self._streak = 0
-                return await fut
-            if r == -2:
-                self._inline = False
-            else:
+            if r.__class__ is bytes:
                 self._streak += 1
                 if self._streak >= _YIELD_EVERY:
                     self._streak = 0
-                    await asyncio.sleep(0)
+                    await asyncio.sleep(0)  # cached reads must not starve the loop
                 return r
-        return await self._call(code, raw.fd, n, offset)
+            if r.__class__ is not int:
+                self._streak = 0
+                return await r
+            self._inline = False  # -2: this file cannot be read without blocking
+        return await self._call(code, self._raw.fd, n, offset)
 
     async def _send(self):
         """Sends the writes the io object made, in order."""
@@ -646,15 +655,64 @@ class NativeFile(_Base):
         """open()'s read(size). Cancelled: nothing was consumed (the
         position is where it was), except on a stream that cannot seek,
         where bytes already taken are dropped."""
-        await self._begin()
+        turns = self._turns
+        if turns.busy:
+            await turns.wait(self._loop)
+        turns.busy = True
         try:
             raw = self._raw
+            raw.eof = None
             b = self._buffered
-            if self._rb and type(size) is int and not raw.closed and raw.pos == b.tell():
+            if (
+                self._rb
+                and type(size) is int
+                and not raw.closed
+                and (self._stale or raw.pos == b.tell())
+            ):
+                if self._inline and size > 0 and size % self._bufsize == 0:
+                    # the common case, a whole number of buffers from the
+                    # page cache: done here, in the bytes returned
+                    r = self._engine.file_op(
+                        self._loop,
+                        None,
+                        OP_PREAD,
+                        raw.fd,
+                        size,
+                        raw.pos,
+                        None,
+                        None,
+                        0,
+                        True,
+                        None,
+                        None,
+                    )
+                    if r.__class__ is bytes:
+                        raw.pos += len(r)
+                        raw.wstart = raw.pos
+                        raw.win = b""
+                        self._stale = True
+                        self._streak += 1
+                        if self._streak >= _YIELD_EVERY:
+                            self._streak = 0
+                            await asyncio.sleep(0)  # cached reads must not starve the loop
+                        return r
+                    if r.__class__ is int:
+                        self._inline = False
+                    else:
+                        self._streak = 0
+                        start = raw.pos
+                        r = await r
+                        raw.pos = start + len(r)
+                        raw.wstart = raw.pos
+                        raw.win = b""
+                        self._stale = True
+                        return r
                 if size < 0:
                     return await self._read_direct(-1)
                 if size % self._bufsize == 0 and size > 0:
                     return await self._read_direct(size)
+            if self._stale:
+                self._sync()
             if self._text is not None:
                 return await self._text_call(self._text.read, size)
             return await self._read_generic(b.read, size)
@@ -684,7 +742,7 @@ class NativeFile(_Base):
             data = await self._read_at(OP_PREAD, size, start)
         raw.pos = start + len(data)
         raw.win, raw.wstart = b"", raw.pos
-        self._buffered.seek(raw.pos)
+        self._stale = True  # the io object is told before its next use (_sync)
         return data
 
     async def _read_generic(self, method, size):
