@@ -1280,7 +1280,7 @@ _ASYNC_METHODS = frozenset(
 )
 
 
-class _Opener:
+class _Opener:  # Opening in _files.pyi
     """What zloopgo.open() returns: awaitable (the file) and an async
     context manager (closing the file on exit), as aiofiles.open's."""
 
