@@ -277,7 +277,9 @@ static void perform(fileop *op)
     case OP_PREAD:
     case OP_PREADINTO:
     case OP_READALL: {
-        ssize_t got = read_fully(op->fd, op->buf, (size_t)op->len, op->offset);
+        /* op->result: what an inline attempt already read (try_inline) */
+        ssize_t got = read_fully(op->fd, op->buf + op->result, (size_t)(op->len - op->result),
+                                 op->offset < 0 ? -1 : op->offset + op->result);
         if (got < 0)
             op->err = errno;
         else

@@ -405,3 +405,42 @@ def test_os_helpers_match_os(loop, tmp_path):
     ref.append(_outcome(lambda: os.makedirs(tmp_path / "m" / "n", exist_ok=True)))
     ref += [True, True, False, 5]
     assert got == ref
+
+
+def test_reads_of_partly_cached_files(loop, tmp_path):
+    # A read whose first pages are in the page cache and the rest not:
+    # the part read at once (RWF_NOWAIT) and the part a worker reads must
+    # join up. Evicting clean pages needs a file system with a page cache
+    # of its own (ext4 here); elsewhere every read takes one of the paths.
+    p = tmp_path / "f"
+    data = os.urandom(4 << 20)
+    p.write_bytes(data)
+    fd = os.open(p, os.O_RDONLY)
+    os.fsync(fd)
+
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # no read-ahead for the halves below
+
+    def evict():
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        for off in range(0, len(data), 1 << 16):
+            os.pread(fd, 1 << 15, off)  # the first half of each 64 KiB back in
+
+    async def main():
+        evict()
+        async with zloopgo.open(p, "rb") as f:
+            chunks = []
+            while chunk := await f.read(1 << 16):
+                chunks.append(chunk)
+        evict()
+        async with zloopgo.open(p, "rb") as f:
+            whole = await f.read()
+            tail = [await f.pread(100_000, off) for off in (0, 40_000, len(data) - 50_000)]
+        return b"".join(chunks), whole, tail
+
+    try:
+        chunks, whole, tail = loop.run_until_complete(main())
+    finally:
+        os.close(fd)
+    assert chunks == data
+    assert whole == data
+    assert tail == [data[:100_000], data[40_000:140_000], data[-50_000:]]
