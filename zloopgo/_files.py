@@ -554,13 +554,22 @@ class NativeFile(_Base):
             elif offset < 0 and raw._seekable:
                 # append mode: the position is where the write ended (unless
                 # the io object moved it since)
-                end = await self._call(OP_PWRITE, raw.fd, 1, offset, data)
-                if raw.pos == after:
-                    raw.pos = end
-                if raw.append_end == after:
-                    raw.append_end = end
+                self._append_end(await self._call(OP_PWRITE, raw.fd, 1, offset, data), after)
             else:
                 await self._call(OP_PWRITE, raw.fd, 0, offset, data)
+
+    def _append_end(self, end, after):
+        # an append-mode write ended at `end`: the position is there, unless
+        # the io object moved it since it predicted `after`
+        raw = self._raw
+        if raw.pos == after:
+            raw.pos = end
+        if raw.append_end == after:
+            raw.append_end = end
+
+    def _appended(self, fut, after):
+        if not fut.cancelled() and fut.exception() is None:
+            self._append_end(fut.result(), after)
 
     async def _fetch(self):
         """Fetches what the raw layer was asked for and did not have."""
@@ -908,6 +917,37 @@ class NativeFile(_Base):
     async def _shielded_send(self):
         # Writes the io object made are its own (it counts them as done):
         # a cancelled caller must not stop them half-way.
+        raw = self._raw
+        if len(raw.pending) == 1 and raw.pending[0][1] is not None:
+            # one write (a flush): its operation, shielded, without a task
+            offset, data, after = raw.pending.pop()
+            append = offset < 0 and raw._seekable
+            fut = self._loop.create_future()
+            self._engine.file_op(
+                self._loop,
+                fut,
+                OP_PWRITE,
+                raw.fd,
+                1 if append else 0,
+                offset,
+                data,
+                None,
+                0,
+                False,
+                None,
+                None,
+            )
+            try:
+                end = await asyncio.shield(fut)
+            except asyncio.CancelledError:
+                if not fut.done():  # our caller was cancelled, not the write
+                    self._holder = fut
+                    if append:
+                        fut.add_done_callback(lambda f: self._appended(f, after))
+                raise
+            if append:
+                self._append_end(end, after)
+            return
         task = self._loop.create_task(self._send())
         try:
             await asyncio.shield(task)
