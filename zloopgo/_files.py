@@ -498,6 +498,7 @@ class NativeFile(_Base):
         self._bufsize = io.DEFAULT_BUFFER_SIZE  # set by _open to the buffer's size
         self._holder = None  # a task that keeps the turn after its caller was cancelled
         self._stale = False  # the io object's position lags raw.pos (see _sync)
+        self._updating = type(buffered) is io.BufferedRandom
 
     # -- the turn and the raw operations
     async def _begin(self):
@@ -1077,6 +1078,14 @@ class NativeFile(_Base):
         read again from the raw layer's window."""
         text = self._text
         raw = self._raw
+        if self._updating and not raw.closed and method != text.write:
+            # The io object's reads and seeks flush its writes first; done
+            # here, before the position to come back to is taken, a write's
+            # effect on the position (append mode: the file's end) is not
+            # undone with what a dry attempt read.
+            self._buffered.flush()
+            if raw.pending:
+                await self._shielded_send()
         state = _text_state(text)
         start = raw.pos if raw._seekable else None
         buffered_pos = self._buffered.tell() if start is not None and not raw.closed else None
