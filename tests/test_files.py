@@ -449,3 +449,20 @@ def test_reads_of_partly_cached_files(loop, tmp_path):
     assert chunks == data
     assert whole == data
     assert tail == [data[:100_000], data[40_000:140_000], data[-50_000:]]
+
+
+def test_io_objects_under_a_native_file_are_not_handed_out(tmp_path):
+    # called directly they would answer only from bytes already fetched
+    p = tmp_path / "f"
+    p.write_text("x")
+
+    async def main():
+        async with zloopgo.open(p) as f:
+            for name in ("buffer", "raw", "detach"):
+                with pytest.raises(AttributeError, match="zloopgo's file has no"):
+                    getattr(f, name)
+            return f.encoding, f.name, await f.read()
+
+    with open(p) as ref:
+        encoding = ref.encoding
+    assert zloopgo.run(main()) == (encoding, str(p), "x")

@@ -484,6 +484,16 @@ class NativeFile(_Base):
     """A file whose io object runs on the loop thread over a _Raw layer, the
     raw operations done by the engine's file workers."""
 
+    def __getattr__(self, name):
+        # The io objects under the file answer only from bytes already
+        # fetched: called directly, they would return None or stop short.
+        if name in ("raw", "buffer", "detach"):
+            raise AttributeError(
+                f"zloopgo's file has no {name!r}: its io objects read only what the "
+                "awaitable methods fetched"
+            )
+        return super().__getattr__(name)
+
     def __init__(self, loop, engine, raw, buffered, text=None):
         self._loop = loop
         self._engine = engine
