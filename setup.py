@@ -39,8 +39,20 @@ def find_go():
     return go
 
 
+def refuse_free_threaded():
+    # The adapter relies on the GIL (README.md, "Free-threaded builds").
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        sys.exit(
+            "zloopgo: this is a free-threaded CPython build (Py_GIL_DISABLED), which "
+            "zloopgo does not support: its C adapter relies on the GIL. Build it with a "
+            "default (GIL) CPython; README.md, 'Free-threaded builds', lists what stands "
+            "in the way."
+        )
+
+
 class GoBuildExt(build_ext):
     def build_extension(self, ext):
+        refuse_free_threaded()
         go = find_go()
         out = os.path.abspath(self.get_ext_fullpath(ext.name))
         os.makedirs(os.path.dirname(out), exist_ok=True)

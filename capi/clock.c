@@ -42,7 +42,7 @@ double zl_clock_resolution(void)
 }
 
 /* Looks at what loop.time is now: LoopCore's own method, or a replacement
- * kept in L->clock. 0, or -1 with an exception set. */
+ * kept in L->clock.replacement. 0, or -1 with an exception set. */
 static int refresh(zl_loop *L)
 {
     PyObject *time = PyObject_GetAttr((PyObject *)L, s_time);
@@ -50,20 +50,20 @@ static int refresh(zl_loop *L)
         return -1;
     int own = PyCFunction_Check(time) && PyCFunction_GET_SELF(time) == (PyObject *)L &&
               _PyType_Lookup(Py_TYPE(L), s_time) == original_time;
-    L->clock_type_version = Py_TYPE(L)->tp_version_tag; /* the lookups gave it one */
+    L->clock.type_version = Py_TYPE(L)->tp_version_tag; /* the lookups gave it one */
     if (own) {
         Py_DECREF(time);
-        Py_CLEAR(L->clock);
+        Py_CLEAR(L->clock.replacement);
         L->sh.faked = 0;
         return 0;
     }
-    Py_XSETREF(L->clock, time);
+    Py_XSETREF(L->clock.replacement, time);
     return 0;
 }
 
 int zl_clock_check(zl_loop *L)
 {
-    if (Py_TYPE(L)->tp_version_tag != L->clock_type_version || Py_TYPE(L)->tp_version_tag == 0)
+    if (Py_TYPE(L)->tp_version_tag != L->clock.type_version || Py_TYPE(L)->tp_version_tag == 0)
         return refresh(L);
     return 0;
 }
@@ -72,9 +72,9 @@ int zl_clock_sync(zl_loop *L)
 {
     if (zl_clock_check(L) < 0)
         return -1;
-    if (L->clock == NULL)
+    if (L->clock.replacement == NULL)
         return 0;
-    PyObject *now = PyObject_CallNoArgs(L->clock);
+    PyObject *now = PyObject_CallNoArgs(L->clock.replacement);
     double t = now ? PyFloat_AsDouble(now) : -1.0;
     Py_XDECREF(now);
     if (t == -1.0 && PyErr_Occurred())
@@ -86,8 +86,8 @@ int zl_clock_sync(zl_loop *L)
 
 PyObject *zl_clock_now(zl_loop *L)
 {
-    if (L->clock != NULL)
-        return PyObject_CallNoArgs(L->clock);
+    if (L->clock.replacement != NULL)
+        return PyObject_CallNoArgs(L->clock.replacement);
     return PyFloat_FromDouble(zl_monotonic());
 }
 
@@ -114,3 +114,11 @@ int zl_clock_ready(void)
     Py_INCREF(original_time);
     return 0;
 }
+
+int zl_clock_traverse(zl_loop *L, visitproc visit, void *arg)
+{
+    Py_VISIT(L->clock.replacement);
+    return 0;
+}
+
+void zl_clock_clear(zl_loop *L) { Py_CLEAR(L->clock.replacement); }

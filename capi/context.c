@@ -16,7 +16,7 @@
  * knows nothing of the engine. */
 #include "zl.h"
 
-/* PyContext's layout on CPython 3.10 to 3.13 (Include/internal/pycore_context.h). */
+/* PyContext's layout on CPython 3.10 to 3.15 (Include/internal/pycore_context.h). */
 typedef struct {
     PyObject_HEAD
     PyObject *ctx_prev;
@@ -63,6 +63,10 @@ int zl_context_ready(void)
     return 0;
 }
 
+/* _engine.context_layout_ok(): whether the self-test passed, so that
+ * handles share snapshots (tests/test_asyncio_internals.py asks it). */
+PyObject *zl_context_layout_ok(PyObject *mod, PyObject *unused) { return PyBool_FromLong(sharing); }
+
 /* A copy of the current context that no Python code can reach, kept off
  * the collector's lists (it cannot be part of a cycle) until released. */
 static PyObject *hidden_copy(void)
@@ -91,25 +95,26 @@ PyObject *zl_context_snapshot(zl_loop *L)
     if (!sharing)
         return hidden_copy();
     PyObject *current = PyThreadState_Get()->context;
-    PyObject *cached = L->ctx_cache;
-    if (current != NULL && cached != NULL && vars_of(current) == L->ctx_cache_vars &&
-        vars_of(cached) == L->ctx_cache_vars)
+    PyObject *cached = L->contexts.cache;
+    if (current != NULL && cached != NULL && vars_of(current) == L->contexts.cache_vars &&
+        vars_of(cached) == L->contexts.cache_vars)
         return Py_NewRef(cached);
     PyObject *copy = hidden_copy();
     if (copy == NULL)
         return NULL;
     zl_context_cache_clear(L);
-    L->ctx_cache = Py_NewRef(copy);
-    L->ctx_cache_vars = Py_NewRef(vars_of(copy)); /* held: its address stays unique */
+    L->contexts.cache = Py_NewRef(copy);
+    L->contexts.cache_vars = Py_NewRef(vars_of(copy)); /* held: its address stays unique */
     return copy;
 }
 
 void zl_context_cache_clear(zl_loop *L)
 {
-    PyObject *cached = L->ctx_cache;
-    L->ctx_cache = NULL;
-    Py_CLEAR(L->ctx_cache_vars);
+    PyObject *cached = L->contexts.cache, *spare = L->contexts.spare;
+    L->contexts.cache = L->contexts.spare = NULL;
+    Py_CLEAR(L->contexts.cache_vars);
     zl_context_release(cached);
+    zl_context_release(spare);
 }
 
 void zl_context_escape(PyObject *ctx)
@@ -118,12 +123,65 @@ void zl_context_escape(PyObject *ctx)
         PyObject_GC_Track(ctx);
 }
 
-PyObject *zl_context_private(PyObject *snapshot)
+PyObject *zl_context_private(zl_loop *L, PyObject *snapshot)
 {
     if (Py_REFCNT(snapshot) == 1)
         return Py_NewRef(snapshot); /* no other handle, not cached: it is ours */
+    PyObject *spare = L->contexts.spare;
+    if (spare != NULL && vars_of(spare) == vars_of(snapshot)) {
+        L->contexts.spare = NULL; /* the loop's reference becomes the caller's */
+        return spare;
+    }
     PyObject *copy = PyContext_Copy(snapshot);
     if (copy != NULL)
         PyObject_GC_UnTrack(copy);
     return copy;
+}
+
+/* A handle's private context, at its end: one that nothing else holds,
+ * no weak reference points at and nobody has entered is, with its
+ * variables, exactly what a fresh copy of a snapshot with those variables
+ * would be. The loop keeps one such context as its spare and hands it to
+ * the next handle whose snapshot has the same variables (a callback that
+ * set a variable left different ones), instead of copying: most callbacks
+ * then run without a Context being made for them. Steals ctx. */
+void zl_context_recycle(zl_loop *L, PyObject *ctx)
+{
+    context_layout *c = (context_layout *)ctx;
+    if (!sharing || L == NULL || !PyContext_CheckExact(ctx) || Py_REFCNT(ctx) != 1 ||
+        PyObject_GC_IsTracked(ctx) || c->ctx_weakreflist != NULL || c->ctx_entered ||
+        c->ctx_prev != NULL) {
+        zl_context_release(ctx);
+        return;
+    }
+    PyObject *old = L->contexts.spare;
+    L->contexts.spare = ctx;
+    zl_context_release(old);
+}
+
+int zl_context_traverse(zl_loop *L, visitproc visit, void *arg)
+{
+    Py_VISIT(L->contexts.cache);
+    return 0;
+}
+
+/* _engine.set_handle_context(handle, context): the handle, just made for a
+ * descriptor (_zl_add_reader / _zl_add_writer), runs in `context` itself
+ * from now on, instead of its snapshot of the current one: asyncio 3.15's
+ * transports register their descriptors with context=self._context, so that
+ * data_received runs in the one context connection_made and
+ * connection_lost run in (the native read stays the handle's callback). */
+PyObject *zl_set_handle_context(PyObject *mod, PyObject *args)
+{
+    PyObject *handle, *ctx;
+    if (!PyArg_ParseTuple(args, "O!O!", zl_HandleType, &handle, &PyContext_Type, &ctx))
+        return NULL;
+    zl_handle *h = (zl_handle *)handle;
+    if (h->running)
+        return PyErr_Format(PyExc_RuntimeError, "the handle is running");
+    PyObject *old = h->context;
+    h->context = Py_NewRef(ctx);
+    h->context_snapshot = 0;
+    zl_context_release(old);
+    Py_RETURN_NONE;
 }

@@ -17,15 +17,15 @@
 
 int zl_corked_reserve(zl_loop *L)
 {
-    if (L->corked_len == L->corked_cap) {
-        int64_t cap = L->corked_cap ? L->corked_cap * 2 : 8;
-        PyObject **c = PyMem_Realloc(L->corked, cap * sizeof(PyObject *));
+    if (L->corked.len == L->corked.cap) {
+        int64_t cap = L->corked.cap ? L->corked.cap * 2 : 8;
+        PyObject **c = PyMem_Realloc(L->corked.items, cap * sizeof(PyObject *));
         if (c == NULL) {
             PyErr_NoMemory();
             return -1;
         }
-        L->corked = c;
-        L->corked_cap = cap;
+        L->corked.items = c;
+        L->corked.cap = cap;
     }
     return 0;
 }
@@ -33,13 +33,13 @@ int zl_corked_reserve(zl_loop *L)
 void zl_corked_add(zl_loop *L, zl_transport *state, int fd)
 {
     state->corked_fd = fd;
-    L->corked[L->corked_len++] = Py_NewRef((PyObject *)state);
+    L->corked.items[L->corked.len++] = Py_NewRef((PyObject *)state);
 }
 
 void zl_corked_push(zl_loop *L)
 {
-    for (int64_t i = 0; i < L->corked_len; i++) {
-        zl_transport *t = (zl_transport *)L->corked[i];
+    for (int64_t i = 0; i < L->corked.len; i++) {
+        zl_transport *t = (zl_transport *)L->corked.items[i];
         if (t->corked) {
             int off = 0;
             /* the socket is the transport's until a later callback closes
@@ -50,13 +50,13 @@ void zl_corked_push(zl_loop *L)
         t->listed = 0;
         Py_DECREF(t); /* a transport state's dealloc runs no Python code */
     }
-    L->corked_len = 0;
+    L->corked.len = 0;
 }
 
 void zl_corked_clear(zl_loop *L) { zl_corked_push(L); }
 
 void zl_corked_free(zl_loop *L)
 {
-    PyMem_Free(L->corked);
-    L->corked = NULL;
+    PyMem_Free(L->corked.items);
+    L->corked.items = NULL;
 }

@@ -8,8 +8,6 @@
  * due timer queues is fds.c's and timers.c's business. */
 #include "zl.h"
 
-static PyObject *str_run_debug; /* "_zl_run_debug" */
-
 void zl_release(uintptr_t loop)
 {
     zl_loop *L = (zl_loop *)loop;
@@ -24,33 +22,17 @@ void zl_reacquire(uintptr_t loop)
     atomic_store(&L->polling, 0);
 }
 
-/* Grows *buf (of *cap items of size bytes, *cap 0 when never allocated)
- * to at least need items, doubling from first. The engine may call it
- * without the GIL: the raw allocator. */
-static int grow_buffer(void **buf, int64_t *cap, int64_t first, int64_t need, size_t size)
-{
-    int64_t n = *cap ? *cap : first;
-    while (n < need)
-        n *= 2;
-    void *grown = PyMem_RawRealloc(*buf, n * size);
-    if (grown == NULL)
-        return -1;
-    *buf = grown;
-    *cap = n;
-    return 0;
-}
-
 int zl_grow_timers_out(uintptr_t loop, int64_t need)
 {
     zl_loop *L = (zl_loop *)loop;
-    return grow_buffer((void **)&L->sh.timers_out, &L->sh.timers_out_cap, 256, need,
+    return zl_grow_raw((void **)&L->sh.timers_out, &L->sh.timers_out_cap, 256, need,
                        sizeof *L->sh.timers_out);
 }
 
 int zl_grow_done(uintptr_t loop, int64_t need)
 {
     zl_loop *L = (zl_loop *)loop;
-    return grow_buffer((void **)&L->sh.done, &L->sh.done_cap, 64, need, sizeof *L->sh.done);
+    return zl_grow_raw((void **)&L->sh.done, &L->sh.done_cap, 64, need, sizeof *L->sh.done);
 }
 
 /* Completions are routed by the kind in their token's top byte
@@ -83,7 +65,7 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone,
     zl_loop *L = (zl_loop *)loop;
     if (reacquire)
         zl_reacquire(loop);
-    zl_check_new_handle(L);
+    zl_pending_check(L);
     zl_event *events = L->sh.events;
     uint64_t *timers = L->sh.timers_out;
     for (int64_t i = 0; i < nevents; i++)
@@ -108,31 +90,23 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone,
     int rc = 0;
     int quiet = !L->debug && nevents < L->sh.events_cap && L->sh.ready_len > 0;
     for (int64_t ntodo = L->sh.ready_len; ntodo > 0 && L->sh.ready_len > 0 && rc == 0; ntodo--) {
-        zl_handle *h = zl_ready_pop(L);
-        quiet = quiet && !h->cancelled && zl_is_native_read(h->callback);
-        L->quiet_read = 0;
-        if (!h->cancelled) {
-            if (L->debug) {
-                PyObject *r =
-                    PyObject_CallMethodObjArgs((PyObject *)L, str_run_debug, (PyObject *)h, NULL);
-                rc = r ? 0 : -1;
-                Py_XDECREF(r);
-            } else {
-                rc = zl_handle_run(h);
-            }
+        zl_entry e = zl_ready_pop(L);
+        zl_transport_forget_read(L);
+        if (!(e.flags & ZL_ENTRY_HANDLE)) { /* a call_soon whose handle is gone */
+            quiet = 0;
+            rc = zl_entry_run(L, &e);
+            zl_entry_release(L, &e);
+            continue;
         }
-        quiet = quiet && L->quiet_read;
+        zl_handle *h = (zl_handle *)e.call;
+        quiet = quiet && !h->cancelled && zl_is_native_read(h->callback);
+        if (!h->cancelled)
+            rc = zl_handle_run_in_batch(h);
+        quiet = quiet && zl_transport_read_was_quiet(L);
         zl_handle_release(h);
     }
-    L->sh.quiet = quiet && !L->watch_changed;
-    L->watch_changed = 0;
+    L->sh.quiet = zl_fds_take_watch_changed(L) ? 0 : quiet;
     if (rc == 0 && zl_clock_sync(L) < 0) /* for the next iteration */
         rc = -1;
     return rc;
-}
-
-int zl_dispatch_ready(void)
-{
-    str_run_debug = PyUnicode_InternFromString("_zl_run_debug");
-    return str_run_debug == NULL ? -1 : 0;
 }

@@ -41,20 +41,20 @@ static int check_fd(int fd)
  * descriptor limit. */
 static zl_fdwatch *fd_slot(zl_loop *L, int fd)
 {
-    if (fd >= L->fds_cap) {
-        int64_t cap = L->fds_cap ? L->fds_cap : 64;
+    if (fd >= L->fds.cap) {
+        int64_t cap = L->fds.cap ? L->fds.cap : 64;
         while (cap <= fd)
             cap *= 2;
-        zl_fdwatch *fds = PyMem_Realloc(L->fds, cap * sizeof(zl_fdwatch));
+        zl_fdwatch *fds = PyMem_Realloc(L->fds.entries, cap * sizeof(zl_fdwatch));
         if (fds == NULL) {
             PyErr_NoMemory();
             return NULL;
         }
-        memset(fds + L->fds_cap, 0, (cap - L->fds_cap) * sizeof(zl_fdwatch));
-        L->fds = fds;
-        L->fds_cap = cap;
+        memset(fds + L->fds.cap, 0, (cap - L->fds.cap) * sizeof(zl_fdwatch));
+        L->fds.entries = fds;
+        L->fds.cap = cap;
     }
-    return &L->fds[fd];
+    return &L->fds.entries[fd];
 }
 
 static uint32_t watch_mask(zl_fdwatch *w) { return (w->reader ? 1u : 0u) | (w->writer ? 2u : 0u); }
@@ -84,7 +84,7 @@ static int change_watch(zl_loop *L, int fd, zl_fdwatch *w, uint32_t new)
     if (old == new)
         return 0;
     if (new & ~old)
-        L->watch_changed = 1; /* a descriptor watched anew may be ready already */
+        L->fds.watch_changed = 1; /* a descriptor watched anew may be ready already */
     if (zl_check_not_forked() < 0)
         return -1;
     int err = zlgo_watch(L->engine, fd, old, new);
@@ -118,13 +118,13 @@ static PyObject *add_watch(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, 
         return NULL;
     if (zl_check_closed(L) < 0 || check_fd(fd) < 0)
         return NULL;
-    zl_handle *h = zl_handle_new(L, &zl_HandleType, args[2], args + 3, nargs - 3, NULL, 0);
+    zl_handle *h = zl_handle_new(L, zl_HandleType, args[2], args + 3, nargs - 3, NULL, 0);
     if (h == NULL)
         return NULL;
     /* The kernel is asked first: a descriptor it refuses (any number
      * beyond the open ones) never grows the table. */
     zl_fdwatch unwatched = {0};
-    zl_fdwatch *w = fd < L->fds_cap ? &L->fds[fd] : &unwatched;
+    zl_fdwatch *w = fd < L->fds.cap ? &L->fds.entries[fd] : &unwatched;
     uint32_t mask = watch_mask(w) | (1u << which);
     if (change_watch(L, fd, w, mask) < 0) {
         Py_DECREF(h);
@@ -162,9 +162,9 @@ static PyObject *remove_watch(zl_loop *L, PyObject *arg, int which)
         Py_RETURN_FALSE;
     if (check_fd(fd) < 0)
         return NULL;
-    if (fd >= L->fds_cap)
+    if (fd >= L->fds.cap)
         Py_RETURN_FALSE;
-    zl_fdwatch *w = &L->fds[fd];
+    zl_fdwatch *w = &L->fds.entries[fd];
     zl_handle **place = which ? &w->writer : &w->reader;
     if (*place == NULL)
         Py_RETURN_FALSE;
@@ -197,9 +197,10 @@ PyObject *zl_loop_watch_state(zl_loop *L, PyObject *arg)
     int fd = as_fd(arg);
     if (fd == -1 && PyErr_Occurred())
         return NULL;
-    if (fd < 0 || fd >= L->fds_cap || (L->fds[fd].reader == NULL && L->fds[fd].writer == NULL))
+    if (fd < 0 || fd >= L->fds.cap ||
+        (L->fds.entries[fd].reader == NULL && L->fds.entries[fd].writer == NULL))
         Py_RETURN_NONE;
-    zl_fdwatch *w = &L->fds[fd];
+    zl_fdwatch *w = &L->fds.entries[fd];
     return Py_BuildValue("(OOO)", w->fileobj ? w->fileobj : Py_None,
                          w->reader ? (PyObject *)w->reader : Py_None,
                          w->writer ? (PyObject *)w->writer : Py_None);
@@ -210,16 +211,16 @@ PyObject *zl_loop_watch_state(zl_loop *L, PyObject *arg)
  * None. */
 PyObject *zl_loop_find_fileobj(zl_loop *L, PyObject *fileobj)
 {
-    for (int fd = 0; fd < L->fds_cap; fd++)
-        if (L->fds[fd].fileobj == fileobj)
+    for (int fd = 0; fd < L->fds.cap; fd++)
+        if (L->fds.entries[fd].fileobj == fileobj)
             return PyLong_FromLong(fd);
     Py_RETURN_NONE;
 }
 
 void zl_fds_release_all(zl_loop *L)
 {
-    for (int fd = 0; fd < L->fds_cap; fd++)
-        fd_forget(&L->fds[fd]);
+    for (int fd = 0; fd < L->fds.cap; fd++)
+        fd_forget(&L->fds.entries[fd]);
 }
 
 /* A ready descriptor queues its handles, as asyncio's _process_events:
@@ -229,9 +230,9 @@ void zl_fd_ready(zl_loop *L, uint64_t fd, uint32_t mask)
     for (int which = 0; which < 2; which++) {
         /* looked up afresh: unregistering the reader may run Python code
          * (a finalizer, the unraisable hook) that moves the table */
-        if (!(mask & (1u << which)) || fd >= (uint64_t)L->fds_cap)
+        if (!(mask & (1u << which)) || fd >= (uint64_t)L->fds.cap)
             continue; /* not asked for, or removed since the wait began */
-        zl_fdwatch *w = &L->fds[fd];
+        zl_fdwatch *w = &L->fds.entries[fd];
         zl_handle *h = which ? w->writer : w->reader;
         if (h == NULL)
             continue;
@@ -250,12 +251,19 @@ void zl_fd_ready(zl_loop *L, uint64_t fd, uint32_t mask)
 
 int zl_fds_traverse(zl_loop *L, visitproc visit, void *arg)
 {
-    for (int fd = 0; fd < L->fds_cap; fd++) {
-        Py_VISIT(L->fds[fd].reader);
-        Py_VISIT(L->fds[fd].writer);
-        Py_VISIT(L->fds[fd].fileobj);
+    for (int fd = 0; fd < L->fds.cap; fd++) {
+        Py_VISIT(L->fds.entries[fd].reader);
+        Py_VISIT(L->fds.entries[fd].writer);
+        Py_VISIT(L->fds.entries[fd].fileobj);
     }
     return 0;
 }
 
-void zl_fds_free(zl_loop *L) { PyMem_Free(L->fds); }
+void zl_fds_free(zl_loop *L) { PyMem_Free(L->fds.entries); }
+
+int zl_fds_take_watch_changed(zl_loop *L)
+{
+    int changed = L->fds.watch_changed;
+    L->fds.watch_changed = 0;
+    return changed;
+}

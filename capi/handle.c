@@ -7,19 +7,34 @@
 #include "zl.h"
 #include <structmember.h>
 
-/* Up to this many freed handles of each type are kept for reuse: a reused
- * handle skips the allocator and does not count towards the collector's
- * next run. 4096 covers the bursts of ready callbacks real programs have
- * (at most ~0.5 MiB per type); measured: 500k call_soon in batches of
- * 10k ran ~5% faster than with 256. */
+/* Up to this many freed handles of each type are kept for reuse, by the
+ * loop they belonged to (two loops in two threads never share one): a
+ * reused handle skips the allocator and does not count towards the
+ * collector's next run. 4096 covers the bursts of ready callbacks real
+ * programs have (at most ~0.5 MiB per type and loop); measured: 500k
+ * call_soon in batches of 10k ran ~5% faster than with 256. */
 #define FREELIST_MAX 4096
-static zl_handle *handle_free[FREELIST_MAX];
-static int handle_free_n;
-static zl_handle *timer_free[FREELIST_MAX];
-static int timer_free_n;
+
+static zl_handle_pool *pool_of(zl_loop *L, PyTypeObject *type)
+{
+    return type == zl_HandleType ? &L->callbacks.handle_pool : &L->callbacks.timer_pool;
+}
+
+void zl_handle_pools_free(zl_loop *L)
+{
+    zl_handle_pool *pools[] = {&L->callbacks.handle_pool, &L->callbacks.timer_pool};
+    for (int p = 0; p < 2; p++) {
+        for (int i = 0; i < pools[p]->n; i++)
+            PyObject_GC_Del(pools[p]->items[i]);
+        PyMem_Free(pools[p]->items);
+        pools[p]->items = NULL;
+        pools[p]->n = 0;
+    }
+}
 
 static PyObject *str_callback_error; /* "_zl_callback_error" */
 static PyObject *str_run;            /* "run" */
+static PyObject *str_run_debug;      /* "_zl_run_debug" */
 
 static void clear_call(zl_handle *h)
 {
@@ -36,10 +51,9 @@ zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
                          PyObject *const *args, Py_ssize_t nargs, PyObject *context, int pending)
 {
     zl_handle *h;
-    zl_handle **freelist = type == &zl_HandleType ? handle_free : timer_free;
-    int *freen = type == &zl_HandleType ? &handle_free_n : &timer_free_n;
-    if (*freen > 0) {
-        h = freelist[--*freen];
+    zl_handle_pool *pool = pool_of(loop, type);
+    if (pool->n > 0) {
+        h = pool->items[--pool->n];
         (void)PyObject_Init((PyObject *)h, type);
     } else {
         h = PyObject_GC_New(zl_handle, type);
@@ -67,7 +81,6 @@ zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
     h->nargs = (int32_t)nargs;
     h->callback = Py_NewRef(callback);
     h->loop = (zl_loop *)Py_NewRef((PyObject *)loop);
-    h->is_timer = type == &zl_TimerHandleType;
     if (context == NULL || context == Py_None) {
         /* the current context as of now, shared with other handles
          * scheduled in the same one (capi/context.c) */
@@ -87,10 +100,21 @@ zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
     return h;
 }
 
+int zl_handle_alone(zl_handle *h) { return Py_REFCNT(h) == 1 && h->weakreflist == NULL; }
+
+int zl_visit_pending(zl_handle *h, visitproc visit, void *arg)
+{
+    if (h == NULL)
+        return 0;
+    if (PyObject_GC_IsTracked((PyObject *)h))
+        return visit((PyObject *)h, arg);
+    if (zl_handle_alone(h))
+        return zl_handle_traverse(h, visit, arg);
+    return 0; /* not possible after pending.c's checks; if it were, a leak, never a wrong free */
+}
+
 void zl_handle_release(zl_handle *h)
 {
-    if (h->loop != NULL && h->loop->unchecked == h)
-        h->loop->unchecked = NULL;
     /* The queue or slot held it untracked; whoever else still holds it
      * may build a cycle through it, which the collector must see. */
     if (Py_REFCNT(h) > 1 && !PyObject_GC_IsTracked((PyObject *)h))
@@ -98,112 +122,86 @@ void zl_handle_release(zl_handle *h)
     Py_DECREF(h);
 }
 
-/* The context the handle's callback runs in from now on: its own copy of
- * the snapshot (capi/context.c). 0, or -1 with an exception set. */
-static int own_context(zl_handle *h)
+/* The context a call runs in from now on: its own copy of the snapshot it
+ * holds (capi/context.c). 0, or -1 with an exception set. */
+static int own_context(zl_loop *L, PyObject **context, char *snapshot)
 {
-    if (!h->context_snapshot)
+    if (!*snapshot)
         return 0;
-    PyObject *mine = zl_context_private(h->context);
+    PyObject *mine = zl_context_private(L, *context);
     if (mine == NULL)
         return -1;
-    zl_context_release(h->context);
-    h->context = mine;
-    h->context_snapshot = 0;
+    zl_context_release(*context);
+    *context = mine;
+    *snapshot = 0;
     return 0;
-}
-
-PyObject *zl_fetch_exception(void)
-{
-#if PY_VERSION_HEX >= 0x030C0000
-    return PyErr_GetRaisedException();
-#else
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (tb != NULL && value != NULL)
-        PyException_SetTraceback(value, tb);
-    Py_XDECREF(type);
-    Py_XDECREF(tb);
-    return value;
-#endif
-}
-
-void zl_restore_exception(PyObject *exc)
-{
-#if PY_VERSION_HEX >= 0x030C0000
-    PyErr_SetRaisedException(exc);
-#else
-    PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(exc)), exc, PyException_GetTraceback(exc));
-#endif
 }
 
 /* asyncio's Handle._run calls self._context.run(callback, *args): a
  * context= that is not a contextvars.Context gets that same call (and
  * fails as it fails there, an AttributeError for most objects). */
-static PyObject *run_in_foreign_context(zl_handle *h, PyObject *callback)
+static PyObject *run_in_foreign_context(PyObject *context, PyObject *callback,
+                                        PyObject *const *args, Py_ssize_t nargs)
 {
     PyObject *small[ZL_INLINE_ARGS + 2];
-    size_t n = (size_t)h->nargs + 2;
+    size_t n = (size_t)nargs + 2;
     PyObject **stack = n <= ZL_INLINE_ARGS + 2 ? small : PyMem_Malloc(n * sizeof(PyObject *));
     if (stack == NULL)
         return PyErr_NoMemory();
-    stack[0] = h->context;
+    stack[0] = context;
     stack[1] = callback;
-    for (Py_ssize_t i = 0; i < h->nargs; i++)
-        stack[i + 2] = h->args[i];
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        stack[i + 2] = args[i];
     PyObject *res = PyObject_VectorcallMethod(str_run, stack, n, NULL);
     if (stack != small)
         PyMem_Free(stack);
     return res;
 }
 
-/* Runs the callback in its context. An exception other than SystemExit or
- * KeyboardInterrupt goes to the loop's exception handler, as asyncio's
- * Handle._run does; those two (and a failure of the handler itself)
- * return -1 with the exception set. */
-int zl_handle_run(zl_handle *h)
+/* Calls callback(*args) in *context (first made the call's own if it is a
+ * shared snapshot), as a callback of loop L: transports count its writes
+ * and push out what their sends held back when it returns. The result,
+ * or NULL with the callback's exception set. */
+PyObject *zl_run_call(zl_loop *L, PyObject *callback, PyObject *const *args, Py_ssize_t nargs,
+                      PyObject **context, char *snapshot)
 {
-    if (h->callback == NULL)
-        return 0;
-    PyObject *callback = Py_NewRef(h->callback);
     PyObject *res = NULL;
-    zl_loop *L = h->loop;
-    char outer = L->in_callback;
-    h->running = 1;
-    if (!PyContext_CheckExact(h->context)) {
-        L->in_callback = 1;
-        L->callbacks_run++;
-        res = run_in_foreign_context(h, callback);
-        L->in_callback = outer;
-        if (L->corked_len > 0 && !outer)
+    char outer = L->callbacks.running;
+    if (!PyContext_CheckExact(*context)) {
+        L->callbacks.running = 1;
+        L->callbacks.started++;
+        res = run_in_foreign_context(*context, callback, args, nargs);
+        L->callbacks.running = outer;
+        if (zl_corked_any(L) && !outer)
             zl_corked_push(L);
-    } else if (own_context(h) == 0 && PyContext_Enter(h->context) == 0) {
-        Py_ssize_t refs = Py_REFCNT(h->context);
-        L->in_callback = 1;
-        L->callbacks_run++; /* a transport's writes per callback (transport.c) */
-        res = PyObject_Vectorcall(callback, h->args, h->nargs, NULL);
-        L->in_callback = outer;
+    } else if (own_context(L, context, snapshot) == 0 && PyContext_Enter(*context) == 0) {
+        PyObject *ctx = *context;
+        Py_ssize_t refs = Py_REFCNT(ctx);
+        L->callbacks.running = 1;
+        L->callbacks.started++; /* a transport's writes per callback (transport.c) */
+        res = PyObject_Vectorcall(callback, args, nargs, NULL);
+        L->callbacks.running = outer;
         /* Segments its writes held back for a write that did not come
          * leave now (corked.c). */
-        if (L->corked_len > 0 && !outer)
+        if (zl_corked_any(L) && !outer)
             zl_corked_push(L);
         /* A reference the callback kept to its context (the Token of a
          * ContextVar.set holds one) may be the last to go: the context
          * must then be on the collector's lists, which its dealloc
          * unlinks it from (capi/context.c keeps snapshots off them). */
-        if (Py_REFCNT(h->context) > refs)
-            zl_context_escape(h->context);
-        PyContext_Exit(h->context);
+        if (Py_REFCNT(ctx) > refs)
+            zl_context_escape(ctx);
+        PyContext_Exit(ctx);
     }
-    h->running = 0;
-    Py_DECREF(callback);
-    if (h->cancelled)
-        clear_call(h);
-    if (res != NULL) {
-        Py_DECREF(res);
-        return 0;
-    }
+    return res;
+}
+
+/* A callback's exception goes to the loop's exception handler, as
+ * asyncio's Handle._run reports it, naming handle h; SystemExit and
+ * KeyboardInterrupt (and a failure of the handler) return -1 with the
+ * exception set. Called with the exception pending. */
+int zl_handle_report_exception(zl_handle *h)
+{
     if (PyErr_ExceptionMatches(PyExc_SystemExit) || PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
         return -1;
     PyObject *exc = zl_fetch_exception();
@@ -216,6 +214,52 @@ int zl_handle_run(zl_handle *h)
         return -1;
     Py_DECREF(r);
     return 0;
+}
+
+/* Runs the callback in its context. An exception other than SystemExit or
+ * KeyboardInterrupt goes to the loop's exception handler, as asyncio's
+ * Handle._run does; those two (and a failure of the handler itself)
+ * return -1 with the exception set. */
+int zl_handle_run(zl_handle *h)
+{
+    if (h->callback == NULL)
+        return 0;
+    PyObject *callback = Py_NewRef(h->callback);
+    h->running = 1;
+    PyObject *res =
+        zl_run_call(h->loop, callback, h->args, h->nargs, &h->context, &h->context_snapshot);
+    h->running = 0;
+    Py_DECREF(callback);
+    if (h->cancelled)
+        clear_call(h);
+    if (res != NULL) {
+        Py_DECREF(res);
+        return 0;
+    }
+    return zl_handle_report_exception(h);
+}
+
+int zl_handle_run_in_batch(zl_handle *h)
+{
+    if (!h->loop->debug)
+        return zl_handle_run(h);
+    PyObject *r =
+        PyObject_CallMethodObjArgs((PyObject *)h->loop, str_run_debug, (PyObject *)h, NULL);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+void zl_handle_give_call(zl_handle *h, zl_entry *e)
+{
+    e->call = h->callback;
+    e->nargs = (uint32_t)h->nargs;
+    e->arg = h->nargs == 1 ? h->args[0] : NULL;
+    e->context = h->context;
+    e->flags = h->context_snapshot ? ZL_ENTRY_SNAPSHOT : 0;
+    h->callback = NULL;
+    h->nargs = 0;
+    h->context = NULL;
+    h->context_snapshot = 0;
 }
 
 void zl_handle_cancel(zl_handle *h)
@@ -238,8 +282,6 @@ void zl_handle_cancel(zl_handle *h)
     }
     if (!h->running)
         clear_call(h);
-    if (h->is_timer)
-        zl_timer_cancelled(h->loop, (zl_timer *)h);
     Py_DECREF(h);
 }
 
@@ -253,8 +295,9 @@ zl_handle_debug *zl_handle_debug_info(zl_handle *h)
     return h->debug;
 }
 
-static int handle_traverse(zl_handle *h, visitproc visit, void *arg)
+int zl_handle_traverse(zl_handle *h, visitproc visit, void *arg)
 {
+    Py_VISIT(Py_TYPE(h)); /* a heap type */
     Py_VISIT(h->loop);
     Py_VISIT(h->callback);
     Py_VISIT(h->context);
@@ -262,25 +305,20 @@ static int handle_traverse(zl_handle *h, visitproc visit, void *arg)
         Py_VISIT(h->debug->source_traceback);
         Py_VISIT(h->debug->cancel_repr);
     }
-    if (h->is_timer)
-        Py_VISIT(((zl_timer *)h)->when_obj);
     for (Py_ssize_t i = 0; i < h->nargs; i++)
         Py_VISIT(h->args[i]);
     return 0;
 }
 
-int zl_handle_traverse(zl_handle *h, visitproc visit, void *arg)
-{
-    return handle_traverse(h, visit, arg);
-}
-
-static int handle_clear(zl_handle *h)
+int zl_handle_clear(zl_handle *h)
 {
     clear_call(h);
     PyObject *context = h->context;
     h->context = NULL;
     h->context_snapshot = 0;
-    zl_context_release(context);
+    /* for the loop's next handle, if no one else can reach it */
+    if (context != NULL)
+        zl_context_recycle(h->loop, context);
     if (h->debug != NULL) {
         zl_handle_debug *dbg = h->debug;
         h->debug = NULL;
@@ -288,25 +326,29 @@ static int handle_clear(zl_handle *h)
         Py_XDECREF(dbg->cancel_repr);
         PyMem_Free(dbg);
     }
-    if (h->is_timer)
-        Py_CLEAR(((zl_timer *)h)->when_obj);
     Py_CLEAR(h->loop);
     return 0;
 }
 
-static void handle_dealloc(zl_handle *h)
+void zl_handle_dealloc(zl_handle *h)
 {
     PyObject_GC_UnTrack(h);
     if (h->weakreflist != NULL)
         PyObject_ClearWeakRefs((PyObject *)h);
-    handle_clear(h);
     PyTypeObject *type = Py_TYPE(h);
-    if (type == &zl_HandleType && handle_free_n < FREELIST_MAX)
-        handle_free[handle_free_n++] = h;
-    else if (type == &zl_TimerHandleType && timer_free_n < FREELIST_MAX)
-        timer_free[timer_free_n++] = h;
+    zl_loop *L = (zl_loop *)Py_XNewRef((PyObject *)h->loop); /* alive until h is pooled */
+    type->tp_clear((PyObject *)h);
+    zl_handle_pool *pool = L != NULL && (type == zl_HandleType || type == zl_TimerHandleType)
+                               ? pool_of(L, type)
+                               : NULL;
+    if (pool != NULL && pool->n < FREELIST_MAX &&
+        (pool->items != NULL ||
+         (pool->items = PyMem_Malloc(FREELIST_MAX * sizeof(zl_handle *))) != NULL))
+        pool->items[pool->n++] = h; /* PyObject_Init takes a type reference again */
     else
         type->tp_free((PyObject *)h);
+    Py_DECREF(type); /* an instance of a heap type holds a reference to it */
+    Py_XDECREF(L);
 }
 
 static PyObject *handle_repr(zl_handle *h)
@@ -333,7 +375,7 @@ static PyObject *handle_get_context(zl_handle *h, PyObject *unused)
 {
     if (h->context == NULL)
         Py_RETURN_NONE;
-    if (own_context(h) < 0)
+    if (own_context(h->loop, &h->context, &h->context_snapshot) < 0)
         return NULL;
     zl_context_escape(h->context);
     return Py_NewRef(h->context);
@@ -351,7 +393,7 @@ static PyObject *get_callback(zl_handle *h, void *c)
     return Py_NewRef(h->callback ? h->callback : Py_None);
 }
 
-static PyObject *get_args(zl_handle *h, void *c)
+PyObject *zl_handle_args(zl_handle *h) /* handle._args */
 {
     if (h->callback == NULL)
         Py_RETURN_NONE;
@@ -362,6 +404,8 @@ static PyObject *get_args(zl_handle *h, void *c)
         PyTuple_SET_ITEM(t, i, Py_NewRef(h->args[i]));
     return t;
 }
+
+static PyObject *get_args(zl_handle *h, void *c) { return zl_handle_args(h); }
 
 static PyObject *get_cancelled(zl_handle *h, void *c) { return PyBool_FromLong(h->cancelled); }
 static PyObject *get_loop(zl_handle *h, void *c)
@@ -413,139 +457,44 @@ static PyGetSetDef handle_getset[] = {
     {"_source_traceback", (getter)get_source_traceback, (setter)set_source_traceback, NULL, NULL},
     {NULL}};
 
-PyTypeObject zl_HandleType = {
-    /* clang-format off */
-    PyVarObject_HEAD_INIT(NULL, 0)
-    /* no module in the name: messages say "Handle", as asyncio's do */
-    .tp_name = "Handle",
-    /* clang-format on */
-    .tp_doc = "A callback scheduled with call_soon(), as asyncio.Handle.",
-    .tp_basicsize = sizeof(zl_handle),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
-    .tp_dealloc = (destructor)handle_dealloc,
-    .tp_traverse = (traverseproc)handle_traverse,
-    .tp_clear = (inquiry)handle_clear,
-    .tp_repr = (reprfunc)handle_repr,
-    .tp_weaklistoffset = offsetof(zl_handle, weakreflist),
-    .tp_methods = handle_methods,
-    .tp_getset = handle_getset,
-};
+/* Handle and TimerHandle are heap types, as classes defined in Python are:
+ * messages then name them "Handle" and "TimerHandle", as asyncio's, while
+ * __module__ is "zloopgo" (a static type has one only in a dotted name). */
+PyTypeObject *zl_HandleType;
 
-/* TimerHandle */
+static PyMemberDef handle_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(zl_handle, weakreflist), READONLY, NULL}, {NULL}};
 
-static PyObject *timer_when_obj(zl_timer *h)
-{
-    if (h->when_obj != NULL)
-        return Py_NewRef(h->when_obj);
-    return PyFloat_FromDouble(h->when);
-}
+static PyType_Slot handle_slots[] = {
+    {Py_tp_doc, "A callback scheduled with call_soon(), as asyncio.Handle."},
+    {Py_tp_dealloc, zl_handle_dealloc},
+    {Py_tp_traverse, zl_handle_traverse},
+    {Py_tp_clear, zl_handle_clear},
+    {Py_tp_repr, handle_repr},
+    {Py_tp_methods, handle_methods},
+    {Py_tp_getset, handle_getset},
+    {Py_tp_members, handle_members},
+    {0, NULL}};
 
-static PyObject *timer_when(zl_timer *h, PyObject *unused) { return timer_when_obj(h); }
-static PyObject *get_when(zl_timer *h, void *c) { return timer_when_obj(h); }
-static PyObject *get_scheduled(zl_timer *h, void *c) { return PyBool_FromLong(h->scheduled); }
-
-static Py_hash_t timer_hash(zl_timer *h)
-{
-    PyObject *w = timer_when_obj(h);
-    if (w == NULL)
-        return -1;
-    Py_hash_t r = PyObject_Hash(w);
-    Py_DECREF(w);
-    return r;
-}
-
-/* asyncio.TimerHandle orders by deadline and is equal to another timer
- * with the same deadline, callback, arguments and cancelled state. */
-static PyObject *timer_richcompare(zl_timer *ta, PyObject *other, int op)
-{
-    if (!PyObject_TypeCheck(other, &zl_TimerHandleType))
-        Py_RETURN_NOTIMPLEMENTED;
-    zl_timer *tb_ = (zl_timer *)other;
-    zl_handle *a = &ta->base, *b = &tb_->base;
-    PyObject *wa = timer_when_obj(ta), *wb = timer_when_obj(tb_), *res = NULL;
-    if (wa == NULL || wb == NULL)
-        goto done;
-    if (op == Py_LT || op == Py_GT) {
-        res = PyObject_RichCompare(wa, wb, op);
-    } else if (op == Py_LE || op == Py_GE) {
-        int lt = PyObject_RichCompareBool(wa, wb, op == Py_LE ? Py_LT : Py_GT);
-        if (lt < 0)
-            goto done;
-        if (lt) {
-            res = Py_NewRef(Py_True);
-            goto done;
-        }
-        res = PyObject_RichCompare((PyObject *)a, other, Py_EQ);
-    } else {
-        PyObject *ta = NULL, *tb = NULL;
-        int eq = PyObject_RichCompareBool(wa, wb, Py_EQ);
-        if (eq > 0)
-            eq = PyObject_RichCompareBool(a->callback ? a->callback : Py_None,
-                                          b->callback ? b->callback : Py_None, Py_EQ);
-        if (eq > 0) {
-            ta = get_args(a, NULL);
-            tb = get_args(b, NULL);
-            eq = (ta && tb) ? PyObject_RichCompareBool(ta, tb, Py_EQ) : -1;
-        }
-        Py_XDECREF(ta);
-        Py_XDECREF(tb);
-        if (eq > 0)
-            eq = a->cancelled == b->cancelled;
-        if (eq >= 0)
-            res = PyBool_FromLong(op == Py_EQ ? eq : !eq);
-    }
-done:
-    Py_XDECREF(wa);
-    Py_XDECREF(wb);
-    return res;
-}
-
-static PyMethodDef timer_methods[] = {
-    {"when", (PyCFunction)timer_when, METH_NOARGS, "The loop time the callback is due at."},
-    {NULL}};
-
-static PyGetSetDef timer_getset[] = {
-    {"_when", (getter)get_when, NULL, NULL, NULL},
-    {"_scheduled", (getter)get_scheduled, NULL, NULL, NULL},
-    {NULL},
-};
-
-PyTypeObject zl_TimerHandleType = {
-    /* clang-format off */
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "TimerHandle",
-    /* clang-format on */
-    .tp_doc = "A callback scheduled with call_later() or call_at(), as asyncio.TimerHandle.",
-    .tp_basicsize = sizeof(zl_timer),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_base = &zl_HandleType,
-    .tp_dealloc = (destructor)handle_dealloc,
-    .tp_traverse = (traverseproc)handle_traverse,
-    .tp_clear = (inquiry)handle_clear,
-    .tp_hash = (hashfunc)timer_hash,
-    .tp_richcompare = (richcmpfunc)timer_richcompare,
-    .tp_methods = timer_methods,
-    .tp_getset = timer_getset,
+static PyType_Spec handle_spec = {
+    .name = "zloopgo.Handle",
+    .basicsize = sizeof(zl_handle),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
+    .slots = handle_slots,
 };
 
 int zl_handle_types_ready(void)
 {
     str_callback_error = PyUnicode_InternFromString("_zl_callback_error");
     str_run = PyUnicode_InternFromString("run");
-    if (str_callback_error == NULL || str_run == NULL)
+    str_run_debug = PyUnicode_InternFromString("_zl_run_debug");
+    if (str_callback_error == NULL || str_run == NULL || str_run_debug == NULL)
         return -1;
-    if (PyType_Ready(&zl_HandleType) < 0 || PyType_Ready(&zl_TimerHandleType) < 0)
+    zl_HandleType = (PyTypeObject *)PyType_FromSpec(&handle_spec);
+    if (zl_HandleType == NULL)
         return -1;
-    /* the module their unqualified tp_name leaves out */
-    PyObject *module = PyUnicode_InternFromString("zloopgo");
-    int r = module == NULL ? -1 : 0;
-    PyTypeObject *types[] = {&zl_HandleType, &zl_TimerHandleType};
-    for (size_t i = 0; r == 0 && i < 2; i++) {
-        r = PyDict_SetItemString(types[i]->tp_dict, "__module__", module);
-        PyType_Modified(types[i]);
-    }
-    Py_XDECREF(module);
-    if (r < 0)
-        return -1;
+    /* tp_name without the module, as a class defined in Python has it
+     * (setting __name__ does the same), for messages */
+    zl_HandleType->tp_name = "Handle";
     return 0;
 }

@@ -42,7 +42,9 @@ static PyObject *loop_run_engine(zl_loop *L, PyObject *unused)
     if (zl_clock_sync(L) < 0)
         return NULL;
     L->running = 1;
+    L->run_tstate = PyThreadState_Get();
     int rc = zlgo_engine_run(L->engine);
+    L->run_tstate = NULL;
     L->running = 0;
     if (rc == -1)
         return NULL;
@@ -63,7 +65,7 @@ static void engine_close(zl_loop *L)
      * finalizers) cannot schedule, watch or look up anything more. */
     L->engine = 0;
     L->waker = NULL;
-    L->unchecked = NULL;
+    zl_pending_reset(L);
     zl_drop_lookups(L);
     zl_ready_clear(L);
     zl_timers_release_all(L);
@@ -113,36 +115,37 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         Py_DECREF(L);
         return NULL;
     }
-    zl_live_loop_add(L);
+    zl_pending_loop_added(L);
     return (PyObject *)L;
 }
 
 static int loop_traverse(zl_loop *L, visitproc visit, void *arg)
 {
-    int r;
-    Py_VISIT(L->task_factory);
     Py_VISIT(L->debug_value);
-    Py_VISIT(L->ctx_cache);
-    Py_VISIT(L->clock);
-    Py_VISIT(L->lookups);
-    if ((r = zl_ready_traverse(L, visit, arg)) != 0)
-        return r;
-    if ((r = zl_timers_traverse(L, visit, arg)) != 0)
-        return r;
-    return zl_fds_traverse(L, visit, arg);
+    int (*parts[])(zl_loop *, visitproc, void *) = {
+        zl_tasks_traverse, zl_context_traverse, zl_clock_traverse, zl_lookups_traverse,
+        zl_ready_traverse, zl_timers_traverse,  zl_fds_traverse,
+    };
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        int r = parts[i](L, visit, arg);
+        if (r != 0)
+            return r;
+    }
+    return 0;
 }
 
 /* Breaking a reference cycle: handles are released, but timer slots stay
  * allocated (marked cancelled) while the engine may still hold them. */
 static int loop_clear(zl_loop *L)
 {
-    L->unchecked = NULL;
+    zl_pending_reset(L);
     zl_corked_clear(L);
-    Py_CLEAR(L->task_factory);
+    zl_tasks_clear(L);
     Py_CLEAR(L->debug_value);
+    zl_schedule_clear(L);
     zl_context_cache_clear(L);
-    Py_CLEAR(L->clock);
-    Py_CLEAR(L->lookups);
+    zl_clock_clear(L);
+    zl_drop_lookups(L);
     zl_ready_clear(L);
     zl_timers_cancel_all(L);
     zl_fds_release_all(L);
@@ -152,10 +155,11 @@ static int loop_clear(zl_loop *L)
 static void loop_dealloc(zl_loop *L)
 {
     PyObject_GC_UnTrack(L);
-    zl_live_loop_remove(L);
+    zl_pending_loop_removed(L);
     loop_clear(L);
     engine_close(L);
     zl_ready_free(L);
+    zl_handle_pools_free(L);
     zl_timers_free(L);
     zl_fds_free(L);
     zl_corked_free(L);
@@ -260,7 +264,7 @@ PyTypeObject zl_LoopType = {
 
 int zl_loop_type_ready(void)
 {
-    if (zl_schedule_ready() < 0 || zl_tasks_ready() < 0 || zl_dispatch_ready() < 0)
+    if (zl_pending_ready() < 0 || zl_schedule_ready() < 0 || zl_tasks_ready() < 0)
         return -1;
     return PyType_Ready(&zl_LoopType);
 }

@@ -1,51 +1,136 @@
-/* The ready queue: a ring of handles whose callbacks run in the next
- * batch, its length in zl_shared.ready_len (the engine reads it to choose a
- * zero timeout). Pushing and popping are inline in zl.h, since every
- * call_soon pushes; this file grows, clears, traverses and frees the ring.
+/* The ready queue: a ring of entries whose calls run in the next batch,
+ * its length in zl_shared.ready_len (the engine reads it to choose a zero
+ * timeout). Pushing and popping are inline in zl.h, since every call_soon
+ * pushes; this file grows, clears, traverses and frees the ring, and lets
+ * an entry take over the call of a handle that is alone.
  *
- * It knows nothing of why a handle is ready (a call_soon, a timer, a
+ * An entry holds a handle (with a reference), or the call of a handle that
+ * nothing but the queue referenced and that had no weak reference: such a
+ * handle can never be reached again, so its callback, argument and context
+ * move into the entry and the handle goes back to its free list
+ * (zl_ready_take_call, from schedule.c's check of the last handle made).
+ *
+ * It knows nothing of why a call is ready (a call_soon, a timer, a
  * descriptor) nor of the engine. */
 #include "zl.h"
 
 int zl_ready_init(zl_loop *L)
 {
-    L->ring_cap = 256;
-    L->ring = PyMem_Malloc(L->ring_cap * sizeof(zl_handle *));
-    return L->ring == NULL ? -1 : 0;
+    L->ready.cap = 256;
+    L->ready.ring = PyMem_Malloc(L->ready.cap * sizeof(zl_entry));
+    return L->ready.ring == NULL ? -1 : 0;
 }
 
 /* Doubles the ring, which is full. */
 int zl_ready_grow(zl_loop *L)
 {
-    int64_t cap = L->ring_cap * 2;
-    zl_handle **ring = PyMem_Malloc(cap * sizeof(zl_handle *));
+    int64_t cap = L->ready.cap * 2;
+    zl_entry *ring = PyMem_Malloc(cap * sizeof(zl_entry));
     if (ring == NULL) {
         PyErr_NoMemory();
         return -1;
     }
     for (int64_t i = 0; i < L->sh.ready_len; i++)
-        ring[i] = L->ring[(L->ring_head + i) & (L->ring_cap - 1)];
-    PyMem_Free(L->ring);
-    L->ring = ring;
-    L->ring_cap = cap;
-    L->ring_head = 0;
+        ring[i] = L->ready.ring[(L->ready.head + i) & (L->ready.cap - 1)];
+    PyMem_Free(L->ready.ring);
+    L->ready.ring = ring;
+    L->ready.cap = cap;
+    L->ready.head = 0;
     return 0;
+}
+
+void zl_ready_take_call(zl_loop *L, uint64_t pos, zl_handle *h)
+{
+    uint64_t offset = pos - L->ready.popped;
+    if (offset >= (uint64_t)L->sh.ready_len)
+        return; /* popped already */
+    zl_entry *e = &L->ready.ring[(L->ready.head + (int64_t)offset) & (L->ready.cap - 1)];
+    if (!(e->flags & ZL_ENTRY_HANDLE) || e->call != (PyObject *)h)
+        return;
+    zl_handle_give_call(h, e);
+    Py_DECREF(h); /* the queue's reference, the last one: back to the free list */
+}
+
+void zl_entry_release(zl_loop *L, zl_entry *e)
+{
+    Py_XDECREF(e->call);
+    Py_XDECREF(e->arg);
+    PyObject *context = e->context;
+    e->call = e->arg = e->context = NULL;
+    if (context == NULL)
+        return;
+    if (e->flags & ZL_ENTRY_SNAPSHOT)
+        zl_context_release(context);
+    else
+        zl_context_recycle(L, context);
+}
+
+/* A Handle holding an entry's call (its references move to it). */
+static zl_handle *handle_for_entry(zl_loop *L, zl_entry *e)
+{
+    zl_handle *h = zl_handle_new(L, zl_HandleType, e->call, &e->arg, e->nargs, e->context, 0);
+    if (h != NULL)
+        h->context_snapshot = (e->flags & ZL_ENTRY_SNAPSHOT) != 0;
+    zl_entry_release(L, e);
+    return h;
+}
+
+int zl_entry_run(zl_loop *L, zl_entry *e)
+{
+    if (e->call == NULL)
+        return 0;
+    if (L->debug) { /* debug mode runs a Handle, timed (zl_handle_run_in_batch) */
+        zl_handle *h = handle_for_entry(L, e);
+        if (h == NULL)
+            return -1;
+        int rc = zl_handle_run_in_batch(h);
+        Py_DECREF(h);
+        return rc;
+    }
+    char snapshot = (e->flags & ZL_ENTRY_SNAPSHOT) != 0;
+    PyObject *res = zl_run_call(L, e->call, &e->arg, e->nargs, &e->context, &snapshot);
+    e->flags = snapshot ? ZL_ENTRY_SNAPSHOT : 0;
+    if (res != NULL) {
+        Py_DECREF(res);
+        return 0;
+    }
+    /* the exception handler is told of a Handle, as asyncio's: one made for the call */
+    PyObject *exc = zl_fetch_exception();
+    zl_handle *h = handle_for_entry(L, e);
+    zl_restore_exception(exc);
+    if (h == NULL)
+        return -1;
+    int rc = zl_handle_report_exception(h);
+    Py_DECREF(h);
+    return rc;
 }
 
 void zl_ready_clear(zl_loop *L)
 {
-    while (L->sh.ready_len > 0)
-        zl_handle_release(zl_ready_pop(L));
+    while (L->sh.ready_len > 0) {
+        zl_entry e = zl_ready_pop(L);
+        if (e.flags & ZL_ENTRY_HANDLE)
+            zl_handle_release((zl_handle *)e.call);
+        else
+            zl_entry_release(L, &e);
+    }
 }
 
 int zl_ready_traverse(zl_loop *L, visitproc visit, void *arg)
 {
     for (int64_t i = 0; i < L->sh.ready_len; i++) {
-        int r = zl_visit_pending(L->ring[(L->ring_head + i) & (L->ring_cap - 1)], visit, arg);
-        if (r != 0)
-            return r;
+        zl_entry *e = &L->ready.ring[(L->ready.head + i) & (L->ready.cap - 1)];
+        if (e->flags & ZL_ENTRY_HANDLE) {
+            int r = zl_visit_pending((zl_handle *)e->call, visit, arg);
+            if (r != 0)
+                return r;
+        } else {
+            Py_VISIT(e->call);
+            Py_VISIT(e->arg);
+            Py_VISIT(e->context);
+        }
     }
     return 0;
 }
 
-void zl_ready_free(zl_loop *L) { PyMem_Free(L->ring); }
+void zl_ready_free(zl_loop *L) { PyMem_Free(L->ready.ring); }

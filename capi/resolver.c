@@ -52,7 +52,8 @@ static void name_info(const zl_lookup *req, lookup_result *r)
     errno = 0;
     r->code = getaddrinfo(req->host, req->port, &hints, &res);
     r->err = errno;
-    if (r->code != 0)
+    if (r->code != 0) /* getaddrinfo sets res only when it succeeds */
+        // cppcheck-suppress memleak
         return;
     if (res->ai_next != NULL) {
         r->code = ZL_MULTIPLE_ADDRESSES;
@@ -361,10 +362,11 @@ void zl_settle_lookups(zl_loop *L, const zl_completion *done, int64_t n)
         const zl_completion *c = &done[i];
         lookup_result *r = (lookup_result *)(uintptr_t)c->value;
         PyObject *key = PyLong_FromUnsignedLongLong(c->token);
-        PyObject *entry = key && L->lookups ? PyDict_GetItemWithError(L->lookups, key) : NULL;
+        PyObject *entry =
+            key && L->lookups.futures ? PyDict_GetItemWithError(L->lookups.futures, key) : NULL;
         if (entry != NULL) {
             Py_INCREF(entry);
-            (void)PyDict_DelItem(L->lookups, key);
+            (void)PyDict_DelItem(L->lookups.futures, key);
             long kind = PyLong_AsLong(PyTuple_GET_ITEM(entry, 1));
             PyObject *value = settle_value((int)kind, r);
             PyObject *exc = value == NULL ? zl_fetch_exception() : NULL;
@@ -390,16 +392,16 @@ static PyObject *enqueue(zl_loop *L, zl_lookup *req, PyObject *fut, int kind)
         return NULL;
     if (zl_check_closed(L) < 0)
         return NULL;
-    if (L->lookups == NULL && (L->lookups = PyDict_New()) == NULL)
+    if (L->lookups.futures == NULL && (L->lookups.futures = PyDict_New()) == NULL)
         return NULL;
-    req->token = ++L->lookup_counter;
+    req->token = ++L->lookups.counter;
     req->kind = kind;
     req->engine = L->engine;
     PyObject *key = PyLong_FromUnsignedLongLong(req->token);
     PyObject *entry = key ? Py_BuildValue("(Oi)", fut, kind) : NULL;
-    int r = entry ? PyDict_SetItem(L->lookups, key, entry) : -1;
+    int r = entry ? PyDict_SetItem(L->lookups.futures, key, entry) : -1;
     if (r == 0 && submit(req) < 0) {
-        (void)PyDict_DelItem(L->lookups, key);
+        (void)PyDict_DelItem(L->lookups.futures, key);
         PyErr_NoMemory();
         r = -1;
     }
@@ -458,11 +460,20 @@ PyObject *zl_loop_getaddrinfo(zl_loop *L, PyObject *args)
         return NULL;
     }
     PyObject *port_text = NULL;
-    if (PyLong_CheckExact(pobj)) {
+#if PY_VERSION_HEX >= 0x030E0000
+    /* 3.14 takes any object with __index__ (a bool, an int subclass) as a number */
+    int port_is_int = PyLong_CheckExact(pobj) || (pobj != Py_None && !PyUnicode_Check(pobj) &&
+                                                  !PyBytes_Check(pobj) && PyIndex_Check(pobj));
+#else
+    int port_is_int = PyLong_CheckExact(pobj);
+#endif
+    if (port_is_int) {
 #if PY_VERSION_HEX >= 0x030C0000
         /* 3.12 passes an int of any size on as its decimal text. */
         (void)pbuf;
-        port_text = PyObject_Str(pobj);
+        PyObject *index = PyNumber_Index(pobj);
+        port_text = index ? PyObject_Str(index) : NULL;
+        Py_XDECREF(index);
         pptr = port_text ? PyUnicode_AsUTF8(port_text) : NULL;
 #else
         /* Before 3.12 an int must fit a C long (OverflowError otherwise). */
@@ -537,12 +548,18 @@ PyObject *zl_loop_getnameinfo(zl_loop *L, PyObject *args)
 /* _zl_lookups_in_flight(): how many futures still wait for a lookup. */
 PyObject *zl_loop_lookups_in_flight(zl_loop *L, PyObject *unused)
 {
-    return PyLong_FromSsize_t(L->lookups ? PyDict_GET_SIZE(L->lookups) : 0);
+    return PyLong_FromSsize_t(L->lookups.futures ? PyDict_GET_SIZE(L->lookups.futures) : 0);
 }
 
 /* Forgets the loop's lookups: those still queued or in flight finish on
  * their worker, whose post the closed engine refuses. */
-void zl_drop_lookups(zl_loop *L) { Py_CLEAR(L->lookups); }
+void zl_drop_lookups(zl_loop *L) { Py_CLEAR(L->lookups.futures); }
+
+int zl_lookups_traverse(zl_loop *L, visitproc visit, void *arg)
+{
+    Py_VISIT(L->lookups.futures);
+    return 0;
+}
 
 /* {member.value: member} for every member of enum class name in socket. */
 static PyObject *members_by_value(PyObject *socket, const char *name)

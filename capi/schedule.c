@@ -1,7 +1,6 @@
 /* Scheduling: call_soon, call_soon_threadsafe, call_later and call_at,
  * which make a handle and put it in the ready queue (ready.c) or a timer
- * slot (timers.c) without calling Go; and how such pending handles stay
- * off the collector's lists while they wait.
+ * slot (timers.c) without calling Go, and tell pending.c of it.
  *
  * It knows nothing of when a timer is due, of descriptors or of the
  * engine, except the waker call_soon_threadsafe uses (waker.c). */
@@ -13,113 +12,24 @@
 static PyObject *str_debug_schedule; /* "_zl_debug_schedule" */
 static PyObject *str_context;        /* "context" */
 
-/* ---- pending handles and the collector ----
- *
- * A handle made by call_soon, call_later or call_at waits in the ready
- * queue or a timer slot off the collector's lists: a million pending
- * callbacks then cost a collection nothing. That is safe as long as the
- * collector can still find every cycle through a pending handle:
- *
- * - a handle that nothing but the queue (or slot) references, and that
- *   has no weak reference from which a strong one could be made again,
- *   can never be reached from elsewhere: for the collector it is part of
- *   the loop, whose traverse visits what it references (loop_traverse,
- *   through zl_visit_pending);
- * - a handle that something else references too is tracked, so the
- *   collector sees it as it sees any object. The caller of call_soon may
- *   keep what it returns: the handle is looked at again when the next one
- *   is made, when the loop next runs its callbacks and before every
- *   collection (gc.callbacks), and tracked then if it is not alone; once
- *   alone, nothing can reach it again. Leaving the queue (zl_handle_release)
- *   tracks it too if something still holds it. */
-
-static zl_loop *live_loops; /* every loop not yet deallocated, for the collector hook */
-
-static int handle_alone(zl_handle *h) { return Py_REFCNT(h) == 1 && h->weakreflist == NULL; }
-
-/* Tracks the last handle made if it is not alone. */
-void zl_check_new_handle(zl_loop *L)
-{
-    zl_handle *h = L->unchecked;
-    L->unchecked = NULL;
-    if (h != NULL && !handle_alone(h) && !PyObject_GC_IsTracked((PyObject *)h))
-        PyObject_GC_Track(h);
-}
-
-/* gc.callbacks entry: before a collection, no pending handle may be both
- * untracked and referenced from elsewhere. */
-static PyObject *before_collection(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs >= 1 && PyUnicode_Check(args[0]) &&
-        PyUnicode_CompareWithASCIIString(args[0], "start") == 0)
-        for (zl_loop *L = live_loops; L != NULL; L = L->next_live)
-            zl_check_new_handle(L);
-    Py_RETURN_NONE;
-}
-
-static PyMethodDef before_collection_def = {
-    "_zloopgo_before_collection", (PyCFunction)(void (*)(void))before_collection, METH_FASTCALL,
-    "Tracks the pending handles of zloopgo loops that are referenced from elsewhere."};
-
-/* Appends the hook to gc.callbacks (once, at import). */
-static int install_collector_hook(void)
-{
-    PyObject *gc = PyImport_ImportModule("gc");
-    PyObject *callbacks = gc ? PyObject_GetAttrString(gc, "callbacks") : NULL;
-    PyObject *hook = callbacks ? PyCFunction_New(&before_collection_def, NULL) : NULL;
-    int r = hook ? PyList_Append(callbacks, hook) : -1;
-    Py_XDECREF(hook);
-    Py_XDECREF(callbacks);
-    Py_XDECREF(gc);
-    return r;
-}
-
-/* A handle in the ready queue or a timer slot, for the loop's traverse
- * (see above). */
-int zl_visit_pending(zl_handle *h, visitproc visit, void *arg)
-{
-    if (h == NULL)
-        return 0;
-    if (PyObject_GC_IsTracked((PyObject *)h))
-        return visit((PyObject *)h, arg);
-    if (handle_alone(h))
-        return zl_handle_traverse(h, visit, arg);
-    return 0; /* not possible after before_collection; if it were, a leak, never a wrong free */
-}
-
-/* Links a new loop into the list the collector hook walks. */
-void zl_live_loop_add(zl_loop *L)
-{
-    L->next_live = live_loops;
-    if (live_loops != NULL)
-        live_loops->prev_live = L;
-    live_loops = L;
-}
-
-/* Unlinks a loop being deallocated. */
-void zl_live_loop_remove(zl_loop *L)
-{
-    if (L->prev_live != NULL)
-        L->prev_live->next_live = L->next_live;
-    else if (live_loops == L)
-        live_loops = L->next_live;
-    if (L->next_live != NULL)
-        L->next_live->prev_live = L->prev_live;
-}
-
 /* ---- scheduling ---- */
 
 /* Parses the keyword-only `context` argument of the call_* methods. */
-static int parse_context(PyObject *kwnames, PyObject *const *kwvalues, const char *method,
-                         PyObject **context)
+static int parse_context(zl_loop *L, PyObject *kwnames, PyObject *const *kwvalues,
+                         const char *method, PyObject **context)
 {
     *context = NULL;
     if (kwnames == NULL)
         return 0;
+    /* Every Task step is scheduled with context=, by a caller that passes
+     * the same keyword tuple each time (3.14's C Task builds it once, its
+     * string not interned): known by identity, it needs no comparison. */
+    if (kwnames == L->context_kwnames) {
+        *context = kwvalues[0];
+        return 0;
+    }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
         PyObject *name = PyTuple_GET_ITEM(kwnames, i);
-        /* keyword names are usually the interned string: compare pointers
-         * first (every Task step is scheduled with context=) */
         if (name != str_context &&
             (!PyUnicode_Check(name) || PyUnicode_Compare(name, str_context) != 0)) {
             if (PyErr_Occurred())
@@ -130,6 +40,8 @@ static int parse_context(PyObject *kwnames, PyObject *const *kwvalues, const cha
         }
         *context = kwvalues[i];
     }
+    if (PyTuple_GET_SIZE(kwnames) == 1)
+        Py_XSETREF(L->context_kwnames, Py_NewRef(kwnames));
     return 0;
 }
 
@@ -176,7 +88,7 @@ static PyObject *schedule_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nar
                                PyObject *kwnames, const char *method)
 {
     PyObject *context;
-    if (parse_context(kwnames, args + nargs, method, &context) < 0)
+    if (parse_context(L, kwnames, args + nargs, method, &context) < 0)
         return NULL;
     if (nargs < 1) {
         PyErr_Format(PyExc_TypeError, "%s() missing 1 required positional argument: 'callback'",
@@ -186,8 +98,8 @@ static PyObject *schedule_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nar
     PyObject *traceback;
     if (check_schedule(L, method, args[0], &traceback) < 0)
         return NULL;
-    zl_check_new_handle(L);
-    zl_handle *h = zl_handle_new(L, &zl_HandleType, args[0], args + 1, nargs - 1, context, 1);
+    zl_pending_check(L);
+    zl_handle *h = zl_handle_new(L, zl_HandleType, args[0], args + 1, nargs - 1, context, 1);
     if (h == NULL) {
         Py_XDECREF(traceback);
         return NULL;
@@ -196,11 +108,12 @@ static PyObject *schedule_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nar
         Py_DECREF(h);
         return NULL;
     }
+    uint64_t pos = zl_ready_next_pos(L);
     if (zl_ready_push(L, (zl_handle *)Py_NewRef(h)) < 0) {
         Py_DECREF(h);
         return NULL;
     }
-    L->unchecked = h;
+    zl_pending_note(L, h, pos, 1);
     return (PyObject *)h;
 }
 
@@ -228,9 +141,9 @@ static PyObject *schedule_timer(zl_loop *L, double when, PyObject *when_obj, PyO
     PyObject *traceback;
     if (check_schedule(L, method, args[0], &traceback) < 0)
         return NULL;
-    zl_check_new_handle(L);
+    zl_pending_check(L);
     zl_timer *h =
-        (zl_timer *)zl_handle_new(L, &zl_TimerHandleType, args[0], args + 1, nargs - 1, context, 1);
+        (zl_timer *)zl_handle_new(L, zl_TimerHandleType, args[0], args + 1, nargs - 1, context, 1);
     if (h == NULL) {
         Py_XDECREF(traceback);
         return NULL;
@@ -245,7 +158,7 @@ static PyObject *schedule_timer(zl_loop *L, double when, PyObject *when_obj, PyO
         Py_DECREF(h);
         return NULL;
     }
-    L->unchecked = &h->base;
+    zl_pending_note(L, &h->base, 0, 0); /* in a timer slot */
     return (PyObject *)h;
 }
 
@@ -253,7 +166,7 @@ PyObject *zl_loop_call_later(zl_loop *L, PyObject *const *args, Py_ssize_t nargs
 {
     PyObject *context;
     nargs = PyVectorcall_NARGS(nargs);
-    if (parse_context(kwnames, args + nargs, "call_later", &context) < 0)
+    if (parse_context(L, kwnames, args + nargs, "call_later", &context) < 0)
         return NULL;
     if (nargs < 2) {
         PyErr_SetString(PyExc_TypeError, "call_later() needs a delay and a callback");
@@ -266,7 +179,7 @@ PyObject *zl_loop_call_later(zl_loop *L, PyObject *const *args, Py_ssize_t nargs
     }
     if (zl_clock_check(L) < 0)
         return NULL;
-    if (L->clock != NULL) {
+    if (zl_clock_replaced(L)) {
         /* a replaced loop.time(): asyncio's self.time() + delay */
         PyObject *now_obj = zl_clock_now(L);
         PyObject *when_obj = now_obj ? PyNumber_Add(now_obj, delay) : NULL;
@@ -313,7 +226,7 @@ PyObject *zl_loop_call_at(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, P
 {
     PyObject *context;
     nargs = PyVectorcall_NARGS(nargs);
-    if (parse_context(kwnames, args + nargs, "call_at", &context) < 0)
+    if (parse_context(L, kwnames, args + nargs, "call_at", &context) < 0)
         return NULL;
     if (nargs < 2) {
         PyErr_SetString(PyExc_TypeError, "call_at() needs a time and a callback");
@@ -332,11 +245,11 @@ PyObject *zl_loop_call_at(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, P
 
 int zl_schedule_ready(void)
 {
-    if (install_collector_hook() < 0)
-        return -1;
     str_debug_schedule = PyUnicode_InternFromString("_zl_debug_schedule");
     str_context = PyUnicode_InternFromString("context");
     if (str_context == NULL || str_debug_schedule == NULL)
         return -1;
     return 0;
 }
+
+void zl_schedule_clear(zl_loop *L) { Py_CLEAR(L->context_kwnames); }

@@ -2,7 +2,8 @@
  * asyncio.StreamReader without running StreamReaderProtocol.data_received
  * and StreamReader.feed_data in Python. It does, step by step, what those
  * two methods and StreamReader._wakeup_waiter do (identical on CPython
- * 3.10 to 3.13): append to the reader's bytearray, wake its waiter, pause
+ * 3.10 to 3.15, tests/test_asyncio_internals.py pins their source): append
+ * to the reader's bytearray, wake its waiter, pause
  * reading past twice the limit — so the reader's state afterwards is the
  * same, and a failure raises what the Python code would raise.
  *

@@ -7,7 +7,7 @@
 #include "zl.h"
 
 static PyObject *str_Future, *str_Task, *kw_loop, *kw_loop_name, *kw_loop_context,
-    *kw_loop_name_context;
+    *kw_loop_name_context, *kw_name, *kw_context, *kw_name_context;
 
 /* create_future(): asyncio's futures.Future(loop=self), without a Python frame. */
 PyObject *zl_loop_create_future(zl_loop *L, PyObject *unused)
@@ -21,24 +21,38 @@ PyObject *zl_loop_create_future(zl_loop *L, PyObject *unused)
     return fut;
 }
 
+/* BaseEventLoop.create_task(self, *args, **kwargs): asyncio's own method,
+ * which also words the errors of a wrong call. */
+static PyObject *general_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                                     PyObject *kwnames)
+{
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject *small[8], **stack = small;
+    if (nargs + nkw + 1 > 8) {
+        stack = PyMem_Malloc((nargs + nkw + 1) * sizeof(PyObject *));
+        if (stack == NULL)
+            return PyErr_NoMemory();
+    }
+    stack[0] = (PyObject *)L;
+    for (Py_ssize_t i = 0; i < nargs + nkw; i++)
+        stack[i + 1] = args[i];
+    PyObject *r = PyObject_Vectorcall(zl_base_create_task, stack, nargs + 1, kwnames);
+    if (stack != small)
+        PyMem_Free(stack);
+    return r;
+}
+
 /* create_task(coro, *, name=None, context=None): asyncio's
  * tasks.Task(coro, loop=self, name=name, context=context). With a task
- * factory or in debug mode, asyncio's own Python method runs instead. */
+ * factory, in debug mode or with any other argument (3.14's eager_start=),
+ * asyncio's own Python method runs instead. */
 PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames)
 {
     nargs = PyVectorcall_NARGS(nargs);
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    if (L->task_factory != NULL || L->debug || nargs != 1 || nkw > 2) {
-        /* the general path: prepend self and call BaseEventLoop.create_task */
-        PyObject *stack[8];
-        if (nargs + nkw + 1 > 8)
-            return PyErr_Format(PyExc_TypeError, "create_task() takes 1 positional argument");
-        stack[0] = (PyObject *)L;
-        for (Py_ssize_t i = 0; i < nargs + nkw; i++)
-            stack[i + 1] = args[i];
-        return PyObject_Vectorcall(zl_base_create_task, stack, nargs + 1, kwnames);
-    }
+    if (L->task_factory != NULL || L->debug || nargs != 1 || nkw > 2)
+        return general_create_task(L, args, nargs, kwnames);
     /* arguments for Task(coro, loop=self, name=..., context=...) */
     PyObject *stack[4] = {args[0], (PyObject *)L, NULL, NULL};
     PyObject *name = NULL, *context = NULL;
@@ -46,11 +60,12 @@ PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t narg
         PyObject *key = PyTuple_GET_ITEM(kwnames, i);
         if (PyUnicode_CompareWithASCIIString(key, "name") == 0)
             name = args[1 + i];
+#if PY_VERSION_HEX >= 0x030B0000 /* Task takes context= from 3.11 */
         else if (PyUnicode_CompareWithASCIIString(key, "context") == 0)
             context = args[1 + i];
-        else
-            return PyErr_Format(PyExc_TypeError,
-                                "create_task() got an unexpected keyword argument '%S'", key);
+#endif
+        else /* eager_start= (3.14+) or a mistake: asyncio's own method answers */
+            return general_create_task(L, args, nargs, kwnames);
     }
     if (zl_check_closed(L) < 0)
         return NULL;
@@ -67,10 +82,22 @@ PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t narg
         names = kw_loop_context;
         stack[n++] = context;
     }
+    /* Called by this loop's own thread while it runs, Task(coro) finds it
+     * as the running loop: loop= can go, and with no keyword left the call
+     * builds no keyword dict (Task has no vectorcall). */
+    PyObject **call = stack;
+    if (L->run_tstate != NULL && L->run_tstate == PyThreadState_Get()) {
+        call = stack + 1;
+        call[0] = args[0];
+        names = names == kw_loop_name_context ? kw_name_context
+                : names == kw_loop_name       ? kw_name
+                : names == kw_loop_context    ? kw_context
+                                              : NULL;
+    }
     PyObject *task_type = PyObject_GetAttr(zl_tasks_module, str_Task);
     if (task_type == NULL)
         return NULL;
-    PyObject *task = PyObject_Vectorcall(task_type, stack, 1, names);
+    PyObject *task = PyObject_Vectorcall(task_type, call, 1, names);
     Py_DECREF(task_type);
     return task;
 }
@@ -86,6 +113,14 @@ int zl_loop_set_task_factory(zl_loop *L, PyObject *v, void *c)
     return 0;
 }
 
+int zl_tasks_traverse(zl_loop *L, visitproc visit, void *arg)
+{
+    Py_VISIT(L->task_factory);
+    return 0;
+}
+
+void zl_tasks_clear(zl_loop *L) { Py_CLEAR(L->task_factory); }
+
 int zl_tasks_ready(void)
 {
     str_Future = PyUnicode_InternFromString("Future");
@@ -94,8 +129,12 @@ int zl_tasks_ready(void)
     kw_loop_name = Py_BuildValue("(ss)", "loop", "name");
     kw_loop_context = Py_BuildValue("(ss)", "loop", "context");
     kw_loop_name_context = Py_BuildValue("(sss)", "loop", "name", "context");
+    kw_name = Py_BuildValue("(s)", "name");
+    kw_context = Py_BuildValue("(s)", "context");
+    kw_name_context = Py_BuildValue("(ss)", "name", "context");
     if (str_Future == NULL || str_Task == NULL || kw_loop == NULL || kw_loop_name == NULL ||
-        kw_loop_context == NULL || kw_loop_name_context == NULL)
+        kw_loop_context == NULL || kw_loop_name_context == NULL || kw_name == NULL ||
+        kw_context == NULL || kw_name_context == NULL)
         return -1;
     return 0;
 }

@@ -8,12 +8,12 @@
  * engine decides that and names due tokens (zl_timer_due). */
 #include "zl.h"
 
-void zl_timers_init(zl_loop *L) { L->slots_free = UINT32_MAX; }
+void zl_timers_init(zl_loop *L) { L->timers.slots_free = UINT32_MAX; }
 
 int zl_timer_slot_alloc(zl_loop *L, zl_timer *h)
 {
-    if (L->slots_free == UINT32_MAX) {
-        uint32_t old = L->slots_cap, cap = old ? old * 2 : 64;
+    if (L->timers.slots_free == UINT32_MAX) {
+        uint32_t old = L->timers.slots_cap, cap = old ? old * 2 : 64;
         zl_timer_slot *slots = PyMem_Realloc(L->sh.slots, cap * sizeof(zl_timer_slot));
         if (slots == NULL) {
             PyErr_NoMemory();
@@ -25,22 +25,22 @@ int zl_timer_slot_alloc(zl_loop *L, zl_timer *h)
             slots[i].next_free = i + 1 < cap ? i + 1 : UINT32_MAX;
         }
         L->sh.slots = slots;
-        L->slots_cap = cap;
-        L->slots_free = old;
+        L->timers.slots_cap = cap;
+        L->timers.slots_free = old;
     }
-    if (L->sh.new_timers_len == L->new_timers_cap) {
-        int64_t cap = L->new_timers_cap ? L->new_timers_cap * 2 : 64;
+    if (L->sh.new_timers_len == L->timers.new_timers_cap) {
+        int64_t cap = L->timers.new_timers_cap ? L->timers.new_timers_cap * 2 : 64;
         zl_newtimer *nt = PyMem_Realloc(L->sh.new_timers, cap * sizeof(zl_newtimer));
         if (nt == NULL) {
             PyErr_NoMemory();
             return -1;
         }
         L->sh.new_timers = nt;
-        L->new_timers_cap = cap;
+        L->timers.new_timers_cap = cap;
     }
-    uint32_t i = L->slots_free;
+    uint32_t i = L->timers.slots_free;
     zl_timer_slot *s = &L->sh.slots[i];
-    L->slots_free = s->next_free;
+    L->timers.slots_free = s->next_free;
     s->handle = Py_NewRef((PyObject *)h);
     s->cancelled = 0;
     h->slot = i;
@@ -54,8 +54,8 @@ static void slot_free(zl_loop *L, uint32_t i)
     zl_timer_slot *s = &L->sh.slots[i];
     s->handle = NULL;
     s->cancelled = 0;
-    s->next_free = L->slots_free;
-    L->slots_free = i;
+    s->next_free = L->timers.slots_free;
+    L->timers.slots_free = i;
 }
 
 void zl_timer_cancelled(zl_loop *L, zl_timer *h)
@@ -68,14 +68,16 @@ void zl_timer_cancelled(zl_loop *L, zl_timer *h)
     s->cancelled = 1;
     L->sh.cancelled_timers++;
     h->scheduled = 0;
-    if (ref != NULL)
+    if (ref != NULL) {
+        zl_pending_forget(L, (zl_handle *)ref); /* it may go now */
         zl_handle_release((zl_handle *)ref);
+    }
 }
 
 /* Drops every timer: on close, with the engine's heap dropped too. */
 void zl_timers_release_all(zl_loop *L)
 {
-    for (uint32_t i = 0; i < L->slots_cap; i++) {
+    for (uint32_t i = 0; i < L->timers.slots_cap; i++) {
         zl_timer *h = L->sh.slots[i].handle;
         if (h != NULL) {
             h->scheduled = 0;
@@ -83,9 +85,9 @@ void zl_timers_release_all(zl_loop *L)
             zl_handle_release(&h->base);
         }
         L->sh.slots[i].cancelled = 0;
-        L->sh.slots[i].next_free = i + 1 < L->slots_cap ? i + 1 : UINT32_MAX;
+        L->sh.slots[i].next_free = i + 1 < L->timers.slots_cap ? i + 1 : UINT32_MAX;
     }
-    L->slots_free = L->slots_cap ? 0 : UINT32_MAX;
+    L->timers.slots_free = L->timers.slots_cap ? 0 : UINT32_MAX;
     L->sh.new_timers_len = 0;
     L->sh.cancelled_timers = 0;
 }
@@ -109,7 +111,7 @@ void zl_timer_due(zl_loop *L, uint32_t slot)
  * (marked cancelled) while the engine may still hold the token. */
 void zl_timers_cancel_all(zl_loop *L)
 {
-    for (uint32_t i = 0; i < L->slots_cap; i++) {
+    for (uint32_t i = 0; i < L->timers.slots_cap; i++) {
         zl_timer *h = L->sh.slots[i].handle;
         if (h != NULL)
             zl_timer_cancelled(L, h);
@@ -118,7 +120,7 @@ void zl_timers_cancel_all(zl_loop *L)
 
 int zl_timers_traverse(zl_loop *L, visitproc visit, void *arg)
 {
-    for (uint32_t i = 0; i < L->slots_cap; i++) {
+    for (uint32_t i = 0; i < L->timers.slots_cap; i++) {
         int r = zl_visit_pending(L->sh.slots[i].handle, visit, arg);
         if (r != 0)
             return r;

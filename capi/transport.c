@@ -168,23 +168,23 @@ static PyObject *read_ready(PyObject *self, PyObject *unused)
 static char *take_rx(zl_loop *L, size_t size, char **own)
 {
     *own = NULL;
-    if (L == NULL || L->rx_busy) {
+    if (L == NULL || L->rx.busy) {
         *own = PyMem_RawMalloc(size);
         if (*own == NULL)
             PyErr_NoMemory();
         return *own;
     }
-    if (size > L->rx_size) {
-        char *b = PyMem_RawRealloc(L->rx, size);
+    if (size > L->rx.size) {
+        char *b = PyMem_RawRealloc(L->rx.buf, size);
         if (b == NULL) {
             PyErr_NoMemory();
             return NULL;
         }
-        L->rx = b;
-        L->rx_size = size;
+        L->rx.buf = b;
+        L->rx.size = size;
     }
-    L->rx_busy = 1;
-    return L->rx;
+    L->rx.busy = 1;
+    return L->rx.buf;
 }
 
 static void give_back_rx(zl_loop *L, char *own)
@@ -192,7 +192,7 @@ static void give_back_rx(zl_loop *L, char *own)
     if (own != NULL)
         PyMem_RawFree(own);
     else if (L != NULL)
-        L->rx_busy = 0;
+        L->rx.busy = 0;
 }
 
 /* The transport's native state, or NULL (no error set) when it has none. */
@@ -261,7 +261,7 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
      * than asked only when nothing more is there): no Python code of the
      * program ran, and this descriptor is not ready any more. */
     if (L != NULL)
-        L->quiet_read = fed == 1 && n < max_size;
+        L->rx.quiet_read = fed == 1 && n < max_size;
     if (data == NULL) {
         if (fed == 0)
             data = PyBytes_FromStringAndSize(into, n);
@@ -387,7 +387,8 @@ enum { CORK_UNKNOWN = 0, CORK_NEVER, CORK_MAY };
 static zl_loop *callback_loop(PyObject *self)
 {
     PyObject *loop = slot_value(self, F_LOOP);
-    if (loop == NULL || !PyObject_TypeCheck(loop, &zl_LoopType) || !((zl_loop *)loop)->in_callback)
+    if (loop == NULL || !PyObject_TypeCheck(loop, &zl_LoopType) ||
+        zl_running_callback((zl_loop *)loop) == 0)
         return NULL;
     return (zl_loop *)loop;
 }
@@ -397,9 +398,10 @@ static zl_loop *callback_loop(PyObject *self)
  * the write. */
 static int predict_more(zl_transport *t, zl_loop *L, int fd)
 {
-    if (t->write_callback != L->callbacks_run) {
+    uint64_t now = zl_running_callback(L);
+    if (t->write_callback != now) {
         t->writes_before = t->writes_now;
-        t->write_callback = L->callbacks_run;
+        t->write_callback = now;
         t->writes_now = 0;
     }
     t->writes_now++;
@@ -475,8 +477,15 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
     if (!PyBytes_Check(data) && !PyByteArray_Check(data) && !PyMemoryView_Check(data)) {
         /* type(data).__name__, as asyncio's message has it */
         const char *name = Py_TYPE(data)->tp_name, *dot = strrchr(name, '.');
+#if PY_VERSION_HEX >= 0x030E0000 /* asyncio's wording from 3.14 */
+        return PyErr_Format(PyExc_TypeError,
+                            "data argument must be a bytes, bytearray, or memoryview object, "
+                            "not '%s'",
+                            dot ? dot + 1 : name);
+#else
         return PyErr_Format(PyExc_TypeError, "data argument must be a bytes-like object, not '%s'",
                             dot ? dot + 1 : name);
+#endif
     }
     int flag = field_true(self, F_EOF);
     if (flag != 0) {
@@ -572,9 +581,9 @@ PyTypeObject zl_TransportStateType = {
 
 void zl_rx_free(zl_loop *L)
 {
-    PyMem_RawFree(L->rx);
-    L->rx = NULL;
-    L->rx_size = 0;
+    PyMem_RawFree(L->rx.buf);
+    L->rx.buf = NULL;
+    L->rx.size = 0;
 }
 
 int zl_is_native_read(PyObject *callback)

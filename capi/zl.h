@@ -14,6 +14,13 @@
 
 typedef struct zl_loop zl_loop;
 
+/* Freed handles of one type kept for reuse by their loop (handle.c). */
+typedef struct zl_handle_s zl_handle;
+typedef struct {
+    zl_handle **items; /* FREELIST_MAX long once used */
+    int n;
+} zl_handle_pool;
+
 /* What only debug mode records about a handle, kept out of line so that
  * every handle stays small (112 bytes with the GC header). */
 typedef struct {
@@ -21,7 +28,7 @@ typedef struct {
     PyObject *cancel_repr;      /* repr saved at cancel() */
 } zl_handle_debug;
 
-typedef struct {
+struct zl_handle_s {
     PyObject_HEAD
     zl_loop *loop;      /* strong reference */
     PyObject *callback; /* NULL once cancelled */
@@ -32,10 +39,9 @@ typedef struct {
     zl_handle_debug *debug; /* NULL unless debug mode recorded something */
     int32_t nargs;
     char cancelled;
-    char is_timer;
     char running;          /* its callback is executing */
     char context_snapshot; /* context is a shared snapshot (capi/context.c) */
-} zl_handle;
+};
 
 /* A TimerHandle: a handle with a deadline and a slot the engine holds. */
 typedef struct {
@@ -54,53 +60,124 @@ typedef struct {
     PyObject *fileobj;
 } zl_fdwatch;
 
-struct zl_loop {
-    PyObject_HEAD
-    zl_shared sh; /* read by the engine; see bridge.h */
-    /* ready queue: a ring of handles, length in sh.ready_len */
-    zl_handle **ring;
-    int64_t ring_cap; /* a power of two */
-    int64_t ring_head;
-    /* timer slots (sh.slots), their free list, and the new-timer buffer */
+/* The last handle made, to look at again, and the list of live loops
+ * (pending.c alone reads and writes it). */
+typedef struct {
+    zl_handle *last;                /* NULL once looked at */
+    uint64_t pos;                   /* its position in the ready queue, if */
+    char queued;                    /* it waits there (not in a timer slot) */
+    zl_loop *prev_live, *next_live; /* the list of live loops */
+} zl_pending;
+
+/* One entry of the ready queue (ready.c): a handle the queue holds a
+ * reference to, or, once that handle was alone (nothing else could ever
+ * reach it again), the call it held, taken over so that the handle could
+ * go: its callback, its one argument (if any) and its context. A million
+ * pending callbacks then cost a million entries, not a million handles. */
+typedef struct {
+    PyObject *call;    /* the zl_handle (ZL_ENTRY_HANDLE), else the callback */
+    PyObject *arg;     /* the call's argument when nargs is 1 */
+    PyObject *context; /* the call's context, a shared snapshot if ZL_ENTRY_SNAPSHOT */
+    uint32_t flags;
+    uint32_t nargs; /* 0 or 1 */
+} zl_entry;
+
+#define ZL_ENTRY_HANDLE 1u
+#define ZL_ENTRY_SNAPSHOT 2u
+
+/* The ready queue (ready.c alone writes it; push and pop are inline below). */
+typedef struct {
+    zl_entry *ring;
+    int64_t cap; /* a power of two; the length is zl_shared.ready_len */
+    int64_t head;
+    uint64_t popped; /* entries popped so far: the position of head */
+} zl_ready_queue;
+
+/* Timer slots (timers.c): zl_shared.slots and .new_timers are their
+ * memory, shared with the engine; this is the rest. */
+typedef struct {
     uint32_t slots_cap;
     uint32_t slots_free; /* head of the free list, UINT32_MAX if none */
     int64_t new_timers_cap;
-    /* descriptors, indexed by fd */
-    zl_fdwatch *fds;
-    int64_t fds_cap;
-    /* state */
-    uintptr_t engine;   /* Go engine id; 0 when closed */
+} zl_timer_table;
+
+/* The descriptor table (fds.c), indexed by fd. */
+typedef struct {
+    zl_fdwatch *entries;
+    int64_t cap;
+    char watch_changed; /* a descriptor was watched for more since the last batch */
+} zl_fd_table;
+
+/* Transports whose last send in the running callback carried MSG_MORE,
+ * pushed out when it returns (corked.c). */
+typedef struct {
+    PyObject **items; /* their zl_transport states */
+    int64_t len, cap;
+} zl_corked_list;
+
+/* Where native reads land (transport.c). */
+typedef struct {
+    char *buf; /* reads smaller than LARGE_READ, before they are copied out */
+    size_t size;
+    char busy;       /* a read in buf is being handed on */
+    char quiet_read; /* the last native read went to a StreamReader natively and
+                      * drained its socket (zl_transport_read_was_quiet) */
+} zl_receive;
+
+/* Context snapshots (context.c). */
+typedef struct {
+    PyObject *cache;      /* the last snapshot handed out, */
+    PyObject *cache_vars; /* its variables, */
+    PyObject *spare;      /* and a private context to hand out again */
+} zl_context_cache;
+
+/* Name lookups in flight (resolver.c). */
+typedef struct {
+    PyObject *futures; /* token -> (future, kind) */
+    uint64_t counter;
+} zl_lookups;
+
+/* loop.time() replaced by the program (clock.c). */
+typedef struct {
+    PyObject *replacement; /* or NULL */
+    unsigned int type_version;
+} zl_clock_state;
+
+/* Callbacks as they run (handle.c). */
+typedef struct {
+    char running;     /* a callback is executing */
+    uint64_t started; /* callbacks started so far (transports count writes per callback) */
+    zl_handle_pool handle_pool, timer_pool; /* freed handles for reuse */
+} zl_callbacks;
+
+/* The native half of zloopgo.Loop. Each sub-structure is written by the
+ * one file named beside it; the others read it through that file's
+ * functions (inline ones below). loop.c owns the fields at the top. */
+struct zl_loop {
+    PyObject_HEAD
+    zl_shared sh; /* read by the engine; see bridge.h */
+    /* loop.c */
+    uintptr_t engine;   /* Go engine id; 0 once released */
     void *waker;        /* how call_soon_threadsafe wakes the reactor (capi/waker), or NULL */
-    atomic_int polling; /* the loop thread sleeps in the reactor */
-    PyThreadState *saved_tstate;
-    PyObject *task_factory; /* asyncio's _task_factory, kept here so create_task sees it */
-    PyObject *debug_value;  /* what set_debug() was given, if not a bool (its truth: debug) */
-    zl_handle *unchecked;   /* the last handle made, if it may not be alone (schedule.c) */
-    PyObject *clock;        /* what replaced loop.time(), or NULL (clock.c) */
-    PyObject *lookups;      /* token -> (future, kind) of lookups in flight (resolver.c) */
-    uint64_t lookup_counter;
-    unsigned int clock_type_version;
-    zl_loop *prev_live, *next_live; /* the list of live loops */
-    PyObject *ctx_cache;            /* the last context snapshot handed out, and */
-    PyObject *ctx_cache_vars;       /* its variables (capi/context.c) */
+    atomic_int polling; /* the loop thread sleeps in the reactor (dispatch.c) */
+    PyThreadState *saved_tstate; /* while it sleeps (dispatch.c) */
+    PyThreadState *run_tstate;   /* the thread running the loop, while it runs */
+    PyObject *debug_value;       /* what set_debug() was given, if not a bool (its truth: debug) */
     char closed;
     char debug;
-    char running;           /* inside _zl_run */
-    char in_callback;       /* running a callback (handle.c) */
-    char watch_changed;     /* a descriptor was watched for more since the last batch */
-    uint64_t callbacks_run; /* callbacks started so far (handle.c) */
-    /* transports that sent with MSG_MORE in the running callback, pushed
-     * out when it returns (capi/corked.c alone reads and writes it) */
-    PyObject **corked;
-    int64_t corked_len, corked_cap;
-    /* reads smaller than LARGE_READ land here before being copied out
-     * (transport.c); rx_busy while one is being handed on */
-    char *rx;
-    size_t rx_size;
-    char rx_busy;
-    char quiet_read; /* set by the native read: its bytes went to a StreamReader
-                      * natively and the socket is drained; zl_dispatch
-                      * clears it before each callback */
+    char running;              /* inside _zl_run */
+    zl_ready_queue ready;      /* ready.c */
+    zl_timer_table timers;     /* timers.c */
+    zl_pending pending;        /* pending.c */
+    zl_callbacks callbacks;    /* handle.c */
+    zl_fd_table fds;           /* fds.c */
+    zl_corked_list corked;     /* corked.c */
+    zl_receive rx;             /* transport.c */
+    zl_context_cache contexts; /* context.c */
+    zl_lookups lookups;        /* resolver.c */
+    zl_clock_state clock;      /* clock.c */
+    PyObject *context_kwnames; /* schedule.c: the last ("context",) keyword tuple seen */
+    PyObject *task_factory; /* tasks.c: asyncio's _task_factory, kept here so create_task sees it */
 };
 
 /* What the native methods of zloopgo's socket transport keep beside
@@ -123,17 +200,15 @@ typedef struct {
 extern PyTypeObject zl_TransportStateType;
 
 extern PyTypeObject zl_LoopType;
-extern PyTypeObject zl_HandleType;
-extern PyTypeObject zl_TimerHandleType;
+extern PyTypeObject *zl_HandleType; /* heap types (handle.c, timer_handle.c) */
+extern PyTypeObject *zl_TimerHandleType;
 extern PyTypeObject zl_StreamFastPathsType;
 
-/* capi/module.c */
-extern int zl_forked_child;           /* set in a child forked after the engine started */
-extern PyObject *zl_repr_hook;        /* zloopgo's handle repr function */
-extern PyObject *zl_futures_module;   /* asyncio.futures: Future is looked up per call */
-extern PyObject *zl_tasks_module;     /* asyncio.tasks: Task is looked up per call */
-extern PyObject *zl_base_create_task; /* asyncio's BaseEventLoop.create_task */
-int zl_check_not_forked(void);
+/* capi/util.c (layer 1) */
+/* Takes the pending exception, normalized, with its traceback attached. */
+PyObject *zl_fetch_exception(void);
+/* Sets exc (stolen) as the pending exception again. */
+void zl_restore_exception(PyObject *exc);
 /* A string the adapter interns once at import, and where it keeps it. */
 typedef struct {
     PyObject **slot;
@@ -141,6 +216,22 @@ typedef struct {
 } zl_name;
 /* Interns each of n names into its slot; -1 with an exception set. */
 int zl_intern_names(const zl_name *names, size_t n);
+/* Grows *buf (of *cap items of size bytes, *cap 0 when never allocated)
+ * to at least need items, doubling from first; the raw allocator, so no
+ * GIL is needed. 0, or -1 when out of memory (no exception set). */
+int zl_grow_raw(void **buf, int64_t *cap, int64_t first, int64_t need, size_t size);
+
+/* capi/runtime.c (layer 2) */
+extern int zl_forked_child;           /* set in a child forked after the engine started */
+extern PyObject *zl_repr_hook;        /* zloopgo's handle repr function */
+extern PyObject *zl_futures_module;   /* asyncio.futures: Future is looked up per call */
+extern PyObject *zl_tasks_module;     /* asyncio.tasks: Task is looked up per call */
+extern PyObject *zl_base_create_task; /* asyncio's BaseEventLoop.create_task */
+int zl_runtime_ready(void);
+int zl_check_not_forked(void);
+PyObject *zl_set_repr_hook(PyObject *mod, PyObject *fn);
+PyObject *zl_set_asyncio(PyObject *mod, PyObject *args);
+PyObject *zl_forked_child_flag(PyObject *mod, PyObject *unused);
 
 /* capi/handle.c */
 /* pending: it goes to the ready queue or a timer slot, which hold it off
@@ -149,16 +240,44 @@ zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
                          PyObject *const *args, Py_ssize_t nargs, PyObject *context, int pending);
 /* Drops the ready queue's or a timer slot's reference. */
 void zl_handle_release(zl_handle *h);
+/* Nothing but its queue or slot references h, and no weak reference. */
+int zl_handle_alone(zl_handle *h);
+/* Visits a handle held by the ready queue or a timer slot (pending.c). */
+int zl_visit_pending(zl_handle *h, visitproc visit, void *arg);
 int zl_handle_traverse(zl_handle *h, visitproc visit, void *arg);
+int zl_handle_clear(zl_handle *h);
+/* tp_dealloc of Handle and TimerHandle: back to the loop's free list. */
+void zl_handle_dealloc(zl_handle *h);
+/* handle._args: a new tuple, or None once the call is released. */
+PyObject *zl_handle_args(zl_handle *h);
+/* Frees the loop's pools of freed handles. */
+void zl_handle_pools_free(zl_loop *L);
 int zl_handle_run(zl_handle *h);
+/* The number of the callback running now (it counts from 1), or 0 when
+ * none is: transports count their writes per callback. */
+static inline uint64_t zl_running_callback(const zl_loop *L)
+{
+    return L->callbacks.running ? L->callbacks.started : 0;
+}
+/* Runs a handle as the loop's batch does: zl_handle_run, or in debug mode
+ * zloopgo's Python edge (timed, slow callbacks logged). 0 or -1. */
+int zl_handle_run_in_batch(zl_handle *h);
+/* Calls callback(*args) in *context (first made the call's own if it is a
+ * shared snapshot, *snapshot cleared then), as a callback of loop L. The
+ * result, or NULL with the callback's exception set. */
+PyObject *zl_run_call(zl_loop *L, PyObject *callback, PyObject *const *args, Py_ssize_t nargs,
+                      PyObject **context, char *snapshot);
+/* The pending exception of h's callback goes to the loop's exception
+ * handler, as asyncio's Handle._run reports it; SystemExit and
+ * KeyboardInterrupt (and a failure of the handler) return -1, still set. */
+int zl_handle_report_exception(zl_handle *h);
+/* Moves h's callback, argument and context into e (h has at most one
+ * argument and keeps none of them). */
+void zl_handle_give_call(zl_handle *h, zl_entry *e);
 void zl_handle_cancel(zl_handle *h);
 int zl_handle_types_ready(void);
 /* The handle's debug record, made on first use; NULL with MemoryError set. */
 zl_handle_debug *zl_handle_debug_info(zl_handle *h);
-/* Takes the pending exception, normalized, with its traceback attached. */
-PyObject *zl_fetch_exception(void);
-/* Sets exc (stolen) as the pending exception again. */
-void zl_restore_exception(PyObject *exc);
 
 /* capi/loop.c */
 int zl_loop_type_ready(void);
@@ -185,22 +304,46 @@ void zl_ready_free(zl_loop *L);
 
 static inline int zl_ready_push(zl_loop *L, zl_handle *h) /* steals h */
 {
-    if (L->sh.ready_len == L->ring_cap && zl_ready_grow(L) < 0) {
+    if (L->sh.ready_len == L->ready.cap && zl_ready_grow(L) < 0) {
         Py_DECREF(h);
         return -1;
     }
-    L->ring[(L->ring_head + L->sh.ready_len) & (L->ring_cap - 1)] = h;
+    zl_entry *e = &L->ready.ring[(L->ready.head + L->sh.ready_len) & (L->ready.cap - 1)];
+    e->call = (PyObject *)h;
+    e->flags = ZL_ENTRY_HANDLE;
     L->sh.ready_len++;
     return 0;
 }
 
-static inline zl_handle *zl_ready_pop(zl_loop *L) /* returns a reference */
+/* The entry at the head, taken out (the caller owns its references). */
+static inline zl_entry zl_ready_pop(zl_loop *L)
 {
-    zl_handle *h = L->ring[L->ring_head];
-    L->ring_head = (L->ring_head + 1) & (L->ring_cap - 1);
+    zl_entry e = L->ready.ring[L->ready.head];
+    L->ready.head = (L->ready.head + 1) & (L->ready.cap - 1);
+    L->ready.popped++;
     L->sh.ready_len--;
-    return h;
+    return e;
 }
+
+/* The position the next push takes (for zl_ready_take_call). */
+static inline uint64_t zl_ready_next_pos(const zl_loop *L)
+{
+    return L->ready.popped + (uint64_t)L->sh.ready_len;
+}
+
+/* The handle h, alone, at position pos: its entry takes over its call and
+ * the handle is released. */
+void zl_ready_take_call(zl_loop *L, uint64_t pos, zl_handle *h);
+/* Drops what a popped entry that is not a handle holds. */
+void zl_entry_release(zl_loop *L, zl_entry *e);
+/* Runs the call of a popped entry that is not a handle, as zl_handle_run
+ * runs a handle's (an exception is reported with a Handle made for it). */
+int zl_entry_run(zl_loop *L, zl_entry *e);
+
+/* capi/timer_handle.c */
+int zl_timer_handle_type_ready(void);
+/* TimerHandle.cancel(): the handle's cancel, and its slot marked. */
+void zl_timer_cancel(zl_timer *h);
 
 /* capi/timers.c: timer slots (sh.slots, slots_cap, slots_free) and the
  * new-timer buffer (sh.new_timers, new_timers_cap) */
@@ -218,16 +361,24 @@ void zl_timers_cancel_all(zl_loop *L);
 int zl_timers_traverse(zl_loop *L, visitproc visit, void *arg);
 void zl_timers_free(zl_loop *L);
 
-/* capi/schedule.c: call_soon, call_soon_threadsafe, call_later, call_at,
- * and pending handles kept off the collector's lists (unchecked, the
- * live-loop list) */
+/* capi/pending.c: pending handles and the collector */
+int zl_pending_ready(void);
+/* h was just made and waits in the ready queue at pos (queued) or in a timer slot. */
+void zl_pending_note(zl_loop *L, zl_handle *h, uint64_t pos, int queued);
+/* h is about to be released by its slot: it is no longer the one to look at. */
+void zl_pending_forget(zl_loop *L, zl_handle *h);
+/* Nothing to look at (the loop is closing or breaking a cycle). */
+void zl_pending_reset(zl_loop *L);
+/* Looks at the last handle made: tracked if something else holds it,
+ * else its call moves into its ready-queue entry. */
+void zl_pending_check(zl_loop *L);
+void zl_pending_loop_added(zl_loop *L);
+void zl_pending_loop_removed(zl_loop *L);
+
+/* capi/schedule.c: call_soon, call_soon_threadsafe, call_later, call_at */
 int zl_schedule_ready(void);
-/* Tracks the last handle made if something else references it. */
-void zl_check_new_handle(zl_loop *L);
-/* Visits a handle held by the ready queue or a timer slot. */
-int zl_visit_pending(zl_handle *h, visitproc visit, void *arg);
-void zl_live_loop_add(zl_loop *L);
-void zl_live_loop_remove(zl_loop *L);
+/* Forgets the keyword tuple it remembers (breaking a cycle, closing). */
+void zl_schedule_clear(zl_loop *L);
 PyObject *zl_loop_call_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *zl_loop_call_soon_threadsafe(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
                                        PyObject *kwnames);
@@ -242,6 +393,8 @@ PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t narg
                               PyObject *kwnames);
 PyObject *zl_loop_get_task_factory(zl_loop *L, void *c);
 int zl_loop_set_task_factory(zl_loop *L, PyObject *v, void *c);
+int zl_tasks_traverse(zl_loop *L, visitproc visit, void *arg);
+void zl_tasks_clear(zl_loop *L);
 
 /* capi/fds.c: the descriptor table (fds, fds_cap, watch_changed) */
 /* A ready descriptor queues its handles (zl_dispatch). */
@@ -255,9 +408,11 @@ PyObject *zl_loop_remove_reader(zl_loop *L, PyObject *fd);
 PyObject *zl_loop_remove_writer(zl_loop *L, PyObject *fd);
 PyObject *zl_loop_watch_state(zl_loop *L, PyObject *arg);
 PyObject *zl_loop_find_fileobj(zl_loop *L, PyObject *fileobj);
+/* Whether a descriptor was watched for more since the last call (it may
+ * be ready already: the next wait must not be skipped); resets it. */
+int zl_fds_take_watch_changed(zl_loop *L);
 
 /* capi/dispatch.c: the engine's calls into C, declared in bridge.h */
-int zl_dispatch_ready(void);
 
 /* capi/transport.c */
 int zl_transport_type_ready(void);
@@ -266,6 +421,11 @@ PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls);
 int zl_is_native_read(PyObject *callback);
 /* Frees the loop's receive buffer. */
 void zl_rx_free(zl_loop *L);
+/* Forgets what the last native read did (zl_dispatch, before a callback). */
+static inline void zl_transport_forget_read(zl_loop *L) { L->rx.quiet_read = 0; }
+/* The native read since zl_transport_forget_read fed a StreamReader
+ * natively and drained its socket: no Python code of the program ran. */
+static inline int zl_transport_read_was_quiet(const zl_loop *L) { return L->rx.quiet_read; }
 
 /* capi/corked.c: the loop's list of transports whose last send carried
  * MSG_MORE (see transport.c, "writes") */
@@ -277,6 +437,8 @@ void zl_corked_add(zl_loop *L, zl_transport *state, int fd);
 /* The running callback returned: pushes out the segments still held back
  * and empties the list. A pending exception is kept. */
 void zl_corked_push(zl_loop *L);
+/* Some transport waits for zl_corked_push. */
+static inline int zl_corked_any(const zl_loop *L) { return L->corked.len > 0; }
 /* Forgets the list (breaking a cycle, closing), pushing first. */
 void zl_corked_clear(zl_loop *L);
 void zl_corked_free(zl_loop *L);
@@ -289,6 +451,7 @@ PyObject *zl_loop_lookups_in_flight(zl_loop *L, PyObject *unused);
 /* Settles n completions of lookups. */
 void zl_settle_lookups(zl_loop *L, const zl_completion *done, int64_t n);
 void zl_drop_lookups(zl_loop *L);
+int zl_lookups_traverse(zl_loop *L, visitproc visit, void *arg);
 
 /* capi/files.c */
 int zl_files_ready(void);
@@ -310,6 +473,10 @@ int zl_clock_check(zl_loop *L);
 int zl_clock_sync(zl_loop *L);
 /* loop.time() as the program sees it, a new reference. */
 PyObject *zl_clock_now(zl_loop *L);
+/* The program replaced loop.time(). */
+static inline int zl_clock_replaced(const zl_loop *L) { return L->clock.replacement != NULL; }
+int zl_clock_traverse(zl_loop *L, visitproc visit, void *arg);
+void zl_clock_clear(zl_loop *L);
 int zl_loop_setattro(PyObject *self, PyObject *name, PyObject *value);
 
 /* capi/context.c */
@@ -318,14 +485,23 @@ int zl_context_ready(void);
  * the loop's cache while the current context's variables are the same. */
 PyObject *zl_context_snapshot(zl_loop *L);
 /* A new reference to a context a handle may run in: the snapshot itself
- * if only the caller holds it, else a copy. */
-PyObject *zl_context_private(PyObject *snapshot);
+ * if only the caller holds it, the loop's spare if it has the snapshot's
+ * variables, else a copy. */
+PyObject *zl_context_private(zl_loop *L, PyObject *snapshot);
+/* A private context a handle is done with: kept as the loop's spare if
+ * nothing else can reach it, else released. Steals ctx. */
+void zl_context_recycle(zl_loop *L, PyObject *ctx);
 /* A context of a handle is handed out (get_context): on the collector's
  * lists again if this file took it off. */
 void zl_context_escape(PyObject *ctx);
 /* Drops a reference to a context that may be off the collector's lists. */
 void zl_context_release(PyObject *ctx);
 void zl_context_cache_clear(zl_loop *L);
+int zl_context_traverse(zl_loop *L, visitproc visit, void *arg);
+/* _engine.set_handle_context(handle, context) */
+PyObject *zl_set_handle_context(PyObject *mod, PyObject *args);
+/* _engine.context_layout_ok() */
+PyObject *zl_context_layout_ok(PyObject *mod, PyObject *unused);
 
 /* capi/streamfeed.c */
 int zl_streamfeed_ready(void);

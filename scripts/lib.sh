@@ -2,19 +2,31 @@
 # and gives each a virtualenv with zloopgo built in place. Sourced, not run.
 # shellcheck shell=bash
 
-# The default python3 and the newest CPython pyenv has (if it differs).
+# The Pythons scripts/test and scripts/e2e run on: those ZL_TEST_PYTHONS
+# names (commands on PATH or paths, e.g. "python3.10 python3.15"), else the
+# default python3 and the newest other CPython installed (pyenv's, or a
+# python3.N on PATH, as in the CPython 3.14/3.15 root of
+# ../shared/tools/newpy/run.sh).
 zl_pythons() {
-    local default newest root
+    local default newest py minor best=""
+    if [ -n "${ZL_TEST_PYTHONS:-}" ]; then
+        for py in $ZL_TEST_PYTHONS; do
+            command -v "$py" || { echo "ZL_TEST_PYTHONS: $py is not a command or file" >&2; return 1; }
+        done
+        return 0
+    fi
     default=$(command -v python3)
     echo "$default"
-    if command -v pyenv >/dev/null 2>&1; then
-        root=$(pyenv root)
-        newest=$(pyenv versions --bare 2>/dev/null | grep -E '^3\.[0-9]+\.[0-9]+$' | sort -V | tail -n 1)
-        if [ -n "$newest" ] && [ -x "$root/versions/$newest/bin/python3" ]; then
-            if [ "$("$root/versions/$newest/bin/python3" -c 'import sys; print(sys.version)')" != "$("$default" -c 'import sys; print(sys.version)')" ]; then
-                echo "$root/versions/$newest/bin/python3"
-            fi
+    newest=""
+    while read -r py; do
+        minor=$("$py" -c 'import sys; print("%d.%02d" % sys.version_info[:2])')
+        if [ -z "$best" ] || [ "$(printf '%s\n%s\n' "$best" "$minor" | sort -V | tail -n 1)" = "$minor" ]; then
+            best=$minor
+            newest=$py
         fi
+    done < <(zl_cpythons)
+    if [ -n "$newest" ] && [ "$("$newest" -c 'import sys; print(sys.version)')" != "$("$default" -c 'import sys; print(sys.version)')" ]; then
+        echo "$newest"
     fi
 }
 

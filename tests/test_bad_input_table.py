@@ -205,6 +205,13 @@ def transport_closing(loop, res, result):
     assert res.value.is_closing()
 
 
+def writelines_left_buffered(loop, res, result):
+    tr = res.value
+    assert tr.get_write_buffer_size() == (1 if sys.version_info >= (3, 15) else 0)
+    tr.abort()
+    loop.run_until_complete(asyncio.sleep(0))
+
+
 def blocking_sock_call(method):
     """Each call would return at once on a blocking socket too, so the
     non-debug run (where asyncio does not check) cannot hang."""
@@ -549,42 +556,50 @@ CASES += [
 
 # ---- transports -----------------------------------------------------------
 
+# What transport.write() says of a non-bytes argument: 3.14 names the types.
+WRITE_WANTS = (
+    "bytes, bytearray, or memoryview object" if sys.version_info >= (3, 14) else "bytes-like object"
+)
+
 CASES += [
     case(
         "transport.write-str",
         with_transport(lambda lp, r, tr: tr.write("abc")),
         TypeError,
-        "bytes-like object, not 'str'",
+        f"{WRITE_WANTS}, not 'str'",
     ),
     case(
         "transport.write-int",
         with_transport(lambda lp, r, tr: tr.write(42)),
         TypeError,
-        "bytes-like object, not 'int'",
+        f"{WRITE_WANTS}, not 'int'",
     ),
     case(
         "transport.write-list",
         with_transport(lambda lp, r, tr: tr.write([b"a"])),
         TypeError,
-        "bytes-like object, not 'list'",
+        f"{WRITE_WANTS}, not 'list'",
     ),
     case(
         "transport.write-None",
         with_transport(lambda lp, r, tr: tr.write(None)),
         TypeError,
-        "bytes-like object, not 'NoneType'",
+        f"{WRITE_WANTS}, not 'NoneType'",
     ),
     case(
         "transport.write-empty-str",
         with_transport(lambda lp, r, tr: tr.write("")),
         TypeError,
-        "bytes-like object, not 'str'",
+        f"{WRITE_WANTS}, not 'str'",
     ),
-    case(
+    # 3.15's writelines buffers the items before the bad one and then raises,
+    # with no writer registered: the byte stays buffered (the transport
+    # could never finish closing, so the row aborts it); before 3.15
+    # nothing is buffered.
+    Case(
         "transport.writelines-str-item",
         with_transport(lambda lp, r, tr: tr.writelines([b"a", "b"])),
-        TypeError,
-        "bytes-like object",
+        Expect(TypeError, "bytes-like object", check=writelines_left_buffered),
     ),
     case(
         "transport.write-after-write_eof",
@@ -608,7 +623,7 @@ CASES += [
         "transport.write-str-after-close",
         with_transport(lambda lp, r, tr: (tr.close(), tr.write("x"))),
         TypeError,
-        "bytes-like object, not 'str'",
+        f"{WRITE_WANTS}, not 'str'",
     ),
     # asyncio accepts any memoryview; send() refuses a non-contiguous one,
     # which is a fatal error on the transport, reported to the handler

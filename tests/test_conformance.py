@@ -23,7 +23,9 @@ conformance = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(conformance)
 
 # Modules in which no test runs a real loop: TestLoop throughout, or no loop.
-NO_REAL_LOOP = {"test_futures", "test_protocols", "test_transports"}
+NO_REAL_LOOP = {"test_futures", "test_protocols", "test_transports", "test_tools"}
+if sys.version_info < (3, 11):
+    NO_REAL_LOOP.add("test_queues")  # 3.10's uses test_utils.TestLoop throughout
 
 
 def _baseline():

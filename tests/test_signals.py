@@ -298,6 +298,7 @@ def test_sigint_process_directed_with_wakeup_fd(loop_name):
     check(proc, "KeyboardInterrupt", "again ok")
 
 
+@pytest.mark.skipif(not hasattr(asyncio, "Runner"), reason="asyncio.Runner is new in 3.11")
 @pytest.mark.parametrize("loop_name", sorted(SCRIPT_FACTORIES))
 def test_runner_sigint_cancels_main_task(loop_name):
     # asyncio.Runner installs its own SIGINT handler: the main task is

@@ -32,6 +32,16 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
+# A free-threaded build ("t" in its ABI flags) runs C extensions without the
+# GIL, which the adapter relies on throughout (README, "Free-threaded builds").
+if "t" in getattr(sys, "abiflags", ""):
+    raise ImportError(
+        "zloopgo does not support free-threaded CPython builds (this is "
+        f"{sys.version.split()[0]} with ABI flags {sys.abiflags!r}): its C adapter "
+        "relies on the GIL. Use a default (GIL) build; README.md, 'Free-threaded "
+        "builds', lists what stands in the way."
+    )
+
 __all__ = [
     "EventLoopPolicy",
     "Loop",
@@ -92,10 +102,16 @@ class EventLoopPolicy(unix_events._UnixDefaultEventLoopPolicy):
 
 
 def install() -> None:
-    """Make asyncio create zloopgo loops (sets the event loop policy).
+    """Make asyncio create zloopgo loops: sets asyncio's event loop policy
+    to a zloopgo.EventLoopPolicy, so that asyncio.run(),
+    asyncio.new_event_loop() and the policy's get_event_loop() make zloopgo
+    loops. uninstall() restores asyncio's default policy.
 
     Prefer ``zloopgo.run`` or a ``loop_factory``: asyncio deprecates its
-    policy system from Python 3.14. install() itself does not warn there.
+    policy system from Python 3.14 (removal planned for 3.16). There
+    install() sets the policy through asyncio's own non-deprecated
+    ``asyncio.events._set_event_loop_policy``, so it neither warns nor
+    raises, even with warnings as errors.
     """
     _set_policy(EventLoopPolicy())
 

@@ -14,14 +14,38 @@ import selectors
 import signal
 import sys
 import threading
-from asyncio import base_events, events, format_helpers, futures, tasks, unix_events
+from asyncio import (
+    base_events,
+    events,
+    format_helpers,
+    futures,
+    selector_events,
+    tasks,
+    unix_events,
+)
 
 from . import _engine
 from ._datagram import DatagramTransport
 from ._numeric_addr import numeric_getaddrinfo
 from ._transports import SocketTransport
 
+# run_forever's steps, as this Python's BaseEventLoop.run_forever takes them
+# (tests/test_asyncio_internals.py checks its code against these):
+# 3.10-3.12 inline, 3.13 _run_forever_setup inside the try, 3.14+ before it.
 _HAS_RUN_FOREVER_SETUP = hasattr(base_events.BaseEventLoop, "_run_forever_setup")
+_SETUP_BEFORE_TRY = sys.version_info >= (3, 14)
+# 3.15 gives transports a context: the transport factories take context=,
+# and the selector loop's _add_reader/_add_writer run the handle in it.
+_TRANSPORT_TAKES_CONTEXT = (
+    "context" in inspect.signature(selector_events._SelectorSocketTransport).parameters
+)
+_WATCH_TAKES_CONTEXT = (
+    "context" in inspect.signature(selector_events.BaseSelectorEventLoop._add_reader).parameters
+)
+# 3.14's call_soon_threadsafe returns this Handle, whose cancel(), cancelled()
+# and run take a lock: cancelling from another thread waits for a running
+# callback to return.
+_THREADSAFE_HANDLE = getattr(events, "_ThreadSafeHandle", None)
 
 
 class _WatchedDescriptors:
@@ -59,7 +83,16 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
 
     def run_forever(self):
         """Run until stop() is called."""
-        if _HAS_RUN_FOREVER_SETUP:  # 3.13+
+        if _SETUP_BEFORE_TRY:  # 3.14+
+            # A setup that fails (another loop runs) leaves that loop's
+            # state alone: no cleanup, as asyncio's run_forever.
+            self._run_forever_setup()
+            try:
+                self._run_engine()
+            finally:
+                self._run_forever_cleanup()
+            return
+        if _HAS_RUN_FOREVER_SETUP:  # 3.13
             try:
                 self._run_forever_setup()
                 self._run_engine()
@@ -119,6 +152,25 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
         self._zl_close()
         super().close()
 
+    if _THREADSAFE_HANDLE is not None:  # 3.14+
+
+        def call_soon_threadsafe(self, callback, *args, context=None):
+            """Like call_soon(), but thread-safe: asyncio's own
+            _ThreadSafeHandle, queued natively (and the reactor woken)."""
+            self._check_closed()
+            # In either mode, as zloopgo's other call_* (asyncio: debug only);
+            # without debug the cheap test the native ones make first.
+            if self._debug or not callable(callback) or _is_coroutine_function(callback):
+                self._check_callback(callback, "call_soon_threadsafe")
+            handle = _THREADSAFE_HANDLE(callback, args, self, context)
+            # asyncio's own steps: this frame and the handle's __init__
+            if handle._source_traceback:
+                del handle._source_traceback[-1]
+            if handle._source_traceback:
+                del handle._source_traceback[-1]
+            _engine.LoopCore.call_soon_threadsafe(self, _run_unless_cancelled, handle)
+            return handle
+
     # ---- name resolution -----------------------------------------------
 
     async def getaddrinfo(self, host, port, *, family=0, type=0, proto=0, flags=0):
@@ -162,11 +214,27 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
                 raise
             return fd
 
-    def _add_reader(self, fd, callback, *args):
-        return self._zl_add_reader(self._watched_fd(fd), fd, callback, *args)
+    if _WATCH_TAKES_CONTEXT:  # 3.15+: a transport's handles run in its context
 
-    def _add_writer(self, fd, callback, *args):
-        return self._zl_add_writer(self._watched_fd(fd), fd, callback, *args)
+        def _add_reader(self, fd, callback, *args, context=None):
+            handle = self._zl_add_reader(self._watched_fd(fd), fd, callback, *args)
+            if context is not None:
+                _engine.set_handle_context(handle, context)
+            return handle
+
+        def _add_writer(self, fd, callback, *args, context=None):
+            handle = self._zl_add_writer(self._watched_fd(fd), fd, callback, *args)
+            if context is not None:
+                _engine.set_handle_context(handle, context)
+            return handle
+
+    else:
+
+        def _add_reader(self, fd, callback, *args):
+            return self._zl_add_reader(self._watched_fd(fd), fd, callback, *args)
+
+        def _add_writer(self, fd, callback, *args):
+            return self._zl_add_writer(self._watched_fd(fd), fd, callback, *args)
 
     def _remove_reader(self, fd):
         if self.is_closed():
@@ -178,9 +246,19 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
             return False
         return self._zl_remove_writer(self._watched_fd(fd))
 
-    def _make_socket_transport(self, sock, protocol, waiter=None, *, extra=None, server=None):
-        self._ensure_fd_no_transport(sock)
-        return SocketTransport(self, sock, protocol, waiter, extra, server)
+    if _TRANSPORT_TAKES_CONTEXT:  # 3.15+: base_events passes the connection's context
+
+        def _make_socket_transport(
+            self, sock, protocol, waiter=None, *, extra=None, server=None, context=None
+        ):
+            self._ensure_fd_no_transport(sock)
+            return SocketTransport(self, sock, protocol, waiter, extra, server, context=context)
+
+    else:
+
+        def _make_socket_transport(self, sock, protocol, waiter=None, *, extra=None, server=None):
+            self._ensure_fd_no_transport(sock)
+            return SocketTransport(self, sock, protocol, waiter, extra, server)
 
     def _make_datagram_transport(self, sock, protocol, address=None, waiter=None, extra=None):
         self._ensure_fd_no_transport(sock)
@@ -245,6 +323,13 @@ else:
 
     def _format_callback(callback, args, debug):
         return format_helpers._format_callback_source(callback, args)
+
+
+def _is_coroutine_function(callback):
+    # capi/handle.c's zl_check_callback: a function (or bound method) whose
+    # code is a coroutine's
+    code = getattr(getattr(callback, "__func__", callback), "__code__", None)
+    return code is not None and bool(code.co_flags & inspect.CO_COROUTINE)
 
 
 def _run_unless_cancelled(handle):

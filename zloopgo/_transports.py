@@ -16,6 +16,12 @@ from . import _engine
 
 # asyncio 3.12 turned the write buffer from a bytearray into a deque of chunks.
 _BUFFER_IS_DEQUE = sys.version_info >= (3, 12)
+# asyncio 3.15 counts the buffered bytes in _buffer_size (get_write_buffer_size
+# returns it) and registers the writer through the transport, in its context.
+_COUNTS_BUFFER = (
+    "_buffer_size"
+    in selector_events._SelectorSocketTransport.get_write_buffer_size.__code__.co_names
+)
 
 
 class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTransport):
@@ -54,11 +60,16 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
         if sent > 0:
             data = memoryview(data)[sent:]
         if sent >= 0:
-            self._loop._add_writer(self._sock_fd, self._write_ready)
+            if _COUNTS_BUFFER:
+                self._add_writer(self._sock_fd, self._write_ready)
+            else:
+                self._loop._add_writer(self._sock_fd, self._write_ready)
         if _BUFFER_IS_DEQUE:
             self._buffer.append(data)
         else:
             self._buffer.extend(data)
+        if _COUNTS_BUFFER:
+            self._buffer_size += len(data)
         self._maybe_pause_protocol()
 
     def _zl_write_python(self, data):
@@ -89,6 +100,8 @@ _engine.set_transport_layout(SocketTransport)
 # Bytes read for an asyncio stream go straight into its StreamReader
 # (capi/streamfeed.c), which does what StreamReaderProtocol.data_received
 # and StreamReader.feed_data do on the versions whose code it was checked
-# against; elsewhere those methods run as they are.
-if (3, 10) <= sys.version_info[:2] <= (3, 13):
+# against (3.10 to 3.15: tests/test_asyncio_internals.py pins their source);
+# elsewhere those methods run as they are.
+STREAM_FAST_PATH = (3, 10) <= sys.version_info[:2] <= (3, 15)
+if STREAM_FAST_PATH:
     _engine.set_streams(streams.StreamReaderProtocol, streams.StreamReader, sys.flags.optimize == 0)

@@ -17,6 +17,7 @@ COLORS = {
     "rloop": "#2ca02c",
     "rsloop": "#8c564b",
     "zuvloop": "#9467bd",
+    "blazio": "#e377c2",
 }
 
 

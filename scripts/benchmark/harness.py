@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.dirname(HERE)
 
 REQUIRED = ["asyncio", "uvloop", "zloopgo"]
-OPTIONAL = [n for n in FACTORIES if n not in REQUIRED]  # zloop, rloop, rsloop, zuvloop
+OPTIONAL = [n for n in FACTORIES if n not in REQUIRED]  # zloop, rloop, rsloop, zuvloop, blazio
 FLOOR_LOOP = "python"
 STRACE_SIZE = 2_000  # at most, round trips in the strace'd sample (minus one of 0)
 

@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 
-PEERS = ("uvloop", "rloop", "zloop", "rsloop", "zuvloop")
+PEERS = ("uvloop", "rloop", "zloop", "rsloop", "zuvloop", "blazio")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CACHE = os.path.join(ROOT, "build", "bench-cache", "peer-wheels.json")
 

@@ -26,6 +26,7 @@ PACKAGES = (
     "rloop",
     "rsloop",
     "zuvloop",
+    "blazio",
     "trustme",
     "cryptography",
 )
@@ -41,6 +42,7 @@ FACTORIES = {
     "rloop": ("rloop", "new_event_loop"),
     "rsloop": ("rsloop", "new_event_loop"),
     "zuvloop": ("zuvloop", "new_event_loop"),
+    "blazio": ("blazio", "new_event_loop"),
 }
 
 

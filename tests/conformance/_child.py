@@ -61,13 +61,19 @@ class _Tracker:
 
 TRACK = _Tracker()
 
+# asyncio's policy by names that do not warn on 3.14+ (deprecated there).
+get_policy = getattr(events, "_get_event_loop_policy", None) or events.get_event_loop_policy
+BaseDefaultPolicy = (
+    getattr(events, "_BaseDefaultEventLoopPolicy", None) or events.BaseDefaultEventLoopPolicy
+)
+
 
 def zloopgo_factory():
     """asyncio.new_event_loop, swapped: a zloopgo Loop, unless a test has
     installed a policy of its own (test_runners' TestPolicy makes mocked
     loops on purpose); that policy is asked, as asyncio would ask it."""
-    policy = events.get_event_loop_policy()
-    if not isinstance(policy, events.BaseDefaultEventLoopPolicy):
+    policy = get_policy()
+    if not isinstance(policy, BaseDefaultPolicy):
         return policy.new_event_loop()
     return make_zloopgo()
 
@@ -84,7 +90,7 @@ def install_swap():
     # Policies made after a test module's tearDownModule resets the policy
     # (and the one asyncio creates lazily) also make zloopgo loops.
     unix_events._UnixDefaultEventLoopPolicy._loop_factory = staticmethod(zloopgo_factory)
-    asyncio.set_event_loop_policy(zloopgo.EventLoopPolicy())
+    zloopgo.install()
 
     orig_init = base_events.BaseEventLoop.__init__
 
@@ -135,7 +141,7 @@ def probe_swap():
         with asyncio.Runner() as r:
             seen["asyncio.Runner"] = r.run(running())
 
-    lp = asyncio.get_event_loop_policy().new_event_loop()
+    lp = get_policy().new_event_loop()
     seen["policy.new_event_loop"] = type(lp).__module__ + "." + type(lp).__qualname__
     lp.close()
 
@@ -206,6 +212,21 @@ def _adapt_unix_events(mod):
             adapt(getattr(mod, name))
 
 
+def _adapt_taskgroups(mod):
+    """3.14's test_taskgroups names asyncio.EventLoop as its loop_factory
+    (bound when the module is imported): use a zloopgo Loop."""
+
+    def eager():
+        loop = make_zloopgo()
+        loop.set_task_factory(asyncio.eager_task_factory)
+        return loop
+
+    for name, factory in (("TestTaskGroup", make_zloopgo), ("TestEagerTaskTaskGroup", eager)):
+        cls = getattr(mod, name, None)
+        if cls is not None and "loop_factory" in vars(cls):
+            cls.loop_factory = staticmethod(factory)
+
+
 # Modules whose tests build their loop from a test double on purpose, and
 # pass unchanged on a real loop once given one (checked on 3.11 and 3.13).
 ADAPTERS = {
@@ -217,6 +238,11 @@ ADAPTERS = {
     "test_pep492": (
         _adapt_pep492,
         "BaseTest.setUp (a BaseEventLoop with a mocked selector) uses a zloopgo Loop",
+    ),
+    "test_taskgroups": (
+        _adapt_taskgroups,
+        "TestTaskGroup and TestEagerTaskTaskGroup (loop_factory asyncio.EventLoop, 3.14+) use "
+        + "a zloopgo Loop",
     ),
     "test_unix_events": (
         _adapt_unix_events,

@@ -95,16 +95,37 @@ def _events(mod, factory):
     from test.test_asyncio import utils as test_utils
 
     # As EPollEventLoopTests: UnixEventLoopTestsMixin attaches a child
-    # watcher (3.11-3.13) and SubprocessTestsMixin adds subprocess_exec/shell.
+    # watcher (3.11-3.13; 3.14 has no watchers and binds EventLoopTestsMixin
+    # itself) and SubprocessTestsMixin adds subprocess_exec/shell.
+    mixin = getattr(mod, "UnixEventLoopTestsMixin", None) or mod.EventLoopTestsMixin
     bound = _bind(
         mod,
         "ZloopgoEventLoopTests",
-        (mod.UnixEventLoopTestsMixin, mod.SubprocessTestsMixin, test_utils.TestCase),
+        (mixin, mod.SubprocessTestsMixin, test_utils.TestCase),
         "create_event_loop",
         factory,
     )
     rest = [_events_rest(getattr(mod, n)) for n in _EVENTS_REST if hasattr(mod, n)]
+    pipes = getattr(mod, "UnixPipeObjectSupportTests", None)
+    if pipes is not None:  # 3.14+: its setUp builds an asyncio.SelectorEventLoop
+        rest.append(_with_loop(pipes, factory))
     return [bound, *rest]
+
+
+def _with_loop(cls, factory):
+    """cls with a zloopgo loop in place of the SelectorEventLoop its setUp
+    makes (the code under test is the same asyncio code on both)."""
+
+    def setUp(self):
+        super(cls, self).setUp()
+        self.loop = factory()
+        self.addCleanup(self.loop.close)
+
+    return type(
+        cls.__name__,
+        (cls,),
+        {"setUp": setUp, "__module__": cls.__module__, "__qualname__": cls.__qualname__},
+    )
 
 
 def _events_rest(cls):

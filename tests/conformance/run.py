@@ -51,6 +51,9 @@ MODULES = [
     ("test_staggered", (3, 12), 120),
     ("test_protocols", (3, 10), 60),
     ("test_transports", (3, 10), 60),
+    ("test_graph", (3, 14), 120),
+    ("test_free_threading", (3, 14), 120),
+    ("test_tools", (3, 14), 60),
 ]
 
 # Modules that use sockets, pipes and subprocesses (loopback only). Those in
@@ -67,6 +70,7 @@ NETWORK_MODULES = [
     ("test_subprocess", (3, 10), 180),
     ("test_sslproto", (3, 10), 120),
     ("test_ssl", (3, 11), 180),
+    ("test_server_context", (3, 15), 120),
 ]
 
 

@@ -1,0 +1,107 @@
+/* Pending handles and the collector. A handle made by call_soon,
+ * call_later or call_at waits in the ready queue or a timer slot off the
+ * collector's lists: a million pending callbacks then cost a collection
+ * nothing. That is safe as long as the collector can still find every
+ * cycle through a pending handle:
+ *
+ * - a handle that nothing but the queue (or slot) references, and that
+ *   has no weak reference from which a strong one could be made again,
+ *   can never be reached from elsewhere: for the collector it is part of
+ *   the loop, whose traverse visits what it references (zl_visit_pending,
+ *   handle.c); if it waits in the ready queue with at most one argument,
+ *   its entry takes over its call and the handle goes (ready.c), so that
+ *   the next handle made reuses its memory;
+ * - a handle that something else references too is tracked, so the
+ *   collector sees it as it sees any object. The caller of call_soon may
+ *   keep what it returns: the last handle made is looked at again when the
+ *   next one is made, when the loop next runs its callbacks and before
+ *   every collection (a gc.callbacks hook), and tracked then if it is not
+ *   alone; once alone, nothing can reach it again. Leaving the queue
+ *   (zl_handle_release) tracks it too if something still holds it.
+ *
+ * This file alone reads and writes the loop's `pending` record and the
+ * list of live loops the collector hook walks. That list is process-wide:
+ * it is changed and read only with the GIL held (loop creation and
+ * deallocation, the hook), and tests/test_loops_in_threads.py runs loops in
+ * several threads with a collection on nearly every allocation.
+ *
+ * It knows the ready queue only through zl_ready_take_call; nothing of
+ * timers' slots or the engine. */
+#include "zl.h"
+
+static zl_loop *live_loops; /* every loop not yet deallocated, for the collector hook */
+
+void zl_pending_note(zl_loop *L, zl_handle *h, uint64_t pos, int queued)
+{
+    L->pending.last = h;
+    L->pending.pos = pos;
+    L->pending.queued = (char)queued;
+}
+
+void zl_pending_forget(zl_loop *L, zl_handle *h)
+{
+    if (L->pending.last == h)
+        L->pending.last = NULL;
+}
+
+void zl_pending_reset(zl_loop *L) { L->pending.last = NULL; }
+
+void zl_pending_check(zl_loop *L)
+{
+    zl_handle *h = L->pending.last;
+    L->pending.last = NULL;
+    if (h == NULL)
+        return;
+    if (!zl_handle_alone(h)) {
+        if (!PyObject_GC_IsTracked((PyObject *)h))
+            PyObject_GC_Track(h);
+    } else if (L->pending.queued && h->nargs <= 1 && h->debug == NULL && !h->running &&
+               Py_TYPE(h) == zl_HandleType) {
+        zl_ready_take_call(L, L->pending.pos, h);
+    }
+}
+
+/* gc.callbacks entry: before a collection, no pending handle may be both
+ * untracked and referenced from elsewhere. */
+static PyObject *before_collection(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs >= 1 && PyUnicode_Check(args[0]) &&
+        PyUnicode_CompareWithASCIIString(args[0], "start") == 0)
+        for (zl_loop *L = live_loops; L != NULL; L = L->pending.next_live)
+            zl_pending_check(L);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef before_collection_def = {
+    "_zloopgo_before_collection", (PyCFunction)(void (*)(void))before_collection, METH_FASTCALL,
+    "Tracks the pending handles of zloopgo loops that are referenced from elsewhere."};
+
+int zl_pending_ready(void)
+{
+    PyObject *gc = PyImport_ImportModule("gc");
+    PyObject *callbacks = gc ? PyObject_GetAttrString(gc, "callbacks") : NULL;
+    PyObject *hook = callbacks ? PyCFunction_New(&before_collection_def, NULL) : NULL;
+    int r = hook ? PyList_Append(callbacks, hook) : -1;
+    Py_XDECREF(hook);
+    Py_XDECREF(callbacks);
+    Py_XDECREF(gc);
+    return r;
+}
+
+void zl_pending_loop_added(zl_loop *L)
+{
+    L->pending.next_live = live_loops;
+    if (live_loops != NULL)
+        live_loops->pending.prev_live = L;
+    live_loops = L;
+}
+
+void zl_pending_loop_removed(zl_loop *L)
+{
+    if (L->pending.prev_live != NULL)
+        L->pending.prev_live->pending.next_live = L->pending.next_live;
+    else if (live_loops == L)
+        live_loops = L->pending.next_live;
+    if (L->pending.next_live != NULL)
+        L->pending.next_live->pending.prev_live = L->pending.prev_live;
+}

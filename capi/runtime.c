@@ -1,0 +1,63 @@
+/* What the adapter holds for the whole process, set once and then only
+ * read: the fork guard, and the pieces of asyncio and of zloopgo's Python
+ * edge the native code calls (installed at import by zloopgo/_loop.py).
+ *
+ * Loading the extension starts a Go runtime, which does not survive
+ * fork(): a child forked afterwards must never call into Go (it could
+ * hang). The pthread_atfork handler marks such a child, and every entry
+ * into Go checks the mark first and raises RuntimeError instead.
+ *
+ * Layer 2 (capi/layers.h): it knows no loop, handle or transport. */
+#include "zl.h"
+#include <pthread.h>
+
+int zl_forked_child;
+PyObject *zl_repr_hook;
+PyObject *zl_futures_module;
+PyObject *zl_tasks_module;
+PyObject *zl_base_create_task;
+
+static void mark_forked_child(void) { zl_forked_child = 1; }
+
+int zl_runtime_ready(void)
+{
+    if (pthread_atfork(NULL, NULL, mark_forked_child) != 0) {
+        PyErr_SetString(PyExc_RuntimeError, "pthread_atfork failed");
+        return -1;
+    }
+    return 0;
+}
+
+int zl_check_not_forked(void)
+{
+    if (!zl_forked_child)
+        return 0;
+    PyErr_SetString(PyExc_RuntimeError,
+                    "zloopgo cannot run in a process forked after its Go engine started: "
+                    "the Go runtime does not survive fork(). Create zloopgo loops only in the "
+                    "child (do not run one in the parent before forking), or use the 'spawn' or "
+                    "'forkserver' start method of multiprocessing.");
+    return -1;
+}
+
+PyObject *zl_set_repr_hook(PyObject *mod, PyObject *fn)
+{
+    Py_XSETREF(zl_repr_hook, Py_NewRef(fn));
+    Py_RETURN_NONE;
+}
+
+PyObject *zl_set_asyncio(PyObject *mod, PyObject *args)
+{
+    PyObject *futures, *tasks, *base_create_task;
+    if (!PyArg_ParseTuple(args, "OOO", &futures, &tasks, &base_create_task))
+        return NULL;
+    Py_XSETREF(zl_futures_module, Py_NewRef(futures));
+    Py_XSETREF(zl_tasks_module, Py_NewRef(tasks));
+    Py_XSETREF(zl_base_create_task, Py_NewRef(base_create_task));
+    Py_RETURN_NONE;
+}
+
+PyObject *zl_forked_child_flag(PyObject *mod, PyObject *unused)
+{
+    return PyBool_FromLong(zl_forked_child);
+}

@@ -1,0 +1,145 @@
+/* TimerHandle: what call_later and call_at return, a Handle with a
+ * deadline and the engine slot it waits in (timers.c). Ordered by deadline
+ * and equal to another timer with the same deadline, callback, arguments
+ * and cancelled state, as asyncio.TimerHandle; cancelling one also marks
+ * its slot for the engine.
+ *
+ * Above handle.c and timers.c (capi/layers.h); it knows nothing of when a
+ * timer is due. */
+#include "zl.h"
+
+static PyObject *timer_when_obj(zl_timer *h)
+{
+    if (h->when_obj != NULL)
+        return Py_NewRef(h->when_obj);
+    return PyFloat_FromDouble(h->when);
+}
+
+static PyObject *timer_when(zl_timer *h, PyObject *unused) { return timer_when_obj(h); }
+static PyObject *get_when(zl_timer *h, void *c) { return timer_when_obj(h); }
+static PyObject *get_scheduled(zl_timer *h, void *c) { return PyBool_FromLong(h->scheduled); }
+
+void zl_timer_cancel(zl_timer *h)
+{
+    if (h->base.cancelled)
+        return;
+    Py_INCREF(h); /* cancelling may drop the last reference another owner held */
+    zl_handle_cancel(&h->base);
+    zl_timer_cancelled(h->base.loop, h);
+    Py_DECREF(h);
+}
+
+static PyObject *timer_cancel_method(zl_timer *h, PyObject *unused)
+{
+    zl_timer_cancel(h);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static Py_hash_t timer_hash(zl_timer *h)
+{
+    PyObject *w = timer_when_obj(h);
+    if (w == NULL)
+        return -1;
+    Py_hash_t r = PyObject_Hash(w);
+    Py_DECREF(w);
+    return r;
+}
+
+static PyObject *timer_richcompare(zl_timer *ta, PyObject *other, int op)
+{
+    if (!PyObject_TypeCheck(other, zl_TimerHandleType))
+        Py_RETURN_NOTIMPLEMENTED;
+    zl_timer *tb_ = (zl_timer *)other;
+    zl_handle *a = &ta->base, *b = &tb_->base;
+    PyObject *wa = timer_when_obj(ta), *wb = timer_when_obj(tb_), *res = NULL;
+    if (wa == NULL || wb == NULL)
+        goto done;
+    if (op == Py_LT || op == Py_GT) {
+        res = PyObject_RichCompare(wa, wb, op);
+    } else if (op == Py_LE || op == Py_GE) {
+        int lt = PyObject_RichCompareBool(wa, wb, op == Py_LE ? Py_LT : Py_GT);
+        if (lt < 0)
+            goto done;
+        if (lt) {
+            res = Py_NewRef(Py_True);
+            goto done;
+        }
+        res = PyObject_RichCompare((PyObject *)a, other, Py_EQ);
+    } else {
+        PyObject *ta = NULL, *tb = NULL;
+        int eq = PyObject_RichCompareBool(wa, wb, Py_EQ);
+        if (eq > 0)
+            eq = PyObject_RichCompareBool(a->callback ? a->callback : Py_None,
+                                          b->callback ? b->callback : Py_None, Py_EQ);
+        if (eq > 0) {
+            ta = zl_handle_args(a);
+            tb = zl_handle_args(b);
+            eq = (ta && tb) ? PyObject_RichCompareBool(ta, tb, Py_EQ) : -1;
+        }
+        Py_XDECREF(ta);
+        Py_XDECREF(tb);
+        if (eq > 0)
+            eq = a->cancelled == b->cancelled;
+        if (eq >= 0)
+            res = PyBool_FromLong(op == Py_EQ ? eq : !eq);
+    }
+done:
+    Py_XDECREF(wa);
+    Py_XDECREF(wb);
+    return res;
+}
+
+static int timer_traverse(zl_timer *h, visitproc visit, void *arg)
+{
+    Py_VISIT(h->when_obj);
+    return zl_handle_traverse(&h->base, visit, arg);
+}
+
+static int timer_clear(zl_timer *h)
+{
+    Py_CLEAR(h->when_obj);
+    return zl_handle_clear(&h->base);
+}
+
+static PyMethodDef timer_methods[] = {
+    {"when", (PyCFunction)timer_when, METH_NOARGS, "The loop time the callback is due at."},
+    {"cancel", (PyCFunction)timer_cancel_method, METH_NOARGS, "Cancel the callback."},
+    {NULL}};
+
+static PyGetSetDef timer_getset[] = {
+    {"_when", (getter)get_when, NULL, NULL, NULL},
+    {"_scheduled", (getter)get_scheduled, NULL, NULL, NULL},
+    {NULL},
+};
+
+PyTypeObject *zl_TimerHandleType; /* a heap type, as Handle (handle.c) */
+
+static PyType_Slot timer_slots[] = {
+    {Py_tp_doc, "A callback scheduled with call_later() or call_at(), as asyncio.TimerHandle."},
+    {Py_tp_dealloc, zl_handle_dealloc},
+    {Py_tp_traverse, timer_traverse},
+    {Py_tp_clear, timer_clear},
+    {Py_tp_hash, timer_hash},
+    {Py_tp_richcompare, timer_richcompare},
+    {Py_tp_methods, timer_methods},
+    {Py_tp_getset, timer_getset},
+    {0, NULL}};
+
+static PyType_Spec timer_spec = {
+    .name = "zloopgo.TimerHandle",
+    .basicsize = sizeof(zl_timer),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .slots = timer_slots,
+};
+
+int zl_timer_handle_type_ready(void)
+{
+    zl_TimerHandleType =
+        (PyTypeObject *)PyType_FromSpecWithBases(&timer_spec, (PyObject *)zl_HandleType);
+    if (zl_TimerHandleType == NULL)
+        return -1;
+    zl_TimerHandleType->tp_name = "TimerHandle"; /* as Handle's (handle.c) */
+    return 0;
+}

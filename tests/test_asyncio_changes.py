@@ -1,0 +1,646 @@
+"""What CPython 3.14 and 3.15 changed for event loops, each checked on
+asyncio and on zloopgo (dual-run), on every Python with that Python's
+expectation:
+
+- 3.15: a transport's callbacks run in one context (the transport
+  factories take context=, the descriptor handles run in it);
+- 3.14: create_task(..., eager_start=) and any keyword Task takes;
+- 3.14: asyncio.capture_call_graph, and `python -m asyncio ps` / `pstree`
+  reading a process that runs the loop;
+- 3.14: the per-thread task lists of _asyncio (all_tasks and
+  current_task asked from another thread, a task left by a finished
+  thread) and its C Task and Future;
+- free-threaded builds: refused with a message, at build and at import.
+
+The policy deprecations of 3.14 are tests/test_policy_py314.py's.
+"""
+
+import ast
+import asyncio
+import contextvars
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+VAR = contextvars.ContextVar("VAR", default="unset")
+
+# 3.15's transports keep a context of their own (selector_events).
+TRANSPORT_CONTEXT = sys.version_info >= (3, 15)
+needs_314 = pytest.mark.skipif(sys.version_info < (3, 14), reason="new in CPython 3.14")
+
+
+# ---- 3.15: one context per transport ----------------------------------------
+
+
+class ContextProtocol(asyncio.Protocol):
+    """Records what VAR reads in each callback, then sets it."""
+
+    def __init__(self, seen, done):
+        self.seen = seen
+        self.done = done
+
+    def connection_made(self, transport):
+        self.seen.append(("made", VAR.get()))
+        VAR.set("made")
+
+    def data_received(self, data):
+        self.seen.append(("data", VAR.get()))
+        VAR.set("data")
+
+    def eof_received(self):
+        self.seen.append(("eof", VAR.get()))
+        VAR.set("eof")
+
+    def connection_lost(self, exc):
+        self.seen.append(("lost", VAR.get()))
+        self.done.set_result(None)
+
+
+def test_server_protocol_callbacks_share_the_transports_context(loop):
+    async def main():
+        seen = []
+        done = loop.create_future()
+        VAR.set("server")
+        server = await loop.create_server(lambda: ContextProtocol(seen, done), "127.0.0.1", 0)
+        VAR.set("client")
+        port = server.sockets[0].getsockname()[1]
+        _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"x")
+        await writer.drain()
+        writer.write_eof()
+        await done
+        writer.close()
+        await writer.wait_closed()
+        server.close()
+        await server.wait_closed()
+        return seen, VAR.get()
+
+    seen, ours = loop.run_until_complete(main())
+    assert ours == "client"  # what the protocol set stayed in its own context
+    if TRANSPORT_CONTEXT:
+        # one context, copied from the server's at its creation
+        assert seen == [("made", "server"), ("data", "made"), ("eof", "data"), ("lost", "eof")]
+    else:
+        # connection_made and the reads run in copies taken apart
+        assert seen == [("made", "server"), ("data", "server"), ("eof", "data"), ("lost", "eof")]
+
+
+def test_client_protocol_callbacks_share_the_transports_context(loop):
+    async def main():
+        server_seen = []
+        server_done = loop.create_future()
+
+        class Echo(asyncio.Protocol):
+            def connection_made(self, transport):
+                self.transport = transport
+
+            def data_received(self, data):
+                self.transport.write(data)
+                self.transport.close()
+
+            def connection_lost(self, exc):
+                server_done.set_result(None)
+
+        server = await loop.create_server(Echo, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        done = loop.create_future()
+        VAR.set("caller")
+        transport, _ = await loop.create_connection(
+            lambda: ContextProtocol(server_seen, done), "127.0.0.1", port
+        )
+        transport.write(b"ping")
+        await done
+        await server_done
+        server.close()
+        await server.wait_closed()
+        return server_seen
+
+    seen = loop.run_until_complete(main())
+    if TRANSPORT_CONTEXT:
+        assert seen == [("made", "caller"), ("data", "made"), ("eof", "data"), ("lost", "eof")]
+    else:
+        assert seen == [("made", "caller"), ("data", "caller"), ("eof", "data"), ("lost", "eof")]
+
+
+@pytest.mark.skipif(not TRANSPORT_CONTEXT, reason="the transport factories take context= from 3.15")
+def test_socket_transport_factory_takes_a_context(loop):
+    # What base_events hands _make_socket_transport is where the
+    # transport's callbacks run (connect_accepted_socket passes a copy of
+    # the caller's context).
+    async def main():
+        import socket
+
+        seen = []
+        done = loop.create_future()
+        ours, peer = socket.socketpair()
+        ours.setblocking(False)
+        ctx = contextvars.copy_context()
+        ctx.run(VAR.set, "given")
+        waiter = loop.create_future()
+        transport = loop._make_socket_transport(
+            ours, ContextProtocol(seen, done), waiter, context=ctx
+        )
+        await waiter
+        peer.sendall(b"x")
+        peer.shutdown(socket.SHUT_WR)
+        await done
+        transport.close()
+        peer.close()
+        return seen, ctx[VAR]
+
+    seen, final = loop.run_until_complete(main())
+    assert seen == [("made", "given"), ("data", "made"), ("eof", "data"), ("lost", "eof")]
+    assert final == "eof"  # the very context given, not a copy
+
+
+# ---- 3.14: create_task(eager_start=) and Task's keywords ---------------------
+
+
+@needs_314
+def test_create_task_eager_start(loop):
+    async def main():
+        order = []
+
+        async def child(tag):
+            order.append(f"{tag} starts")
+            await asyncio.sleep(0)
+            order.append(f"{tag} ends")
+            return tag
+
+        async def at_once():
+            return "done already"
+
+        eager = loop.create_task(child("eager"), eager_start=True)
+        order.append("created eager")
+        lazy = loop.create_task(child("lazy"), eager_start=False)
+        order.append("created lazy")
+        quick = asyncio.create_task(at_once(), eager_start=True, name="quick")
+        assert quick.done() and quick.result() == "done already"
+        assert quick.get_name() == "quick"
+        assert await eager == "eager" and await lazy == "lazy"
+        return order
+
+    assert loop.run_until_complete(main()) == [
+        "eager starts",
+        "created eager",
+        "created lazy",
+        "eager ends",
+        "lazy starts",
+        "lazy ends",
+    ]
+
+
+@needs_314
+def test_create_task_eager_start_false_overrides_the_eager_factory(loop):
+    loop.set_task_factory(asyncio.eager_task_factory)
+
+    async def main():
+        order = []
+
+        async def child():
+            order.append("child")
+
+        task = loop.create_task(child(), eager_start=False)
+        order.append("created")
+        await task
+        eager = loop.create_task(child())
+        order.append("created eager")
+        await eager
+        return order
+
+    assert loop.run_until_complete(main()) == ["created", "child", "child", "created eager"]
+
+
+@needs_314
+def test_task_factory_receives_every_keyword(loop):
+    got = []
+
+    def factory(lp, coro, **kwargs):
+        got.append(sorted(kwargs))
+        return asyncio.Task(coro, loop=lp, **kwargs)
+
+    loop.set_task_factory(factory)
+
+    async def child():
+        return 1
+
+    async def main():
+        t = loop.create_task(child(), name="n", eager_start=True)
+        return await t, t.get_name()
+
+    assert loop.run_until_complete(main()) == (1, "n")
+    assert got == [[], ["eager_start", "name"]]  # main's own task, then ours
+
+
+def _asyncio_error(call):
+    """The exception stock asyncio raises for `call(loop, coro)`."""
+    lp = asyncio.SelectorEventLoop()
+
+    async def coro():
+        pass
+
+    c = coro()
+    try:
+        call(lp, c)
+    except Exception as exc:  # noqa: BLE001 - compared with zloopgo's below
+        return exc
+    finally:
+        c.close()
+        lp.close()
+    raise AssertionError("asyncio raised nothing")
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda lp, c: lp.create_task(c, bogus=1),
+        lambda lp, c: lp.create_task(c, "positional"),
+        lambda lp, c: lp.create_task(c, name="a", context=None, bogus=1),
+        lambda lp, c: lp.create_task(c, context=contextvars.copy_context(), eager=1),
+    ],
+    ids=["unknown-keyword", "extra-positional", "three-keywords", "context-and-unknown"],
+)
+def test_create_task_refuses_what_asyncio_refuses(loop, call):
+    expected = _asyncio_error(call)
+
+    async def coro():
+        pass
+
+    c = coro()
+    try:
+        with pytest.raises(type(expected)) as got:
+            call(loop, c)
+    finally:
+        c.close()
+    assert str(got.value) == str(expected)
+
+
+# ---- 3.14: call_soon_threadsafe's _ThreadSafeHandle --------------------------
+
+needs_threadsafe_handle = pytest.mark.skipif(
+    not hasattr(asyncio.events, "_ThreadSafeHandle"), reason="3.14's _ThreadSafeHandle"
+)
+
+
+@needs_threadsafe_handle
+@pytest.mark.parametrize("ask", ["cancel", "cancelled"])
+def test_threadsafe_handle_waits_for_its_running_callback(loop, ask):
+    # From another thread, cancel() and cancelled() wait until the running
+    # callback returns (asyncio takes the handle's lock in both and in _run).
+    started, finished = threading.Event(), threading.Event()
+    seen = {}
+
+    def callback():
+        started.set()
+        threading.Event().wait(0.3)  # releases the GIL, as a blocking call would
+        finished.set()
+
+    def other_thread():
+        handle = loop.call_soon_threadsafe(callback)
+        seen["type"] = type(handle)
+        started.wait(10)
+        seen["answer"] = getattr(handle, ask)()
+        seen["finished first"] = finished.is_set()
+        loop.call_soon_threadsafe(loop.stop)
+
+    t = threading.Thread(target=other_thread)
+    t.start()
+    loop.run_forever()
+    t.join(10)
+    assert seen["type"] is asyncio.events._ThreadSafeHandle
+    assert seen["finished first"] is True
+    assert seen["answer"] is (None if ask == "cancel" else False)
+
+
+@needs_threadsafe_handle
+def test_threadsafe_handle_cancelled_by_its_own_callback_still_runs_to_the_end(loop):
+    handles = []
+
+    def callback():
+        handles[0].cancel()  # the same thread: the lock is re-entrant
+        handles.append("ran on")
+        loop.stop()
+
+    handles.append(loop.call_soon_threadsafe(callback))
+    loop.run_forever()
+    assert handles[1:] == ["ran on"]
+    assert handles[0].cancelled()
+
+
+@needs_threadsafe_handle
+def test_threadsafe_handle_cancelled_before_it_runs_does_not_run(loop):
+    ran = []
+    handle = loop.call_soon_threadsafe(ran.append, 1)
+    handle.cancel()
+    loop.call_soon(loop.stop)
+    loop.run_forever()
+    assert ran == [] and handle.cancelled()
+    assert repr(handle).startswith("<_ThreadSafeHandle cancelled")
+
+
+# ---- 3.14: call graphs and `python -m asyncio ps` ----------------------------
+
+
+@needs_314
+def test_capture_call_graph(loop):
+    async def leaf(event):
+        await event.wait()
+
+    async def worker(event):
+        await leaf(event)
+
+    async def main():
+        event = asyncio.Event()
+        graphs = {}
+        async with asyncio.TaskGroup() as tg:
+            a = tg.create_task(worker(event), name="alpha")
+            tg.create_task(worker(event), name="beta")
+            await asyncio.sleep(0)
+            graphs["alpha"] = asyncio.capture_call_graph(a)
+            graphs["self"] = asyncio.capture_call_graph()
+            graphs["text"] = asyncio.format_call_graph(a)
+            event.set()
+        return graphs
+
+    graphs = loop.run_until_complete(loop.create_task(main(), name="main"))
+    alpha = graphs["alpha"]
+    assert alpha.future.get_name() == "alpha"
+    assert [f.frame.f_code.co_name for f in alpha.call_stack] == ["wait", "leaf", "worker"]
+    (parent,) = alpha.awaited_by
+    assert parent.future.get_name() == "main"
+    assert [f.frame.f_code.co_name for f in graphs["self"].call_stack][:1] == ["main"]
+    text = graphs["text"]
+    assert re.search(r"\* Task\(name='alpha', id=0x[0-9a-f]+\)", text), text
+    for name in ("Event.wait", "leaf", "worker", "Awaited by"):
+        assert name in text, text
+
+
+PS_TARGET = textwrap.dedent(
+    """
+    import asyncio, ctypes, sys, threading
+    # Any process may read this one (Yama's ptrace_scope 1 allows only
+    # ancestors otherwise): PR_SET_PTRACER, PR_SET_PTRACER_ANY.
+    ctypes.CDLL(None).prctl(0x59616D61, ctypes.c_ulong(-1), 0, 0, 0)
+    if sys.argv[1] == "zloopgo":
+        import zloopgo
+        new_loop = zloopgo.new_event_loop
+    else:
+        new_loop = asyncio.SelectorEventLoop
+    release = threading.Event()
+
+    async def leaf(event):
+        await event.wait()
+
+    async def worker(event):
+        await leaf(event)
+
+    async def main(names, ready):
+        event = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        threading.Thread(target=lambda: (release.wait(), loop.call_soon_threadsafe(event.set)),
+                         daemon=True).start()
+        async with asyncio.TaskGroup() as tg:
+            for n in names:
+                tg.create_task(worker(event), name=n)
+            await asyncio.sleep(0)
+            ready.set()
+
+    def run(names, ready, main_name):
+        loop = new_loop()
+        try:
+            loop.run_until_complete(loop.create_task(main(names, ready), name=main_name))
+        finally:
+            loop.close()
+
+    ready = threading.Event()
+    other = threading.Thread(target=run, args=(["gamma"], ready, "thread-main"))
+    other.start()
+    ready.wait()
+    mine = threading.Event()
+    threading.Thread(target=lambda: (mine.wait(), print("ready", flush=True), sys.stdin.read(),
+                                     release.set()), daemon=True).start()
+    run(["alpha", "beta"], mine, "main-main")
+    other.join()
+    """
+)
+
+
+def _normalized(text):
+    """ps/pstree output without what differs between two runs: task ids
+    (0x...) and thread ids (the first column of ps)."""
+    text = re.sub(r"0x[0-9a-f]+", "0x?", text)
+    return re.sub(r"(?m)^\d+\s", "tid ", text)
+
+
+def _read_tasks(loop_name, script, env):
+    """What `python -m asyncio ps` and `pstree` print for PS_TARGET running
+    on `loop_name`'s loops."""
+    target = subprocess.Popen(
+        [sys.executable, str(script), loop_name],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(env, PYTHONPATH=str(ROOT)),
+    )
+    out = {}
+    try:
+        assert target.stdout.readline().strip() == "ready"
+        for command in ("ps", "pstree"):
+            proc = subprocess.run(
+                [sys.executable, "-m", "asyncio", command, str(target.pid)],
+                check=False,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env=env,
+            )
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            out[command] = _normalized(proc.stdout)
+    finally:
+        target.stdin.close()
+        target.wait(timeout=30)
+    assert target.returncode == 0
+    return out
+
+
+@needs_314
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process on Linux")
+def test_python_m_asyncio_ps_and_pstree_read_the_loops_tasks(tmp_path):
+    # Two loops, one in the main thread and one in another: the tools print
+    # the same for zloopgo as for asyncio (3.14's read the main thread's
+    # tasks only, 3.15's every thread's).
+    script = tmp_path / "target.py"
+    script.write_text(PS_TARGET)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    stock = _read_tasks("asyncio", script, env)
+    ours = _read_tasks("zloopgo", script, env)
+    for name in ("main-main", "alpha", "beta"):
+        assert name in stock["ps"] and f"(T) {name}" in stock["pstree"], stock
+    assert "Event.wait -> leaf -> worker" in stock["ps"], stock
+    assert ours["ps"] == stock["ps"]
+    assert ours["pstree"] == stock["pstree"]
+
+
+# ---- 3.14: per-thread task lists, _asyncio's C Task and Future ---------------
+
+
+def test_tasks_and_futures_are_asyncios_c_types(loop):
+    async def main():
+        return asyncio.current_task(), loop.create_future()
+
+    task = loop.create_task(main())
+    current, fut = loop.run_until_complete(task)
+    assert current is task
+    try:
+        import _asyncio
+    except ImportError:  # pragma: no cover - CPython always has it
+        return
+    assert type(task) is _asyncio.Task
+    assert type(fut) is _asyncio.Future
+    fut.cancel()
+
+
+def test_all_tasks_and_current_task_from_another_thread(loop_factory):
+    lp = loop_factory()
+    started = threading.Event()
+    release = threading.Event()
+    seen = {}
+
+    async def blocker():
+        started.set()
+        release.wait(10)  # keeps this task the running one
+        return "blocked"
+
+    async def idle():
+        await asyncio.sleep(10)
+
+    async def main():
+        idler = asyncio.create_task(idle(), name="idle")
+        result = await asyncio.create_task(blocker(), name="blocker")
+        idler.cancel()
+        return result
+
+    def run():
+        seen["result"] = lp.run_until_complete(lp.create_task(main(), name="main"))
+
+    t = threading.Thread(target=run)
+    t.start()
+    try:
+        assert started.wait(10)
+        running = asyncio.current_task(lp)
+        names = sorted(task.get_name() for task in asyncio.all_tasks(lp))
+    finally:
+        release.set()
+        t.join(10)
+    try:
+        assert names == ["blocker", "idle", "main"]
+        assert running is not None and running.get_name() == "blocker"
+        assert seen["result"] == "blocked"
+        assert asyncio.all_tasks(lp) == set()
+        assert asyncio.current_task(lp) is None
+    finally:
+        lp.close()
+
+
+def test_a_task_left_pending_by_a_finished_thread_is_still_listed(loop_factory):
+    lp = loop_factory()
+    box = {}
+
+    async def forever():
+        await asyncio.Event().wait()
+
+    def run():
+        box["task"] = lp.create_task(forever(), name="orphan")
+        lp.run_until_complete(asyncio.sleep(0.01))
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(10)
+    try:
+        assert [task.get_name() for task in asyncio.all_tasks(lp)] == ["orphan"]
+        assert not box["task"].done()
+    finally:
+        box["task"].cancel()
+        lp.run_until_complete(asyncio.sleep(0))
+        assert box["task"].cancelled()
+        lp.close()
+
+
+def test_current_task_in_callbacks_and_eager_tasks(loop):
+    async def main():
+        seen = []
+        fut = loop.create_future()
+        loop.call_soon(lambda: (seen.append(asyncio.current_task()), fut.set_result(None)))
+        await fut
+
+        async def eager():
+            seen.append(asyncio.current_task())
+
+        task = asyncio.eager_task_factory(loop, eager()) if sys.version_info >= (3, 12) else None
+        if task is not None:
+            await task
+        return seen, task
+
+    seen, task = loop.run_until_complete(main())
+    assert seen[0] is None  # a plain callback runs outside any task
+    if task is not None:
+        assert seen[1] is task
+
+
+# ---- free-threaded builds ----------------------------------------------------
+
+
+def test_import_refuses_a_free_threaded_build():
+    code = "import sys; sys.abiflags = sys.abiflags + 't'; import zloopgo"
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if not k.startswith("PYTHON")},
+    )
+    assert proc.returncode != 0
+    assert "ImportError: zloopgo does not support free-threaded CPython" in proc.stderr
+    assert "README" in proc.stderr
+
+
+def test_build_refuses_a_free_threaded_build():
+    # setup.py's refuse_free_threaded, run alone against a sysconfig that
+    # reports a free-threaded build, and called first by the build command.
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    (fn,) = [
+        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "refuse_free_threaded"
+    ]
+    (build,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "GoBuildExt"]
+    (method,) = [
+        n for n in build.body if isinstance(n, ast.FunctionDef) and n.name == "build_extension"
+    ]
+    first = method.body[0]
+    assert isinstance(first, ast.Expr) and ast.unparse(first) == "refuse_free_threaded()"
+
+    class Sysconfig:
+        def __init__(self, gil_disabled):
+            self.gil_disabled = gil_disabled
+
+        def get_config_var(self, name):
+            return self.gil_disabled if name == "Py_GIL_DISABLED" else None
+
+    ns = {"sys": sys}
+    exec(compile(ast.Module(body=[fn], type_ignores=[]), "setup.py", "exec"), ns)  # noqa: S102
+    for default in (None, 0):
+        ns["sysconfig"] = Sysconfig(default)
+        ns["refuse_free_threaded"]()  # a GIL build goes on
+    ns["sysconfig"] = Sysconfig(1)
+    with pytest.raises(SystemExit) as stop:
+        ns["refuse_free_threaded"]()
+    assert "free-threaded" in str(stop.value.code)
+    assert "README" in str(stop.value.code)

@@ -1,0 +1,98 @@
+"""How often the loop waits in epoll per stream round trip: seed 000's TCP
+workload (an asyncio.start_server echo handler and one client on the same
+loop: 1 KiB write, drain, readexactly) runs in a fresh interpreter under
+strace, which counts the epoll waits of every thread; the waits of one
+round trip are subtracted from those of 2,001.
+
+zloopgo waits twice per round trip, as uvloop does, because the native
+stream read feeds asyncio's StreamReader directly (capi/streamfeed.c) and
+such a batch skips the next non-blocking poll (README, "One iteration").
+Four waits mean the stream fast path is off on this Python (as it was on
+3.14 and 3.15 until their asyncio.streams was checked), or a batch that
+should be quiet is not.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="epoll is Linux's")
+
+ROUND_TRIPS = textwrap.dedent(
+    """
+    import asyncio, sys
+    import zloopgo
+
+    MSG = bytes(range(256)) * 4
+
+    async def handle(reader, writer):
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+        writer.close()
+
+    async def main(n):
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        for _ in range(n):
+            writer.write(MSG)
+            await writer.drain()
+            assert await reader.readexactly(len(MSG)) == MSG
+        writer.close()
+        await writer.wait_closed()
+        server.close()
+        await server.wait_closed()
+
+    zloopgo.run(main(int(sys.argv[1])))
+    """
+)
+
+WAITS = ("epoll_wait", "epoll_pwait", "epoll_pwait2")
+
+
+def _waits(round_trips, tmp):
+    strace = shutil.which("strace")
+    assert strace, "needs strace on PATH (scripts/test installs it with apt-get)"
+    script = Path(tmp) / "round_trips.py"
+    script.write_text(ROUND_TRIPS)
+    out = Path(tmp) / f"strace-{round_trips}.txt"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "GO"))}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run(
+        [strace, "-f", "-c", "-o", str(out), "-e", "trace=" + ",".join(WAITS)]
+        + [sys.executable, str(script), str(round_trips)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # strace -c's last line: "% time, seconds, usecs/call, calls[, errors] total"
+    lines = [line.split() for line in out.read_text().splitlines()]
+    totals = [cells[3] for cells in lines if len(cells) >= 5 and cells[-1] == "total"]
+    assert len(totals) == 1 and totals[0].isdigit(), out.read_text()
+    return int(totals[0])
+
+
+def test_two_epoll_waits_per_stream_round_trip():
+    with tempfile.TemporaryDirectory(prefix="zl-waits-") as tmp:
+        one = _waits(1, tmp)
+        many = _waits(2001, tmp)
+    per_round_trip = (many - one) / 2000
+    assert per_round_trip <= 2.05, (
+        f"{per_round_trip:.3f} epoll waits per stream round trip on "
+        f"{sys.version.split()[0]} ({one} for 1, {many} for 2,001); zloopgo waits twice "
+        "when its stream fast path feeds the reader (zloopgo/_transports.py's gate, "
+        "capi/streamfeed.c)"
+    )
+    assert per_round_trip >= 1.95, f"{per_round_trip:.3f}: fewer waits than there are reads"
