@@ -40,12 +40,14 @@ void zl_corked_push(zl_loop *L)
 {
     for (int64_t i = 0; i < L->corked.len; i++) {
         zl_transport *t = (zl_transport *)L->corked.items[i];
+#ifdef TCP_CORK /* Linux's; elsewhere transport.c never corks */
         if (t->corked) {
             int off = 0;
             /* the socket is the transport's until a later callback closes
              * it (asyncio's _call_connection_lost); errors change nothing */
             (void)setsockopt(t->corked_fd, IPPROTO_TCP, TCP_CORK, &off, sizeof off);
         }
+#endif
         t->corked = 0;
         t->listed = 0;
         Py_DECREF(t); /* a transport state's dealloc runs no Python code */

@@ -85,6 +85,11 @@ static int change_watch(zl_loop *L, int fd, zl_fdwatch *w, uint32_t new)
         return 0;
     if (new & ~old)
         L->fds.watch_changed = 1; /* a descriptor watched anew may be ready already */
+    /* In a child forked after the engine started, a removal is only
+     * forgotten here (asyncio's close() unwatches its self-pipe): the
+     * reactor, shared with the parent, is not the child's to change. */
+    if (zl_forked_child && new == 0)
+        return 0;
     if (zl_check_not_forked() < 0)
         return -1;
     int err = zlgo_watch(L->engine, fd, old, new);
@@ -158,7 +163,7 @@ static PyObject *remove_watch(zl_loop *L, PyObject *arg, int which)
     int fd = as_fd(arg);
     if (fd == -1 && PyErr_Occurred())
         return NULL;
-    if (L->closed || L->engine == 0)
+    if (L->closed)
         Py_RETURN_FALSE;
     if (check_fd(fd) < 0)
         return NULL;

@@ -60,9 +60,11 @@ static void engine_close(zl_loop *L)
     uintptr_t engine = L->engine;
     if (engine == 0)
         return;
-    /* Closed from here on (as asyncio's _closed is set before it clears
-     * its queues): Python code that releasing the handles runs (their
-     * finalizers) cannot schedule, watch or look up anything more. */
+    /* Closed from here on (asyncio's close() has set _closed already, a
+     * loop deallocated unclosed has not): Python code that releasing the
+     * handles runs (their finalizers) cannot schedule, watch or look up
+     * anything more. */
+    L->closed = 1;
     L->engine = 0;
     L->waker = NULL;
     zl_pending_reset(L);

@@ -382,6 +382,14 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
 /* zl_transport.cork; a new transport's fields are zero: not asked yet */
 enum { CORK_UNKNOWN = 0, CORK_NEVER, CORK_MAY };
 
+/* MSG_MORE and TCP_CORK are Linux's; where either is missing (macOS) no
+ * send is held back and the corked list stays empty */
+#if defined(MSG_MORE) && defined(TCP_CORK)
+#define ZL_MSG_MORE MSG_MORE
+#else
+#define ZL_MSG_MORE 0
+#endif
+
 /* The running callback's loop, if this transport's loop is a zloopgo loop
  * running one, else NULL. */
 static zl_loop *callback_loop(PyObject *self)
@@ -407,6 +415,9 @@ static int predict_more(zl_transport *t, zl_loop *L, int fd)
     t->writes_now++;
     if (t->writes_now >= t->writes_before)
         return 0;
+    if (ZL_MSG_MORE == 0)
+        return 0;
+#if ZL_MSG_MORE != 0
     if (t->cork == CORK_UNKNOWN) {
         /* once per transport: a TCP socket (others refuse TCP_CORK) that
          * nobody corked */
@@ -415,6 +426,7 @@ static int predict_more(zl_transport *t, zl_loop *L, int fd)
         t->cork = getsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, &len) == 0 && on == 0 ? CORK_MAY
                                                                                    : CORK_NEVER;
     }
+#endif
     return t->cork == CORK_MAY;
 }
 
@@ -447,7 +459,7 @@ static PyObject *send_now(PyObject *self, PyObject *data, Py_buffer *view)
     do {
         /* MSG_NOSIGNAL: a closed peer is an error on this transport,
          * never a SIGPIPE, whatever the process's SIGPIPE setting */
-        n = send((int)fd, view->buf, view->len, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
+        n = send((int)fd, view->buf, view->len, MSG_NOSIGNAL | (more ? ZL_MSG_MORE : 0));
     } while (n < 0 && errno == EINTR);
     int err = errno;
     if (n >= 0 && t != NULL) {

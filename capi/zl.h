@@ -1,6 +1,32 @@
-/* The adapter's C objects: Loop (the native core of zloopgo.Loop), Handle
- * and TimerHandle, and the helpers the C files share. Everything that
- * touches CPython lives in the capi C files; the Go engine sees only bridge.h. */
+/* The adapter's C objects (Loop, the native core of zloopgo.Loop; Handle
+ * and TimerHandle) and what its C files share. Everything that touches
+ * CPython lives in the capi C files; the Go engine sees only bridge.h.
+ *
+ * The files, lowest layer first. A file calls functions of its own layer
+ * and of lower ones, never of higher ones (capi/layering checks it);
+ * inline functions of this header are accessors any file may call. Each
+ * sub-structure of zl_loop is written by the file named beside it.
+ *
+ *   1 util.c          exceptions, interned names, raw buffers
+ *   2 runtime.c       the fork guard; the hooks set at import
+ *   3 clock.c         loop.time(), the program's replacement if any
+ *   4 context.c       context snapshots, the spare context
+ *   5 corked.c        segments held back by MSG_MORE, pushed out after a callback
+ *   6 handle.c        Handle: making, running and cancelling a call
+ *   7 ready.c         the ready queue of handles and their calls
+ *   8 pending.c       the last handle made, looked at again; the collector hook
+ *   9 timers.c        timer slots, shared with the engine
+ *  10 timer_handle.c  TimerHandle
+ *  11 schedule.c      call_soon, call_soon_threadsafe, call_later, call_at
+ *  12 tasks.c         create_future, create_task
+ *  13 fds.c           the descriptor table
+ *  14 streamfeed.c    a stream's reads straight into its StreamReader
+ *  15 transport.c     the socket transport's native methods: reads, writes
+ *  16 resolver.c      name lookups on resolver threads
+ *  17 dispatch.c      the engine's calls into C: one iteration's batch
+ *  18 loop.c          the LoopCore type: making, running, closing a loop
+ *  19 module.c        the extension module
+ */
 #ifndef ZL_H
 #define ZL_H
 
@@ -281,11 +307,12 @@ zl_handle_debug *zl_handle_debug_info(zl_handle *h);
 
 /* capi/loop.c */
 int zl_loop_type_ready(void);
-/* asyncio's _check_closed: the program closed the loop, or its engine is
- * released (from the start of closing on). */
+/* asyncio's _check_closed. The loop's one closed flag is asyncio's
+ * _closed (loop.c stores it here); the engine is released only after it
+ * is set. */
 static inline int zl_check_closed(zl_loop *L)
 {
-    if (L->closed || L->engine == 0) {
+    if (L->closed) {
         PyErr_SetString(PyExc_RuntimeError, "Event loop is closed");
         return -1;
     }

@@ -147,10 +147,10 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
         return old == -1
 
     def close(self):
-        """Close the loop: release the engine and every handle it held,
-        then asyncio's steps (which find no descriptor left to unwatch)."""
-        self._zl_close()
+        """Close the loop: asyncio's steps (its _closed set first, its self-pipe
+        unwatched), then the engine and every handle it held released."""
         super().close()
+        self._zl_close()
 
     if _THREADSAFE_HANDLE is not None:  # 3.14+
 
@@ -158,9 +158,7 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
             """Like call_soon(), but thread-safe: asyncio's own
             _ThreadSafeHandle, queued natively (and the reactor woken)."""
             self._check_closed()
-            # In either mode, as zloopgo's other call_* (asyncio: debug only);
-            # without debug the cheap test the native ones make first.
-            if self._debug or not callable(callback) or _is_coroutine_function(callback):
+            if self._debug:
                 self._check_callback(callback, "call_soon_threadsafe")
             handle = _THREADSAFE_HANDLE(callback, args, self, context)
             # asyncio's own steps: this frame and the handle's __init__
@@ -323,13 +321,6 @@ else:
 
     def _format_callback(callback, args, debug):
         return format_helpers._format_callback_source(callback, args)
-
-
-def _is_coroutine_function(callback):
-    # capi/handle.c's zl_check_callback: a function (or bound method) whose
-    # code is a coroutine's
-    code = getattr(getattr(callback, "__func__", callback), "__code__", None)
-    return code is not None and bool(code.co_flags & inspect.CO_COROUTINE)
 
 
 def _run_unless_cancelled(handle):

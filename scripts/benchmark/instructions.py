@@ -83,6 +83,35 @@ async def main():
 loop.run_until_complete(main())
 """,
     ),
+    "tls_rtt": (
+        1000,
+        """
+import ssl, trustme
+ca = trustme.CA()
+server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+ca.issue_cert("localhost").configure_cert(server_ctx)
+client_ctx = ssl.create_default_context()
+ca.configure_trust(client_ctx)
+async def main():
+    async def echo(reader, writer):
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    server = await asyncio.start_server(echo, "127.0.0.1", 0, ssl=server_ctx)
+    port = server.sockets[0].getsockname()[1]
+    reader, writer = await asyncio.open_connection(
+        "127.0.0.1", port, ssl=client_ctx, server_hostname="localhost"
+    )
+    payload = b"x" * 1024
+    for _ in range(n):
+        writer.write(payload)
+        await writer.drain()
+        await reader.readexactly(len(payload))
+    writer.close()
+    server.close()
+loop.run_until_complete(main())
+""",
+    ),
     "two_write_reply": (
         2000,
         """
