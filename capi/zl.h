@@ -23,9 +23,10 @@
  *  14 streamfeed.c    a stream's reads straight into its StreamReader
  *  15 transport.c     the socket transport's native methods: reads, writes
  *  16 resolver.c      name lookups on resolver threads
- *  17 dispatch.c      the engine's calls into C: one iteration's batch
- *  18 loop.c          the LoopCore type: making, running, closing a loop
- *  19 module.c        the extension module
+ *  17 files.c         file operations on worker goroutines, their bound
+ *  18 dispatch.c      the engine's calls into C: one iteration's batch
+ *  19 loop.c          the LoopCore type: making, running, closing a loop
+ *  20 module.c        the extension module
  */
 #ifndef ZL_H
 #define ZL_H
