@@ -230,6 +230,17 @@ def test_fixed_text_script(tmp_path, loops, mode, encoding, newline):
     compare(tmp_path, initial, (mode, -1, encoding, "replace", newline), script, loops)
 
 
+@pytest.mark.parametrize("initial", [b"\r", b"ab\r", b"\xc3", b"a\r\r"])
+@pytest.mark.parametrize("newline", [None, ""])
+def test_text_ending_in_what_the_decoder_holds(tmp_path, loops, initial, newline):
+    # the last chunk only flushes the decoder (a lone "\r", a partial
+    # character): open() counts it as data, read(n) reads once more, and
+    # tell() is the plain position
+    script = [("read", [5]), ("tell", []), ("read", [1]), ("tell", []), ("seek", [0])]
+    script += [("readline", []), ("tell", []), ("readline", []), ("tell", [])]
+    compare(tmp_path, initial, ("r", BUF, "utf-8", "replace", newline), script, loops)
+
+
 def test_open_errors(tmp_path, loops):
     (tmp_path / "dir").mkdir()
     cases = [

@@ -1173,6 +1173,16 @@ def _text_class():
             need_eof = (bigint >> 160) & 0xFF
             return position, dec_flags, bytes_to_feed, need_eof, chars_to_skip
 
+        def _read_chunk(self):
+            # The C TextIOWrapper reports the end of the file only for a
+            # chunk that decoded to nothing: the last chunk, which flushes
+            # what the decoder held (a lone "\r" under universal newlines,
+            # a partial character), counts as data, so read(n) reads once
+            # more and tell() then answers the plain position (_pyio's
+            # answers a cookie that replays the flush).
+            more = super()._read_chunk()
+            return more or bool(self._decoded_chars)
+
         def _c_init(self):
             self._c_readable = self.buffer.readable()
             self._c_writable = self.buffer.writable()
