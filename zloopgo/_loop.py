@@ -5,7 +5,8 @@ stop, the run loop and descriptor watching) come from the C adapter's
 LoopCore, which drives the Go engine. Everything else (tasks, futures,
 exception handling, executors, async generators, sockets, transports,
 servers, TLS, signals, subprocesses) is asyncio's own code from the Unix
-selector loop, running on top of those primitives. This module knows the
+selector loop, running on top of those primitives; TCP and Unix stream
+sockets, TLS's among them, get the adapter's SocketTransport. This module knows the
 adapter's Python-facing methods; it knows nothing of Go.
 """
 
@@ -16,10 +17,12 @@ import sys
 import threading
 from asyncio import (
     base_events,
+    constants,
     events,
     format_helpers,
     futures,
     selector_events,
+    sslproto,
     tasks,
     unix_events,
 )
@@ -42,6 +45,9 @@ _TRANSPORT_TAKES_CONTEXT = (
 _WATCH_TAKES_CONTEXT = (
     "context" in inspect.signature(selector_events.BaseSelectorEventLoop._add_reader).parameters
 )
+# 3.12+ refuse a TLS connection's socket that another transport holds, as
+# they refuse a plain connection's
+_SSL_ENSURES_FD = sys.version_info >= (3, 12)
 # 3.14's call_soon_threadsafe returns this Handle, whose cancel(), cancelled()
 # and run take a lock: cancelling from another thread waits for a running
 # callback to return.
@@ -257,6 +263,102 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
         def _make_socket_transport(self, sock, protocol, waiter=None, *, extra=None, server=None):
             self._ensure_fd_no_transport(sock)
             return SocketTransport(self, sock, protocol, waiter, extra, server)
+
+    def _zl_ssl_transport(self, rawsock, protocol, sslcontext, waiter, side, extra, server, **how):
+        # asyncio's TLS connection: its SSLProtocol state machine over this
+        # loop's SocketTransport (the selector loop's own method builds the
+        # stock Python transport). side: (server_side, server_hostname);
+        # how: this Python's SSLProtocol timeouts and 3.15's context.
+        if _SSL_ENSURES_FD:
+            self._ensure_fd_no_transport(rawsock)
+        transport_options = {"context": how.pop("context")} if _TRANSPORT_TAKES_CONTEXT else {}
+        ssl_protocol = sslproto.SSLProtocol(self, protocol, sslcontext, waiter, *side, **how)
+        SocketTransport(self, rawsock, ssl_protocol, None, extra, server, **transport_options)
+        return ssl_protocol._app_transport
+
+    if _TRANSPORT_TAKES_CONTEXT:  # 3.15+
+
+        def _make_ssl_transport(
+            self,
+            rawsock,
+            protocol,
+            sslcontext,
+            waiter=None,
+            *,
+            server_side=False,
+            server_hostname=None,
+            extra=None,
+            server=None,
+            ssl_handshake_timeout=constants.SSL_HANDSHAKE_TIMEOUT,
+            ssl_shutdown_timeout=constants.SSL_SHUTDOWN_TIMEOUT,
+            context=None,
+        ):
+            return self._zl_ssl_transport(
+                rawsock,
+                protocol,
+                sslcontext,
+                waiter,
+                (server_side, server_hostname),
+                extra,
+                server,
+                ssl_handshake_timeout=ssl_handshake_timeout,
+                ssl_shutdown_timeout=ssl_shutdown_timeout,
+                context=context,
+            )
+
+    elif hasattr(constants, "SSL_SHUTDOWN_TIMEOUT"):  # 3.11-3.14
+
+        def _make_ssl_transport(
+            self,
+            rawsock,
+            protocol,
+            sslcontext,
+            waiter=None,
+            *,
+            server_side=False,
+            server_hostname=None,
+            extra=None,
+            server=None,
+            ssl_handshake_timeout=constants.SSL_HANDSHAKE_TIMEOUT,
+            ssl_shutdown_timeout=constants.SSL_SHUTDOWN_TIMEOUT,
+        ):
+            return self._zl_ssl_transport(
+                rawsock,
+                protocol,
+                sslcontext,
+                waiter,
+                (server_side, server_hostname),
+                extra,
+                server,
+                ssl_handshake_timeout=ssl_handshake_timeout,
+                ssl_shutdown_timeout=ssl_shutdown_timeout,
+            )
+
+    else:  # 3.10
+
+        def _make_ssl_transport(
+            self,
+            rawsock,
+            protocol,
+            sslcontext,
+            waiter=None,
+            *,
+            server_side=False,
+            server_hostname=None,
+            extra=None,
+            server=None,
+            ssl_handshake_timeout=constants.SSL_HANDSHAKE_TIMEOUT,
+        ):
+            return self._zl_ssl_transport(
+                rawsock,
+                protocol,
+                sslcontext,
+                waiter,
+                (server_side, server_hostname),
+                extra,
+                server,
+                ssl_handshake_timeout=ssl_handshake_timeout,
+            )
 
     def _make_datagram_transport(self, sock, protocol, address=None, waiter=None, extra=None):
         self._ensure_fd_no_transport(sock)

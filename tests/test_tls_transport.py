@@ -1,0 +1,179 @@
+"""TLS over the loop's own socket transport: asyncio.sslproto's SSLProtocol
+is the state machine on both loops, and on zloopgo the socket under it is
+zloopgo's SocketTransport (create_connection(ssl=), create_server(ssl=) and
+start_tls alike). Each test runs on asyncio and on zloopgo and compares
+what a program sees: the bytes echoed, write buffer sizes, is_closing(),
+EOF and connection_lost. CPython's own TLS tests run through
+tests/test_conformance.py."""
+
+import asyncio
+import ssl
+
+import pytest
+
+import zloopgo
+from zloopgo import _transports
+
+# around the sizes where the code changes path: one byte, one TLS record
+# (16 KiB) and either side of it, the 64 KiB read, a megabyte
+SIZES = [1, 16383, 16384, 16385, 65535, 65536, 65537, 1 << 20]
+
+
+def _socket_transport(writer):
+    """The transport under the TLS one (asyncio's _SSLProtocolTransport)."""
+    return writer.transport._ssl_protocol._transport
+
+
+async def _echo_server(server_ctx):
+    async def echo(reader, writer):
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(echo, "127.0.0.1", 0, ssl=server_ctx)
+    return server, server.sockets[0].getsockname()[1]
+
+
+def test_tls_streams_echo_every_size(loop, tls_contexts):
+    server_ctx, client_ctx = tls_contexts
+
+    async def main():
+        server, port = await _echo_server(server_ctx)
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", port, ssl=client_ctx, server_hostname="localhost"
+        )
+        got = []
+        for size in SIZES:
+            payload = bytes(range(256)) * (size // 256) + bytes(size % 256)
+            writer.write(payload)
+            await writer.drain()
+            got.append(await reader.readexactly(size) == payload)
+        kind = type(_socket_transport(writer))
+        writer.close()
+        await writer.wait_closed()
+        server.close()
+        await server.wait_closed()
+        return got, kind
+
+    got, kind = loop.run_until_complete(main())
+    assert got == [True] * len(SIZES)
+    if isinstance(loop, zloopgo.Loop):
+        assert kind is _transports.SocketTransport
+    else:
+        assert kind is not _transports.SocketTransport
+
+
+class _Recorder(asyncio.Protocol):
+    def __init__(self):
+        self.events = []
+        self.lost = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, transport):
+        self.events.append("made")
+
+    def data_received(self, data):
+        self.events.append(("data", len(data)))
+
+    def eof_received(self):
+        self.events.append("eof")
+
+    def connection_lost(self, exc):
+        self.events.append(("lost", type(exc).__name__))
+        self.lost.set_result(None)
+
+
+def test_tls_protocol_sees_the_same_callbacks(loop, tls_contexts):
+    """A server that sends 3 records then closes: the client protocol's
+    callbacks, the transport's state after close() and its buffer size."""
+    server_ctx, client_ctx = tls_contexts
+
+    async def main():
+        async def send_and_close(reader, writer):
+            for size in (10, 20000, 70000):
+                writer.write(b"y" * size)
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(send_and_close, "127.0.0.1", 0, ssl=server_ctx)
+        port = server.sockets[0].getsockname()[1]
+        transport, proto = await asyncio.get_running_loop().create_connection(
+            _Recorder, "127.0.0.1", port, ssl=client_ctx, server_hostname="localhost"
+        )
+        await proto.lost
+        received = sum(e[1] for e in proto.events if isinstance(e, tuple) and e[0] == "data")
+        events = [e for e in proto.events if not (isinstance(e, tuple) and e[0] == "data")]
+        state = (transport.is_closing(), transport.get_write_buffer_size())
+        server.close()
+        await server.wait_closed()
+        return received, events, state
+
+    received, events, state = loop.run_until_complete(main())
+    assert received == 90010
+    assert events == ["made", "eof", ("lost", "NoneType")]
+    assert state == (True, 0)
+
+
+def test_start_tls_upgrades_the_loops_own_transport(loop, tls_contexts):
+    server_ctx, client_ctx = tls_contexts
+
+    async def main():
+        async def upgrade(reader, writer):
+            assert await reader.readline() == b"STARTTLS\n"
+            # the go-ahead and start_tls's pause_reading happen in one step
+            # (its drain does not wait while the buffer is below the limit):
+            # the client's hello cannot be read as plain bytes
+            writer.write(b"GO\n")
+            await writer.start_tls(server_ctx)
+            data = await reader.readexactly(5)
+            writer.write(data.upper())
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(upgrade, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        plain = type(writer.transport)
+        writer.write(b"STARTTLS\n")
+        assert await reader.readline() == b"GO\n"
+        await writer.start_tls(client_ctx, server_hostname="localhost")
+        writer.write(b"hello")
+        reply = await reader.readexactly(5)
+        eof = await reader.read()
+        writer.close()
+        await writer.wait_closed()
+        server.close()
+        await server.wait_closed()
+        return plain, reply, eof
+
+    plain, reply, eof = loop.run_until_complete(main())
+    assert (reply, eof) == (b"HELLO", b"")
+    assert (plain is _transports.SocketTransport) == isinstance(loop, zloopgo.Loop)
+
+
+def test_tls_handshake_failure_raises_the_same_error(loop, tls_contexts):
+    """A client that trusts nobody: the same ssl error on both loops, and
+    the server's handler never runs."""
+    server_ctx, _ = tls_contexts
+
+    async def main():
+        handled = []
+
+        async def handler(reader, writer):
+            handled.append(1)
+            writer.close()
+
+        server = await asyncio.start_server(handler, "127.0.0.1", 0, ssl=server_ctx)
+        port = server.sockets[0].getsockname()[1]
+        untrusting = ssl.create_default_context()
+        with pytest.raises(ssl.SSLCertVerificationError) as info:
+            await asyncio.open_connection(
+                "127.0.0.1", port, ssl=untrusting, server_hostname="localhost"
+            )
+        server.close()
+        await server.wait_closed()
+        return info.value.verify_code, handled
+
+    verify_code, handled = loop.run_until_complete(main())
+    assert verify_code != 0
+    assert handled == []
