@@ -9,11 +9,13 @@ exceptions. Dual-run where the behaviour is the same on asyncio's loop
 (through the executor)."""
 
 import asyncio
+import concurrent.futures
 import gc
 import os
 import subprocess
 import sys
 import textwrap
+import threading
 import warnings
 
 import pytest
@@ -304,6 +306,74 @@ def test_a_pipe_is_opened_through_the_executor(loop, tmp_path):
         return data, reader.name
 
     assert loop.run_until_complete(main()) == (b"through a pipe", str(fifo))
+
+
+def _descriptors_of(path):
+    found = set()
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{name}") == path:
+                found.add(int(name))
+        except OSError:
+            pass  # closed meanwhile (the listing's own descriptor)
+    return found
+
+
+def test_cancelled_open_of_a_device_closes_its_descriptor_once(tmp_path):
+    # A device (like a pipe) is opened natively, then wrapped by open() in
+    # the executor. Cancelled while the thread wraps it, the descriptor
+    # must be closed once, by its owner: had the cancelled call closed it
+    # at once, the number could go to another file (the lowest free one)
+    # which open()'s object would then wrap and close.
+    started, release = threading.Event(), threading.Event()
+
+    class HeldExecutor(concurrent.futures.ThreadPoolExecutor):
+        def submit(self, fn, /, *args, **kwargs):
+            def held():
+                started.set()
+                release.wait()
+                return fn(*args, **kwargs)
+
+            return super().submit(held)
+
+    executor = HeldExecutor(1)
+    loop = zloopgo.new_event_loop()
+    loop.set_default_executor(executor)
+    other = tmp_path / "other"
+
+    async def opening():
+        return await zloopgo.open(os.devnull, "rb")
+
+    async def main():
+        before = _descriptors_of(os.devnull)
+        task = loop.create_task(opening())
+        while not started.is_set():  # the thread is about to wrap the device
+            await asyncio.sleep(0.001)
+        opened = _descriptors_of(os.devnull) - before
+        assert len(opened) == 1
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        fd = os.open(other, os.O_RDWR | os.O_CREAT)  # another file, meanwhile
+        release.set()
+        await loop.run_in_executor(None, lambda: None)  # after the wrap
+        for _ in range(3):
+            await asyncio.sleep(0)
+        gc.collect()
+        return before, fd
+
+    try:
+        before, fd = loop.run_until_complete(main())
+        # the other file is intact: nobody closed its descriptor
+        assert os.write(fd, b"still open") == 10
+        os.close(fd)
+        assert other.read_bytes() == b"still open"
+        # and the device's descriptor was closed
+        assert _descriptors_of(os.devnull) == before
+    finally:
+        release.set()
+        loop.close()
+        executor.shutdown()
 
 
 # ---- zloopgo.os ----

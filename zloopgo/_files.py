@@ -44,7 +44,7 @@ import warnings
 # file_op's operations (capi/files.c)
 OP_OPEN, OP_PREAD, OP_READALL, OP_PWRITE, OP_LSEEK, OP_CLOSE = 1, 2, 3, 4, 5, 6
 OP_FTRUNCATE, OP_FSYNC, OP_FSTAT, OP_STAT, OP_RENAME, OP_UNLINK = 7, 8, 9, 10, 11, 12
-OP_RMDIR, OP_MKDIR, OP_LISTDIR, OP_PREADINTO = 13, 14, 15, 16
+OP_RMDIR, OP_MKDIR, OP_LISTDIR = 13, 14, 15
 
 # Reads asked of the raw layer are fetched with this much more, so that
 # the buffer refill that usually follows a direct read is in hand too.
@@ -1431,17 +1431,41 @@ async def _open(file, mode, buffering, encoding, errors, newline, closefd, opene
         # A pipe, a device, a socket: open()'s own object over the opened
         # descriptor, its calls in the executor (a stream's bytes cannot be
         # put back for a retry).
-        def wrap():
-            f = builtins.open(fd, mode, buffering, encoding, errors, newline, True)  # noqa: SIM115
-            (f.buffer.raw if hasattr(f, "buffer") else getattr(f, "raw", f)).name = path
-            return f
+        # The descriptor has one owner at a time: this coroutine until
+        # open() takes it (through the opener), then open()'s object, which
+        # closes it on failure, on close() or when collected.
+        taken = []
 
+        def hand_over(_path, _flags):
+            taken.append(True)
+            return fd
+
+        def wrap():
+            try:
+                return builtins.open(
+                    path, mode, buffering, encoding, errors, newline, True, hand_over
+                )
+            except BaseException:
+                if not taken:
+                    os.close(fd)
+                raise
+
+        def close_unclaimed(fut):
+            # the caller was cancelled while the thread made the file
+            if fut.cancelled():
+                if not taken:
+                    os.close(fd)  # the thread never ran wrap()
+            elif fut.exception() is None:
+                fut.result().close()
+
+        fut = loop.run_in_executor(None, wrap)
         try:
-            f = await loop.run_in_executor(None, wrap)
-        except BaseException:
-            os.close(fd)
+            f = await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            fut.add_done_callback(close_unclaimed)
             raise
         return ExecutorFile(loop, f)
+    raw = None
     try:
         raw = _Raw(
             fd,
@@ -1475,8 +1499,10 @@ async def _open(file, mode, buffering, encoding, errors, newline, closefd, opene
             textio._c_init()
             textio.mode = mode
     except BaseException:
-        raw.async_close = True
-        raw._closed = True
+        if raw is not None:
+            # the io objects made so far must not close the descriptor too
+            raw.async_close = True
+            raw._closed = True
         await _op(loop, engine, OP_CLOSE, fd=fd)
         raise
     f = NativeFile(loop, engine, raw, buffered, textio)
