@@ -55,7 +55,6 @@ enum {
     OP_RMDIR,     /* path -> None */
     OP_MKDIR,     /* path, mode -> None */
     OP_LISTDIR,   /* path -> list of bytes names */
-    OP_PREADINTO, /* fd, writable buffer, offset -> bytes read */
     OP_LAST
 };
 
@@ -90,7 +89,7 @@ typedef struct fileop {
     PyObject *name;  /* the name OSError reports */
     PyObject *name2; /* the second name (rename) */
     PyObject *owner; /* OP_OPEN: makes the object that owns the new descriptor */
-    Py_buffer view;  /* what a write sends, or where readinto lands */
+    Py_buffer view;  /* what a write sends */
     int has_view;
 } fileop;
 
@@ -278,7 +277,6 @@ static void perform(fileop *op)
         do_open(op);
         return;
     case OP_PREAD:
-    case OP_PREADINTO:
     case OP_READALL: {
         /* op->result: what an inline attempt already read (try_inline) */
         ssize_t got = read_fully(op->fd, op->buf + op->result, (size_t)(op->len - op->result),
@@ -513,7 +511,6 @@ static PyObject *op_value(fileop *op)
             return NULL;
         return data;
     }
-    case OP_PREADINTO:
     case OP_PWRITE:
     case OP_LSEEK:
         return PyLong_FromLongLong(op->result);
@@ -601,7 +598,7 @@ static int try_inline(fileop *op)
 /* _engine.file_op(loop, future, op, fd, n, offset, obj, obj2, mode, inline)
  *
  * Starts operation op (the numbers above) for loop. obj is the path (bytes),
- * the data to write or the buffer to read into; obj2 the second path; name
+ * or the data to write; obj2 the second path; name
  * and name2 (in obj/obj2's place for errors) are set by file_names. With
  * inline true, a read first tries to complete at once from the page cache:
  * the bytes are then returned (and the future unused); otherwise the
@@ -687,9 +684,7 @@ PyObject *zl_file_op(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         op->len = n;
         break;
     case OP_PWRITE:
-    case OP_PREADINTO:
-        if (PyObject_GetBuffer(obj, &op->view, code == OP_PWRITE ? PyBUF_SIMPLE : PyBUF_WRITABLE) <
-            0)
+        if (PyObject_GetBuffer(obj, &op->view, PyBUF_SIMPLE) < 0)
             goto fail;
         op->has_view = 1;
         op->buf = op->view.buf;
