@@ -6,5 +6,3 @@ require (
 	github.com/klauspost/cpuid/v2 v2.4.2
 	golang.org/x/sys v0.50.0
 )
-
-require github.com/bytedance/gopkg v0.1.4

@@ -26,6 +26,7 @@ hides how much work the server did, CPU per request does not.
 
 import argparse
 import asyncio
+import contextlib
 import json
 import resource
 import signal
@@ -48,10 +49,8 @@ STATS = Stats()
 
 
 def nodelay(sock):
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    except (OSError, AttributeError):
-        pass
 
 
 # ---- default mode: sock_* methods -----------------------------------------

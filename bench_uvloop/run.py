@@ -18,12 +18,8 @@ import argparse
 import hashlib
 import json
 import os
-import platform
 import re
-import shutil
-import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tarfile
@@ -34,6 +30,10 @@ from datetime import datetime, timezone
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SERVER = os.path.join(HERE, "echoserver.py")
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from benchmark import samples as runner  # noqa: E402 - the scripts/ folder is not on sys.path
+from benchmark import tables  # noqa: E402
+from benchmark.worker import MARK  # noqa: E402
 
 MODES = {  # name -> echoserver.py flags
     "proto": ["--proto"],
@@ -46,61 +46,28 @@ CLIENTS = {"uvloop": "uvloop's echoclient.py (Python)", "go": "bench_uvloop/load
 TARGET = 1.15  # zloopgo / uvloop requests/s
 
 LOADGEN_RE = re.compile(r"^LOADGEN (\{.*\})\s*$", re.MULTILINE)
-T0 = time.monotonic()
 RATE_RE = re.compile(r"^([0-9.eE+-]+) requests/sec\s*$", re.MULTILINE)
 DONE_RE = re.compile(r"^(\d+) in ([0-9.eE+-]+)\s*$", re.MULTILINE)
-
-
-def log(*args):
-    print(f"[{time.monotonic() - T0:6.0f} s]", *args, file=sys.stderr, flush=True)
-
-
-def taskset(cpu):
-    return ["taskset", "-c", cpu] if cpu else []
-
-
-def cpu_pair():
-    """(server CPU, client CPU) for the Go client: two different CPUs."""
-    cpus = sorted(os.sched_getaffinity(0))
-    if len(cpus) < 2 or shutil.which("taskset") is None:
-        return None, None
-    return str(cpus[0]), str(cpus[1])
+log = runner.log
+last_line = runner.last_line
 
 
 def build_loadgen(dest):
     """go build of bench_uvloop/loadgen into dest; the path, or None and why."""
-    go = shutil.which("go")
-    if go is None:
-        return None, "go is not on PATH"
     out = os.path.join(dest, "loadgen")
-    proc = subprocess.run(
-        [go, "build", "-o", out, "./bench_uvloop/loadgen"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    try:
+        proc = subprocess.run(
+            ["go", "build", "-o", out, "./bench_uvloop/loadgen"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except FileNotFoundError:
+        return None, "go is not on PATH"
     if proc.returncode != 0:
         return None, "go build failed: " + last_line(proc.stderr)
     return out, ""
-
-
-def probe_loop(opts, name):
-    """'' if `name` makes a loop in opts.python, else why not."""
-    code = "import asyncio\n" + (
-        "asyncio.new_event_loop().close()"
-        if name == "asyncio"
-        else f"import {name}\n{name}.new_event_loop().close()"
-    )
-    proc = subprocess.run(
-        [opts.python, "-c", code],
-        capture_output=True,
-        text=True,
-        env=opts.env,
-        cwd=tempfile.gettempdir(),
-        check=False,
-    )
-    return "" if proc.returncode == 0 else last_line(proc.stderr) or f"exit {proc.returncode}"
 
 
 # ---- the client, from uvloop's sdist ---------------------------------------
@@ -130,7 +97,7 @@ def fetch_client(python, version, workdir, sdist=None):
             os.makedirs(cache, exist_ok=True)
             cmd = [python, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", "uvloop"]
             cmd += [f"uvloop=={version}", "-d", cache]
-            log("# fetching the client:", " ".join(cmd))
+            log("# fetching the client: " + " ".join(cmd))
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
             found = [n for n in os.listdir(cache) if n.startswith(f"uvloop-{version}.tar")]
         if len(found) != 1:
@@ -157,36 +124,10 @@ def fetch_client(python, version, workdir, sdist=None):
 # ---- one sample ------------------------------------------------------------
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_accepting(port, proc, deadline):
-    """True once a TCP connect to the port succeeds (the server accepts)."""
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return False
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return True
-        except OSError:
-            time.sleep(0.02)
-    return False
-
-
-def kill_group(proc):
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    proc.wait()
-
-
-def last_line(text):
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1][:300] if lines else ""
+def accepts(port):
+    """True if a TCP connect to the port succeeds (the server accepts)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+        return True
 
 
 def run_sample(opts, kind, client, contender, mode, msize, num, tmpdir):
@@ -194,102 +135,58 @@ def run_sample(opts, kind, client, contender, mode, msize, num, tmpdir):
     unchanged; kind "go": the Go load generator, server and client pinned
     to different CPUs); return a result dict with status ok / timeout /
     crash / error / mismatch."""
-    port = free_port()
+    port = runner.free_port()
     addr = f"127.0.0.1:{port}"
     res = {"client": kind, "contender": contender, "mode": mode, "msize": msize, "num": num}
     res["port"] = port
     out_path = os.path.join(tmpdir, f"server-{contender}-{mode}-{msize}.out")
-    pin_server = opts.pin_server if kind == "go" else None
+    pin_server = opts.pin_server if kind == "go" else []
     flags = ["--loop", contender] if contender != "asyncio" else []
-    cmd = [*taskset(pin_server), opts.python, SERVER, *flags, *MODES[mode], "--addr", addr]
+    cmd = [*pin_server, opts.python, SERVER, *flags, *MODES[mode], "--addr", addr]
     if kind == "go":
         conns = opts.go_conns
-        ccmd = [*taskset(opts.pin_client), client, "-addr", addr, "-conns", str(conns)]
+        ccmd = [*opts.pin_client, client, "-addr", addr, "-conns", str(conns)]
         ccmd += ["-msize", str(msize), "-num", str(num), f"-spin={str(opts.go_spin).lower()}"]
     else:
         conns = opts.workers
         ccmd = [opts.python, client, "--msize", str(msize), "--num", str(num)]
         ccmd += ["--workers", str(opts.workers), "--addr", addr]
-    with open(out_path, "w+b") as out:
-        server = subprocess.Popen(
-            cmd,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=opts.env,
-            cwd=tmpdir,
-        )
-        try:
-            if not wait_accepting(port, server, time.monotonic() + opts.start_timeout):
-                res["status"] = "error" if server.poll() is not None else "timeout"
-                out.seek(0)
-                tail = last_line(out.read().decode(errors="replace"))
-                res["detail"] = f"server never accepted on {addr} (rc {server.poll()}): {tail}"
+    with runner.Server(cmd, out_path, env=opts.env, cwd=tmpdir) as server:
+        if not server.wait_ready(lambda: accepts(port), opts.start_timeout):
+            res["status"], res["detail"] = server.not_ready(f"accepted on {addr}")
+            return res
+        cout, rc = runner.run_client(ccmd, opts.timeout, cwd=tmpdir)
+        res["server_alive_after_client"] = server.proc.poll() is None
+        if cout is None:
+            res["status"] = "timeout"
+            res["detail"] = f"client did not finish in {opts.timeout} s"
+            return res
+        res["client_rc"] = rc
+        if kind == "go":
+            found = LOADGEN_RE.search(cout)
+            if rc != 0 or not found:
+                res["status"] = "error"
+                res["detail"] = f"loadgen rc {rc}: {last_line(cout)}"
                 return res
-            try:
-                cproc = subprocess.Popen(
-                    ccmd,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                    text=True,
-                    cwd=tmpdir,
-                )
-                try:
-                    cout, _ = cproc.communicate(timeout=opts.timeout)
-                except subprocess.TimeoutExpired:
-                    kill_group(cproc)
-                    res["status"] = "timeout"
-                    res["detail"] = f"client did not finish in {opts.timeout} s"
-                    return res
-            finally:
-                res["server_alive_after_client"] = server.poll() is None
-            res["client_rc"] = cproc.returncode
-            if kind == "go":
-                found = LOADGEN_RE.search(cout)
-                if cproc.returncode != 0 or not found:
-                    res["status"] = "error"
-                    res["detail"] = f"loadgen rc {cproc.returncode}: {last_line(cout)}"
-                    return res
-                lg = json.loads(found.group(1))
-                res["loadgen"] = lg
-                res["rate"], res["requests"], res["seconds"] = (
-                    lg["rate"],
-                    lg["requests"],
-                    lg["seconds"],
-                )
-            else:
-                rate, done = RATE_RE.search(cout), DONE_RE.search(cout)
-                if cproc.returncode != 0 or not rate or not done:
-                    res["status"] = "error"
-                    res["detail"] = f"client rc {cproc.returncode}: {last_line(cout)}"
-                    return res
-                res["rate"] = float(rate.group(1))
-                res["requests"] = int(done.group(1))
-                res["seconds"] = float(done.group(2))
-            if server.poll() is not None:
-                res["status"] = "crash" if server.returncode < 0 else "error"
-                res["detail"] = f"server exited with {server.returncode} during the run"
+            lg = res["loadgen"] = json.loads(found.group(1))
+            res["rate"], res["requests"], res["seconds"] = lg["rate"], lg["requests"], lg["seconds"]
+        else:
+            rate, done = RATE_RE.search(cout), DONE_RE.search(cout)
+            if rc != 0 or not rate or not done:
+                res["status"] = "error"
+                res["detail"] = f"client rc {rc}: {last_line(cout)}"
                 return res
-            server.send_signal(signal.SIGTERM)
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                res["status"] = "timeout"
-                res["detail"] = "server did not stop within 10 s of SIGTERM"
-                return res
-        finally:
-            if server.poll() is None:
-                kill_group(server)
-        out.seek(0)
-        sout = out.read().decode(errors="replace")
-    res["server_rc"] = server.returncode
-    stats = [line for line in sout.splitlines() if line.startswith("ECHO-STATS ")]
-    if server.returncode != 0 or not stats:
-        res["status"] = "crash" if server.returncode < 0 else "error"
-        res["detail"] = f"server rc {server.returncode}: {last_line(sout)}"
+            res["rate"] = float(rate.group(1))
+            res["requests"] = int(done.group(1))
+            res["seconds"] = float(done.group(2))
+        if not server.finish(res, 10):
+            return res
+    res["server_rc"] = rc = server.proc.returncode
+    st = server.stats("ECHO-STATS ")
+    if rc != 0 or st is None:
+        res["status"] = "crash" if rc < 0 else "error"
+        res["detail"] = f"server rc {rc}: {last_line(server.text)}"
         return res
-    st = json.loads(stats[-1][len("ECHO-STATS ") :])
     res["server"] = st
     expected = num * conns * msize
     problems = []
@@ -314,21 +211,16 @@ def run_sample(opts, kind, client, contender, mode, msize, num, tmpdir):
     return res
 
 
-# ---- rounds and statistics -------------------------------------------------
+# ---- rounds ------------------------------------------------------------------
 
 
-def rotated(items, r):
-    r %= len(items)
-    return items[r:] + items[:r]
-
-
-def run_round(opts, clients, label, r, tmpdir, samples, rounds_info, warmup=False):
+def run_round(opts, clients, label, r, tmpdir, samples, rounds_info):
     load_before = os.getloadavg()
     t0 = time.monotonic()
-    order = rotated(opts.contenders, r)
+    order = runner.rotate(opts.contenders, r)
     for kind, client in clients.items():
         num = opts.num if kind == "uvloop" else opts.go_num
-        if warmup:
+        if label == "warm-up":
             num = max(1, num // 4)
         for mode in opts.modes:
             for msize in opts.sizes:
@@ -354,20 +246,6 @@ def run_round(opts, clients, label, r, tmpdir, samples, rounds_info, warmup=Fals
     )
 
 
-def summarize(values):
-    if not values:
-        return None
-    mean = statistics.fmean(values)
-    cov = statistics.stdev(values) / mean if len(values) > 1 and mean else 0.0
-    return {
-        "n": len(values),
-        "median": statistics.median(values),
-        "min": min(values),
-        "max": max(values),
-        "cov": cov,
-    }
-
-
 def fmt_rate(x):
     return f"{x:,.0f}" if x is not None else "—"
 
@@ -378,90 +256,31 @@ def size_label(n):
 
 # ---- provenance --------------------------------------------------------------
 
-PROBE = r"""
-import json, sys, platform, gc
-out = {"python": sys.version.replace("\n", " "), "executable": sys.executable,
-       "implementation": platform.python_implementation(), "gc_enabled": gc.isenabled(),
-       "gc_threshold": gc.get_threshold()}
-try:
-    import uvloop; out["uvloop"] = uvloop.__version__
-except Exception as e:
-    out["uvloop"] = "not importable: %r" % (e,)
-try:
-    import zloopgo, os
-    from zloopgo import _engine
-    out["zloopgo"] = zloopgo.__version__
-    out["zloopgo_engine"] = _engine.__file__
-    out["zloopgo_build_info"] = zloopgo.build_info()
-except Exception as e:
-    out["zloopgo"] = "not importable: %r" % (e,)
-print(json.dumps(out))
-"""
-
-
-def git(*args):
-    try:
-        return subprocess.run(
-            ["git", "-C", ROOT, *args], capture_output=True, text=True, check=True
-        ).stdout.rstrip("\n")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def snapshot_zloopgo(python, dest):
-    """Copy the zloopgo package (Python files and built engines) that
-    `python` imports into dest/zloopgo, so that a rebuild of the checkout
-    during the run (other sessions work on it) cannot change or break the
-    engine under test. Returns the PYTHONPATH entry and the source folder."""
-    src = subprocess.run(
-        [python, "-c", "import os, zloopgo; print(os.path.dirname(zloopgo.__file__))"],
-        check=True,
-        cwd=tempfile.gettempdir(),
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    target = os.path.join(dest, "zloopgo")
-    for _attempt in range(5):
-        shutil.rmtree(target, ignore_errors=True)
-        os.makedirs(target)
-        names = [n for n in os.listdir(src) if n.endswith((".py", ".so"))]
-        before = {n: sha256(os.path.join(src, n)) for n in names}
-        for n in names:
-            shutil.copy2(os.path.join(src, n), os.path.join(target, n))
-        after = {n: sha256(os.path.join(src, n)) for n in names}
-        copied = {n: sha256(os.path.join(target, n)) for n in names}
-        if before == after == copied:
-            return dest, src
-        time.sleep(2)  # a rebuild was writing it: try again
-    raise SystemExit(f"zloopgo in {src} kept changing while being copied")
-
 
 def provenance(python, env=None):
-    info = json.loads(
-        subprocess.run(
-            [python, "-c", PROBE],
-            check=False,
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=tempfile.gettempdir(),  # not the checkout: `-c` puts the cwd first on sys.path
-        ).stdout
+    """What the harness's worker reports of `python` (its version, GC,
+    packages, zloopgo.build_info(), the engine's file), with the engine's
+    sha256 and the checkout's commit."""
+    proc = subprocess.run(
+        [python, "-m", "benchmark.worker", "--provenance"],
+        cwd=os.path.join(ROOT, "scripts"),
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
+    found = [line for line in proc.stdout.splitlines() if line.startswith(MARK)]
+    info = json.loads(found[-1][len(MARK) :]) if found else {"packages": {}}
     engine = info.get("zloopgo_engine")
     if engine and os.path.exists(engine):
         info["zloopgo_engine_sha256"] = sha256(engine)
-        mtime = datetime.fromtimestamp(os.stat(engine).st_mtime, timezone.utc)
-        info["zloopgo_engine_built"] = mtime.strftime("%Y-%m-%d %H:%M:%S UTC")
-    info["commit"] = git("rev-parse", "HEAD").strip()
-    dirty = git("status", "--porcelain", "--untracked-files=no")
+    info["commit"] = runner.git(ROOT, "rev-parse", "HEAD")
+    dirty = runner.git(ROOT, "status", "--porcelain", "--untracked-files=no")
     info["tree"] = (
         "clean"
         if not dirty
         else "uncommitted changes: " + ", ".join(line[3:] for line in dirty.splitlines())
     )
-    u = platform.uname()
-    info["kernel"] = f"{u.system} {u.release} {u.machine}"
-    info["cpus"] = os.cpu_count()
     return info
 
 
@@ -476,12 +295,16 @@ def report(opts, samples, rounds_info, prov, client_info, prov_end, started, fin
     for s in measured:
         cells.setdefault((s["client"], s["mode"], s["msize"], s["contender"]), []).append(s)
 
-    def stats(kind, mode, msize, contender, key="rate"):
+    def values(kind, mode, msize, contender, key="rate"):
         got = cells.get((kind, mode, msize, contender), [])
-        return summarize([s[key] for s in got if s["status"] == "ok" and key in s]), got
+        return [s[key] for s in got if s["status"] == "ok" and key in s], got
+
+    def median(*cell, key="rate"):
+        st = tables.summarize(values(*cell, key=key)[0])
+        return st["median"] if st else None
 
     names = opts.contenders
-    peers = [c for c in names if c != "zloopgo"] if "zloopgo" in names else []
+    peers = tables.peers_of(names)
     h = opts.heading
     add(f"{h} Echo benchmark: " + ", ".join(names))
     add("")
@@ -506,7 +329,7 @@ def report(opts, samples, rounds_info, prov, client_info, prov_end, started, fin
             add(f"{h}# Go load generator (`bench_uvloop/loadgen`)")
             add("")
             pin = (
-                f"server pinned to CPU {opts.pin_server}, client to CPU {opts.pin_client}"
+                f"server pinned to CPU {opts.pin_server[-1]}, client to CPU {opts.pin_client[-1]}"
                 if opts.pin_server
                 else "not pinned (fewer than two CPUs or no taskset)"
             )
@@ -539,34 +362,26 @@ def report(opts, samples, rounds_info, prov, client_info, prov_end, started, fin
         head = ["mode", "size", *names] + [f"zloopgo vs {p}" for p in peers]
         if "uvloop" in peers:
             head += [f"target >= {TARGET:.2f}x vs uvloop"]
-        add("| " + " | ".join(head) + " |")
-        add("|" + "|".join([" --- "] * 2 + [" ---: "] * (len(head) - 2)) + "|")
+        rows = []
         met_count = total = 0
         for mode in opts.modes:
             for msize in opts.sizes:
+                med = {c: median(kind, mode, msize, c) for c in names}
                 row = [mode, size_label(msize)]
-                med = {}
-                for c in names:
-                    st, got = stats(kind, mode, msize, c)
-                    failed = sum(1 for s in got if s["status"] != "ok")
-                    cell = fmt_rate(st["median"] if st else None)
-                    if failed:
-                        cell += f" ({failed}/{len(got)} failed)"
-                    row.append(cell)
-                    med[c] = st["median"] if st else None
-                for p in peers:
-                    ok = med.get("zloopgo") and med.get(p)
-                    row.append(f"{med['zloopgo'] / med[p]:.2f}x" if ok else "—")
+                row += [
+                    fmt_rate(med[c]) + tables.failed_note(values(kind, mode, msize, c)[1])
+                    for c in names
+                ]
+                row += [
+                    tables.fmt_ratio(tables.versus(med["zloopgo"], med[p], True)) for p in peers
+                ]
                 if "uvloop" in peers:
-                    if med.get("uvloop") and med.get("zloopgo"):
-                        met = med["zloopgo"] / med["uvloop"] >= TARGET
-                        row.append("yes" if met else "no")
-                        met_count += met
-                    else:
-                        row.append("no (no result)")
+                    r = tables.versus(med["zloopgo"], med["uvloop"], True)
+                    row.append("no (no result)" if r is None else "yes" if r >= TARGET else "no")
+                    met_count += r is not None and r >= TARGET
                     total += 1
-                add("| " + " | ".join(row) + " |")
-        add("")
+                rows.append(row)
+        lines.extend(tables.table(head, rows, labels=2))
         if total:
             add(
                 f"The {TARGET:.2f}x target (zloopgo / uvloop, medians) is met in {met_count} "
@@ -580,21 +395,17 @@ def report(opts, samples, rounds_info, prov, client_info, prov_end, started, fin
         )
         add("")
         head = ["mode", "size", *names] + [f"zloopgo vs {p}" for p in peers]
-        add("| " + " | ".join(head) + " |")
-        add("|" + "|".join([" --- "] * 2 + [" ---: "] * (len(head) - 2)) + "|")
+        rows = []
         for mode in opts.modes:
             for msize in opts.sizes:
+                med = {c: median(kind, mode, msize, c, key="server_cpu_us") for c in names}
                 row = [mode, size_label(msize)]
-                med = {}
-                for c in names:
-                    st, _ = stats(kind, mode, msize, c, "server_cpu_us")
-                    med[c] = st["median"] if st else None
-                    row.append(f"{med[c]:.2f}" if st else "—")
-                for p in peers:
-                    ok = med.get("zloopgo") and med.get(p)
-                    row.append(f"{med[p] / med['zloopgo']:.2f}x" if ok else "—")
-                add("| " + " | ".join(row) + " |")
-        add("")
+                row += [f"{med[c]:.2f}" if med[c] is not None else "—" for c in names]
+                row += [
+                    tables.fmt_ratio(tables.versus(med["zloopgo"], med[p], False)) for p in peers
+                ]
+                rows.append(row)
+        lines.extend(tables.table(head, rows, labels=2))
         if kind == "go":
             add(
                 "The client's side (median per cell): its CPU µs per request (user + system "
@@ -608,74 +419,63 @@ def report(opts, samples, rounds_info, prov, client_info, prov_end, started, fin
             )
             add("")
             head = ["mode", "size"] + [f"{c} client CPU / p99" for c in names]
-            add("| " + " | ".join(head) + " |")
-            add("|" + "|".join([" --- "] * len(head)) + "|")
+            rows = []
             for mode in opts.modes:
                 for msize in opts.sizes:
                     row = [mode, size_label(msize)]
                     for c in names:
-                        cpu, _ = stats(kind, mode, msize, c, "client_cpu_us")
-                        p99, _ = stats(kind, mode, msize, c, "p99_us")
-                        row.append(
-                            f"{cpu['median']:.2f} / {p99['median']:,.0f}" if cpu and p99 else "—"
-                        )
-                    add("| " + " | ".join(row) + " |")
-            add("")
+                        cpu = median(kind, mode, msize, c, key="client_cpu_us")
+                        p99 = median(kind, mode, msize, c, key="p99_us")
+                        row.append(f"{cpu:.2f} / {p99:,.0f}" if cpu and p99 else "—")
+                    rows.append(row)
+            lines.extend(tables.table(head, rows, labels=len(head)))
 
     add(f"{h}# Every cell: median, min, max, coefficient of variation (requests/s)")
     add("")
-    add("| client | mode | size | loop | ok | median | min | max | CoV |")
-    add("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    every = []
     for kind in opts.clients:
         for mode in opts.modes:
             for msize in opts.sizes:
                 for c in names:
-                    st, got = stats(kind, mode, msize, c)
-                    ok = f"{st['n'] if st else 0}/{len(got)}"
-                    if st:
-                        vals = [fmt_rate(st[k]) for k in ("median", "min", "max")]
-                        vals.append(f"{100 * st['cov']:.1f}%")
-                    else:
-                        vals = ["—"] * 4
-                    add(
-                        f"| {kind} | {mode} | {size_label(msize)} | {c} | {ok} | "
-                        + " | ".join(vals)
-                        + " |"
-                    )
-    add("")
+                    accepted, got = values(kind, mode, msize, c)
+                    every.append(((kind, mode, size_label(msize), c), got, accepted))
+    lines.extend(
+        tables.every_cell(["client", "mode", "size", "loop"], every, lambda _, v: fmt_rate(v))
+    )
 
     add(f"{h}# Failures (timeouts, crashes, errors, mismatches; warm-up included)")
     add("")
-    bad = [s for s in samples if s["status"] != "ok"]
-    if not bad:
-        add(f"None: all {len(samples)} samples (warm-up included) passed the checks.")
-    else:
-        add("| client | round | mode | size | loop | status | detail |")
-        add("| --- | --- | --- | --- | --- | --- | --- |")
-        for s in bad:
-            detail = s.get("detail", "").replace("|", "/")
-            add(
-                f"| {s['client']} | {s['round']} | {s['mode']} | {size_label(s['msize'])} "
-                f"| {s['contender']} | {s['status']} | {detail} |"
-            )
-    add("")
+    bad = [
+        (
+            (s["client"], s["round"], s["mode"], size_label(s["msize"]), s["contender"]),
+            s["status"],
+            s.get("detail", ""),
+        )
+        for s in samples
+        if s["status"] != "ok"
+    ]
+    none = f"None: all {len(samples)} samples (warm-up included) passed the checks."
+    lines.extend(tables.failures(["client", "round", "mode", "size", "loop"], bad, none))
 
     add(f"{h}# Rounds and machine load")
     add("")
     add(
-        f"This machine has {prov['cpus']} logical CPUs and is shared with other sessions, "
+        f"This machine has {prov.get('cpu_count')} logical CPUs and is shared with other sessions, "
         "so the load average (1, 5, 15 min) is recorded around every round."
     )
     add("")
-    add("| round | contender order | load before | load after | seconds |")
-    add("| --- | --- | --- | --- | --- |")
-    for ri in rounds_info:
-        add(
-            f"| {ri['round']} | {', '.join(ri['order'])} | "
-            f"{' / '.join(map(str, ri['load_before']))} | "
-            f"{' / '.join(map(str, ri['load_after']))} | {ri['seconds']} |"
-        )
-    add("")
+    rows = [
+        [
+            ri["round"],
+            ", ".join(ri["order"]),
+            " / ".join(map(str, ri["load_before"])),
+            " / ".join(map(str, ri["load_after"])),
+            ri["seconds"],
+        ]
+        for ri in rounds_info
+    ]
+    head = ["round", "contender order", "load before", "load after", "seconds"]
+    lines.extend(tables.table(head, rows, labels=2))
 
     add(f"{h}# Proof of work")
     add("")
@@ -691,24 +491,14 @@ def report(opts, samples, rounds_info, prov, client_info, prov_end, started, fin
 
     add(f"{h}# Provenance")
     add("")
-    bi = prov.get("zloopgo_build_info", {})
     items = [
         ("started / finished (UTC)", f"{started} / {finished}"),
-        ("Python", f"{prov.get('python')} ({prov.get('executable')})"),
-        ("GC", f"enabled={prov.get('gc_enabled')}, thresholds {prov.get('gc_threshold')}"),
-        ("uvloop", prov.get("uvloop")),
-        ("zloopgo", prov.get("zloopgo")),
+        *tables.machine(prov),
         (
             "zloopgo engine",
-            (
-                f"{prov.get('zloopgo_engine')} sha256 {prov.get('zloopgo_engine_sha256')}, "
-                f"file time {prov.get('zloopgo_engine_built')} (copy2 keeps the checkout's)"
-            ),
+            f"{prov.get('zloopgo_engine')} sha256 {prov.get('zloopgo_engine_sha256')}",
         ),
-        ("zloopgo.build_info()", "`" + json.dumps(bi, sort_keys=True) + "`"),
         ("git commit", f"{prov.get('commit')} ({prov.get('tree')})"),
-        ("kernel", prov.get("kernel")),
-        ("CPU", f"{bi.get('cpu_brand', '?')}, {prov.get('cpus')} logical CPUs"),
         (
             "client",
             (
@@ -729,9 +519,6 @@ def report(opts, samples, rounds_info, prov, client_info, prov_end, started, fin
         ),
         ("socket options", "TCP_NODELAY on every accepted socket, for every loop"),
     ]
-    for key in ("snapshot", "checkout_changed"):
-        if key in prov:
-            items.append((key.replace("_", " "), prov[key]))
     if prov_end.get("zloopgo_engine_sha256") != prov.get("zloopgo_engine_sha256"):
         items.append(
             (
@@ -777,12 +564,6 @@ def parse_args(argv=None):
     p.add_argument("--start-timeout", type=float, default=15.0, help="server start, seconds")
     p.add_argument("--python", default=sys.executable, help="interpreter for server and client")
     p.add_argument("--sdist", default=None, help="a downloaded uvloop sdist instead of PyPI")
-    p.add_argument(
-        "--no-snapshot",
-        dest="snapshot",
-        action="store_false",
-        help="import zloopgo from the checkout live instead of a copy taken at the start",
-    )
     p.add_argument("--heading", default="##", help="Markdown heading level of the report")
     p.add_argument("--tag", default="", help="inserted in the report's file names")
     p.add_argument("--out", default=os.path.join(ROOT, "bench-results"), help="report folder")
@@ -810,39 +591,20 @@ def main(argv=None):
     started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
     samples, rounds_info = [], []
     with tempfile.TemporaryDirectory(prefix="zl-echo-") as tmpdir:
-        live = provenance(opts.python)
-        if opts.snapshot:
-            path, src = snapshot_zloopgo(opts.python, os.path.join(tmpdir, "snapshot"))
-            opts.env["PYTHONPATH"] = os.pathsep.join(
-                x for x in (path, os.environ.get("PYTHONPATH")) if x
-            )
         prov = provenance(opts.python, opts.env)
-        if opts.snapshot:
-            prov["snapshot"] = (
-                f"zloopgo copied from {src} at the start (engine sha256 "
-                f"{live.get('zloopgo_engine_sha256')}); every server imports the copy"
-            )
-        if not str(prov.get("uvloop", "")).replace(".", "").isdigit():
-            raise SystemExit(f"uvloop is needed in {opts.python}: {prov['uvloop']}")
-        opts.absent = {}
-        installs = {}
-        if os.path.exists(os.environ.get("ZL_BENCH_INSTALLS", "")):
-            with open(os.environ["ZL_BENCH_INSTALLS"]) as f:
-                installs = json.load(f)  # scripts/bench's wheel-only installs
-        for c in list(opts.contenders):
-            why = probe_loop(opts, c)
-            if why and installs.get(c, "ok") != "ok":
-                why = f"not installed ({installs[c]})"
-            if why:
-                opts.absent[c] = why
-                opts.contenders.remove(c)
-                log(f"echo: {c} is not measured: {why}")
+        if not prov["packages"].get("uvloop"):
+            raise SystemExit(f"uvloop is needed in {opts.python}")
+        opts.contenders, opts.absent = runner.available(opts.python, opts.contenders, opts.env)
+        for c, why in opts.absent.items():
+            log(f"echo: {c} is not measured: {why}")
         clients = {}
         client_info = {}
         if "uvloop" in opts.clients:
-            client, client_info = fetch_client(opts.python, prov["uvloop"], tmpdir, opts.sdist)
+            client, client_info = fetch_client(
+                opts.python, prov["packages"]["uvloop"], tmpdir, opts.sdist
+            )
             clients["uvloop"] = client
-        opts.pin_server, opts.pin_client = cpu_pair()
+        opts.pin_server, opts.pin_client = runner.cpu_pair()
         opts.go_skipped = ""
         if "go" in opts.clients:
             loadgen, why = (opts.loadgen, "") if opts.loadgen else build_loadgen(tmpdir)
@@ -851,38 +613,20 @@ def main(argv=None):
             else:
                 opts.go_skipped = why
                 log(f"echo: the Go client is skipped: {why}")
-        for w in range(opts.warmup):
-            run_round(opts, clients, "warm-up", w, tmpdir, samples, rounds_info, warmup=True)
-        for r in range(opts.rounds):
-            run_round(opts, clients, str(r + 1), r + opts.warmup, tmpdir, samples, rounds_info)
+        for label, k in runner.rounds(opts.warmup, opts.rounds):
+            run_round(opts, clients, label, k, tmpdir, samples, rounds_info)
         prov_end = provenance(opts.python, opts.env)
-        live_end = provenance(opts.python)
     finished = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-    if live_end.get("zloopgo_engine_sha256") != live.get("zloopgo_engine_sha256"):
-        prov["checkout_changed"] = (
-            "the checkout's zloopgo engine was rebuilt during the run (now sha256 "
-            f"{live_end.get('zloopgo_engine_sha256')})"
-            + ("; this run used the copy taken at the start" if opts.snapshot else "")
-        )
     text = report(opts, samples, rounds_info, prov, client_info, prov_end, started, finished)
     print(text)
-    os.makedirs(opts.out, exist_ok=True)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    base = os.path.join(opts.out, f"echo-{opts.tag + '-' if opts.tag else ''}{stamp}")
-    with open(base + ".md", "w") as f:
-        f.write(text + "\n")
-    with open(base + ".json", "w") as f:
-        json.dump(
-            {
-                "options": {k: v for k, v in vars(opts).items() if k != "env"},
-                "provenance": prov,
-                "client": client_info,
-                "rounds": rounds_info,
-                "samples": samples,
-            },
-            f,
-            indent=1,
-        )
+    doc = {
+        "options": {k: v for k, v in vars(opts).items() if k != "env"},
+        "provenance": prov,
+        "client": client_info,
+        "rounds": rounds_info,
+        "samples": samples,
+    }
+    base = runner.write_report(opts.out, "echo", opts.tag, text, doc)
     log(f"# report: {base}.md (raw samples in {base}.json)")
     return 0
 

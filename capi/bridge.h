@@ -20,15 +20,17 @@ typedef struct {
 } zl_event;
 
 /* A timer scheduled since the engine's last iteration, as core.NewTimer:
- * token is an index into zl_shared.slots. */
+ * token is its Slot (core.TimerSlot), an index into zl_shared.slots. */
 typedef struct {
     double when;
     uint64_t token;
 } zl_newtimer;
 
 /* Work another goroutine finished, as core.Completion: token names the
- * request, value and status are the result (see capi/resolver.c). The
- * token's top byte says whose it is (ZL_DONE_*), for zl_dispatch to route. */
+ * request (a lookup's number, core.RequestID, or a file operation's
+ * address), value and status are the result (see capi/resolver.c,
+ * capi/files.c). The token's top byte says whose it is (ZL_DONE_*), for
+ * zl_dispatch to route. */
 typedef struct {
     uint64_t token;
     uint64_t value;
@@ -40,8 +42,9 @@ typedef struct {
 #define ZL_DONE_LOOKUP 0 /* a name lookup (capi/resolver.c): tokens count from 1 */
 #define ZL_DONE_FILE 1   /* a file operation (capi/files.c): the rest is its address */
 
-/* The layouts core's structures have (core/reactor.go, core/engine.go,
- * core/inbox.go); capi/layout.go compares them field by field. */
+/* The layouts core's structures have (core.Event in core/poll/poll.go,
+ * core.NewTimer in core/engine.go, core.Completion in core/inbox.go);
+ * capi/layout.go compares them field by field. */
 _Static_assert(sizeof(zl_event) == 16, "zl_event must be 16 bytes, as core.Event");
 _Static_assert(offsetof(zl_event, token) == 0, "zl_event.token at 0, as core.Event.Token");
 _Static_assert(offsetof(zl_event, mask) == 8, "zl_event.mask at 8, as core.Event.Mask");
@@ -60,7 +63,8 @@ _Static_assert(offsetof(zl_completion, status) == 16,
 /* A name lookup the loop queued for the resolver (capi/resolver.c). The
  * strings are malloc'd; the resolver frees them. kind: 0 getaddrinfo,
  * 1 getnameinfo (then flowinfo, scope_id and arity are used, and flags
- * are getnameinfo's). engine: the loop's engine id, to post the result to. */
+ * are getnameinfo's). engine: the loop's engine id (capi/engines.go), to
+ * post the result to. */
 typedef struct {
     uint64_t token;
     uintptr_t engine;
@@ -80,7 +84,7 @@ typedef struct {
  * reads only `cancelled`. */
 typedef struct {
     void *handle;       /* the TimerHandle object, NULL once cancelled or free */
-    uint32_t cancelled; /* set by cancel(); the engine drops such tokens */
+    uint32_t cancelled; /* set by cancel(); the engine drops such slots */
     uint32_t next_free; /* free-list link while the slot is unused */
 } zl_timer_slot;
 
@@ -89,7 +93,7 @@ typedef struct {
 typedef struct {
     zl_newtimer *new_timers; /* scheduled since the last iteration */
     int64_t new_timers_len;
-    zl_timer_slot *slots;     /* indexed by timer token; may move when grown */
+    zl_timer_slot *slots;     /* indexed by timer slot; may move when grown */
     int64_t cancelled_timers; /* cancelled slots the engine has not handed back */
     int64_t ready_len;        /* handles waiting in the ready queue */
     int32_t stopping;         /* loop.stop() was called */
@@ -99,7 +103,7 @@ typedef struct {
      * them over passes no Go pointer */
     zl_event *events; /* the engine's event buffer, events_cap long */
     int64_t events_cap;
-    uint64_t *timers_out; /* timer tokens handed back, timers_out_cap long */
+    uint64_t *timers_out; /* timer slots handed back, timers_out_cap long */
     int64_t timers_out_cap;
     /* completions handed over in zl_dispatch, done_cap long (C memory) */
     zl_completion *done;
@@ -116,12 +120,12 @@ typedef struct {
  * argument would make cgo check on every call whether it is a Go pointer. */
 void zl_release(uintptr_t loop);   /* drop the GIL before a blocking wait */
 void zl_reacquire(uintptr_t loop); /* take it back (after a failed wait) */
-/* Grow timers_out to hold at least `need` tokens; -1 if out of memory. */
+/* Grow timers_out to hold at least `need` slots; -1 if out of memory. */
 int zl_grow_timers_out(uintptr_t loop, int64_t need);
 /* Grow done to hold at least `need` completions; -1 if out of memory. */
 int zl_grow_done(uintptr_t loop, int64_t need);
 /* Take the GIL back if `reacquire`, queue the handles of the first
- * `nevents` events and of the first `ntimers` tokens of timers_out, settle
+ * `nevents` events and of the first `ntimers` slots of timers_out, settle
  * the first `ndone` completions of done, then run one batch of callbacks.
  * Returns 0, or -1 with a Python exception set. */
 int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone, int reacquire);

@@ -21,7 +21,7 @@ func buildInfo() map[string]any {
 		"go_version":     runtime.Version(),
 		"goos":           runtime.GOOS,
 		"goarch":         runtime.GOARCH,
-		"reactor":        core.Backend,
+		"reactor":        core.ReactorName,
 		"gomaxprocs":     runtime.GOMAXPROCS(0),
 		"cpu_brand":      cpu.BrandName,
 		"cpu_vendor":     cpu.VendorString,

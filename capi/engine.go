@@ -1,8 +1,10 @@
 // The Go half of the adapter: it gives each C loop object a core.Engine and
 // implements core.Host by reading the memory the C half shares (bridge.h).
-// It never touches a Python object; C owns them and hands out integer
-// tokens. Per iteration it calls C once (zl_dispatch), plus once before a
-// wait that may block (zl_release; zl_dispatch takes the GIL back).
+// It never touches a Python object; C owns them and hands out integers:
+// descriptor numbers as the descriptors' tokens, timer slot indices and
+// lookup numbers (core's DescriptorToken, TimerSlot and RequestID). Per
+// iteration it calls C once (zl_dispatch), plus once before a wait that
+// may block (zl_release; zl_dispatch takes the GIL back).
 package main
 
 /*
@@ -13,7 +15,6 @@ import "C"
 
 import (
 	"errors"
-	"runtime/cgo"
 	"unsafe"
 
 	"github.com/zloopgo/zloopgo/capi/waker"
@@ -42,11 +43,11 @@ func (h *host) TakeNewTimers() []core.NewTimer {
 	return unsafe.Slice((*core.NewTimer)(unsafe.Pointer(h.shared.new_timers)), n)
 }
 
-func (h *host) slot(tok core.Token) *C.zl_timer_slot {
-	return (*C.zl_timer_slot)(unsafe.Add(unsafe.Pointer(h.shared.slots), uintptr(tok)*C.sizeof_zl_timer_slot))
+func (h *host) slot(slot core.TimerSlot) *C.zl_timer_slot {
+	return (*C.zl_timer_slot)(unsafe.Add(unsafe.Pointer(h.shared.slots), uintptr(slot)*C.sizeof_zl_timer_slot))
 }
 
-func (h *host) TimerCancelled(tok core.Token) bool { return h.slot(tok).cancelled != 0 }
+func (h *host) TimerCancelled(slot core.TimerSlot) bool { return h.slot(slot).cancelled != 0 }
 
 func (h *host) CancelledTimers() int { return int(h.shared.cancelled_timers) }
 
@@ -73,7 +74,7 @@ func (h *host) EventBuffer() []core.Event {
 	return unsafe.Slice((*core.Event)(unsafe.Pointer(h.shared.events)), int(h.shared.events_cap))
 }
 
-func (h *host) Dispatch(events []core.Event, timers []core.Token, done []core.Completion, reacquire bool) error {
+func (h *host) Dispatch(events []core.Event, timers []core.TimerSlot, done []core.Completion, reacquire bool) error {
 	grown := int64(len(timers)) <= int64(h.shared.timers_out_cap) ||
 		C.zl_grow_timers_out(h.loop, C.int64_t(len(timers))) == 0
 	grown = grown && (int64(len(done)) <= int64(h.shared.done_cap) ||
@@ -85,7 +86,7 @@ func (h *host) Dispatch(events []core.Event, timers []core.Token, done []core.Co
 		return errNoMemory
 	}
 	if len(timers) > 0 {
-		copy(unsafe.Slice((*core.Token)(unsafe.Pointer(h.shared.timers_out)), len(timers)), timers)
+		copy(unsafe.Slice((*core.TimerSlot)(unsafe.Pointer(h.shared.timers_out)), len(timers)), timers)
 	}
 	if len(done) > 0 {
 		copy(unsafe.Slice((*core.Completion)(unsafe.Pointer(h.shared.done)), len(done)), done)
@@ -100,15 +101,11 @@ func (h *host) Dispatch(events []core.Event, timers []core.Token, done []core.Co
 	return nil
 }
 
-// loopEngine is what a C loop's engine id refers to.
+// loopEngine is what a C loop's engine id refers to (capi/engines.go).
 type loopEngine struct {
 	host   host
 	engine *core.Engine
 	waker  waker.Waker // C memory, which C's loop points at until it closes
-}
-
-func lookup(id C.uintptr_t) *loopEngine {
-	return cgo.Handle(id).Value().(*loopEngine)
 }
 
 // errnoOf turns an error into the errno C reports, EIO if it has none.
@@ -136,9 +133,7 @@ func zlgo_engine_new(loop C.uintptr_t, shared *C.zl_shared, resolution C.double,
 	le.engine = e
 	le.waker = waker.New(e.Reactor().WakeHandle())
 	*wakerOut = le.waker.Pointer()
-	id := C.uintptr_t(cgo.NewHandle(le))
-	engines.Store(id, e)
-	return id
+	return addEngine(le)
 }
 
 // zlgo_engine_run iterates until stop. It returns 0, -1 when a Python
@@ -146,7 +141,7 @@ func zlgo_engine_new(loop C.uintptr_t, shared *C.zl_shared, resolution C.double,
 //
 //export zlgo_engine_run
 func zlgo_engine_run(id C.uintptr_t) C.int {
-	err := lookup(id).engine.Run()
+	err := mustEngineFor(id).engine.Run()
 	switch {
 	case err == nil:
 		return 0
@@ -158,18 +153,16 @@ func zlgo_engine_run(id C.uintptr_t) C.int {
 }
 
 // zlgo_engine_close releases the engine's reactor. The C loop has already
-// released every timer it owned, so the heap's tokens are simply dropped.
+// released every timer it owned, so the heap's slots are simply dropped.
 //
 //export zlgo_engine_close
 func zlgo_engine_close(id C.uintptr_t) {
-	h := cgo.Handle(id)
-	le := h.Value().(*loopEngine)
-	engines.Delete(id)
+	le := mustEngineFor(id)
+	removeEngine(id)
 	le.engine.Reset()
 	orphans, _ := le.engine.Close()
 	freeOrphans(orphans)
 	le.waker.Free()
-	h.Delete()
 }
 
 // zlgo_watch changes what descriptor fd is watched for, from interest old
@@ -179,21 +172,21 @@ func zlgo_engine_close(id C.uintptr_t) {
 //
 //export zlgo_watch
 func zlgo_watch(id C.uintptr_t, fd C.int, old, new C.uint32_t) C.int {
-	e := lookup(id).engine
+	e := mustEngineFor(id).engine
 	r := e.Reactor()
 	var err error
 	switch {
 	case old == 0 && new == 0:
 		return 0
 	case old == 0:
-		if err = r.Register(int(fd), core.Token(fd), core.Interest(new)); err == nil {
+		if err = r.Register(int(fd), core.DescriptorToken(fd), core.Interest(new)); err == nil {
 			e.Watch(1)
 		}
 	case new == 0:
 		err = r.Deregister(int(fd))
 		e.Watch(-1)
 	default:
-		err = r.Reregister(int(fd), core.Token(fd), core.Interest(new))
+		err = r.Reregister(int(fd), core.DescriptorToken(fd), core.Interest(new))
 	}
 	if err != nil {
 		return errnoOf(err)

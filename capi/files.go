@@ -30,8 +30,8 @@ func fileWorker() {
 		var out C.zl_completion
 		var engine C.uintptr_t
 		C.zl_files_next(&out, &engine)
-		done := core.Completion{Token: core.Token(out.token), Value: uint64(out.value), Status: int64(out.status)}
-		if e, ok := engines.Load(engine); !ok || !e.(*core.Engine).Post(done) {
+		done := core.Completion{Request: core.RequestID(out.token), Value: uint64(out.value), Status: int64(out.status)}
+		if !postTo(engine, done) { // its loop has closed
 			C.zl_files_orphan(out.token)
 		}
 	}

@@ -1,7 +1,7 @@
 // Compile-time checks that the memory the engine hands to C (bridge.h) has
 // the layout C expects: capi/engine.go casts []core.Event to zl_event*,
 // zl_newtimer* to []core.NewTimer, zl_completion* to []core.Completion and
-// uint64_t* to []core.Token without copying. bridge.h pins the C side
+// uint64_t* to []core.TimerSlot without copying. bridge.h pins the C side
 // with _Static_assert (the C compile fails); the constants below fail this
 // package's Go compile (go build, go vet) when core's structures differ
 // from the C ones.
@@ -38,21 +38,21 @@ const (
 	_ = (unsafe.Alignof(C.zl_newtimer{}) - unsafe.Alignof(core.NewTimer{})) + (unsafe.Alignof(core.NewTimer{}) - unsafe.Alignof(C.zl_newtimer{}))
 	_ = (unsafe.Offsetof(C.zl_newtimer{}.when) - unsafe.Offsetof(core.NewTimer{}.When)) + (unsafe.Offsetof(core.NewTimer{}.When) - unsafe.Offsetof(C.zl_newtimer{}.when))
 	_ = (unsafe.Sizeof(C.zl_newtimer{}.when) - unsafe.Sizeof(core.NewTimer{}.When)) + (unsafe.Sizeof(core.NewTimer{}.When) - unsafe.Sizeof(C.zl_newtimer{}.when))
-	_ = (unsafe.Offsetof(C.zl_newtimer{}.token) - unsafe.Offsetof(core.NewTimer{}.Token)) + (unsafe.Offsetof(core.NewTimer{}.Token) - unsafe.Offsetof(C.zl_newtimer{}.token))
-	_ = (unsafe.Sizeof(C.zl_newtimer{}.token) - unsafe.Sizeof(core.NewTimer{}.Token)) + (unsafe.Sizeof(core.NewTimer{}.Token) - unsafe.Sizeof(C.zl_newtimer{}.token))
+	_ = (unsafe.Offsetof(C.zl_newtimer{}.token) - unsafe.Offsetof(core.NewTimer{}.Slot)) + (unsafe.Offsetof(core.NewTimer{}.Slot) - unsafe.Offsetof(C.zl_newtimer{}.token))
+	_ = (unsafe.Sizeof(C.zl_newtimer{}.token) - unsafe.Sizeof(core.NewTimer{}.Slot)) + (unsafe.Sizeof(core.NewTimer{}.Slot) - unsafe.Sizeof(C.zl_newtimer{}.token))
 )
 
 // zl_completion and core.Completion.
 const (
 	_ = (unsafe.Sizeof(C.zl_completion{}) - unsafe.Sizeof(core.Completion{})) + (unsafe.Sizeof(core.Completion{}) - unsafe.Sizeof(C.zl_completion{}))
 	_ = (unsafe.Alignof(C.zl_completion{}) - unsafe.Alignof(core.Completion{})) + (unsafe.Alignof(core.Completion{}) - unsafe.Alignof(C.zl_completion{}))
-	_ = (unsafe.Offsetof(C.zl_completion{}.token) - unsafe.Offsetof(core.Completion{}.Token)) + (unsafe.Offsetof(core.Completion{}.Token) - unsafe.Offsetof(C.zl_completion{}.token))
-	_ = (unsafe.Sizeof(C.zl_completion{}.token) - unsafe.Sizeof(core.Completion{}.Token)) + (unsafe.Sizeof(core.Completion{}.Token) - unsafe.Sizeof(C.zl_completion{}.token))
+	_ = (unsafe.Offsetof(C.zl_completion{}.token) - unsafe.Offsetof(core.Completion{}.Request)) + (unsafe.Offsetof(core.Completion{}.Request) - unsafe.Offsetof(C.zl_completion{}.token))
+	_ = (unsafe.Sizeof(C.zl_completion{}.token) - unsafe.Sizeof(core.Completion{}.Request)) + (unsafe.Sizeof(core.Completion{}.Request) - unsafe.Sizeof(C.zl_completion{}.token))
 	_ = (unsafe.Offsetof(C.zl_completion{}.value) - unsafe.Offsetof(core.Completion{}.Value)) + (unsafe.Offsetof(core.Completion{}.Value) - unsafe.Offsetof(C.zl_completion{}.value))
 	_ = (unsafe.Sizeof(C.zl_completion{}.value) - unsafe.Sizeof(core.Completion{}.Value)) + (unsafe.Sizeof(core.Completion{}.Value) - unsafe.Sizeof(C.zl_completion{}.value))
 	_ = (unsafe.Offsetof(C.zl_completion{}.status) - unsafe.Offsetof(core.Completion{}.Status)) + (unsafe.Offsetof(core.Completion{}.Status) - unsafe.Offsetof(C.zl_completion{}.status))
 	_ = (unsafe.Sizeof(C.zl_completion{}.status) - unsafe.Sizeof(core.Completion{}.Status)) + (unsafe.Sizeof(core.Completion{}.Status) - unsafe.Sizeof(C.zl_completion{}.status))
 )
 
-// zl_shared.timers_out (uint64_t *) and core.Token.
-const _ = (unsafe.Sizeof(C.uint64_t(0)) - unsafe.Sizeof(core.Token(0))) + (unsafe.Sizeof(core.Token(0)) - unsafe.Sizeof(C.uint64_t(0)))
+// zl_shared.timers_out (uint64_t *) and core.TimerSlot.
+const _ = (unsafe.Sizeof(C.uint64_t(0)) - unsafe.Sizeof(core.TimerSlot(0))) + (unsafe.Sizeof(core.TimerSlot(0)) - unsafe.Sizeof(C.uint64_t(0)))

@@ -2,7 +2,7 @@
  * file, and lists the module's functions (the hooks zloopgo's Python edge
  * installs live in runtime.c, the fork guard too).
  *
- * The top layer (capi/layers.h): it may call any file; none calls it. */
+ * The top layer (capi/zl.h): it may call any file; none calls it. */
 #include "zl.h"
 #include "_cgo_export.h"
 #include <stdlib.h>

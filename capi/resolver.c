@@ -30,7 +30,7 @@
 #define ZL_MULTIPLE_ADDRESSES 1000001
 #define ZL_IPV4_ARITY 1000002
 
-/* What zl_resolve leaves for the loop thread. */
+/* What resolve() leaves for the loop thread. */
 typedef struct {
     int code; /* 0, an EAI_* code, or one of the above */
     int err;  /* errno after the call, for EAI_SYSTEM */

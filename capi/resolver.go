@@ -15,15 +15,7 @@ package main
 */
 import "C"
 
-import (
-	"sync"
-
-	"github.com/zloopgo/zloopgo/core"
-)
-
-// engines maps a loop's engine id to its engine while the loop is open, so
-// that a worker finishing after the loop closed posts nowhere.
-var engines sync.Map // C.uintptr_t -> *core.Engine
+import "github.com/zloopgo/zloopgo/core"
 
 // zlgo_resolver_spawn starts one more worker (resolver.c calls it when a
 // lookup is queued and every worker is busy, at most ZL_RESOLVER_WORKERS
@@ -39,8 +31,8 @@ func resolverWorker() {
 		var req C.zl_lookup
 		var out C.zl_completion
 		C.zl_resolver_next(&req, &out)
-		done := core.Completion{Token: core.Token(out.token), Value: uint64(out.value), Status: int64(out.status)}
-		if e, ok := engines.Load(req.engine); !ok || !e.(*core.Engine).Post(done) {
+		done := core.Completion{Request: core.RequestID(out.token), Value: uint64(out.value), Status: int64(out.status)}
+		if !postTo(req.engine, done) { // its loop has closed
 			C.zl_resolved_free(out.value)
 		}
 	}
@@ -50,6 +42,6 @@ func resolverWorker() {
 // taking them refer to (C routes them by kind).
 func freeOrphans(orphans []core.Completion) {
 	for _, c := range orphans {
-		C.zl_done_free(C.uint64_t(c.Token), C.uint64_t(c.Value))
+		C.zl_done_free(C.uint64_t(c.Request), C.uint64_t(c.Value))
 	}
 }

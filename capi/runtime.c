@@ -7,7 +7,7 @@
  * hang). The pthread_atfork handler marks such a child, and every entry
  * into Go checks the mark first and raises RuntimeError instead.
  *
- * Layer 2 (capi/layers.h): it knows no loop, handle or transport. */
+ * Layer 2 (capi/zl.h): it knows no loop, handle or transport. */
 #include "zl.h"
 #include <pthread.h>
 

@@ -4,7 +4,7 @@
  * and cancelled state, as asyncio.TimerHandle; cancelling one also marks
  * its slot for the engine.
  *
- * Above handle.c and timers.c (capi/layers.h); it knows nothing of when a
+ * Above handle.c and timers.c (capi/zl.h); it knows nothing of when a
  * timer is due. */
 #include "zl.h"
 

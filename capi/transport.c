@@ -8,7 +8,7 @@
  * uses, so behaviour and messages are asyncio's.
  *
  * It knows asyncio's transport attributes by name; of the loop it knows
- * whether a callback is running (in_callback, callbacks_run), its receive
+ * whether a callback is running (callbacks.running, callbacks.started), its receive
  * buffer and quiet-read flag, and the list of corked transports it hands a
  * transport to (corked.c); it knows nothing of the engine. */
 #include "zl.h"

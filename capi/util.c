@@ -2,7 +2,7 @@
  * the pending exception across the two ways CPython versions spell it,
  * interning a table of names at import, and growing a raw buffer.
  *
- * Layer 1 (capi/layers.h): it calls nothing of the adapter and knows no
+ * Layer 1 (capi/zl.h): it calls nothing of the adapter and knows no
  * loop, handle or transport. */
 #include "zl.h"
 

@@ -214,7 +214,7 @@ struct zl_loop {
  * no other object. */
 typedef struct {
     PyObject_HEAD
-    uint64_t write_callback; /* loop's callbacks_run at this transport's last write */
+    uint64_t write_callback; /* loop's callbacks.started at this transport's last write */
     int32_t writes_now;      /* write() calls in that callback */
     int32_t writes_before;   /* write() calls in the writing callback before it */
     int corked_fd;           /* the socket bytes were sent to with MSG_MORE */
@@ -320,7 +320,7 @@ static inline int zl_check_closed(zl_loop *L)
     return 0;
 }
 
-/* capi/ready.c: the ready queue (ring, ring_cap, ring_head, sh.ready_len).
+/* capi/ready.c: the ready queue (ready.ring, ready.cap, ready.head, sh.ready_len).
  * Push and pop are here, inline, because every call_soon pushes. */
 int zl_ready_init(zl_loop *L);
 /* Doubles the full ring; -1 with MemoryError set. */
@@ -424,7 +424,7 @@ int zl_loop_set_task_factory(zl_loop *L, PyObject *v, void *c);
 int zl_tasks_traverse(zl_loop *L, visitproc visit, void *arg);
 void zl_tasks_clear(zl_loop *L);
 
-/* capi/fds.c: the descriptor table (fds, fds_cap, watch_changed) */
+/* capi/fds.c: the descriptor table (fds.entries, fds.cap, fds.watch_changed) */
 /* A ready descriptor queues its handles (zl_dispatch). */
 void zl_fd_ready(zl_loop *L, uint64_t fd, uint32_t mask);
 void zl_fds_release_all(zl_loop *L);

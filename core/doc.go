@@ -2,9 +2,12 @@
 // reactor contract (defined in core/poll, named here) and the monotonic
 // clock.
 //
-// It knows nothing of Python, callbacks or cgo. Everything it schedules is an
-// opaque Token chosen by its Host (the CPython adapter in production, fakes in
-// tests). One iteration, in the order asyncio's BaseEventLoop._run_once uses:
+// It knows nothing of Python, callbacks or cgo. What it schedules is named
+// by opaque numbers its Host chooses (the CPython adapter in production,
+// fakes in tests), one type per kind: a DescriptorToken per watched
+// descriptor, a TimerSlot per timer, a RequestID per piece of work another
+// goroutine completes. One iteration, in the order asyncio's
+// BaseEventLoop._run_once uses:
 //
 //  1. take the timers the host scheduled since the last iteration;
 //  2. drop cancelled timers (from the top of the heap, or all of them when
@@ -16,8 +19,8 @@
 //     nothing is watched or the host's last batch was quiet (it ran only
 //     callbacks that cannot have made a descriptor ready);
 //  5. pop the timers that are due;
-//  6. hand events and timer tokens to the host in one call, which runs the
-//     ready callbacks.
+//  6. hand events, timer slots and completions to the host in one call,
+//     which runs the ready callbacks.
 //
 // Step 6 is the only call into the host that crosses into C on every
 // iteration; step 4's release is one more, only when the wait may block

@@ -1,6 +1,6 @@
 // The run-once engine: one iteration of the event loop, phase by phase, as
 // listed in doc.go. It owns the timer heap and the reactor; it knows
-// nothing of what a token means.
+// nothing of what a descriptor token, a timer slot or a request id means.
 package core
 
 import (
@@ -23,11 +23,17 @@ const (
 	compactShare = 0.5
 )
 
+// TimerSlot is the host's number for one scheduled timer (the adapter's:
+// the index of the timer's slot in its table). The engine keeps it in its
+// heap and hands it back when the timer is due or cancelled, never
+// interpreting it.
+type TimerSlot uint64
+
 // NewTimer is a timer the host scheduled since the last iteration. Its
-// layout (float64 deadline, 8-byte token) is shared with the C adapter.
+// layout (float64 deadline, 8-byte slot) is shared with the C adapter.
 type NewTimer struct {
-	When  float64
-	Token Token
+	When float64
+	Slot TimerSlot
 }
 
 // Host is the embedder's half of an iteration. Every method is called on
@@ -38,9 +44,9 @@ type Host interface {
 	// scheduling order, and forgets them; the slice is valid until the next
 	// TakeNewTimers or Dispatch call.
 	TakeNewTimers() []NewTimer
-	// TimerCancelled reports whether the timer tok was cancelled.
-	TimerCancelled(tok Token) bool
-	// CancelledTimers counts cancelled timers whose tokens the host has not
+	// TimerCancelled reports whether the timer in slot was cancelled.
+	TimerCancelled(slot TimerSlot) bool
+	// CancelledTimers counts cancelled timers whose slots the host has not
 	// yet been given back through Dispatch.
 	CancelledTimers() int
 	// MustNotBlock reports callbacks waiting to run or a stop request.
@@ -57,12 +63,12 @@ type Host interface {
 	// the host fewer per sleeping iteration.
 	Release()
 	Reacquire()
-	// Dispatch hands over the ready descriptors, the timer tokens the
+	// Dispatch hands over the ready descriptors, the timer slots the
 	// engine is done with (due timers in firing order, and cancelled ones)
 	// and the completions posted since the last iteration, and runs one
 	// batch of callbacks; with reacquire set it first undoes Release. An
 	// error ends Run.
-	Dispatch(events []Event, timers []Token, done []Completion, reacquire bool) error
+	Dispatch(events []Event, timers []TimerSlot, done []Completion, reacquire bool) error
 	// Stopping reports a stop request; checked after each iteration.
 	Stopping() bool
 	// Clock is the time on the host's own clock when the program replaced
@@ -85,11 +91,11 @@ type Engine struct {
 	host       Host
 	reactor    Reactor
 	resolution float64
-	timers     timerheap.Heap
+	timers     timerheap.Heap[TimerSlot]
 	events     []Event
-	out        []Token // timer tokens handed back in this iteration
-	inbox      *inbox  // completions posted by other goroutines
-	watched    int     // descriptors registered by the host
+	out        []TimerSlot // timer slots handed back in this iteration
+	inbox      *inbox      // completions posted by other goroutines
+	watched    int         // descriptors registered by the host
 	iterations uint
 	lastYield  float64 // Now() at the last yield
 	yield      func()  // runtime.Gosched; tests count calls instead
@@ -187,11 +193,11 @@ func clock(fake float64, faked bool) float64 {
 
 func (e *Engine) takeNewTimers() {
 	for _, t := range e.host.TakeNewTimers() {
-		if e.host.TimerCancelled(t.Token) {
-			e.out = append(e.out, t.Token)
+		if e.host.TimerCancelled(t.Slot) {
+			e.out = append(e.out, t.Slot)
 			continue
 		}
-		e.timers.Push(t.When, t.Token)
+		e.timers.Push(t.When, t.Slot)
 	}
 }
 
@@ -200,7 +206,7 @@ func (e *Engine) takeNewTimers() {
 // not shorten the wait.
 func (e *Engine) dropCancelled() {
 	n := e.timers.Len()
-	// Tokens already in out are cancelled ones the host still counts.
+	// Slots already in out are cancelled ones the host still counts.
 	cancelled := e.host.CancelledTimers() - len(e.out)
 	if n > compactMin && float64(cancelled) > compactShare*float64(n) {
 		e.out = e.timers.Filter(e.keep, e.out)
@@ -215,7 +221,7 @@ func (e *Engine) dropCancelled() {
 	}
 }
 
-func (e *Engine) keep(tok Token) bool { return !e.host.TimerCancelled(tok) }
+func (e *Engine) keep(slot TimerSlot) bool { return !e.host.TimerCancelled(slot) }
 
 // timeout follows asyncio: no wait with work ready, a completion posted or
 // a stop pending, a wait until the earliest timer, or an unbounded wait.
@@ -278,9 +284,9 @@ func (e *Engine) popDue(now float64) {
 	}
 }
 
-// Reset forgets every timer, returning their tokens for the host to
+// Reset forgets every timer, returning their slots for the host to
 // release (used when the loop closes).
-func (e *Engine) Reset() []Token {
+func (e *Engine) Reset() []TimerSlot {
 	return e.timers.Drain(nil)
 }
 

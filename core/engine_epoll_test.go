@@ -31,7 +31,7 @@ func TestEngineWithRealReactor(t *testing.T) {
 	}
 	defer unix.Close(p[0])
 	defer unix.Close(p[1])
-	if err := e.Reactor().Register(p[0], core.Token(p[0]), core.Readable); err != nil {
+	if err := e.Reactor().Register(p[0], core.DescriptorToken(p[0]), core.Readable); err != nil {
 		t.Fatal(err)
 	}
 	e.Watch(1)
@@ -39,7 +39,7 @@ func TestEngineWithRealReactor(t *testing.T) {
 		t.Fatal(err)
 	}
 	runOnce(t, e)
-	want := []core.Event{{Token: core.Token(p[0]), Mask: core.Readable}}
+	want := []core.Event{{Token: core.DescriptorToken(p[0]), Mask: core.Readable}}
 	if got := h.last().events; !slices.Equal(got, want) {
 		t.Fatalf("Dispatch got events %v, want %v", got, want)
 	}

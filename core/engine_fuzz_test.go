@@ -1,10 +1,10 @@
 // A fuzz target for the run-once engine and the memory it shares with its
 // host: the new-timer buffer, the cancelled flags, the event buffer and the
-// timer tokens handed back through Dispatch. The input is decoded into a
+// timer slots handed back through Dispatch. The input is decoded into a
 // sequence of operations on a fake host that behaves like the C adapter
-// (capi/timers.c): tokens are slot indices reused LIFO once handed back, the
+// (capi/timers.c): slots are indices reused LIFO once handed back, the
 // new-timer buffer is reused from index 0 and reallocated when it grows, a
-// cancelled timer counts until its token comes back.
+// cancelled timer counts until its slot comes back.
 //
 // No timing is involved: deadlines are either in the past (due) or at least
 // 100 s in the future (not due) relative to Now() when the input starts, and
@@ -55,20 +55,20 @@ var (
 )
 
 const (
-	fzPoisonToken = core.Token(0xdead_beef_dead_beef)
-	fzMaxTimers   = 256
+	fzPoison    = core.TimerSlot(0xdead_beef_dead_beef)
+	fzMaxTimers = 256
 	// fzMaxOps bounds an input's cost: the fuzzer minimizes every new
 	// interesting input in O(len²) runs, during which it makes no progress.
 	fzMaxOps = 64
 )
 
-// fzTimer is one timer instance; its token may be reused after it is
+// fzTimer is one timer instance; its slot may be reused after it is
 // handed back.
 type fzTimer struct {
 	seq       int // scheduling order
 	when      float64
 	key       float64 // when, with NaN as -Inf (the heap's order)
-	tok       core.Token
+	slot      core.TimerSlot
 	taken     bool // given to the engine by TakeNewTimers
 	returned  bool // handed back through Dispatch or Reset
 	cancelled bool
@@ -94,11 +94,11 @@ type fzHost struct {
 	base float64 // Now() when the input started; due means before it
 	res  float64
 
-	timers    []*fzTimer      // every instance, in scheduling order
-	held      []*fzTimer      // by token: taken by the engine, not handed back
-	free      []core.Token    // LIFO, as capi's slot free list
-	pending   []*fzTimer      // scheduled, not yet taken
-	ntBuf     []core.NewTimer // the shared new-timer buffer
+	timers    []*fzTimer       // every instance, in scheduling order
+	held      []*fzTimer       // by slot: taken by the engine, not handed back
+	free      []core.TimerSlot // LIFO, as capi's slot free list
+	pending   []*fzTimer       // scheduled, not yet taken
+	ntBuf     []core.NewTimer  // the shared new-timer buffer
 	ntLen     int
 	cancelled int // cancelled and not handed back (zl_shared.cancelled_timers)
 	lastWhen  float64
@@ -122,7 +122,7 @@ type fzHost struct {
 }
 
 func fzPoisonEvent(i int) core.Event {
-	return core.Event{Token: fzPoisonToken ^ core.Token(i), Mask: 0xffff_ffff}
+	return core.Event{Token: core.DescriptorToken(fzPoison) ^ core.DescriptorToken(i), Mask: 0xffff_ffff}
 }
 
 func (h *fzHost) schedule(when float64) {
@@ -133,24 +133,24 @@ func (h *fzHost) schedule(when float64) {
 		when = h.lastWhen
 	}
 	h.lastWhen = when
-	var tok core.Token
+	var slot core.TimerSlot
 	if n := len(h.free); n > 0 {
-		tok, h.free = h.free[n-1], h.free[:n-1]
+		slot, h.free = h.free[n-1], h.free[:n-1]
 	} else {
-		tok = core.Token(len(h.held))
+		slot = core.TimerSlot(len(h.held))
 		h.held = append(h.held, nil)
 	}
 	key := when
 	if math.IsNaN(key) {
 		key = math.Inf(-1)
 	}
-	tm := &fzTimer{seq: len(h.timers), when: when, key: key, tok: tok}
+	tm := &fzTimer{seq: len(h.timers), when: when, key: key, slot: slot}
 	h.timers = append(h.timers, tm)
 	h.pending = append(h.pending, tm)
 	if h.ntLen == len(h.ntBuf) {
 		h.realloc(2 * len(h.ntBuf))
 	}
-	h.ntBuf[h.ntLen] = core.NewTimer{When: when, Token: tok}
+	h.ntBuf[h.ntLen] = core.NewTimer{When: when, Slot: slot}
 	h.ntLen++
 }
 
@@ -165,7 +165,7 @@ func (h *fzHost) realloc(size int) {
 
 func fzPoisonTimers(b []core.NewTimer) {
 	for i := range b {
-		b[i] = core.NewTimer{When: math.Inf(-1), Token: fzPoisonToken}
+		b[i] = core.NewTimer{When: math.Inf(-1), Slot: fzPoison}
 	}
 }
 
@@ -189,12 +189,12 @@ func (h *fzHost) cancel(tm *fzTimer) {
 	h.cancelled++
 }
 
-// holder is the timer the engine holds under tok, or nil.
-func (h *fzHost) holder(tok core.Token) *fzTimer {
-	if tok >= core.Token(len(h.held)) {
+// holder is the timer the engine holds under slot, or nil.
+func (h *fzHost) holder(slot core.TimerSlot) *fzTimer {
+	if slot >= core.TimerSlot(len(h.held)) {
 		return nil
 	}
-	return h.held[tok]
+	return h.held[slot]
 }
 
 func (h *fzHost) TakeNewTimers() []core.NewTimer {
@@ -206,7 +206,7 @@ func (h *fzHost) TakeNewTimers() []core.NewTimer {
 	fzPoisonTimers(h.ntBuf[n:])
 	for _, tm := range h.pending {
 		tm.taken = true
-		h.held[tm.tok] = tm
+		h.held[tm.slot] = tm
 	}
 	h.taken = h.pending
 	h.pending = nil
@@ -216,10 +216,10 @@ func (h *fzHost) TakeNewTimers() []core.NewTimer {
 	return h.ntBuf[:n]
 }
 
-func (h *fzHost) TimerCancelled(tok core.Token) bool {
-	tm := h.holder(tok)
+func (h *fzHost) TimerCancelled(slot core.TimerSlot) bool {
+	tm := h.holder(slot)
 	if tm == nil {
-		h.t.Fatalf("TimerCancelled(%#x): the engine does not hold that token (poisoned: %v)", tok, tok == fzPoisonToken)
+		h.t.Fatalf("TimerCancelled(%#x): the engine does not hold that slot (poisoned: %v)", slot, slot == fzPoison)
 	}
 	return tm.cancelled
 }
@@ -280,7 +280,7 @@ func (h *fzHost) checkTimeout(timeout time.Duration, tw float64) {
 	}
 }
 
-func (h *fzHost) Dispatch(events []core.Event, timers []core.Token, done []core.Completion, reacquire bool) error {
+func (h *fzHost) Dispatch(events []core.Event, timers []core.TimerSlot, done []core.Completion, reacquire bool) error {
 	if !h.inIter || h.dispatched {
 		h.t.Fatal("Dispatch called outside RunOnce or twice in one iteration")
 	}
@@ -315,19 +315,19 @@ func (h *fzHost) Dispatch(events []core.Event, timers []core.Token, done []core.
 	slices.SortFunc(want, fzLess)
 
 	var got []*fzTimer
-	for _, tok := range timers {
-		tm := h.holder(tok)
+	for _, slot := range timers {
+		tm := h.holder(slot)
 		if tm == nil {
-			h.t.Fatalf("token %#x handed back but not held by the engine (twice, never scheduled or poisoned: %v) among %d tokens", tok, tok == fzPoisonToken, len(timers))
+			h.t.Fatalf("slot %#x handed back but not held by the engine (twice, never scheduled or poisoned: %v) among %d slots", slot, slot == fzPoison, len(timers))
 		}
-		h.held[tok] = nil
+		h.held[slot] = nil
 		tm.returned = true
 		if tm.cancelled {
 			h.cancelled--
 			continue
 		}
 		if !tm.due(h.base) {
-			h.t.Fatalf("timer %#x (deadline %v) handed back before it was due (base %v)", tok, tm.when, h.base)
+			h.t.Fatalf("timer %#x (deadline %v) handed back before it was due (base %v)", slot, tm.when, h.base)
 		}
 		got = append(got, tm)
 	}
@@ -336,12 +336,12 @@ func (h *fzHost) Dispatch(events []core.Event, timers []core.Token, done []core.
 	}
 	for _, tm := range h.taken {
 		if tm.early && !tm.returned {
-			h.t.Fatalf("timer %#x cancelled before it was taken was not handed back in that iteration", tm.tok)
+			h.t.Fatalf("timer %#x cancelled before it was taken was not handed back in that iteration", tm.slot)
 		}
 	}
 	// capi frees the slots now; they are reused LIFO.
-	for _, tok := range timers {
-		h.free = append(h.free, tok)
+	for _, slot := range timers {
+		h.free = append(h.free, slot)
 	}
 	// What the engine was given is overwritten from now on.
 	fzPoisonTimers(h.ntBuf)
@@ -354,7 +354,7 @@ func fzDescribe(ts []*fzTimer) string {
 		if i > 0 {
 			s += " "
 		}
-		s += fmt.Sprintf("%#x@%v#%d", tm.tok, tm.when, tm.seq)
+		s += fmt.Sprintf("%#x@%v#%d", tm.slot, tm.when, tm.seq)
 	}
 	return s + "]"
 }
@@ -366,12 +366,12 @@ type fzReactor struct {
 	script []core.Event
 }
 
-func (r *fzReactor) Register(int, core.Token, core.Interest) error   { return nil }
-func (r *fzReactor) Reregister(int, core.Token, core.Interest) error { return nil }
-func (r *fzReactor) Deregister(int) error                            { return nil }
-func (r *fzReactor) WakeHandle() core.WakeHandle                     { return core.WakeHandle{} }
-func (r *fzReactor) Wake() error                                     { return nil }
-func (r *fzReactor) Close() error                                    { return nil }
+func (r *fzReactor) Register(int, core.DescriptorToken, core.Interest) error   { return nil }
+func (r *fzReactor) Reregister(int, core.DescriptorToken, core.Interest) error { return nil }
+func (r *fzReactor) Deregister(int) error                                      { return nil }
+func (r *fzReactor) WakeHandle() core.WakeHandle                               { return core.WakeHandle{} }
+func (r *fzReactor) Wake() error                                               { return nil }
+func (r *fzReactor) Close() error                                              { return nil }
 
 func (r *fzReactor) Wait(events []core.Event, timeout time.Duration) (int, error) {
 	h := r.h
@@ -423,7 +423,7 @@ func FuzzEngineAgainstModel(f *testing.F) {
 		op(fzSchedPast, 1), op(fzSchedPast, 2), op(fzSchedFuture, 0), op(fzSchedPast, 0),
 		op(fzSchedSpecial, 0), op(fzSchedSpecial, 2), op(fzSchedSpecial, 3), op(fzSchedSpecial, 11),
 		op(fzSchedFuture, 1), op(fzSchedSpecial, 4), run(0, 0, 0), run(0, 0, 1)))
-	// Cancel before and after the engine took them; tokens reused.
+	// Cancel before and after the engine took them; slots reused.
 	f.Add(seed(0x25,
 		op(fzSchedFuture, 0), op(fzSchedFuture, 3), op(fzSchedPast, 1), op(fzCancel, 0),
 		run(3, 0, 1), op(fzCancel, 0), op(fzSchedPast, 4), op(fzSchedFuture, 2),
@@ -492,7 +492,7 @@ func fuzzEngineInput(t *testing.T, data []byte) {
 			batch := make([]core.Event, n)
 			for i := range batch {
 				batch[i] = core.Event{
-					Token: (core.Token(i)+1)*0x9e37_79b9_7f4a_7c15 ^ core.Token(p),
+					Token: (core.DescriptorToken(i)+1)*0x9e37_79b9_7f4a_7c15 ^ core.DescriptorToken(p),
 					Mask:  core.Interest(1 + (i+int(p))%3),
 				}
 			}
@@ -526,26 +526,26 @@ func fuzzEngineInput(t *testing.T, data []byte) {
 		}
 	}
 
-	// Take whatever is pending, then drain: every token the engine was
+	// Take whatever is pending, then drain: every slot the engine was
 	// given comes back exactly once.
 	h.ready = false
 	fzRunOnce(t, e, h, r, nil)
-	for _, tok := range e.Reset() {
-		tm := h.holder(tok)
+	for _, slot := range e.Reset() {
+		tm := h.holder(slot)
 		if tm == nil {
-			t.Fatalf("Reset returned token %#x the engine did not hold", tok)
+			t.Fatalf("Reset returned slot %#x the engine did not hold", slot)
 		}
-		h.held[tok] = nil
+		h.held[slot] = nil
 		tm.returned = true
 	}
-	for tok, tm := range h.held {
+	for slot, tm := range h.held {
 		if tm != nil {
-			t.Fatalf("token %#x lost: neither handed back nor returned by Reset", tok)
+			t.Fatalf("slot %#x lost: neither handed back nor returned by Reset", slot)
 		}
 	}
 	for _, tm := range h.timers {
 		if !tm.returned {
-			t.Fatalf("timer %#x (#%d) never came back", tm.tok, tm.seq)
+			t.Fatalf("timer %#x (#%d) never came back", tm.slot, tm.seq)
 		}
 	}
 	if again := e.Reset(); len(again) != 0 {

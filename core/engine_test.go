@@ -20,14 +20,14 @@ import (
 
 // fakeHost records every call the engine makes and plays the adapter's part
 // in the cancelled-timer bookkeeping: a cancelled timer counts until its
-// token comes back through Dispatch.
+// slot comes back through Dispatch.
 type fakeHost struct {
 	t          *testing.T
 	log        *[]string // shared with the reactor, to check call order
 	pending    []core.NewTimer
 	taken      []core.NewTimer // the slice last returned by TakeNewTimers
-	cancelled  map[core.Token]bool
-	returned   map[core.Token]int // how often each token came back
+	cancelled  map[core.TimerSlot]bool
+	returned   map[core.TimerSlot]int // how often each slot came back
 	ready      bool
 	quiet      bool
 	faked      bool // Clock reports fakeNow
@@ -40,7 +40,7 @@ type fakeHost struct {
 
 type dispatchCall struct {
 	events []core.Event
-	timers []core.Token
+	timers []core.TimerSlot
 	done   []core.Completion
 }
 
@@ -50,25 +50,25 @@ func newFakeHost(t *testing.T) *fakeHost {
 	return &fakeHost{
 		t:         t,
 		log:       new([]string),
-		cancelled: map[core.Token]bool{},
-		returned:  map[core.Token]int{},
+		cancelled: map[core.TimerSlot]bool{},
+		returned:  map[core.TimerSlot]int{},
 	}
 }
 
 // schedule queues a timer for the next iteration, as loop.call_at does.
-func (h *fakeHost) schedule(when float64, tok core.Token) {
-	h.pending = append(h.pending, core.NewTimer{When: when, Token: tok})
+func (h *fakeHost) schedule(when float64, slot core.TimerSlot) {
+	h.pending = append(h.pending, core.NewTimer{When: when, Slot: slot})
 }
 
-// cancel marks tok cancelled, as TimerHandle.cancel does.
-func (h *fakeHost) cancel(tok core.Token) { h.cancelled[tok] = true }
+// cancel marks slot cancelled, as TimerHandle.cancel does.
+func (h *fakeHost) cancel(slot core.TimerSlot) { h.cancelled[slot] = true }
 
 // clobberTaken overwrites the slice TakeNewTimers last returned, as the
 // adapter's buffer is overwritten once callbacks schedule new timers: the
 // engine must have copied what it needs before then.
 func (h *fakeHost) clobberTaken() {
 	for i := range h.taken {
-		h.taken[i] = core.NewTimer{When: math.Inf(-1), Token: 0xdead}
+		h.taken[i] = core.NewTimer{When: math.Inf(-1), Slot: 0xdead}
 	}
 	h.taken = nil
 }
@@ -81,12 +81,12 @@ func (h *fakeHost) TakeNewTimers() []core.NewTimer {
 	return h.taken
 }
 
-func (h *fakeHost) TimerCancelled(tok core.Token) bool { return h.cancelled[tok] }
+func (h *fakeHost) TimerCancelled(slot core.TimerSlot) bool { return h.cancelled[slot] }
 
 func (h *fakeHost) CancelledTimers() int {
 	n := 0
-	for tok := range h.cancelled {
-		if h.returned[tok] == 0 {
+	for slot := range h.cancelled {
+		if h.returned[slot] == 0 {
 			n++
 		}
 	}
@@ -100,16 +100,16 @@ func (h *fakeHost) Release()               { *h.log = append(*h.log, "release") 
 func (h *fakeHost) Reacquire()             { *h.log = append(*h.log, "reacquire") }
 func (h *fakeHost) Stopping() bool         { return h.stopping }
 
-func (h *fakeHost) Dispatch(events []core.Event, timers []core.Token, done []core.Completion, reacquire bool) error {
+func (h *fakeHost) Dispatch(events []core.Event, timers []core.TimerSlot, done []core.Completion, reacquire bool) error {
 	if reacquire {
 		h.Reacquire()
 	}
 	*h.log = append(*h.log, "dispatch")
 	h.clobberTaken()
-	for _, tok := range timers {
-		h.returned[tok]++
-		if h.returned[tok] > 1 {
-			h.t.Errorf("token %#x handed back %d times", tok, h.returned[tok])
+	for _, slot := range timers {
+		h.returned[slot]++
+		if h.returned[slot] > 1 {
+			h.t.Errorf("slot %#x handed back %d times", slot, h.returned[slot])
 		}
 	}
 	h.dispatches = append(h.dispatches, dispatchCall{slices.Clone(events), slices.Clone(timers), slices.Clone(done)})
@@ -144,12 +144,12 @@ type fakeReactor struct {
 	wakes    atomic.Int32
 }
 
-func (r *fakeReactor) Register(int, core.Token, core.Interest) error   { return nil }
-func (r *fakeReactor) Reregister(int, core.Token, core.Interest) error { return nil }
-func (r *fakeReactor) Deregister(int) error                            { return nil }
-func (r *fakeReactor) WakeHandle() core.WakeHandle                     { return core.WakeHandle{} }
-func (r *fakeReactor) Wake() error                                     { r.wakes.Add(1); return nil }
-func (r *fakeReactor) Close() error                                    { r.closed = true; return nil }
+func (r *fakeReactor) Register(int, core.DescriptorToken, core.Interest) error   { return nil }
+func (r *fakeReactor) Reregister(int, core.DescriptorToken, core.Interest) error { return nil }
+func (r *fakeReactor) Deregister(int) error                                      { return nil }
+func (r *fakeReactor) WakeHandle() core.WakeHandle                               { return core.WakeHandle{} }
+func (r *fakeReactor) Wake() error                                               { r.wakes.Add(1); return nil }
+func (r *fakeReactor) Close() error                                              { r.closed = true; return nil }
 
 func (r *fakeReactor) Wait(events []core.Event, timeout time.Duration) (int, error) {
 	*r.log = append(*r.log, fmt.Sprintf("wait(%v)", timeout))
@@ -202,7 +202,7 @@ func TestDueTimersComeBackInDeadlineThenPushOrder(t *testing.T) {
 	h.schedule(now+100, 5) // not due
 	h.schedule(math.NaN(), 6)
 	runOnce(t, e)
-	if got, want := h.last().timers, []core.Token{6, 2, 4, 1, 3}; !slices.Equal(got, want) {
+	if got, want := h.last().timers, []core.TimerSlot{6, 2, 4, 1, 3}; !slices.Equal(got, want) {
 		t.Fatalf("timers handed back %v, want %v", got, want)
 	}
 	runOnce(t, e)
@@ -220,7 +220,7 @@ func TestTimerComesBackOnceItsDeadlinePasses(t *testing.T) {
 	}
 	time.Sleep(40 * time.Millisecond)
 	runOnce(t, e)
-	if got := h.last().timers; !slices.Equal(got, []core.Token{7}) {
+	if got := h.last().timers; !slices.Equal(got, []core.TimerSlot{7}) {
 		t.Fatalf("timers handed back %v, want [7]", got)
 	}
 }
@@ -231,7 +231,7 @@ func TestResolutionMakesNearTimersDue(t *testing.T) {
 	h.schedule(core.Now()+0.5, 1)
 	h.schedule(core.Now()+5, 2)
 	runOnce(t, e)
-	if got := h.last().timers; !slices.Equal(got, []core.Token{1}) {
+	if got := h.last().timers; !slices.Equal(got, []core.TimerSlot{1}) {
 		t.Fatalf("timers handed back %v, want [1] (within one resolution)", got)
 	}
 }
@@ -243,7 +243,7 @@ func TestTimerCancelledBeforeDrainComesBackAndDoesNotBlock(t *testing.T) {
 	h.cancel(1)
 	h.cancel(2)
 	runOnce(t, e)
-	if got := h.last().timers; !slices.Equal(got, []core.Token{1, 2}) {
+	if got := h.last().timers; !slices.Equal(got, []core.TimerSlot{1, 2}) {
 		t.Fatalf("timers handed back %v, want [1 2]", got)
 	}
 	if got := r.lastTimeout(t); got != -1 {
@@ -262,7 +262,7 @@ func TestTimerCancelledAtHeapTopComesBackAndDoesNotBlock(t *testing.T) {
 	runOnce(t, e)
 	h.cancel(1)
 	runOnce(t, e)
-	if got := h.last().timers; !slices.Equal(got, []core.Token{1}) {
+	if got := h.last().timers; !slices.Equal(got, []core.TimerSlot{1}) {
 		t.Fatalf("timers handed back %v, want [1]", got)
 	}
 	if got := r.lastTimeout(t); got < 9*time.Second || got > 10*time.Second {
@@ -285,7 +285,7 @@ func TestCancelledTimerBelowTopComesBackWhenItReachesTop(t *testing.T) {
 		runOnce(t, e)
 	}
 	if h.returned[1] != 1 || h.returned[2] != 1 || h.returned[3] != 0 {
-		t.Fatalf("tokens handed back %v, want 1 and 2 once, 3 never", h.returned)
+		t.Fatalf("slots handed back %v, want 1 and 2 once, 3 never", h.returned)
 	}
 	if got := r.lastTimeout(t); got < 9*time.Second || got > 10*time.Second {
 		t.Fatalf("timeout %v, want about 10s", got)
@@ -296,7 +296,7 @@ func TestCancelledTimerBelowTopComesBackWhenItReachesTop(t *testing.T) {
 func scheduleMany(t *testing.T, e *core.Engine, h *fakeHost, n int) {
 	now := core.Now()
 	for i := 0; i < n; i++ {
-		h.schedule(now+10+float64(i), core.Token(i))
+		h.schedule(now+10+float64(i), core.TimerSlot(i))
 	}
 	runOnce(t, e)
 }
@@ -304,14 +304,14 @@ func scheduleMany(t *testing.T, e *core.Engine, h *fakeHost, n int) {
 func TestCompactionSweepsCancelledTimersFromTheWholeHeap(t *testing.T) {
 	e, h, r := setup(t)
 	scheduleMany(t, e, h, 200)
-	for tok := core.Token(1); tok <= 101; tok++ { // not the top (0)
-		h.cancel(tok)
+	for slot := core.TimerSlot(1); slot <= 101; slot++ { // not the top (0)
+		h.cancel(slot)
 	}
 	runOnce(t, e)
 	got := slices.Clone(h.last().timers)
 	slices.Sort(got)
 	if len(got) != 101 || got[0] != 1 || got[100] != 101 {
-		t.Fatalf("compaction handed back %d tokens (%v...), want 1..101", len(got), got[:min(5, len(got))])
+		t.Fatalf("compaction handed back %d slots (%v...), want 1..101", len(got), got[:min(5, len(got))])
 	}
 	if got := r.lastTimeout(t); got < 9*time.Second || got > 10*time.Second {
 		t.Fatalf("timeout %v, want about 10s", got)
@@ -319,11 +319,11 @@ func TestCompactionSweepsCancelledTimersFromTheWholeHeap(t *testing.T) {
 	// The live ones are intact: Reset returns exactly them.
 	rest := e.Reset()
 	if len(rest) != 99 {
-		t.Fatalf("Reset returned %d tokens, want 99 live ones", len(rest))
+		t.Fatalf("Reset returned %d slots, want 99 live ones", len(rest))
 	}
-	for _, tok := range rest {
-		if h.cancelled[tok] {
-			t.Fatalf("Reset returned cancelled token %d: compaction kept it", tok)
+	for _, slot := range rest {
+		if h.cancelled[slot] {
+			t.Fatalf("Reset returned cancelled slot %d: compaction kept it", slot)
 		}
 	}
 }
@@ -341,8 +341,8 @@ func TestNoCompactionAtOrBelowTheThresholds(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e, h, _ := setup(t)
 			scheduleMany(t, e, h, c.timers)
-			for tok := 1; tok <= c.cancelled; tok++ {
-				h.cancel(core.Token(tok))
+			for slot := 1; slot <= c.cancelled; slot++ {
+				h.cancel(core.TimerSlot(slot))
 			}
 			runOnce(t, e)
 			if got := h.last().timers; len(got) != 0 {
@@ -358,22 +358,22 @@ func TestNoCompactionAtOrBelowTheThresholds(t *testing.T) {
 func TestNewCancelledTimersDoNotTriggerCompaction(t *testing.T) {
 	e, h, _ := setup(t)
 	scheduleMany(t, e, h, 200)
-	for tok := core.Token(1); tok <= 90; tok++ {
-		h.cancel(tok)
+	for slot := core.TimerSlot(1); slot <= 90; slot++ {
+		h.cancel(slot)
 	}
 	for i := 0; i < 30; i++ {
-		tok := core.Token(1000 + i)
-		h.schedule(core.Now()+5, tok)
-		h.cancel(tok)
+		slot := core.TimerSlot(1000 + i)
+		h.schedule(core.Now()+5, slot)
+		h.cancel(slot)
 	}
 	runOnce(t, e)
 	got := h.last().timers
 	if len(got) != 30 {
-		t.Fatalf("handed back %d tokens, want the 30 new cancelled ones only", len(got))
+		t.Fatalf("handed back %d slots, want the 30 new cancelled ones only", len(got))
 	}
-	for _, tok := range got {
-		if tok < 1000 {
-			t.Fatalf("handed back heap token %d: compacted with 90/200 cancelled", tok)
+	for _, slot := range got {
+		if slot < 1000 {
+			t.Fatalf("handed back heap slot %d: compacted with 90/200 cancelled", slot)
 		}
 	}
 }
@@ -406,7 +406,7 @@ func TestTimeout(t *testing.T) {
 				if !math.IsNaN(w) && !math.IsInf(w, 0) {
 					w += now
 				}
-				h.schedule(w, core.Token(i))
+				h.schedule(w, core.TimerSlot(i))
 			}
 			runOnce(t, e)
 			if got := r.lastTimeout(t); got < c.lo || got > c.hi {
@@ -434,12 +434,12 @@ func TestReplacedClockDecidesTimeoutAndDueTimers(t *testing.T) {
 	}
 	h.fakeNow = 1000.5
 	runOnce(t, e)
-	if got := h.last().timers; !slices.Equal(got, []core.Token{1}) {
+	if got := h.last().timers; !slices.Equal(got, []core.TimerSlot{1}) {
 		t.Fatalf("due at 1000.5: %v, want [1]", got)
 	}
 	h.fakeNow = 1e10
 	runOnce(t, e)
-	if got := h.last().timers; !slices.Equal(got, []core.Token{3, 2}) {
+	if got := h.last().timers; !slices.Equal(got, []core.TimerSlot{3, 2}) {
 		t.Fatalf("due at 1e10: %v, want [3 2]", got)
 	}
 }
@@ -618,17 +618,17 @@ func TestStopRequestedDuringDispatchEndsRun(t *testing.T) {
 	}
 }
 
-func TestResetReturnsEveryToken(t *testing.T) {
+func TestResetReturnsEverySlot(t *testing.T) {
 	e, h, r := setup(t)
 	now := core.Now()
-	for tok := core.Token(10); tok < 15; tok++ {
-		h.schedule(now+10+float64(tok), tok)
+	for slot := core.TimerSlot(10); slot < 15; slot++ {
+		h.schedule(now+10+float64(slot), slot)
 	}
 	runOnce(t, e)
 	h.cancel(13) // below the top: still in the heap
 	got := e.Reset()
 	slices.Sort(got)
-	if want := []core.Token{10, 11, 12, 13, 14}; !slices.Equal(got, want) {
+	if want := []core.TimerSlot{10, 11, 12, 13, 14}; !slices.Equal(got, want) {
 		t.Fatalf("Reset returned %v, want %v", got, want)
 	}
 	if again := e.Reset(); len(again) != 0 {
@@ -655,7 +655,7 @@ func TestCloseClosesTheReactor(t *testing.T) {
 func TestPostedCompletionsReachTheNextDispatchInOrder(t *testing.T) {
 	e, h, r := setup(t)
 	for i := range 3 {
-		if !e.Post(core.Completion{Token: core.Token(i), Value: uint64(10 * i), Status: -int64(i)}) {
+		if !e.Post(core.Completion{Request: core.RequestID(i), Value: uint64(10 * i), Status: -int64(i)}) {
 			t.Fatalf("post %d refused", i)
 		}
 	}
@@ -668,12 +668,12 @@ func TestPostedCompletionsReachTheNextDispatchInOrder(t *testing.T) {
 		t.Fatalf("dispatched %v, want %v", got, want)
 	}
 	// taken: the next post wakes again, the next iteration hands nothing twice
-	e.Post(core.Completion{Token: 7})
+	e.Post(core.Completion{Request: 7})
 	if got := r.wakes.Load(); got != 2 {
 		t.Fatalf("%d wake-ups after the inbox was taken, want 2", got)
 	}
 	runOnce(t, e)
-	if got := h.last().done; !slices.Equal(got, []core.Completion{{Token: 7}}) {
+	if got := h.last().done; !slices.Equal(got, []core.Completion{{Request: 7}}) {
 		t.Fatalf("second batch %v", got)
 	}
 }
@@ -682,7 +682,7 @@ func TestAPendingCompletionMeansNoWaiting(t *testing.T) {
 	e, h, r := setup(t)
 	e.Watch(1)
 	h.schedule(core.Now()+100, 1)
-	e.Post(core.Completion{Token: 1})
+	e.Post(core.Completion{Request: 1})
 	runOnce(t, e)
 	if got := r.lastTimeout(t); got != 0 {
 		t.Fatalf("timeout %v with a completion posted, want 0", got)
@@ -691,12 +691,12 @@ func TestAPendingCompletionMeansNoWaiting(t *testing.T) {
 
 func TestPostsAfterCloseAreRefusedAndLeftoversReturned(t *testing.T) {
 	e, _, _ := setup(t)
-	e.Post(core.Completion{Token: 1, Value: 42})
+	e.Post(core.Completion{Request: 1, Value: 42})
 	orphans, err := e.Close()
-	if err != nil || !slices.Equal(orphans, []core.Completion{{Token: 1, Value: 42}}) {
+	if err != nil || !slices.Equal(orphans, []core.Completion{{Request: 1, Value: 42}}) {
 		t.Fatalf("Close: %v, %v", orphans, err)
 	}
-	if e.Post(core.Completion{Token: 2}) {
+	if e.Post(core.Completion{Request: 2}) {
 		t.Fatal("a post after Close was accepted")
 	}
 }
@@ -710,11 +710,11 @@ func TestPostsFromManyGoroutinesAllArriveOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				e.Post(core.Completion{Token: core.Token(p*each + i)})
+				e.Post(core.Completion{Request: core.RequestID(p*each + i)})
 			}
 		}()
 	}
-	seen := map[core.Token]int{}
+	seen := map[core.RequestID]int{}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	for iter, finished := 0, false; !finished || len(seen) < producers*each; iter++ {
@@ -725,16 +725,16 @@ func TestPostsFromManyGoroutinesAllArriveOnce(t *testing.T) {
 		}
 		runOnce(t, e)
 		for _, c := range h.last().done {
-			seen[c.Token]++
+			seen[c.Request]++
 		}
 		h.dispatches = h.dispatches[:0]
 		if finished && iter > 1_000_000 {
 			t.Fatalf("%d of %d posts arrived", len(seen), producers*each)
 		}
 	}
-	for tok, n := range seen {
+	for req, n := range seen {
 		if n != 1 {
-			t.Fatalf("token %d dispatched %d times", tok, n)
+			t.Fatalf("request %d dispatched %d times", req, n)
 		}
 	}
 }
@@ -748,18 +748,18 @@ type busyHost struct {
 	iterations int
 }
 
-func (h *busyHost) TakeNewTimers() []core.NewTimer { return nil }
-func (h *busyHost) TimerCancelled(core.Token) bool { return false }
-func (h *busyHost) CancelledTimers() int           { return 0 }
-func (h *busyHost) MustNotBlock() bool             { return true }
-func (h *busyHost) Quiet() bool                    { return false }
-func (h *busyHost) Clock() (float64, bool)         { return 0, false }
-func (h *busyHost) Release()                       {}
-func (h *busyHost) Reacquire()                     {}
+func (h *busyHost) TakeNewTimers() []core.NewTimer     { return nil }
+func (h *busyHost) TimerCancelled(core.TimerSlot) bool { return false }
+func (h *busyHost) CancelledTimers() int               { return 0 }
+func (h *busyHost) MustNotBlock() bool                 { return true }
+func (h *busyHost) Quiet() bool                        { return false }
+func (h *busyHost) Clock() (float64, bool)             { return 0, false }
+func (h *busyHost) Release()                           {}
+func (h *busyHost) Reacquire()                         {}
 func (h *busyHost) Stopping() bool {
 	return len(h.yields) >= h.want || time.Now().After(h.deadline)
 }
-func (h *busyHost) Dispatch([]core.Event, []core.Token, []core.Completion, bool) error {
+func (h *busyHost) Dispatch([]core.Event, []core.TimerSlot, []core.Completion, bool) error {
 	h.iterations++
 	return nil
 }

@@ -7,9 +7,15 @@ package core
 
 import "github.com/zloopgo/zloopgo/core/poll"
 
-// Token names whatever the host attached to a descriptor or a timer.
-// The engine never interprets it.
-type Token = poll.Token
+// DescriptorToken is what the host attached to a watched descriptor (the
+// adapter attaches the descriptor's number) and what an Event reports.
+// The engine never interprets it. Its other two id spaces, TimerSlot and
+// RequestID, are types of their own, so that one cannot be passed for
+// another.
+type DescriptorToken = poll.Token
+
+// ReservedToken is the DescriptorToken no host may attach (poll.ReservedToken).
+const ReservedToken = poll.ReservedToken
 
 // Interest is the set of readiness kinds a descriptor is watched for.
 type Interest = poll.Interest

@@ -24,7 +24,7 @@ func BenchmarkReactorWaitEightReady(b *testing.B) {
 		}
 		defer unix.Close(p[0])
 		defer unix.Close(p[1])
-		if err := r.Register(p[0], core.Token(p[0]), core.Readable); err != nil {
+		if err := r.Register(p[0], core.DescriptorToken(p[0]), core.Readable); err != nil {
 			b.Fatal(err)
 		}
 		unix.Write(p[1], []byte("x"))

@@ -7,8 +7,8 @@ package core
 
 import "github.com/zloopgo/zloopgo/core/epoll"
 
-// Backend names the reactor NewReactor opens (for build_info()).
-const Backend = "epoll"
+// ReactorName names the backend NewReactor opens (build_info()'s "reactor").
+const ReactorName = "epoll"
 
 // NewReactor opens the platform's reactor.
 func NewReactor() (Reactor, error) { return epoll.New() }

@@ -6,8 +6,8 @@ package core
 
 import "github.com/zloopgo/zloopgo/core/iocp"
 
-// Backend names the reactor NewReactor opens (for build_info()).
-const Backend = "iocp"
+// ReactorName names the backend NewReactor opens (build_info()'s "reactor").
+const ReactorName = "iocp"
 
 // NewReactor opens the platform's reactor.
 func NewReactor() (Reactor, error) { return iocp.New() }

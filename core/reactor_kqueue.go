@@ -5,8 +5,8 @@ package core
 
 import "github.com/zloopgo/zloopgo/core/kqueue"
 
-// Backend names the reactor NewReactor opens (for build_info()).
-const Backend = "kqueue"
+// ReactorName names the backend NewReactor opens (build_info()'s "reactor").
+const ReactorName = "kqueue"
 
 // NewReactor opens the platform's reactor.
 func NewReactor() (Reactor, error) { return kqueue.New() }

@@ -9,8 +9,8 @@ import (
 	"runtime"
 )
 
-// Backend is empty: there is no reactor on this system.
-const Backend = ""
+// ReactorName is empty: there is no reactor on this system.
+const ReactorName = ""
 
 // NewReactor fails: no backend supports this system.
 func NewReactor() (Reactor, error) {

@@ -5,8 +5,8 @@
 # The Pythons scripts/test and scripts/e2e run on: those ZL_TEST_PYTHONS
 # names (commands on PATH or paths, e.g. "python3.10 python3.15"), else the
 # default python3 and the newest other CPython installed (pyenv's, or a
-# python3.N on PATH, as in the CPython 3.14/3.15 root of
-# ../shared/tools/newpy/run.sh).
+# python3.N on PATH, as in the CPython 3.14/3.15 root scripts/newpy runs
+# commands in).
 zl_pythons() {
     local default newest py minor best=""
     if [ -n "${ZL_TEST_PYTHONS:-}" ]; then

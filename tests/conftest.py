@@ -12,8 +12,7 @@ import signal
 import ssl
 
 import pytest
-
-import zloopgo
+from helpers import FACTORIES
 
 # The suite must not depend on the signal dispositions it inherits: a shell
 # that starts it in the background (`nohup scripts/test &`) leaves SIGINT
@@ -23,11 +22,6 @@ import zloopgo
 # Python's handler) behave as when started from a terminal.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
-
-FACTORIES = {
-    "asyncio": asyncio.SelectorEventLoop,
-    "zloopgo": zloopgo.new_event_loop,
-}
 
 
 @pytest.fixture(params=sorted(FACTORIES))

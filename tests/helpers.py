@@ -1,10 +1,12 @@
-"""Small helpers the test modules share: running one loop iteration,
+"""Small helpers the test modules share: the two loops of the dual-run
+tests (FACTORIES, SCRIPT_FACTORIES), running one loop iteration,
 scheduling through each call_* method, a zloopgo loop that closes itself,
 a free port, a transport over a socketpair, and scripts run in a fresh interpreter (for
 what may hang or must exit)."""
 
 import asyncio
 import contextlib
+import pkgutil
 import socket
 import subprocess
 import sys
@@ -14,11 +16,15 @@ import zloopgo
 
 SCHEDULERS = ["call_soon", "call_soon_threadsafe", "call_later", "call_at"]
 
-# What a subprocess script calls `factory` to make its loop.
+# The two loops every dual-run test runs on, by the name tests give them:
+# the dotted name of what makes one, which a subprocess script (run_script)
+# evaluates as `factory`, and (FACTORIES) what it names, for the fixtures
+# of conftest.py.
 SCRIPT_FACTORIES = {
     "asyncio": "asyncio.SelectorEventLoop",
     "zloopgo": "zloopgo.new_event_loop",
 }
+FACTORIES = {name: pkgutil.resolve_name(path) for name, path in SCRIPT_FACTORIES.items()}
 
 
 def run_once(loop):

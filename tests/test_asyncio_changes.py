@@ -635,7 +635,7 @@ def test_build_refuses_a_free_threaded_build():
             return self.gil_disabled if name == "Py_GIL_DISABLED" else None
 
     ns = {"sys": sys}
-    exec(compile(ast.Module(body=[fn], type_ignores=[]), "setup.py", "exec"), ns)  # noqa: S102
+    exec(compile(ast.Module(body=[fn], type_ignores=[]), "setup.py", "exec"), ns)
     for default in (None, 0):
         ns["sysconfig"] = Sysconfig(default)
         ns["refuse_free_threaded"]()  # a GIL build goes on

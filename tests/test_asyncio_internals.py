@@ -281,7 +281,7 @@ def test_code_zloopgo_does_again_is_the_code_it_was_checked_against(name):
 def test_the_stream_fast_path_is_on_exactly_where_its_code_was_checked():
     names = [n for n, (depends, _) in REVIEWED.items() if depends == STREAMS]
     checked = all(fingerprint(_resolve(n)) in REVIEWED[n][1] for n in names)
-    assert _transports.STREAM_FAST_PATH == checked, (
+    assert checked == _transports.STREAM_FAST_PATH, (
         f"zloopgo/_transports.py turns the stream fast path "
         f"{'on' if _transports.STREAM_FAST_PATH else 'off'} on CPython {VERSION}, whose "
         f"stream code {'is' if checked else 'is not'} what capi/streamfeed.c was checked against"

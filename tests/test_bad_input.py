@@ -207,7 +207,7 @@ def test_context_that_is_not_a_context_is_reported_at_run(loop, loop_errors):
 
 
 def test_run_until_complete_non_awaitable(loop):
-    with pytest.raises(TypeError, match="An asyncio.Future, a coroutine or an awaitable"):
+    with pytest.raises(TypeError, match=r"An asyncio\.Future, a coroutine or an awaitable"):
         loop.run_until_complete(42)
     assert loop.run_until_complete(asyncio.sleep(0, "ok")) == "ok"
 

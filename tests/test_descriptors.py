@@ -2,6 +2,7 @@
 remove_writer), run on stock asyncio and on zloopgo."""
 
 import asyncio
+import contextlib
 import os
 import socket
 
@@ -15,10 +16,8 @@ def pipe():
     os.set_blocking(w, False)
     yield r, w
     for fd in (r, w):
-        try:
+        with contextlib.suppress(OSError):
             os.close(fd)
-        except OSError:
-            pass
 
 
 @pytest.fixture

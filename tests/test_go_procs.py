@@ -2,7 +2,7 @@
 (GOMAXPROCS): Go's own choice, one for a process confined to one CPU, and
 what the program set if it set the GOMAXPROCS environment variable. Each
 case runs in a fresh interpreter pinned before zloopgo starts the runtime.
-(Raising one P to two was measured and not adopted: README, "One
+(Raising one P to two was measured and not adopted: docs/architecture.md, "One
 iteration, and who does what".)"""
 
 import json

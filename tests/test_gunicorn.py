@@ -12,6 +12,7 @@ comes from the uvicorn-worker package when it is installed, else from
 uvicorn.workers. Every gunicorn runs in its own process group, bound to
 127.0.0.1, and is killed at the end whatever happens."""
 
+import contextlib
 import json
 import os
 import signal
@@ -162,10 +163,8 @@ def stop(proc, log, timeout=15):
         except subprocess.TimeoutExpired:
             return "hung on SIGTERM"
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         proc.wait(5)
         log.close()
 

@@ -438,7 +438,7 @@ def test_protocols_and_transports_released_after_close(loop):
         server = await loop.create_server(TrackedProtocol, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         transports = []
-        for i in range(20):
+        for _ in range(20):
             lost = loop.create_future()
             tr, pr = await loop.create_connection(
                 lambda lost=lost: TrackedProtocol(lost), "127.0.0.1", port

@@ -55,7 +55,8 @@ def test_streams_in_several_threads_with_a_collector_that_sleeps(loop_name):
             loop = factory()
             try:
                 feeder.start()
-                results[i] = loop.run_until_complete(receive(ours)) == hashlib.sha256(data).hexdigest()
+                digest = loop.run_until_complete(receive(ours))
+                results[i] = digest == hashlib.sha256(data).hexdigest()
             finally:
                 loop.close()
                 feeder.join()

@@ -119,7 +119,7 @@ def test_getaddrinfo_matches_socket_getaddrinfo(loop, getaddrinfo_cases):
         )
 
     got = loop.run_until_complete(main())
-    for (case, expected), result in zip(getaddrinfo_cases, got):
+    for (case, expected), result in zip(getaddrinfo_cases, got, strict=True):
         if result != expected and _getaddrinfo_reference(case) != expected:
             continue  # the name service itself changed its answer meanwhile
         assert result == expected, case
@@ -169,7 +169,7 @@ def test_getnameinfo_matches_socket_getnameinfo(loop):
         )
 
     got = loop.run_until_complete(main())
-    for (case, expected), result in zip(cases, got):
+    for (case, expected), result in zip(cases, got, strict=True):
         assert result == expected, case
 
 

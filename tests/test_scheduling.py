@@ -32,7 +32,7 @@ def test_call_soon_passes_positional_args(loop, nargs):
     run_once(loop)
     assert len(got) == 1
     assert len(got[0]) == nargs
-    assert all(a is b for a, b in zip(got[0], args))
+    assert all(a is b for a, b in zip(got[0], args, strict=True))
 
 
 def test_call_soon_return_value_is_ignored(loop):

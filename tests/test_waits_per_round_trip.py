@@ -6,7 +6,8 @@ round trip are subtracted from those of 2,001.
 
 zloopgo waits twice per round trip, as uvloop does, because the native
 stream read feeds asyncio's StreamReader directly (capi/streamfeed.c) and
-such a batch skips the next non-blocking poll (README, "One iteration").
+such a batch skips the next non-blocking poll (docs/architecture.md, "One
+iteration").
 Four waits mean the stream fast path is off on this Python (as it was on
 3.14 and 3.15 until their asyncio.streams was checked), or a batch that
 should be quiet is not.

@@ -93,7 +93,10 @@ def test_bytes_written_before_a_protocol_raises_reach_the_peer(loop, loop_errors
         elif where == "eof_received":
             factory = _EofWritesThenRaises
         else:
-            factory = lambda: _BufferedWritesThenRaises(where)
+
+            def factory():
+                return _BufferedWritesThenRaises(where)
+
         transport, _ = await loop.connect_accepted_socket(factory, ours)
         if where == "eof_received":
             peer.shutdown(socket.SHUT_WR)

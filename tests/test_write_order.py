@@ -188,7 +188,7 @@ async def run_program(loop, program, high, over, tls_contexts=None):
                     payload(offset + sum(s for s, _ in op[1][:i]), s)
                     for i, (s, _) in enumerate(op[1])
                 ]
-                transport.writelines([kind(c) for c, (_, kind) in zip(chunks, op[1])])
+                transport.writelines([kind(c) for c, (_, kind) in zip(chunks, op[1], strict=True)])
                 written.extend(chunks)
                 offset += sum(len(c) for c in chunks)
             # asyncio's write() of some bytes pauses as soon as more than
@@ -255,7 +255,7 @@ def test_random_writes_arrive_in_order(loop_factory, tls_contexts, over, program
         loop.close()
     if received != expected:
         first = next(
-            (i for i, (a, b) in enumerate(zip(received, expected)) if a != b),
+            (i for i, (a, b) in enumerate(zip(received, expected, strict=False)) if a != b),
             min(len(received), len(expected)),
         )
         pytest.fail(

@@ -17,9 +17,10 @@ called by CPython's socket module):
   then the same ``inet_pton``, and CPython formats the address with
   ``inet_ntop``, which is what this module does. None as host with family
   AF_INET or AF_INET6: the loopback address, or the wildcard with
-  AI_PASSIVE (host and port both None is an error: declined). Declined: names, '' and '*' (glibc reads '*' as None), and
-  None with AF_UNSPEC, whose two answers glibc orders by the RFC 6724 rules
-  (gai.conf, which addresses and routes the machine has).
+  AI_PASSIVE (host and port both None is an error: declined). Declined:
+  names, '' and '*' (glibc reads '*' as None), and None with AF_UNSPEC,
+  whose two answers glibc orders by the RFC 6724 rules (gai.conf, which
+  addresses and routes the machine has).
 - the host's family must be the one asked for, or AF_UNSPEC; a mismatch is
   an error or a name lookup in glibc, so it is declined.
 - port: None, an int (exactly int, not bool) in 0..65535, or a str / bytes

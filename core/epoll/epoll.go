@@ -4,9 +4,10 @@
 // eventfd that other threads write to wake a blocked wait. It implements
 // poll.Backend.
 //
-// It knows descriptors, opaque 64-bit tokens and the two readiness kinds
-// of package poll; it knows nothing of timers, callbacks or Python, nor
-// what a token means.
+// It knows descriptors, opaque 64-bit tokens (all but the one the contract
+// reserves, which its waker takes) and the two readiness kinds of package
+// poll; it knows nothing of timers, callbacks or Python, nor what a token
+// means.
 package epoll
 
 import (
@@ -19,18 +20,16 @@ import (
 )
 
 // wakeToken is the epoll user data of the eventfd's own registration.
-// epoll hands back only the user data, and every 64-bit token is valid, so
-// a descriptor the host registers with this same token is "aliased": its
-// events are indistinguishable from the waker's, and Wait asks poll(2)
-// about such descriptors instead (pollAliased). Other tokens cost nothing.
-const wakeToken = ^uint64(0)
+// epoll hands back only the user data, so the waker takes the token the
+// contract reserves (hosts cannot register it): an event with it is a
+// wake-up and nothing else.
+const wakeToken = poll.ReservedToken
 
 // Poller owns one epoll instance and its wake-up eventfd.
 type Poller struct {
-	epfd    int
-	wakefd  int
-	buf     []unix.EpollEvent
-	aliased map[int]poll.Interest // descriptors registered with wakeToken
+	epfd   int
+	wakefd int
+	buf    []unix.EpollEvent
 }
 
 var _ poll.Backend = (*Poller)(nil)
@@ -54,7 +53,7 @@ func New() (*Poller, error) {
 	return p, nil
 }
 
-func (p *Poller) ctl(op, fd int, tok uint64, in poll.Interest) error {
+func (p *Poller) ctl(op, fd int, tok poll.Token, in poll.Interest) error {
 	ev := unix.EpollEvent{Events: toEpoll(in)}
 	// EpollEvent splits the 64-bit user data into Fd and Pad.
 	ev.Fd = int32(uint32(tok))
@@ -89,11 +88,10 @@ func fromEpoll(e uint32) poll.Interest {
 
 // Register starts watching fd.
 func (p *Poller) Register(fd int, tok poll.Token, in poll.Interest) error {
-	if err := p.ctl(unix.EPOLL_CTL_ADD, fd, tok, in); err != nil {
-		return err
+	if tok == poll.ReservedToken {
+		return poll.ErrReservedToken
 	}
-	p.alias(fd, tok, in)
-	return nil
+	return p.ctl(unix.EPOLL_CTL_ADD, fd, tok, in)
 }
 
 // Reregister changes fd's interest. A descriptor the kernel no longer
@@ -101,36 +99,20 @@ func (p *Poller) Register(fd int, tok poll.Token, in poll.Interest) error {
 // which epoll forgets silently) is an error, ENOENT or EBADF, as it is
 // for asyncio's EpollSelector: the host decides what follows.
 func (p *Poller) Reregister(fd int, tok poll.Token, in poll.Interest) error {
-	if err := p.ctl(unix.EPOLL_CTL_MOD, fd, tok, in); err != nil {
-		return err
+	if tok == poll.ReservedToken {
+		return poll.ErrReservedToken
 	}
-	p.alias(fd, tok, in)
-	return nil
+	return p.ctl(unix.EPOLL_CTL_MOD, fd, tok, in)
 }
 
 // Deregister stops watching fd. A descriptor the kernel already dropped
 // (closed before Deregister) is not an error.
 func (p *Poller) Deregister(fd int) error {
-	if len(p.aliased) > 0 {
-		delete(p.aliased, fd)
-	}
 	err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, fd, nil)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EBADF) {
 		return nil
 	}
 	return err
-}
-
-// alias records whether fd's token collides with the waker's.
-func (p *Poller) alias(fd int, tok poll.Token, in poll.Interest) {
-	switch {
-	case tok == wakeToken && p.aliased == nil:
-		p.aliased = map[int]poll.Interest{fd: in}
-	case tok == wakeToken:
-		p.aliased[fd] = in
-	case len(p.aliased) > 0:
-		delete(p.aliased, fd)
-	}
 }
 
 // Wait blocks for at most timeout (negative: forever; sub-millisecond
@@ -171,36 +153,8 @@ func (p *Poller) Wait(events []poll.Event, timeout time.Duration) (int, error) {
 	}
 	if woken {
 		p.drainWaker()
-		if len(p.aliased) > 0 {
-			k = p.pollAliased(events, k)
-		}
 	}
 	return k, nil
-}
-
-// pollAliased reports the aliased descriptors that are ready, after the
-// k events already in events: an event with the waker's token may have
-// been theirs. Rare (a host would have to pick that token), so it may
-// allocate.
-func (p *Poller) pollAliased(events []poll.Event, k int) int {
-	fds := make([]unix.PollFd, 0, len(p.aliased))
-	for fd, in := range p.aliased {
-		fds = append(fds, unix.PollFd{Fd: int32(fd), Events: int16(toEpoll(in))})
-	}
-	for {
-		if _, err := unix.Poll(fds, 0); err != unix.EINTR {
-			break
-		}
-	}
-	for _, f := range fds {
-		// POLLNVAL: closed without Deregister, which epoll forgets too.
-		if f.Revents == 0 || f.Revents&unix.POLLNVAL != 0 || k == len(events) {
-			continue
-		}
-		events[k] = poll.Event{Token: wakeToken, Mask: fromEpoll(uint32(uint16(f.Revents)))}
-		k++
-	}
-	return k
 }
 
 // peek is epoll_wait with a zero timeout as a raw system call: it cannot
@@ -217,8 +171,8 @@ func (p *Poller) peek(max int) (int, error) {
 	return int(r), nil
 }
 
-func tokenOf(ev unix.EpollEvent) uint64 {
-	return uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
+func tokenOf(ev unix.EpollEvent) poll.Token {
+	return poll.Token(uint32(ev.Fd)) | poll.Token(uint32(ev.Pad))<<32
 }
 
 func (p *Poller) drainWaker() {

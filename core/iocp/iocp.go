@@ -10,8 +10,9 @@
 // completion posted with no request (Wake).
 //
 // It knows sockets (not pipes or files: AFD polls only sockets), opaque
-// 64-bit tokens and the two readiness kinds of package poll; it knows
-// nothing of timers, callbacks or Python, nor what a token means.
+// 64-bit tokens (all but the one the contract reserves) and the two
+// readiness kinds of package poll; it knows nothing of timers, callbacks
+// or Python, nor what a token means.
 package iocp
 
 import (
@@ -170,6 +171,9 @@ func baseSocket(fd int) (windows.Handle, error) {
 // Register starts watching socket fd. Registering a watched socket again
 // replaces its registration.
 func (p *Poller) Register(fd int, tok poll.Token, in poll.Interest) error {
+	if tok == poll.ReservedToken {
+		return poll.ErrReservedToken
+	}
 	if s := p.socks[fd]; s != nil {
 		return p.Reregister(fd, tok, in)
 	}
@@ -190,8 +194,13 @@ func (p *Poller) Register(fd int, tok poll.Token, in poll.Interest) error {
 }
 
 // Reregister changes what fd is watched for. A socket this backend has
-// seen closed is an error, as on epoll and kqueue.
+// seen closed is an error, as on epoll and kqueue. Wake-ups carry no
+// token (a completion without a request), but the contract's reserved
+// one is refused here as on every backend.
 func (p *Poller) Reregister(fd int, tok poll.Token, in poll.Interest) error {
+	if tok == poll.ReservedToken {
+		return poll.ErrReservedToken
+	}
 	s := p.socks[fd]
 	if s == nil {
 		return windows.ERROR_NOT_FOUND

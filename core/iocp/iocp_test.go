@@ -1,7 +1,8 @@
 //go:build windows
 
-// The iocp backend against the reactor conformance suite (which also
-// wakes it as C does, through its WakeHandle), and what only iocp has.
+// The iocp backend against the reactor conformance suite, and what only
+// iocp has. Its WakeHandle, which C uses to wake it, is tested by
+// capi/waker's test against this backend.
 package iocp
 
 import (

@@ -4,9 +4,9 @@
 // one EVFILT_READ and one EVFILT_WRITE filter per watched descriptor, and an
 // EVFILT_USER event that wakes a blocked wait. It implements poll.Backend.
 //
-// It knows descriptors, opaque 64-bit tokens and the two readiness kinds of
-// package poll; it knows nothing of timers, callbacks or Python, nor what a
-// token means.
+// It knows descriptors, opaque 64-bit tokens (all but the one the contract
+// reserves) and the two readiness kinds of package poll; it knows nothing
+// of timers, callbacks or Python, nor what a token means.
 package kqueue
 
 import (
@@ -73,8 +73,13 @@ func (p *Poller) Register(fd int, tok poll.Token, in poll.Interest) error {
 }
 
 // Reregister adds the filters in asks for and deletes the others. A closed
-// descriptor is an error (EBADF), as in asyncio's KqueueSelector.
+// descriptor is an error (EBADF), as in asyncio's KqueueSelector. The
+// waker needs no token (EVFILT_USER tells it apart), but the contract's
+// reserved one is refused here as on every backend.
 func (p *Poller) Reregister(fd int, tok poll.Token, in poll.Interest) error {
+	if tok == poll.ReservedToken {
+		return poll.ErrReservedToken
+	}
 	if err := p.apply(fd, in); err != nil {
 		return err
 	}

@@ -1,7 +1,8 @@
 //go:build darwin || freebsd
 
-// The kqueue backend against the reactor conformance suite (which also
-// wakes it as C does, through its WakeHandle), and what only kqueue has.
+// The kqueue backend against the reactor conformance suite, and what only
+// kqueue has. Its WakeHandle, which C uses to wake it, is tested by
+// capi/waker's test against this backend.
 package kqueue
 
 import (

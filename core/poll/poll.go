@@ -8,11 +8,26 @@
 // build constraints.
 package poll
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // Token names whatever the host attached to a descriptor. A backend hands
-// it back unchanged and never interprets it: every 64-bit value is valid.
-type Token = uint64
+// it back unchanged and never interprets it. Every value but ReservedToken
+// is valid.
+type Token uint64
+
+// ReservedToken is the one token a host may not attach to a descriptor: a
+// backend may give it to its own waker (epoll hands back nothing but the
+// token, so its eventfd's events carry this one), which then needs no
+// other way to tell a wake-up from a descriptor's readiness. Register and
+// Reregister refuse it with ErrReservedToken and change nothing. The
+// adapter's tokens are descriptor numbers, which never reach it.
+const ReservedToken Token = ^Token(0)
+
+// ErrReservedToken is Register's and Reregister's answer to ReservedToken.
+var ErrReservedToken = errors.New("poll: the token is reserved for the backend's waker")
 
 // Interest is the set of readiness kinds a descriptor is watched for, and
 // the kinds an Event reports.
@@ -60,12 +75,14 @@ type WakeHandle struct {
 // except Wake are called from one goroutine, the loop's. fd is a
 // descriptor number (on Windows, a SOCKET handle's value).
 type Backend interface {
-	// Register starts watching fd for in, reporting tok. The host
+	// Register starts watching fd for in, reporting tok (any token but
+	// ReservedToken, which fails with ErrReservedToken). The host
 	// registers a descriptor once; a second Register without Deregister
 	// is the host's bug (epoll refuses it, kqueue and iocp replace the
 	// registration).
 	Register(fd int, tok Token, in Interest) error
-	// Reregister changes what fd is watched for and the token reported.
+	// Reregister changes what fd is watched for and the token reported
+	// (not ReservedToken: that fails and leaves the registration as it was).
 	// For a descriptor closed since Register it fails on epoll and kqueue,
 	// as asyncio's selectors do, and on iocp once a poll has seen the
 	// close; the host decides what follows.

@@ -3,55 +3,55 @@
 // caller.
 //
 // It knows deadlines as float64 seconds on the host's monotonic clock and
-// tokens as opaque integers; it knows nothing of callbacks or what a
-// cancelled timer is — the engine asks its host and uses Filter.
+// tokens as opaque integers of the caller's type (the engine's TimerSlot);
+// it knows nothing of callbacks or what a cancelled timer is — the engine asks its host and uses Filter.
 package timerheap
 
 import "math"
 
 // Entry is one scheduled timer. Seq breaks ties so that timers with equal
 // deadlines fire in the order they were pushed, as asyncio's do.
-type Entry struct {
+type Entry[T ~uint64] struct {
 	When  float64
 	Seq   uint64
-	Token uint64
+	Token T
 }
 
-func less(a, b *Entry) bool {
+func less[T ~uint64](a, b *Entry[T]) bool {
 	return a.When < b.When || (a.When == b.When && a.Seq < b.Seq)
 }
 
 // Heap is a min-heap of entries; the zero value is empty and ready to use.
-type Heap struct {
-	items []Entry
+type Heap[T ~uint64] struct {
+	items []Entry[T]
 	seq   uint64
 }
 
 // Len is the number of timers held.
-func (h *Heap) Len() int { return len(h.items) }
+func (h *Heap[T]) Len() int { return len(h.items) }
 
 // Push schedules tok at when. A NaN deadline sorts first (it is due at
 // once): asyncio compares NaN deadlines as "not later than now" and runs
 // them on the next iteration, and NaN would otherwise break the ordering.
-func (h *Heap) Push(when float64, tok uint64) {
+func (h *Heap[T]) Push(when float64, tok T) {
 	if math.IsNaN(when) {
 		when = math.Inf(-1)
 	}
-	h.items = append(h.items, Entry{When: when, Seq: h.seq, Token: tok})
+	h.items = append(h.items, Entry[T]{When: when, Seq: h.seq, Token: tok})
 	h.seq++
 	h.up(len(h.items) - 1)
 }
 
 // Top returns the earliest entry; ok is false when the heap is empty.
-func (h *Heap) Top() (e Entry, ok bool) {
+func (h *Heap[T]) Top() (e Entry[T], ok bool) {
 	if len(h.items) == 0 {
-		return Entry{}, false
+		return Entry[T]{}, false
 	}
 	return h.items[0], true
 }
 
 // Pop removes and returns the earliest entry. It panics on an empty heap.
-func (h *Heap) Pop() Entry {
+func (h *Heap[T]) Pop() Entry[T] {
 	top := h.items[0]
 	last := len(h.items) - 1
 	h.items[0] = h.items[last]
@@ -64,7 +64,7 @@ func (h *Heap) Pop() Entry {
 
 // Filter keeps the entries for which keep returns true, appends the tokens
 // of the others to removed, rebuilds the heap in O(n) and returns removed.
-func (h *Heap) Filter(keep func(tok uint64) bool, removed []uint64) []uint64 {
+func (h *Heap[T]) Filter(keep func(tok T) bool, removed []T) []T {
 	kept := h.items[:0]
 	for _, e := range h.items {
 		if keep(e.Token) {
@@ -83,7 +83,7 @@ func (h *Heap) Filter(keep func(tok uint64) bool, removed []uint64) []uint64 {
 
 // Drain empties the heap, appending every token to out (in no particular
 // order), and returns out.
-func (h *Heap) Drain(out []uint64) []uint64 {
+func (h *Heap[T]) Drain(out []T) []T {
 	for _, e := range h.items {
 		out = append(out, e.Token)
 	}
@@ -91,7 +91,7 @@ func (h *Heap) Drain(out []uint64) []uint64 {
 	return out
 }
 
-func (h *Heap) up(i int) {
+func (h *Heap[T]) up(i int) {
 	for i > 0 {
 		parent := (i - 1) / 2
 		if !less(&h.items[i], &h.items[parent]) {
@@ -102,7 +102,7 @@ func (h *Heap) up(i int) {
 	}
 }
 
-func (h *Heap) down(i int) {
+func (h *Heap[T]) down(i int) {
 	n := len(h.items)
 	for {
 		smallest := i

@@ -9,7 +9,7 @@ import (
 // model is the reference the heap is checked against: a plain slice kept in
 // (when, push order) order by a stable sort.
 type model struct {
-	items []Entry
+	items []Entry[uint64]
 	seq   uint64
 }
 
@@ -17,19 +17,19 @@ func (m *model) push(when float64, tok uint64) {
 	if math.IsNaN(when) {
 		when = math.Inf(-1)
 	}
-	m.items = append(m.items, Entry{When: when, Seq: m.seq, Token: tok})
+	m.items = append(m.items, Entry[uint64]{When: when, Seq: m.seq, Token: tok})
 	m.seq++
 	sort.SliceStable(m.items, func(i, j int) bool { return less(&m.items[i], &m.items[j]) })
 }
 
-func (m *model) pop() Entry {
+func (m *model) pop() Entry[uint64] {
 	e := m.items[0]
 	m.items = m.items[1:]
 	return e
 }
 
 func TestOrderByDeadlineThenPushOrder(t *testing.T) {
-	var h Heap
+	var h Heap[uint64]
 	h.Push(2, 20)
 	h.Push(1, 10)
 	h.Push(2, 21)
@@ -51,7 +51,7 @@ func TestOrderByDeadlineThenPushOrder(t *testing.T) {
 }
 
 func TestFilterKeepsOrderAndReportsRemoved(t *testing.T) {
-	var h Heap
+	var h Heap[uint64]
 	for i := uint64(0); i < 100; i++ {
 		h.Push(float64(100-i), i)
 	}
@@ -75,7 +75,7 @@ func TestFilterKeepsOrderAndReportsRemoved(t *testing.T) {
 }
 
 func TestDrainEmpties(t *testing.T) {
-	var h Heap
+	var h Heap[uint64]
 	h.Push(1, 1)
 	h.Push(2, 2)
 	out := h.Drain(nil)
@@ -91,7 +91,7 @@ func FuzzAgainstModel(f *testing.F) {
 	f.Add([]byte{0, 5, 0, 5, 1, 2, 0, 1, 1, 1})
 	f.Add([]byte{0, 255, 0, 0, 2, 3, 0, 7, 1})
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		var h Heap
+		var h Heap[uint64]
 		var m model
 		tok := uint64(0)
 		for i := 0; i+1 < len(ops); i += 2 {

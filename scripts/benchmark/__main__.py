@@ -3,49 +3,24 @@ scripts/bench does). Prints the Markdown report on stdout and writes it,
 with the raw samples as JSON, to bench-results/."""
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import time
 
-from . import harness, report, workloads
+from . import harness, report, samples, workloads
 
 ROOT = os.path.dirname(harness.SCRIPTS)
 
 
-def read_installs():
-    """What scripts/bench's wheel-only installs of the peers said: a JSON
-    file {peer: "ok" or the reason} named by ZL_BENCH_INSTALLS."""
-    path = os.environ.get("ZL_BENCH_INSTALLS")
-    if not path or not os.path.exists(path):
-        return {}
-    with open(path) as f:
-        return json.load(f)
-
-
 def git_commit():
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.strip()
-        return head + (" (with uncommitted changes)" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+    head = samples.git(ROOT, "rev-parse", "HEAD")
+    dirty = head != "unknown" and samples.git(ROOT, "status", "--porcelain", "--untracked-files=no")
+    return head + (" (with uncommitted changes)" if dirty else "")
 
 
 def loadavg():
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "?"
+    load = samples.loadavg()
+    return " ".join(f"{x:.2f}" for x in load) if load else "?"
 
 
 TABLES = ("seed1", "seed2", "span", "gcoff")
@@ -215,21 +190,16 @@ def main(argv):
     payload, status, detail = harness.run_worker(["--provenance"], 120)
     prov = payload or {"packages": {}, "error": f"provenance worker {status}: {detail}"}
     prov["git"] = git_commit()
-    prov["installs"] = read_installs()
+    prov["installs"] = samples.installs()
     prov["loadavg_start"] = load_start
     results = harness.run(config, log=log)
     prov["loadavg_end"] = loadavg()
     prov["zloopgo_source"] = os.environ.get("ZL_BENCH_ZLOOPGO_SOURCE", "the checkout")
     md = report.render(results, prov, config.get("heading", "##"))
     print(md)
-    os.makedirs(out, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(results["started"]))
     tag = os.environ.get("ZL_BENCH_TAG") or "py{}.{}".format(*sys.version_info[:2])
-    base = os.path.join(out, f"bench-{tag}-{stamp}")
-    with open(base + ".md", "w") as f:
-        f.write(md + "\n")
-    with open(base + ".json", "w") as f:
-        json.dump({"provenance": prov, **results}, f, indent=1)
+    base = samples.write_report(out, "bench", tag, md, {"provenance": prov, **results}, stamp)
     log(f"# wrote {base}.md and .json ({results['elapsed']:.0f} s)")
     # A benchmark is not a test: missed targets do not fail the command.
     return 0

@@ -108,7 +108,7 @@ def draw(sec, path, quick=False):
     if len(panels) == 1:
         axes = [axes]
     head = f"zloopgo benchmark, Python {sec.get('version', sec.get('minor'))}: "
-    for k, (ax, (title, rows, loops)) in enumerate(zip(axes, panels)):
+    for k, (ax, (title, rows, loops)) in enumerate(zip(axes, panels, strict=True)):
         n = len(loops)
         ticks, labels = [], []
         for i, (label, higher, cells) in enumerate(rows):

@@ -8,13 +8,14 @@ import json
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
 from . import workloads
+from .samples import loadavg, rotate
+from .tables import summarize
 from .worker import FACTORIES, MARK
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -168,17 +169,8 @@ def probe(loop, timeout=60):
 
 
 def _load1():
-    try:
-        return os.getloadavg()[0]
-    except OSError:
-        return None
-
-
-def rotate(seq, k):
-    if not seq:
-        return seq
-    k %= len(seq)
-    return seq[k:] + seq[:k]
+    load = loadavg()
+    return load[0] if load else None
 
 
 def cpu_sets():
@@ -300,13 +292,8 @@ def _shown(wl, rec):
 
 
 def _summary(values):
-    mean = statistics.fmean(values)
-    return {
-        "median": statistics.median(values),
-        "min": min(values),
-        "max": max(values),
-        "cov": (statistics.stdev(values) / mean) if len(values) > 1 and mean else 0.0,
-    }
+    """summarize without its count (a cell counts its samples)."""
+    return {k: v for k, v in summarize(values).items() if k != "n"}
 
 
 def cell_stats(samples):

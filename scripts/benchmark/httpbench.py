@@ -15,44 +15,30 @@ and writes it with the raw samples to bench-results/.
 """
 
 import argparse
-import json
 import os
 import re
 import shutil
-import signal
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 
-from . import httpapp
+from . import httpapp, tables
+from . import samples as runner
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.dirname(HERE)
 ROOT = os.path.dirname(SCRIPTS)
 LOOPS = ("asyncio", "uvloop", "zloopgo", "zloop", "rloop")
 PATHS = {"plaintext": "/plaintext", "json": "/json"}
-TARGET = 1.15  # not an issue target for HTTP; the echo target, shown for reference
-T0 = time.monotonic()
-
-
-def log(msg):
-    print(f"[{time.monotonic() - T0:6.0f} s] {msg}", file=sys.stderr, flush=True)
+log = runner.log
 
 
 def uvicorn_loop(name):
     """uvicorn's --loop value: its own names for asyncio and uvloop, else a
     zero-argument factory (uvicorn >= 0.36 takes module:function)."""
     return name if name in ("asyncio", "uvloop") else f"{name}:new_event_loop"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def cpu_ticks(pid):
@@ -65,18 +51,6 @@ def cpu_ticks(pid):
 def fetch(port, path, timeout=2.0):
     with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as r:
         return r.status, r.read()
-
-
-def wait_ready(port, proc, deadline):
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return False
-        try:
-            if fetch(port, "/ready", 0.5)[0] == 200:
-                return True
-        except OSError:
-            time.sleep(0.05)
-    return False
 
 
 _UNITS = {"us": 1.0, "ms": 1e3, "s": 1e6}
@@ -118,72 +92,44 @@ def server_command(server, loop, port):
 
 
 def run_sample(opts, server_name, loop, kind, duration, tmpdir):
-    port = free_port()
+    port = runner.free_port()
     res = {"server": server_name, "loop": loop, "kind": kind, "duration": duration}
     cmd, cwd = server_command(server_name, loop, port)
     out_path = os.path.join(tmpdir, f"{server_name}-{loop}-{kind}.out")
-    with open(out_path, "w+") as out:
-        server = subprocess.Popen(
-            [*opts.pin_server, *cmd],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=cwd or tmpdir,
-            start_new_session=True,
-        )
-        try:
-            if not wait_ready(port, server, time.monotonic() + 15):
-                out.seek(0)
-                tail = out.read().strip().splitlines()[-1:] or [""]
-                res["status"] = "error" if server.poll() is not None else "timeout"
-                res["detail"] = f"server did not answer (rc {server.poll()}): {tail[0][:200]}"
-                return res
-            path = PATHS[kind]
-            status, body = fetch(port, path)
-            want = httpapp.PLAINTEXT if kind == "plaintext" else httpapp.JSON_BODY
-            if status != 200 or body != want:
-                res["status"] = "mismatch"
-                res["detail"] = f"GET {path}: status {status}, {len(body)} B, not the expected body"
-                return res
-            cpu0 = cpu_ticks(server.pid)
-            wcmd = [*opts.pin_client, opts.wrk, "-t1", f"-c{opts.conns}", f"-d{duration}s"]
-            wcmd += ["--latency", f"http://127.0.0.1:{port}{path}"]
-            try:
-                w = subprocess.run(
-                    wcmd, capture_output=True, text=True, timeout=duration + 30, check=False
-                )
-            except subprocess.TimeoutExpired:
-                res["status"] = "timeout"
-                res["detail"] = "wrk did not finish"
-                return res
-            cpu1 = cpu_ticks(server.pid)
-            got = parse_wrk(w.stdout)
-            res.update(got, server_cpu_s=cpu1 - cpu0)
-            if w.returncode != 0 or "requests" not in got or "rate" not in got:
-                res["status"] = "error"
-                res["detail"] = f"wrk rc {w.returncode}: {(w.stdout + w.stderr).strip()[-200:]}"
-                return res
-            server.send_signal(signal.SIGTERM)
-            try:
-                server.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                res["status"] = "timeout"
-                res["detail"] = f"{server_name} did not stop within 5 s of SIGTERM"
-                return res
-        finally:
-            if server.poll() is None:
-                try:
-                    os.killpg(server.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                server.wait()
-        out.seek(0)
-        text = out.read()
-    stats = [line for line in text.splitlines() if line.startswith("HTTP-STATS ")]
-    if not stats:
+    with runner.Server([*opts.pin_server, *cmd], out_path, cwd=cwd or tmpdir) as server:
+        if not server.wait_ready(lambda: fetch(port, "/ready", 0.5)[0] == 200, 15):
+            res["status"], res["detail"] = server.not_ready("answered")
+            return res
+        path = PATHS[kind]
+        status, body = fetch(port, path)
+        want = httpapp.PLAINTEXT if kind == "plaintext" else httpapp.JSON_BODY
+        if status != 200 or body != want:
+            res["status"] = "mismatch"
+            res["detail"] = f"GET {path}: status {status}, {len(body)} B, not the expected body"
+            return res
+        cpu0 = cpu_ticks(server.proc.pid)
+        wcmd = [*opts.pin_client, opts.wrk, "-t1", f"-c{opts.conns}", f"-d{duration}s"]
+        wcmd += ["--latency", f"http://127.0.0.1:{port}{path}"]
+        wout, rc = runner.run_client(wcmd, duration + 30)
+        if wout is None:
+            res["status"], res["detail"] = "timeout", "wrk did not finish"
+            return res
+        cpu1 = cpu_ticks(server.proc.pid)
+        got = parse_wrk(wout)
+        res.update(got, server_cpu_s=cpu1 - cpu0)
+        if rc != 0 or "requests" not in got or "rate" not in got:
+            res["status"] = "error"
+            res["detail"] = f"wrk rc {rc}: {wout.strip()[-200:]}"
+            return res
+        if not server.finish(res, 5):
+            return res
+    counts = server.stats("HTTP-STATS ")
+    if counts is None:
         res["status"] = "error"
-        res["detail"] = f"no HTTP-STATS line (rc {server.returncode}): {text.strip()[-200:]}"
+        res["detail"] = (
+            f"no HTTP-STATS line (rc {server.proc.returncode}): {server.text.strip()[-200:]}"
+        )
         return res
-    counts = json.loads(stats[-1][len("HTTP-STATS ") :])
     served = counts[PATHS[kind]] - 1  # minus the body check
     res["served"] = served
     problems = []
@@ -202,39 +148,19 @@ def run_sample(opts, server_name, loop, kind, duration, tmpdir):
     return res
 
 
-def summarize(values):
-    if not values:
-        return None
-    mean = statistics.fmean(values)
-    return {
-        "n": len(values),
-        "median": statistics.median(values),
-        "min": min(values),
-        "max": max(values),
-        "cov": statistics.stdev(values) / mean if len(values) > 1 and mean else 0.0,
-    }
-
-
 def report(opts, samples, absent, elapsed):
     h = opts.heading
     lines = []
     add = lines.append
     names = opts.contenders
-    peers = [c for c in names if c != "zloopgo"] if "zloopgo" in names else []
+    peers = tables.peers_of(names)
     measured = [s for s in samples if s["round"] != "warm-up"]
 
-    def st(loop, row, key):
-        vals = [
-            s[key]
-            for s in measured
-            if s["loop"] == loop and (s["server"], s["kind"]) == row and s["status"] == "ok"
-        ]
-        return summarize(vals)
+    def cell(loop, row):
+        return [s for s in measured if s["loop"] == loop and (s["server"], s["kind"]) == row]
 
-    def fails(loop, row):
-        got = [s for s in measured if s["loop"] == loop and (s["server"], s["kind"]) == row]
-        bad = sum(1 for s in got if s["status"] != "ok")
-        return f" ({bad}/{len(got)} failed)" if bad else ""
+    def accepted(loop, row, key):
+        return [s[key] for s in cell(loop, row) if s["status"] == "ok"]
 
     add(f"{h} HTTP: uvicorn + httptools (one worker) and aiohttp, driven by wrk")
     add("")
@@ -262,50 +188,37 @@ def report(opts, samples, absent, elapsed):
         add("")
         add("Not measured: " + "; ".join(f"**{k}**: {v}" for k, v in absent.items()) + ".")
     add("")
-    for key, title, better in (
-        ("rate", "Requests/s (median)", "more"),
-        ("p99_us", "p99 latency, µs (median of the samples' p99)", "less"),
-        ("server_cpu_us", "Server CPU per request, µs (median)", "less"),
+    for key, title, better, fmt in (
+        ("rate", "Requests/s (median)", "more", "{:,.0f}".format),
+        ("p99_us", "p99 latency, µs (median of the samples' p99)", "less", "{:,.0f}".format),
+        ("server_cpu_us", "Server CPU per request, µs (median)", "less", "{:.1f}".format),
     ):
         add(f"{title}:")
         add("")
         head = ["server", "response", *names] + [f"zloopgo vs {p}" for p in peers]
-        add("| " + " | ".join(head) + " |")
-        add("|" + "|".join([" --- "] * 2 + [" ---: "] * (len(head) - 2)) + "|")
+        rows = []
         for kind in opts.rows:
-            row = list(kind)
             med = {}
+            row = list(kind)
             for c in names:
-                s = st(c, kind, key)
-                med[c] = s["median"] if s else None
-                cell = (
-                    "—"
-                    if not s
-                    else (f"{s['median']:,.0f}" if key != "server_cpu_us" else f"{s['median']:.1f}")
-                )
-                row.append(cell + fails(c, kind))
-            for p in peers:
-                z, o = med.get("zloopgo"), med.get(p)
-                r = None if not (z and o) else (z / o if better == "more" else o / z)
-                row.append("—" if r is None else f"{r:.2f}x")
-            add("| " + " | ".join(row) + " |")
-        add("")
+                st = tables.summarize(accepted(c, kind, key))
+                med[c] = st["median"] if st else None
+                figure = "—" if not st else fmt(st["median"])
+                row.append(figure + tables.failed_note(cell(c, kind)))
+            row += [
+                tables.fmt_ratio(tables.versus(med["zloopgo"], med[p], better == "more"))
+                for p in peers
+            ]
+            rows.append(row)
+        lines.extend(tables.table(head, rows, labels=2))
     add("Every cell (requests/s): median, min, max, CoV:")
     add("")
-    add("| server | response | loop | ok | median | min | max | CoV |")
-    add("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
-    for kind in opts.rows:
-        for c in names:
-            s = st(c, kind, "rate")
-            n = sum(1 for x in measured if x["loop"] == c and (x["server"], x["kind"]) == kind)
-            if s:
-                add(
-                    f"| {kind[0]} | {kind[1]} | {c} | {s['n']}/{n} | {s['median']:,.0f} | "
-                    f"{s['min']:,.0f} | {s['max']:,.0f} | {s['cov'] * 100:.1f}% |"
-                )
-            else:
-                add(f"| {kind[0]} | {kind[1]} | {c} | 0/{n} | — | — | — | — |")
-    add("")
+    every = [
+        ((kind[0], kind[1], c), cell(c, kind), accepted(c, kind, "rate"))
+        for kind in opts.rows
+        for c in names
+    ]
+    lines.extend(tables.every_cell(["server", "response", "loop"], every, lambda _, v: f"{v:,.0f}"))
     bad = [s for s in samples if s["status"] != "ok"]
     add("Failures: " + ("none." if not bad else ""))
     for s in bad:
@@ -337,16 +250,6 @@ def versions():
     return out
 
 
-def probe(name):
-    code = (
-        "import asyncio\nasyncio.new_event_loop().close()"
-        if name == "asyncio"
-        else f"import {name}\n{name}.new_event_loop().close()"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    return "" if proc.returncode == 0 else (proc.stderr.strip().splitlines() or ["?"])[-1]
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=3)
@@ -375,22 +278,8 @@ def main(argv=None):
     opts.rows = [
         (srv, kind) for srv in servers for kind in PATHS if srv == "uvicorn" or kind == "plaintext"
     ]
-    cpus = sorted(os.sched_getaffinity(0))
-    pin = len(cpus) > 1 and shutil.which("taskset")
-    opts.pin_server = ["taskset", "-c", str(cpus[0])] if pin else []
-    opts.pin_client = ["taskset", "-c", str(cpus[1])] if pin else []
-    absent = {}
-    installs = {}
-    if os.path.exists(os.environ.get("ZL_BENCH_INSTALLS", "")):
-        with open(os.environ["ZL_BENCH_INSTALLS"]) as f:
-            installs = json.load(f)  # scripts/bench's wheel-only installs
-    for c in list(opts.contenders):
-        why = probe(c)
-        if why and installs.get(c, "ok") != "ok":
-            why = f"not installed ({installs[c]})"
-        if why:
-            absent[c] = why
-            opts.contenders.remove(c)
+    opts.pin_server, opts.pin_client = runner.cpu_pair()
+    opts.contenders, absent = runner.available(sys.executable, opts.contenders)
     samples = []
     t0 = time.monotonic()
     if not opts.skipped:
@@ -401,11 +290,9 @@ def main(argv=None):
             or ["wrk"]
         )[0]
         with tempfile.TemporaryDirectory(prefix="zl-http-") as tmpdir:
-            plan = [("warm-up", w, 1) for w in range(opts.warmup)]
-            plan += [(str(r + 1), r + opts.warmup, opts.duration) for r in range(opts.rounds)]
-            for label, k, duration in plan:
-                order = opts.contenders[k % len(opts.contenders) :]
-                order += opts.contenders[: k % len(opts.contenders)]
+            for label, k in runner.rounds(opts.warmup, opts.rounds):
+                order = runner.rotate(opts.contenders, k)
+                duration = 1 if label == "warm-up" else opts.duration
                 for srv, kind in opts.rows:
                     if label == "warm-up" and (srv, kind) != next(
                         r for r in opts.rows if r[0] == srv
@@ -423,13 +310,9 @@ def main(argv=None):
         log(f"http: skipped: {opts.skipped}")
     text = report(opts, samples, absent, time.monotonic() - t0)
     print(text)
-    os.makedirs(opts.out, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    base = os.path.join(opts.out, f"http-{opts.tag + '-' if opts.tag else ''}{stamp}")
-    with open(base + ".md", "w") as f:
-        f.write(text + "\n")
-    with open(base + ".json", "w") as f:
-        json.dump({"options": {k: v for k, v in vars(opts).items()}, "samples": samples}, f)
+    base = runner.write_report(
+        opts.out, "http", opts.tag, text, {"options": vars(opts), "samples": samples}
+    )
     log(f"# wrote {base}.md and .json")
     return 0
 

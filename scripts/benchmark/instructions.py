@@ -7,7 +7,10 @@ should cost nothing measurable in wall time.
 Each operation runs N and 2N times in a fresh interpreter under
 `valgrind --tool=callgrind` (PYTHONHASHSEED=0); the difference of the two
 totals divided by N is the cost of one operation, without start-up.
-zloopgo must be built with `GOFLAGS=-tags=valgrind` (the Go runtime then
+With --split, each count is also split by where the instructions ran:
+the interpreter, _asyncio, zloopgo's C adapter, its Go engine and
+runtime, libc (by the object and source file callgrind names; the kernel
+is not counted). zloopgo must be built with `GOFLAGS=-tags=valgrind` (the Go runtime then
 describes its stacks to valgrind), and runs with GODEBUG=asyncpreemptoff=1
 (callgrind aborts on the runtime's preemption signals). It knows the loops
 by the name of their factory; nothing of their code.
@@ -49,6 +52,26 @@ async def main():
         loop.call_later(10, print).cancel()
         await asyncio.sleep(0)
 loop.run_until_complete(main())
+""",
+    ),
+    "sleep0": (
+        10000,
+        """
+async def main():
+    for _ in range(n):
+        await asyncio.sleep(0)
+loop.run_until_complete(main())
+""",
+    ),
+    "threadsafe": (
+        20000,
+        """
+def cb():
+    pass
+for _ in range(n):
+    loop.call_soon_threadsafe(cb)
+loop.call_soon(loop.stop)
+loop.run_forever()
 """,
     ),
     "task": (
@@ -135,7 +158,47 @@ loop.run_until_complete(main())
 }
 
 
-def count(loop, body, n, gc_off):
+# --split: where an operation's instructions run, by the object and
+# source file callgrind names for each function
+PARTS = ("python", "_asyncio", "adapter (C)", "engine (Go)", "another loop's", "libc", "other")
+
+
+def part_of(function):
+    """The part of PARTS that callgrind_annotate's function line names."""
+    obj = function.rsplit("[", 1)[-1] if "[" in function else ""
+    if "zloopgo" in obj:  # one .so holds the C adapter and the Go engine
+        name = function.split("[", 1)[0]
+        go = re.search(r"\.(go|s):|runtime\.|github\.com/|main\.|_cgo_|crosscall|cgocall", name)
+        return "engine (Go)" if go else "adapter (C)"
+    if "_asyncio" in obj:
+        return "_asyncio"
+    if "site-packages" in obj:  # a rival's extension module
+        return "another loop's"
+    if "libc.so" in obj or "ld-linux" in obj:
+        return "libc"
+    if "/python3" in obj or "libpython" in obj:  # after the extensions under lib/python3.X
+        return "python"
+    return "other"
+
+
+def split(out):
+    """Instructions per part of PARTS in the callgrind output file out."""
+    text = subprocess.run(
+        ["callgrind_annotate", "--inclusive=no", "--threshold=100", out],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    parts = dict.fromkeys(PARTS, 0)
+    for m in re.finditer(r"^\s*([\d,]+) \([^)]*\)\s+(.+)$", text, re.MULTILINE):
+        if "PROGRAM TOTALS" not in m.group(2):
+            parts[part_of(m.group(2))] += int(m.group(1).replace(",", ""))
+    return parts
+
+
+def count(loop, body, n, gc_off, want_split=False):
+    """The total instructions of body run n times (and, with want_split,
+    their split into PARTS)."""
     gc = "import gc; gc.disable()\n" if gc_off else ""
     code = f"import asyncio\n{gc}loop = {FACTORIES[loop]}()\nn = {n}\n{body}\nloop.close()\n"
     with tempfile.TemporaryDirectory() as tmp:
@@ -154,8 +217,8 @@ def count(loop, body, n, gc_off):
             env={**os.environ, "PYTHONHASHSEED": "0", "GODEBUG": "asyncpreemptoff=1"},
         )
         with open(out) as f:
-            text = f.read()
-    return int(re.search(r"^summary: (\d+)", text, re.MULTILINE).group(1))
+            total = int(re.search(r"^summary: (\d+)", f.read(), re.MULTILINE).group(1))
+        return total, split(out) if want_split else None
 
 
 def main(argv=None):
@@ -163,13 +226,24 @@ def main(argv=None):
     p.add_argument("--loops", default="zloopgo")
     p.add_argument("--ops", default=",".join(OPS))
     p.add_argument("--gc-off", action="store_true", help="gc.disable() first, as seed 000")
+    p.add_argument(
+        "--split", action="store_true", help="also the instructions per part (Python, C, Go...)"
+    )
     args = p.parse_args(argv)
     for op in args.ops.split(","):
         n, body = OPS[op]
         for loop in args.loops.split(","):
-            twice, once = count(loop, body, 2 * n, args.gc_off), count(loop, body, n, args.gc_off)
+            twice, twice_parts = count(loop, body, 2 * n, args.gc_off, args.split)
+            once, once_parts = count(loop, body, n, args.gc_off, args.split)
             per_op = (twice - once) / n
-            print(f"{op:16} {loop:8} {per_op:10,.0f} instructions per operation", flush=True)
+            line = f"{op:16} {loop:8} {per_op:10,.0f} instructions per operation"
+            if args.split:
+                line += "".join(
+                    f"; {part} {(twice_parts[part] - once_parts[part]) / n:,.0f}"
+                    for part in PARTS
+                    if twice_parts[part] != once_parts[part]
+                )
+            print(line, flush=True)
 
 
 if __name__ == "__main__":

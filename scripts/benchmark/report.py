@@ -6,8 +6,9 @@ cell's statistics, failures, absent peers and provenance."""
 import datetime
 import signal
 
-from . import workloads
+from . import tables, workloads
 from .harness import FLOOR_LOOP, cell_stats
+from .tables import ZL, fmt_ratio
 
 # Issue targets, zloopgo against uvloop (ratio of medians).
 # For time: uvloop_median / zloopgo_median, >= target. For RSS:
@@ -31,17 +32,12 @@ TARGETS = {
     "two_writes": ("loss<", 2.0),
 }
 LOSS_BASE = {"two_writes": "one_write"}
-ZL = "zloopgo"
 
 
 def ratio(wl, other, zl):
     """The headline ratio of zloopgo against `other` (medians): >1 means
     zloopgo is better, except for rss (growth; <1 means zloopgo smaller)."""
-    if other is None or zl is None:
-        return None
-    if wl.metric in ("rss", "mibs"):
-        return zl / other if other else None
-    return other / zl if zl else None
+    return tables.versus(zl, other, higher_is_better=wl.metric in ("rss", "mibs"))
 
 
 def loss_pct(cells, name, loop):
@@ -64,10 +60,6 @@ def fmt_value(wl, v):
     return f"{v:,.0f}" if v >= 100 else f"{v:,.1f}"
 
 
-def fmt_ratio(r):
-    return "—" if r is None else f"{r:.2f}x"
-
-
 UNIT = {
     "ns": "ns per operation (lower is better)",
     "ms": "ms for the whole workload (lower is better)",
@@ -86,14 +78,10 @@ def table_cells(table, contenders):
     return cells
 
 
-def _peers(contenders):
-    return [c for c in contenders if c != ZL]
-
-
 def render(results, provenance, heading="##"):
     cfg = results["config"]
     contenders = results["contenders"]
-    peers = _peers(contenders) if ZL in contenders else []
+    peers = tables.peers_of(contenders)
     lines = []
     add = lines.append
     title = cfg.get("title") or f"Python {provenance.get('python', '?').split()[0]}"
@@ -147,47 +135,32 @@ def render(results, provenance, heading="##"):
 
     add(f"{heading}# Every cell: median, min, max, coefficient of variation")
     add("")
-    add("| table | workload | loop | ok | median | min | max | CoV |")
-    add("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    every = []
     for table in results["tables"]:
         for name in table["workloads"]:
-            wl = workloads.WORKLOADS[name]
             for loop in contenders:
-                st = all_cells[table["id"]][(name, loop)]
-                if st["ok"]:
-                    vals = [fmt_value(wl, st[k]) for k in ("median", "min", "max")]
-                    vals.append(f"{st['cov'] * 100:.1f}%")
-                else:
-                    vals = ["—"] * 4
-                add(
-                    f"| {table['id']} | {name} | {loop} | {st['ok']}/{st['n']} | "
-                    + " | ".join(vals)
-                    + " |"
-                )
-    add("")
+                got = [s for s in table["samples"] if s["workload"] == name and s["loop"] == loop]
+                accepted = [s["value"] for s in got if s["status"] == "ok"]
+                every.append(((table["id"], name, loop), got, accepted))
+
+    def fmt(key, v):
+        return fmt_value(workloads.WORKLOADS[key[1]], v)
+
+    lines.extend(tables.every_cell(["table", "workload", "loop"], every, fmt))
 
     add(f"{heading}# Failures (timeouts, crashes, wrong counters, errors)")
     add("")
     bad = []
     for table in results["tables"]:
-        bad += [
-            (table["id"], s)
-            for s in table["warmup_samples"] + table["samples"]
-            if s["status"] != "ok"
-        ]
-    if not bad:
-        add("None: every warm-up and measured sample finished and proved its work.")
-    else:
-        add("| table | when | workload | loop | status | detail |")
-        add("| --- | --- | --- | --- | --- | --- |")
-        for tid, s in bad:
+        for s in table["warmup_samples"] + table["samples"]:
+            if s["status"] == "ok":
+                continue
             when = f"warm-up {s['warmup'] + 1}" if "warmup" in s else f"round {s['round'] + 1}"
-            why = s.get("why") or ""
             rc = s.get("returncode")
             status = s["status"] + (f" ({_exit_text(rc)})" if rc not in (None, 0) else "")
-            why = why.replace("|", "/").replace("\n", " ")[:200]
-            add(f"| {tid} | {when} | {s['workload']} | {s['loop']} | {status} | {why} |")
-    add("")
+            bad.append(((table["id"], when, s["workload"], s["loop"]), status, s.get("why")))
+    none = "None: every warm-up and measured sample finished and proved its work."
+    lines.extend(tables.failures(["table", "when", "workload", "loop"], bad, none))
 
     add(f"{heading}# Provenance")
     add("")
@@ -212,11 +185,7 @@ def headline(add, table, cells, contenders, peers, cfg):
     head = ["workload", "N", *contenders] + [f"zloopgo vs {p}" for p in peers]
     if show_targets:
         head += ["target (vs uvloop)", "met?"]
-    add("| " + " | ".join(head) + " |")
-    sep = [" --- "] * 2 + [" ---: "] * (len(contenders) + len(peers))
-    if show_targets:
-        sep += [" --- ", " --- "]
-    add("|" + "|".join(sep) + "|")
+    rows = []
     for name in names:
         wl = workloads.WORKLOADS[name]
         row = [f"{name}: {wl.title}", f"{cfg['sizes'][name]:,}"]
@@ -231,8 +200,10 @@ def headline(add, table, cells, contenders, peers, cfg):
             row.append(fmt_ratio(ratio(wl, cells[(name, p)].get("median"), zl)))
         if show_targets:
             row += target_cells(name, wl, cells, contenders)
-        add("| " + " | ".join(row) + " |")
-    add("")
+        rows.append(row)
+    align = "ll" + "r" * (len(contenders) + len(peers)) + ("ll" if show_targets else "")
+    for line in tables.table(head, rows, align=align):
+        add(line)
 
 
 def target_cells(name, wl, cells, contenders):
@@ -270,8 +241,7 @@ def seed_extras(add, table, cells, contenders, peers):
     add("median; zloopgo vs X is zloopgo / X (< 1: zloopgo uses less):")
     add("")
     head = ["workload", *contenders] + [f"zloopgo vs {p}" for p in peers]
-    add("| " + " | ".join(head) + " |")
-    add("|" + "|".join([" --- "] + [" ---: "] * (len(head) - 1)) + "|")
+    rows = []
     for name in names:
         row = [workloads.WORKLOADS[name].title]
         med = {}
@@ -282,8 +252,9 @@ def seed_extras(add, table, cells, contenders, peers):
         for p in peers:
             z, o = med.get(ZL), med.get(p)
             row.append(fmt_ratio(z / o if z and o else None))
-        add("| " + " | ".join(row) + " |")
-    add("")
+        rows.append(row)
+    for line in tables.table(head, rows):
+        add(line)
     if "seed_callbacks" in names and ZL in contenders and "uvloop" in contenders:
         z = cells[("seed_callbacks", ZL)].get("peak_rss_mib")
         u = cells[("seed_callbacks", "uvloop")].get("peak_rss_mib")
@@ -311,17 +282,16 @@ def seed_extras(add, table, cells, contenders, peers):
             + "."
         )
         add("")
-        add("| contender | context switches / RTT | CPU µs / RTT | system calls / RTT |")
-        add("| --- | ---: | ---: | ---: |")
+        rows = []
         for loop in contenders:
             st = cells[("seed_tcp", loop)]
             sc = st_info.get(f"seed_tcp/{loop}") or {}
             calls = f"{sc['per_op']:.1f}" if "per_op" in sc else ("—" if not sc else "failed")
-            add(
-                f"| {loop} | {_diag(st, 'csw_per_op', '{:.2f}')} | "
-                f"{_diag(st, 'cpu_us_per_op', '{:.1f}')} | {calls} |"
-            )
-        add("")
+            csw = _diag(st, "csw_per_op", "{:.2f}")
+            rows.append([loop, csw, _diag(st, "cpu_us_per_op", "{:.1f}"), calls])
+        head = ["contender", "context switches / RTT", "CPU µs / RTT", "system calls / RTT"]
+        for line in tables.table(head, rows):
+            add(line)
 
 
 def span_extras(add, table, cells, contenders, results):
@@ -407,8 +377,7 @@ def _exit_text(rc):
 
 def provenance_lines(results, prov):
     cfg = results["config"]
-    bi = prov.get("zloopgo_build_info", {})
-    tables = "; ".join(
+    table_lines = "; ".join(
         f"{t['id']}: pin {t.get('pin') or 'none'}, warm-up {t['warmup']}, rounds "
         + ", ".join(f"{k} {v}" for k, v in t["rounds"].items())
         for t in results["tables"]
@@ -422,11 +391,7 @@ def provenance_lines(results, prov):
         ),
         ("git commit", prov.get("git", "unknown")),
         ("zloopgo measured", prov.get("zloopgo_source", "the checkout")),
-        ("Python", f"{prov.get('python')} ({prov.get('python_executable')})"),
-        (
-            "packages",
-            ", ".join(f"{k} {v or 'not installed'}" for k, v in prov["packages"].items()),
-        ),
+        *tables.machine(prov),
         (
             "loop classes",
             ", ".join(
@@ -435,26 +400,8 @@ def provenance_lines(results, prov):
                 if p.get("payload")
             ),
         ),
-        ("OS / kernel", f"{prov.get('platform')} / {prov.get('kernel')}"),
-        (
-            "CPU",
-            (
-                f"{bi.get('cpu_brand', '?')} ({bi.get('cpu_vendor', '?')}), "
-                f"{bi.get('physical_cores', '?')} physical / {bi.get('logical_cores', '?')} "
-                f"logical cores, L1d {bi.get('cache_l1d', '?')} B, L2 {bi.get('cache_l2', '?')} "
-                f"B, L3 {bi.get('cache_l3', '?')} B"
-            ),
-        ),
-        ("CPU features", " ".join(bi.get("cpu_features", [])) or "?"),
-        (
-            "zloopgo build",
-            f"{bi.get('zloopgo_version', '?')}, Go {bi.get('go_version', '?')} "
-            f"{bi.get('goos', '?')}/{bi.get('goarch', '?')}, reactor {bi.get('reactor', '?')}"
-            + (f", error {bi['error']}" if "error" in bi else ""),
-        ),
-        ("GC thresholds", f"{tuple(prov.get('gc_threshold', ()))}"),
         ("sizes", ", ".join(f"{k}={v:,}" for k, v in cfg["sizes"].items())),
-        ("tables", tables),
+        ("tables", table_lines),
         ("timeout", f"{cfg['timeout']:g} s per sample"),
         ("load average at start / end", f"{prov.get('loadavg_start')} / {prov.get('loadavg_end')}"),
         (

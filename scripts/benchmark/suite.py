@@ -1,31 +1,37 @@
 """The whole benchmark for scripts/bench: for every Python section, the
 harness (seed 000's table, its GC-off diagnostic, the span), then on the
 network section(s) the echo matrices (bench_uvloop/run.py), the HTTP
-row and the file rows (benchmark/filebench.py); then one Markdown report
-with a section per Python, the JSON of every
-part, and a PNG chart per section, all in bench-results/.
+row and the file rows (benchmark/filebench.py); then one Markdown report with a section per Python, the JSON of every
+part, and a PNG chart per section, all in bench-results/. A full run
+(every part, no --quick, no harness arguments) also rewrites the tables
+of docs/benchmarks.md and its charts (docs/bench/); --docs-from RUN_DIR
+does that again from a run kept in bench-results/.
 
     python -m benchmark.suite --section 3.11=.venv-bench-3.11/bin/python \\
         --section 3.13=.venv-bench-3.13/bin/python --net 3.13 [--quick] [-- harness args]
+    python -m benchmark.suite --docs-from ../bench-results/run-YYYYMMDD-HHMMSS
 """
 
 import argparse
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
 
+from . import samples
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.dirname(HERE)
 ROOT = os.path.dirname(SCRIPTS)
-T0 = time.monotonic()
+T0 = samples.T0
 
 
 def log(msg):
-    print(f"[{time.monotonic() - T0:6.0f} s] # {msg}", file=sys.stderr, flush=True)
+    samples.log(f"# {msg}")
 
 
 def run_part(name, cmd, env, cwd, out_md):
@@ -41,6 +47,57 @@ def run_part(name, cmd, env, cwd, out_md):
     with open(out_md, "w") as f:
         f.write(text + "\n")
     return text, time.monotonic() - t0
+
+
+DOCS = os.path.join(ROOT, "docs", "benchmarks.md")
+# docs/benchmarks.md keeps what is above this line and gets the report below it.
+MARKER = "<!-- Below: written by scripts/bench (benchmark/suite.py) from its last full run. -->"
+
+
+# What makes a run partial (scripts/bench's environment), so not for the docs.
+NARROWING = ("ZL_BENCH_TABLES", "ZL_BENCH_CONTENDERS", "ZL_BENCH_ROUNDS", "ZL_BENCH_SCALE")
+
+
+def public(text):
+    """The report as the repository shows it: the checkout it ran in and
+    its temporary folders are not named (paths relative to the checkout),
+    and the commit is left to the run's JSON in bench-results/."""
+    roots = set(re.findall(r"(/[^\s`'\"()]+?)/\.venv-bench-\d", text))
+    for root in sorted(roots, key=len, reverse=True):
+        text = re.sub(re.escape(root) + r" at [0-9a-f]{7,40}", "the checkout", text)
+        text = text.replace(root + "/", "")
+    text = re.sub(r"git commit: [0-9a-f]{40}", "git commit: in the run's JSON", text)
+    text = re.sub(r"/tmp/[^\s/]+/snapshot/", "a snapshot's ", text)
+    # one level down: the report's title becomes a section of the page
+    return re.sub(r"^(#+) ", r"#\1 ", text, flags=re.MULTILINE)
+
+
+def write_docs(run_dir, docs=DOCS):
+    """Puts run_dir's report below MARKER in docs (the part above it is
+    kept) and its charts into docs/bench/, linked where the report names
+    them."""
+    with open(os.path.join(run_dir, "report.md")) as f:
+        text = f.read()
+    charts_dir = os.path.join(os.path.dirname(docs), "bench")
+    os.makedirs(charts_dir, exist_ok=True)
+    for png in sorted(glob.glob(os.path.join(run_dir, "chart-*.png"))):
+        shutil.copy(png, os.path.join(charts_dir, os.path.basename(png)))
+
+    def image(m):
+        name = os.path.basename(m.group(1))
+        version = name[len("chart-py") : -len(".png")]
+        return f"![Python {version}](bench/{name})\n\nThe chart above: {m.group(2)}"
+
+    text = re.sub(r"^Chart: `([^`]+)` \(in bench-results/\): (.*)$", image, text, flags=re.M)
+    text = re.sub(r"\A# zloopgo benchmark\n", "# The last full run\n", text)
+    head = ""
+    if os.path.exists(docs):
+        with open(docs) as f:
+            head = f.read()
+    head = head.split(MARKER)[0].rstrip("\n") + "\n\n" if MARKER in head else head
+    with open(docs, "w") as f:
+        f.write(head + MARKER + "\n\n" + public(text).strip() + "\n")
+    return docs
 
 
 def latest(pattern):
@@ -66,7 +123,17 @@ def main(argv):
     p.add_argument("--installs", default="", help="X.Y=peers.json,... from benchmark.peers")
     p.add_argument("--zloopgo-source", default="the checkout")
     p.add_argument("--out", default=os.path.join(ROOT, "bench-results"))
+    p.add_argument(
+        "--docs",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="rewrite docs/benchmarks.md: auto = after a full run only",
+    )
+    p.add_argument("--docs-from", metavar="RUN_DIR", help="only rewrite the docs from that run")
     a = p.parse_args(argv)
+    if a.docs_from:
+        log(f"wrote {write_docs(a.docs_from)} from {a.docs_from}")
+        return 0
     parts = a.parts.split(",")
     nets = [x for x in a.net.split(",") if x]
     installs = dict(x.split("=", 1) for x in a.installs.split(",") if "=" in x)
@@ -190,6 +257,10 @@ def main(argv):
         shutil.copy(png, os.path.join(a.out, "latest-" + os.path.basename(png)))
     print(text)
     log(f"report: {path} (copied to {a.out}/latest.md); total {time.monotonic() - T0:.0f} s")
+    narrowed = [k for k in NARROWING if os.environ.get(k)]
+    full = not (a.quick or harness_args or narrowed) and set(parts) == {"harness", "echo", "http"}
+    if a.docs == "yes" or (a.docs == "auto" and full):
+        log(f"wrote {write_docs(run_dir)} and its charts")
     return 0
 
 

@@ -96,6 +96,9 @@ def provenance():
         import zloopgo
 
         info["zloopgo_build_info"] = zloopgo.build_info()
+        from zloopgo import _engine
+
+        info["zloopgo_engine"] = _engine.__file__
     except Exception as exc:  # noqa: BLE001 - recorded in the report, not hidden
         info["zloopgo_build_info"] = {"error": repr(exc)}
     _emit(info)

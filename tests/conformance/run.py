@@ -22,6 +22,7 @@ to this file; tests/test_conformance.py compares a run with them.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -124,10 +125,8 @@ def run_module(name, timeout):
         events = []
         if events_file.exists():
             for line in events_file.read_text().splitlines():
-                try:
+                with contextlib.suppress(ValueError):
                     events.append(json.loads(line))
-                except ValueError:
-                    pass
         output = log_file.read_text(errors="replace")
     return summarize(name, events, rc, hung, seconds, output)
 
@@ -214,8 +213,9 @@ def table(results):
     for r in results:
         for k in total:
             total[k] += r[k]
+        marks = (" *" if r["adapted"] else "") + (" (HUNG)" if r["hung"] else "")
         lines.append(
-            f"| {r['module']}{' *' if r['adapted'] else ''}{' (HUNG)' if r['hung'] else ''} | {r['ran']} | {r['passed']} "
+            f"| {r['module']}{marks} | {r['ran']} | {r['passed']} "
             f"| {r['failed']} | {r['errors']} | {r['skipped']} | {r['on_zloopgo']} "
             f"| {r['on_double']} | {r['no_loop']} | {r['swap_check']} | {r['seconds']} |"
         )

@@ -6,6 +6,7 @@ HTTP/1.1 client that shows the wire (connection reuse, chunk framing)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -171,10 +172,8 @@ class ServerProcess:
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             self.proc.wait(10)
 
 

@@ -46,6 +46,7 @@ func Run(t *testing.T, newBackend func() (poll.Backend, error)) {
 		{"DeregisterAfterClose", testDeregisterAfterClose},
 		{"ModifyInterestAndToken", testModify},
 		{"AnyTokenValue", testAnyToken},
+		{"ReservedTokenRefused", testReservedToken},
 		{"WakeWhileWaiting", testWakeWhileWaiting},
 		{"WakeBeforeWaitCoalesces", testWakeCoalesces},
 		{"ZeroTimeout", testZeroTimeout},
@@ -304,10 +305,10 @@ func testModify(t *testing.T, b poll.Backend) {
 	quiet(t, b, 3, poll.Readable|poll.Writable)
 }
 
-// Tokens are opaque: the extremes of the 64-bit range come back intact,
-// and none is mistaken for the backend's own waker.
+// Tokens are opaque: the extremes of the range a host may use come back
+// intact, and none is mistaken for the backend's own waker.
 func testAnyToken(t *testing.T, b poll.Backend) {
-	toks := []poll.Token{0, 1<<40 | 7, ^poll.Token(0)}
+	toks := []poll.Token{0, 1<<40 | 7, poll.ReservedToken - 1}
 	var conns []conn
 	for _, tok := range toks {
 		a, s := tcpPair(t, nil)
@@ -329,6 +330,25 @@ func testAnyToken(t *testing.T, b poll.Backend) {
 	for _, tok := range toks {
 		quiet(t, b, tok, poll.Readable)
 	}
+}
+
+// ReservedToken is refused by Register and Reregister, and neither
+// changes what was registered: the descriptor is reported with the token
+// of the Register that succeeded, for the interest that Register asked.
+func testReservedToken(t *testing.T, b poll.Backend) {
+	a, s := tcpPair(t, nil)
+	if err := b.Register(s.fd, poll.ReservedToken, poll.Readable); !errors.Is(err, poll.ErrReservedToken) {
+		t.Fatalf("Register with ReservedToken: %v, want ErrReservedToken", err)
+	}
+	quiet(t, b, poll.ReservedToken, poll.Readable|poll.Writable)
+	register(t, b, s.fd, 11, poll.Readable)
+	if err := b.Reregister(s.fd, poll.ReservedToken, poll.Writable); !errors.Is(err, poll.ErrReservedToken) {
+		t.Fatalf("Reregister with ReservedToken: %v, want ErrReservedToken", err)
+	}
+	quiet(t, b, 11, poll.Writable) // still watched for reading only
+	send(t, a, "x")
+	await(t, b, 11, poll.Readable)
+	quiet(t, b, poll.ReservedToken, poll.Readable|poll.Writable)
 }
 
 // blockedWait runs Wait(-1) until woken is set; a wait that ends early
