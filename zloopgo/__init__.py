@@ -72,8 +72,9 @@ _get_policy: Callable[[], _Policy] = _policy_function("get_event_loop_policy")
 _set_policy: Callable[[_Policy | None], None] = _policy_function("set_event_loop_policy")
 
 
-from . import os
-from ._files import open
+# after the names above, which the file modules do not need
+from . import os  # noqa: E402
+from ._files import open  # noqa: E402
 
 
 def new_event_loop() -> Loop:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import collections
+import contextlib
 import errno
 import io
 import os
@@ -367,7 +368,7 @@ def _open_flags(file, mode, buffering, encoding, errors, newline, closefd):
     call), and the flags FileIO would pass to open(2). A path that is a
     str or bytes without a NUL passes them as any other such path does, so
     the flags found for the other arguments are kept."""
-    plain = type(file) is str and "\0" not in file or type(file) is bytes and b"\0" not in file
+    plain = (type(file) is str and "\0" not in file) or (type(file) is bytes and b"\0" not in file)
     key = (
         (mode, buffering, encoding, errors, newline, closefd) if plain and buffering != 1 else None
     )
@@ -381,10 +382,8 @@ def _open_flags(file, mode, buffering, encoding, errors, newline, closefd):
     except _Probe as probe:
         flags = probe.args[0]
         if key is not None and len(_flags_cache) < 256:
-            try:
+            with contextlib.suppress(TypeError):  # an argument that is not hashable
                 _flags_cache[key] = flags
-            except TypeError:  # an argument that is not hashable
-                pass
         return flags
     raise AssertionError("io.open did not reach its opener")  # pragma: no cover
 

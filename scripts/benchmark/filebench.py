@@ -128,7 +128,7 @@ async def _append(open_, data, n):
         for _ in range(n):
             await f.write(record)
             await f.flush()
-    with open(path, "rb") as f:  # noqa: ASYNC230 - untimed, after the workload
+    with open(path, "rb") as f:  # untimed, after the workload
         ok = f.read() == record * n
     os.unlink(path)
     return n, {"contents": ok}
@@ -299,7 +299,8 @@ def report(doc, heading):
                     continue
                 meds[c] = st["median"]
                 fmt = "{:,.0f}" if metric == "value" else "{:.2f}"
-                cell = f"{fmt.format(st['median'])} [{fmt.format(st['min'])}–{fmt.format(st['max'])}] {st['cov'] * 100:.0f}%"
+                spread = f"[{fmt.format(st['min'])}–{fmt.format(st['max'])}]"
+                cell = f"{fmt.format(st['median'])} {spread} {st['cov'] * 100:.0f}%"
                 if fails:
                     cell += f" ({fails})"
                 cells.append(cell)

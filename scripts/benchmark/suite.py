@@ -1,10 +1,11 @@
 """The whole benchmark for scripts/bench: for every Python section, the
 harness (seed 000's table, its GC-off diagnostic, the span), then on the
 network section(s) the echo matrices (bench_uvloop/run.py), the HTTP
-row and the file rows (benchmark/filebench.py); then one Markdown report with a section per Python, the JSON of every
-part, and a PNG chart per section, all in bench-results/. A full run
-(every part, no --quick, no harness arguments) also rewrites the tables
-of docs/benchmarks.md and its charts (docs/bench/); --docs-from RUN_DIR
+row and the file rows (benchmark/filebench.py); then one Markdown report
+with a section per Python, the JSON of every part, and a PNG chart per
+section, all in bench-results/. A full run (every part, no --quick, no
+harness arguments) also rewrites the tables of docs/benchmarks.md and its
+charts (docs/bench/); --docs-from RUN_DIR
 does that again from a run kept in bench-results/.
 
     python -m benchmark.suite --section 3.11=.venv-bench-3.11/bin/python \\
