@@ -22,7 +22,7 @@ static PyObject *s_conn_lost, *s_sock_fd, *s_max_size, *s_protocol, *s_data_rece
     *s_fatal_error, *s_on_eof, *s_read_ready_cb, *s_eof, *s_empty_waiter, *s_buffer,
     *s_write_python, *msg_read_error, *msg_data_received, *msg_write_error, *s_get_buffer,
     *s_buffer_updated, *msg_get_buffer, *msg_buffer_updated, *minus_one, *s_loop, *s_buffer_rest,
-    *s_closing, *s_state;
+    *s_closing, *s_state, *s_sock;
 
 /* A transport whose last read was at least LARGE_READ bytes receives the
  * next one straight into a bytes of max_size, shrunk to what came: a bulk
@@ -47,11 +47,12 @@ enum {
     F_LOOP,
     F_CLOSING,
     F_STATE,
+    F_SOCK,
     F_COUNT
 };
 static PyObject **field_names[F_COUNT] = {&s_conn_lost,    &s_sock_fd, &s_protocol,      &s_eof,
                                           &s_empty_waiter, &s_buffer,  &s_read_ready_cb, &s_loop,
-                                          &s_closing,      &s_state};
+                                          &s_closing,      &s_state,   &s_sock};
 static Py_ssize_t field_offset[F_COUNT];
 
 /* The slot's value, borrowed, or NULL (no error set) when self is not of
@@ -132,7 +133,10 @@ static int attr_int(PyObject *self, PyObject *name, long *out)
 }
 
 /* self._fatal_error(exc, message) with the pending exception as exc, as the
- * transport's `except BaseException` clauses do; SystemExit and
+ * transport's `except BaseException as exc:` clauses do: exc is also the
+ * exception being handled while _fatal_error runs, so what it logs with
+ * exc_info=True (debug mode) carries exc, and an exception it raises has
+ * exc as its __context__, as in asyncio's except block. SystemExit and
  * KeyboardInterrupt propagate. */
 static PyObject *report_fatal(PyObject *self, PyObject *message)
 {
@@ -141,7 +145,12 @@ static PyObject *report_fatal(PyObject *self, PyObject *message)
     PyObject *value = zl_fetch_exception();
     if (value == NULL)
         Py_RETURN_NONE;
+    PyObject *was_type, *was_value, *was_tb;
+    PyErr_GetExcInfo(&was_type, &was_value, &was_tb);
+    PyErr_SetExcInfo(Py_NewRef((PyObject *)Py_TYPE(value)), Py_NewRef(value),
+                     PyException_GetTraceback(value));
     PyObject *r = PyObject_CallMethodObjArgs(self, s_fatal_error, value, message, NULL);
+    PyErr_SetExcInfo(was_type, was_value, was_tb);
     Py_DECREF(value);
     if (r == NULL)
         return NULL;
@@ -528,6 +537,19 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
         PyBuffer_Release(&view);
         return flag < 0 ? NULL : PyObject_CallMethodOneArg(self, s_write_python, data);
     }
+    /* The socket is gone (the transport closed itself once its buffer was
+     * flushed, which leaves _conn_lost 0): _sock_fd may name another
+     * descriptor by now. asyncio's own write fails on the missing socket. */
+    PyObject *sock = get_field(self, F_SOCK);
+    if (sock == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    Py_DECREF(sock);
+    if (sock == Py_None) {
+        PyBuffer_Release(&view);
+        return PyObject_CallMethodOneArg(self, s_write_python, data);
+    }
     PyObject *buffer = get_field(self, F_BUFFER);
     if (buffer == NULL) {
         PyBuffer_Release(&view);
@@ -648,6 +670,7 @@ int zl_transport_type_ready(void)
         {&s_buffer_rest, "_zl_buffer_rest"},
         {&s_state, "_zl_state"},
         {&s_closing, "_closing"},
+        {&s_sock, "_sock"},
         {&msg_get_buffer, "Fatal error: protocol.get_buffer() call failed."},
         {&msg_buffer_updated, "Fatal error: protocol.buffer_updated() call failed."},
     };

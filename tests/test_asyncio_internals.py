@@ -606,7 +606,7 @@ TRANSPORT_ATTRIBUTES = {
     "_protocol_paused": "asyncio's",
     "_read_ready_cb": "read natively",
     "_server": "asyncio's",
-    "_sock": "asyncio's",
+    "_sock": "read natively (a write once it is None goes to asyncio's)",
     "_sock_fd": "read natively",
     "_write_ready": "asyncio's (3.12+ per instance)",
 }
@@ -735,6 +735,7 @@ C_NAMES = {
         "_buffer",
         "_loop",
         "_closing",
+        "_sock",
         "_fatal_error",
         "_read_ready__on_eof",
     },

@@ -37,11 +37,15 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
         "_eof",
         "_protocol",
         "_read_ready_cb",
+        "_sock",
         "_sock_fd",
         "_zl_state",
     )
 
     def __init__(self, *args, **kwargs):
+        # asyncio's class attribute _sock = None, which __del__ reads if
+        # __init__ failed before setting it, is shadowed by the slot
+        self._sock = None
         # What the native methods keep per transport: writes per callback,
         # whether sends may carry MSG_MORE, the size of the last read.
         self._zl_state = _engine.TransportState()
