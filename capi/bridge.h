@@ -26,14 +26,21 @@ typedef struct {
     uint64_t token;
 } zl_newtimer;
 
-/* Work another goroutine finished, as core.Completion: token is its
- * Request (core.RequestID), the number of the lookup it finishes; value
- * and status are the result (see capi/resolver.c). */
+/* Work another goroutine finished, as core.Completion: token names the
+ * request (a lookup's number, core.RequestID, or a file operation's
+ * address), value and status are the result (see capi/resolver.c,
+ * capi/files.c). The token's top byte says whose it is (ZL_DONE_*), for
+ * zl_dispatch to route. */
 typedef struct {
     uint64_t token;
     uint64_t value;
     int64_t status;
 } zl_completion;
+
+/* Kinds of completion, in the top byte of the token (capi/dispatch.c). */
+#define ZL_DONE_KIND_SHIFT 56
+#define ZL_DONE_LOOKUP 0 /* a name lookup (capi/resolver.c): tokens count from 1 */
+#define ZL_DONE_FILE 1   /* a file operation (capi/files.c): the rest is its address */
 
 /* The layouts core's structures have (core.Event in core/poll/poll.go,
  * core.NewTimer in core/engine.go, core.Completion in core/inbox.go);
@@ -129,5 +136,16 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone,
 void zl_resolver_next(zl_lookup *req, zl_completion *out);
 /* Frees a completion's result, for one that is never settled. */
 void zl_resolved_free(uint64_t value);
+/* capi/dispatch.c: frees a completion posted but never settled, whatever
+ * its kind (the engine returns them when it closes). */
+void zl_done_free(uint64_t token, uint64_t value);
+
+/* capi/files.c, called by the file workers' goroutines (no GIL, no
+ * Python): wait for the next queued file operation and perform it, filling
+ * *out (its completion) and *engine (the engine to post it to). */
+void zl_files_next(zl_completion *out, uintptr_t *engine);
+/* Keeps an operation whose engine refused its completion, for a loop
+ * thread to free. */
+void zl_files_orphan(uint64_t token);
 
 #endif

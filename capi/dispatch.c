@@ -1,8 +1,9 @@
 /* The calls the engine makes into C (bridge.h): zl_release and
  * zl_reacquire around a blocking wait, zl_grow_timers_out and zl_grow_done
  * for the buffers the engine fills, and zl_dispatch, which queues what one
- * iteration found ready and runs one batch of callbacks — timing each one
- * when slow-callback detection is on (stats.c turns it on).
+ * iteration found ready, routes the completions other goroutines posted to
+ * their owner (lookups, file operations) and runs one batch of callbacks,
+ * timing each one when slow-callback detection is on (stats.c turns it on).
  *
  * It knows the engine only through bridge.h; what a ready descriptor or a
  * due timer queues is fds.c's and timers.c's business, how a slow
@@ -127,6 +128,31 @@ static int run_timed_entry(zl_loop *L, zl_entry *e, int64_t threshold)
     return rc;
 }
 
+/* Completions are routed by the kind in their token's top byte
+ * (ZL_DONE_*, bridge.h), a run of the same kind at a time. */
+static void settle_completions(zl_loop *L, const zl_completion *done, int64_t n)
+{
+    for (int64_t i = 0; i < n;) {
+        uint64_t kind = done[i].token >> ZL_DONE_KIND_SHIFT;
+        int64_t j = i + 1;
+        while (j < n && done[j].token >> ZL_DONE_KIND_SHIFT == kind)
+            j++;
+        if (kind == ZL_DONE_FILE)
+            zl_settle_files(L, done + i, j - i);
+        else
+            zl_settle_lookups(L, done + i, j - i);
+        i = j;
+    }
+}
+
+void zl_done_free(uint64_t token, uint64_t value)
+{
+    if (token >> ZL_DONE_KIND_SHIFT == ZL_DONE_FILE)
+        zl_files_orphan(token);
+    else
+        zl_resolved_free(value);
+}
+
 int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone, int reacquire)
 {
     zl_loop *L = (zl_loop *)loop;
@@ -139,8 +165,8 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone,
         zl_fd_ready(L, events[i].token, events[i].mask);
     for (int64_t i = 0; i < ntimers; i++)
         zl_timer_due(L, (uint32_t)timers[i]);
-    if (ndone > 0) /* lookups resolved by other goroutines */
-        zl_settle_lookups(L, ndone);
+    if (ndone > 0) /* work other goroutines finished */
+        settle_completions(L, L->sh.done, ndone);
     /* Due timers are queued before a signal may end the run, so none is lost. */
     if (PyErr_CheckSignals() < 0)
         return -1;

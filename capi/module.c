@@ -31,6 +31,14 @@ static PyMethodDef module_methods[] = {
     {"context_layout_ok", zl_context_layout_ok, METH_NOARGS,
      "Whether PyContext's layout passed capi/context.c's self-test (handles share snapshots)."},
     {"build_info_json", build_info_json, METH_NOARGS, "Build facts from the Go side, as JSON."},
+    {"file_op", (PyCFunction)(void (*)(void))zl_file_op, METH_FASTCALL,
+     "Start a file operation on a file worker (capi/files.c)."},
+    {"file_workers", (PyCFunction)(void (*)(void))zl_file_workers, METH_FASTCALL,
+     "Set (n > 0) and return the bound on file operations running at once."},
+    {"file_stats", zl_file_stats, METH_NOARGS,
+     "(workers started, running, queued, orphaned) file operations."},
+    {"file_graveyard_drain", zl_files_graveyard_drain, METH_NOARGS,
+     "Free the file operations whose loop closed before they finished."},
     {"forked_child", zl_forked_child_flag, METH_NOARGS,
      "Whether this process was forked after the engine started."},
     {"stats", zl_stats, METH_O, "A loop's counters and gauges, and the Go runtime's (a dict)."},
@@ -52,7 +60,7 @@ PyMODINIT_FUNC PyInit__engine(void)
     if (zl_handle_types_ready() < 0 || zl_timer_handle_type_ready() < 0 ||
         zl_loop_type_ready() < 0 || zl_transport_type_ready() < 0 || zl_streamfeed_ready() < 0 ||
         zl_context_ready() < 0 || zl_clock_ready() < 0 || zl_resolver_ready() < 0 ||
-        zl_dispatch_ready() < 0)
+        zl_dispatch_ready() < 0 || zl_files_ready() < 0)
         return NULL;
     if (zl_runtime_ready() < 0)
         return NULL;

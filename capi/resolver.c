@@ -356,10 +356,10 @@ static int settle_future(PyObject *fut, PyObject *value, PyObject *exc)
     return r == NULL ? -1 : 0;
 }
 
-void zl_settle_lookups(zl_loop *L, int64_t ndone)
+void zl_settle_lookups(zl_loop *L, const zl_completion *done, int64_t n)
 {
-    for (int64_t i = 0; i < ndone; i++) {
-        zl_completion *c = &L->sh.done[i];
+    for (int64_t i = 0; i < n; i++) {
+        const zl_completion *c = &done[i];
         lookup_result *r = (lookup_result *)(uintptr_t)c->value;
         L->counters.lookups_done++;
         PyObject *key = PyLong_FromUnsignedLongLong(c->token);

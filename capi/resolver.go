@@ -38,10 +38,10 @@ func resolverWorker() {
 	}
 }
 
-// freeOrphans frees the results of lookups that finished after their loop
-// stopped taking them.
+// freeOrphans frees what completions that came after their loop stopped
+// taking them refer to (C routes them by kind).
 func freeOrphans(orphans []core.Completion) {
 	for _, c := range orphans {
-		C.zl_resolved_free(C.uint64_t(c.Value))
+		C.zl_done_free(C.uint64_t(c.Request), C.uint64_t(c.Value))
 	}
 }

@@ -23,10 +23,11 @@
  *  14 streamfeed.c    a stream's reads straight into its StreamReader
  *  15 transport.c     the socket transport's native methods: reads, writes
  *  16 resolver.c      name lookups on resolver threads
- *  17 dispatch.c      the engine's calls into C: one iteration's batch
- *  18 loop.c          the LoopCore type: making, running, closing a loop
- *  19 stats.c         zloopgo.stats(): the counters read, reset; slow-callback detection set
- *  20 module.c        the extension module
+ *  17 files.c         file operations on worker goroutines, their bound
+ *  18 dispatch.c      the engine's calls into C: one iteration's batch
+ *  19 loop.c          the LoopCore type: making, running, closing a loop
+ *  20 stats.c         zloopgo.stats(): the counters read, reset; slow-callback detection set
+ *  21 module.c        the extension module
  */
 #ifndef ZL_H
 #define ZL_H
@@ -525,10 +526,19 @@ static inline Py_ssize_t zl_lookups_waiting(const zl_loop *L)
 }
 /* Lookups queued so far (their tokens count from 1). */
 static inline uint64_t zl_lookups_queued(const zl_loop *L) { return L->lookups.counter; }
-/* Settles the first ndone completions of zl_shared.done. */
-void zl_settle_lookups(zl_loop *L, int64_t ndone);
+/* Settles n completions of lookups. */
+void zl_settle_lookups(zl_loop *L, const zl_completion *done, int64_t n);
 void zl_drop_lookups(zl_loop *L);
 int zl_lookups_traverse(zl_loop *L, visitproc visit, void *arg);
+
+/* capi/files.c */
+int zl_files_ready(void);
+PyObject *zl_file_op(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zl_file_workers(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zl_file_stats(PyObject *mod, PyObject *unused);
+PyObject *zl_files_graveyard_drain(PyObject *mod, PyObject *unused);
+/* Settles n completions of file operations. */
+void zl_settle_files(zl_loop *L, const zl_completion *done, int64_t n);
 
 /* capi/clock.c */
 int zl_clock_ready(void);

@@ -51,6 +51,8 @@ __all__ = [
     "install",
     "instrument",
     "new_event_loop",
+    "open",
+    "os",
     "report_slow_callbacks",
     "reset_stats",
     "run",
@@ -74,6 +76,11 @@ def _policy_function(name: str) -> Any:
 
 _get_policy: Callable[[], _Policy] = _policy_function("get_event_loop_policy")
 _set_policy: Callable[[_Policy | None], None] = _policy_function("set_event_loop_policy")
+
+
+# after the names above, which the file modules do not need
+from . import os  # noqa: E402
+from ._files import open  # noqa: E402
 
 
 def new_event_loop(*, slow_callbacks: bool | None = None) -> Loop:

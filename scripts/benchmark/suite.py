@@ -1,10 +1,11 @@
 """The whole benchmark for scripts/bench: for every Python section, the
 harness (seed 000's table, its GC-off diagnostic, the span), then on the
-network section(s) the echo matrices (bench_uvloop/run.py) and the HTTP
-row; then one Markdown report with a section per Python, the JSON of every
-part, and a PNG chart per section, all in bench-results/. A full run
-(every part, no --quick, no harness arguments) also rewrites the tables
-of docs/benchmarks.md and its charts (docs/bench/); --docs-from RUN_DIR
+network section(s) the echo matrices (bench_uvloop/run.py), the HTTP
+row and the file rows (benchmark/filebench.py); then one Markdown report
+with a section per Python, the JSON of every part, and a PNG chart per
+section, all in bench-results/. A full run (every part, no --quick, no
+harness arguments) also rewrites the tables of docs/benchmarks.md and its
+charts (docs/bench/); --docs-from RUN_DIR
 does that again from a run kept in bench-results/.
 
     python -m benchmark.suite --section 3.11=.venv-bench-3.11/bin/python \\
@@ -119,7 +120,7 @@ def main(argv):
         help="comma-separated X.Y of the sections that also run echo and HTTP",
     )
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--parts", default="harness,echo,http", help="of harness,echo,http")
+    p.add_argument("--parts", default="harness,echo,http,files", help="of harness,echo,http,files")
     p.add_argument("--installs", default="", help="X.Y=peers.json,... from benchmark.peers")
     p.add_argument("--zloopgo-source", default="the checkout")
     p.add_argument("--out", default=os.path.join(ROOT, "bench-results"))
@@ -203,6 +204,19 @@ def main(argv):
             report += [text, ""]
             timing.append((f"HTTP, Python {version}", secs))
             sec["files"]["http"] = latest(os.path.join(run_dir, f"http-{tag}-*.json"))
+        if minor in nets and "files" in parts:
+            cmd = [python, "-m", "benchmark.filebench", "--heading", "###", "--tag", tag]
+            cmd += ["--out", run_dir] + (["--quick"] if a.quick else [])
+            text, secs = run_part(
+                f"files on {version}",
+                cmd,
+                env,
+                SCRIPTS,
+                os.path.join(run_dir, f"{tag}-filerows.md"),
+            )
+            report += [text, ""]
+            timing.append((f"files, Python {version}", secs))
+            sec["files"]["filebench"] = latest(os.path.join(run_dir, f"files-{tag}-*.json"))
         sec["chart"] = None
         try:
             from . import charts

@@ -1,0 +1,538 @@
+"""zloopgo.open() and zloopgo.os beyond open()'s own results (those are
+tests/test_files_diff.py's): calls on one file run in the order made;
+cancelling a read leaves the position where it was, cancelling a write
+or a close still completes it; closing a loop with operations in flight
+neither hangs nor leaks (memory, descriptors); a forked child gets the
+documented RuntimeError; the bound on workers holds; memory per in-flight
+read is its buffer and little more; zloopgo.os gives os's results and
+exceptions. Dual-run where the behaviour is the same on asyncio's loop
+(through the executor)."""
+
+import asyncio
+import concurrent.futures
+import gc
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import warnings
+
+import pytest
+from helpers import check
+
+import zloopgo
+from zloopgo import _engine
+
+
+def _fds():
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _worker_path(f):
+    # reads of cached pages complete at once (RWF_NOWAIT); these tests
+    # need operations that are in flight on a worker
+    if hasattr(f, "_inline"):
+        f._inline = False
+
+
+def test_calls_run_in_the_order_made(loop, tmp_path):
+    p = tmp_path / "f"
+    p.write_bytes(bytes(range(256)) * 40)
+
+    async def main():
+        async with zloopgo.open(p, "rb", buffering=100) as f:
+            _worker_path(f)
+            calls = [f.read(7) if i % 3 else f.read1(5) for i in range(300)]
+            calls.insert(100, f.tell())
+            return await asyncio.gather(*calls)
+
+    got = loop.run_until_complete(main())
+    with open(p, "rb", buffering=100) as f:
+        want = [f.read(7) if i % 3 else f.read1(5) for i in range(300)]
+        # tell() was the 101st call: after 100 reads
+    want.insert(100, sum(len(x) for x in want[:100]))
+    assert got == want
+
+
+def test_cancelled_read_leaves_the_position(loop, loop_name, tmp_path):
+    native = loop_name == "zloopgo"
+    p = tmp_path / "f"
+    data = os.urandom(1 << 20)
+    p.write_bytes(data)
+
+    async def main():
+        async with zloopgo.open(p, "rb") as f:
+            _worker_path(f)
+            for size in (-1, 1 << 16, 3, 1 << 20):
+                task = asyncio.ensure_future(f.read(size))
+                await asyncio.sleep(0)
+                # through the executor the read may already be done
+                cancelled = task.cancel()
+                if cancelled:
+                    with pytest.raises(asyncio.CancelledError):
+                        await task
+                else:
+                    await task
+                assert cancelled or not native
+                # zloopgo's native path undoes the read; through the executor
+                # (asyncio's loop) it finishes in its thread, as aiofiles'
+                finished = len(data) if size < 0 else min(size, len(data))
+                assert await f.tell() == (0 if native else finished)
+                await f.seek(0)
+            return await f.read(10)
+
+    assert loop.run_until_complete(main()) == data[:10]
+
+
+def test_cancelled_write_and_close_complete(loop, tmp_path):
+    p = tmp_path / "f"
+
+    async def main():
+        f = await zloopgo.open(p, "wb", buffering=10)
+        _worker_path(f)
+        task = asyncio.ensure_future(f.write(b"x" * 1000))
+        await asyncio.sleep(0)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await f.write(b"end")  # waits for the cancelled write
+        task = asyncio.ensure_future(f.close())
+        await asyncio.sleep(0)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await f.close()  # waits, then finds the file closed
+        return f.closed
+
+    fds = _fds()
+    assert loop.run_until_complete(main())
+    assert p.read_bytes() == b"x" * 1000 + b"end"
+    assert _fds() == fds
+
+
+def test_unclosed_file_warns_like_open(loop, tmp_path):
+    p = tmp_path / "f"
+    p.write_bytes(b"abc")
+
+    async def main():
+        f = await zloopgo.open(p, "rb")
+        return await f.read()
+
+    fds = _fds()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert loop.run_until_complete(main()) == b"abc"
+        gc.collect()
+    assert _fds() == fds
+    messages = [str(w.message) for w in caught if w.category is ResourceWarning]
+    assert any(m.startswith("unclosed file <_io.BufferedReader name=") for m in messages), messages
+
+
+def test_closing_the_loop_with_operations_in_flight(tmp_path):
+    p = tmp_path / "f"
+    p.write_bytes(os.urandom(1 << 16))
+    gc.collect()
+    fds = _fds()
+    loop = zloopgo.new_event_loop()
+
+    async def start():
+        files = []
+        for _ in range(50):
+            f = await zloopgo.open(p, "rb")
+            _worker_path(f)
+            files.append(f)
+        tasks = [asyncio.ensure_future(f.read(1 << 16)) for f in files for _ in range(20)]
+        tasks += [asyncio.ensure_future(zloopgo.open(p, "rb")) for _ in range(200)]
+        await asyncio.sleep(0)
+        return tasks
+
+    tasks = loop.run_until_complete(start())
+    loop.close()  # does not wait for the workers
+    del tasks
+    # what finished for the closed loop is freed by the next file operation
+    loop2 = zloopgo.new_event_loop()
+    for _ in range(100):
+        gc.collect()
+        loop2.run_until_complete(zloopgo.os.stat(p))
+        _, running, queued, orphaned = _engine.file_stats()
+        if running == 0 and queued == 0 and orphaned == 0 and _fds() == fds:
+            break
+        loop2.run_until_complete(asyncio.sleep(0.01))
+    loop2.close()
+    gc.collect()
+    assert _engine.file_stats()[1:] == (0, 0, 0)
+    assert _fds() == fds
+
+
+def test_memory_per_read_in_flight(tmp_path):
+    # 10,000 reads of 4 KiB at once: what they hold is their bytes object
+    # (and their future and task), not a copy or a worker each.
+    script = f"""
+    import asyncio, os, resource, zloopgo
+    from zloopgo import _engine
+    p = {str(tmp_path / "f")!r}
+    open(p, "wb").write(os.urandom(4096 * 10))
+
+    async def main():
+        f = await zloopgo.open(p, "rb")
+        f._inline = False
+        await f.pread(4096, 0)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        got = await asyncio.gather(*[f.pread(4096, 4096 * (i % 10)) for i in range(10000)])
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        assert all(len(g) == 4096 for g in got)
+        await f.close()
+        print((after - before) * 1024 // 10000, _engine.file_stats()[0], _engine.file_workers())
+    zloopgo.run(main())
+    """
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    check(proc)
+    per_read, started, bound = map(int, proc.stdout.split())
+    assert started <= bound
+    # its 4 KiB bytes object, its future, task and coroutine; not a thread each
+    assert per_read < 4096 + 6144, per_read
+
+
+def test_worker_bound_holds(tmp_path):
+    script = f"""
+    import asyncio, os, threading, zloopgo
+    from zloopgo import _engine
+    p = {str(tmp_path / "f")!r}
+    open(p, "wb").write(b"x" * 1000)
+    peak = 0
+
+    async def main():
+        global peak
+        f = await zloopgo.open(p, "rb")
+        f._inline = False
+        tasks = [asyncio.ensure_future(f.pread(10, i)) for i in range(300)]
+        while not all(t.done() for t in tasks):
+            peak = max(peak, _engine.file_stats()[1])
+            await asyncio.sleep(0)
+        await f.close()
+
+    def in_thread():
+        zloopgo.run(main())
+
+    threads = [threading.Thread(target=in_thread) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(_engine.file_workers(), _engine.file_stats()[0], peak)
+    """
+    env = dict(os.environ, ZLOOPGO_FILE_WORKERS="3")
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    check(proc)
+    bound, started, peak = map(int, proc.stdout.split())
+    assert bound == 3
+    assert 1 <= started <= 3
+    assert peak <= 3
+
+
+def test_file_workers_setting():
+    old = _engine.file_workers()
+    try:
+        assert _engine.file_workers(5) == 5
+        assert _engine.file_workers() == 5
+        with pytest.raises(ValueError, match="file workers must be between 1 and 10000"):
+            _engine.file_workers(10001)
+    finally:
+        _engine.file_workers(old)
+
+
+def test_forked_child_gets_the_documented_error(tmp_path):
+    p = tmp_path / "f"
+    p.write_bytes(b"hello")
+    script = f"""
+    import asyncio, os, sys, zloopgo
+    p = {str(p)!r}
+
+    async def read():
+        async with zloopgo.open(p, "rb") as f:
+            return await f.read()
+
+    loop = zloopgo.new_event_loop()
+    assert loop.run_until_complete(read()) == b"hello"
+    pid = os.fork()
+    if pid == 0:
+        try:
+            loop.run_until_complete(read())
+        except RuntimeError as exc:
+            ok = "forked after its Go engine started" in str(exc)
+        else:
+            ok = False
+        # stock asyncio in the child: zloopgo.open goes through its executor
+        ok = ok and asyncio.run(read()) == b"hello"
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    print(os.waitstatus_to_exitcode(status))
+    """
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    check(proc)
+    assert proc.stdout.strip() == "0"
+
+
+def test_a_pipe_is_opened_through_the_executor(loop, tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+
+    async def main():
+        writer = asyncio.ensure_future(zloopgo.open(fifo, "wb"))
+        reader = await zloopgo.open(fifo, "rb")
+        w = await writer
+        await w.write(b"through a pipe")
+        await w.close()
+        data = await reader.read()
+        await reader.close()
+        return data, reader.name
+
+    assert loop.run_until_complete(main()) == (b"through a pipe", str(fifo))
+
+
+def _descriptors_of(path):
+    found = set()
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{name}") == path:
+                found.add(int(name))
+        except OSError:
+            pass  # closed meanwhile (the listing's own descriptor)
+    return found
+
+
+def test_cancelled_open_of_a_device_closes_its_descriptor_once(tmp_path):
+    # A device (like a pipe) is opened natively, then wrapped by open() in
+    # the executor. Cancelled while the thread wraps it, the descriptor
+    # must be closed once, by its owner: had the cancelled call closed it
+    # at once, the number could go to another file (the lowest free one)
+    # which open()'s object would then wrap and close.
+    started, release = threading.Event(), threading.Event()
+
+    class HeldExecutor(concurrent.futures.ThreadPoolExecutor):
+        def submit(self, fn, /, *args, **kwargs):
+            def held():
+                started.set()
+                release.wait()
+                return fn(*args, **kwargs)
+
+            return super().submit(held)
+
+    executor = HeldExecutor(1)
+    loop = zloopgo.new_event_loop()
+    loop.set_default_executor(executor)
+    other = tmp_path / "other"
+
+    async def opening():
+        return await zloopgo.open(os.devnull, "rb")
+
+    async def main():
+        before = _descriptors_of(os.devnull)
+        task = loop.create_task(opening())
+        while not started.is_set():  # the thread is about to wrap the device
+            await asyncio.sleep(0.001)
+        opened = _descriptors_of(os.devnull) - before
+        assert len(opened) == 1
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        fd = os.open(other, os.O_RDWR | os.O_CREAT)  # another file, meanwhile
+        release.set()
+        await loop.run_in_executor(None, lambda: None)  # after the wrap
+        for _ in range(3):
+            await asyncio.sleep(0)
+        gc.collect()
+        return before, fd
+
+    try:
+        before, fd = loop.run_until_complete(main())
+        # the other file is intact: nobody closed its descriptor
+        assert os.write(fd, b"still open") == 10
+        os.close(fd)
+        assert other.read_bytes() == b"still open"
+        # and the device's descriptor was closed
+        assert _descriptors_of(os.devnull) == before
+    finally:
+        release.set()
+        loop.close()
+        executor.shutdown()
+
+
+# ---- zloopgo.os ----
+
+
+def _outcome(call):
+    try:
+        return ("ok", call())
+    except Exception as exc:  # noqa: BLE001 - the exception is the outcome
+        return (type(exc).__name__, exc.args, getattr(exc, "filename", None), str(exc))
+
+
+async def _aoutcome(awaitable):
+    try:
+        return ("ok", await awaitable)
+    except Exception as exc:  # noqa: BLE001
+        return (type(exc).__name__, exc.args, getattr(exc, "filename", None), str(exc))
+
+
+def _stat_fields(st):
+    return (
+        tuple(st),
+        st.st_atime,
+        st.st_mtime,
+        st.st_ctime,
+        st.st_atime_ns,
+        st.st_mtime_ns,
+        st.st_ctime_ns,
+        st.st_blksize,
+        st.st_blocks,
+        st.st_rdev,
+    )
+
+
+def test_os_helpers_match_os(loop, tmp_path):
+    import pathlib
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a").write_bytes(b"12345")
+    (tmp_path / "d" / "b").write_bytes(b"")
+    os.symlink(tmp_path / "d" / "a", tmp_path / "link")
+    os.symlink(tmp_path / "nowhere", tmp_path / "dangling")
+    paths = [
+        str(tmp_path / "d" / "a"),
+        os.fsencode(tmp_path / "d" / "a"),
+        pathlib.Path(tmp_path / "d"),
+        str(tmp_path / "link"),
+        str(tmp_path / "dangling"),
+        str(tmp_path / "nonexistent"),
+        "x\0y",
+        42.5,
+        str(tmp_path / "d" / "a" / "notadir"),
+    ]
+    for path in paths:
+        for name in ("stat", "lstat", "listdir"):
+            ref = _outcome(lambda: getattr(os, name)(path))  # noqa: B023
+            got = loop.run_until_complete(_aoutcome(getattr(zloopgo.os, name)(path)))
+            if name != "listdir" and ref[0] == "ok":
+                ref, got = ("ok", _stat_fields(ref[1])), (got[0], _stat_fields(got[1]))
+            elif ref[0] == "ok":
+                ref, got = ("ok", sorted(ref[1])), (got[0], sorted(got[1]))
+            assert got == ref, (name, path)
+    for path in (tmp_path / "d", os.fsencode(tmp_path / "d")):
+        got = loop.run_until_complete(zloopgo.os.scandir(path))
+        assert sorted((e.name, e.path, e.is_file()) for e in got) == sorted(
+            (e.name, e.path, e.is_file()) for e in os.scandir(path)
+        )
+
+    async def changes():
+        out = []
+        out.append(await _aoutcome(zloopgo.os.mkdir(tmp_path / "new")))
+        out.append(await _aoutcome(zloopgo.os.mkdir(tmp_path / "new")))
+        out.append(await _aoutcome(zloopgo.os.rename(tmp_path / "new", tmp_path / "renamed")))
+        out.append(await _aoutcome(zloopgo.os.rename(tmp_path / "new", tmp_path / "renamed")))
+        out.append(await _aoutcome(zloopgo.os.rmdir(tmp_path / "renamed")))
+        out.append(await _aoutcome(zloopgo.os.rmdir(tmp_path / "renamed")))
+        out.append(await _aoutcome(zloopgo.os.remove(tmp_path / "d" / "b")))
+        out.append(await _aoutcome(zloopgo.os.unlink(tmp_path / "d" / "b")))
+        out.append(await _aoutcome(zloopgo.os.makedirs(tmp_path / "m" / "n")))
+        out.append(await _aoutcome(zloopgo.os.makedirs(tmp_path / "m" / "n")))
+        out.append(await _aoutcome(zloopgo.os.makedirs(tmp_path / "m" / "n", exist_ok=True)))
+        out.append(await zloopgo.os.exists(tmp_path / "m"))
+        out.append(await zloopgo.os.isdir(tmp_path / "m"))
+        out.append(await zloopgo.os.isfile(tmp_path / "m"))
+        out.append(await zloopgo.os.getsize(tmp_path / "d" / "a"))
+        return out
+
+    got = loop.run_until_complete(changes())
+    # the same steps with os, from the same start
+    (tmp_path / "d" / "b").write_bytes(b"")
+    os.rmdir(tmp_path / "m" / "n")
+    os.rmdir(tmp_path / "m")
+    ref = []
+    ref.append(_outcome(lambda: os.mkdir(tmp_path / "new")))
+    ref.append(_outcome(lambda: os.mkdir(tmp_path / "new")))
+    ref.append(_outcome(lambda: os.rename(tmp_path / "new", tmp_path / "renamed")))
+    ref.append(_outcome(lambda: os.rename(tmp_path / "new", tmp_path / "renamed")))
+    ref.append(_outcome(lambda: os.rmdir(tmp_path / "renamed")))
+    ref.append(_outcome(lambda: os.rmdir(tmp_path / "renamed")))
+    ref.append(_outcome(lambda: os.remove(tmp_path / "d" / "b")))
+    ref.append(_outcome(lambda: os.unlink(tmp_path / "d" / "b")))
+    ref.append(_outcome(lambda: os.makedirs(tmp_path / "m" / "n")))
+    ref.append(_outcome(lambda: os.makedirs(tmp_path / "m" / "n")))
+    ref.append(_outcome(lambda: os.makedirs(tmp_path / "m" / "n", exist_ok=True)))
+    ref += [True, True, False, 5]
+    assert got == ref
+
+
+def test_reads_of_partly_cached_files(loop, tmp_path):
+    # A read whose first pages are in the page cache and the rest not:
+    # the part read at once (RWF_NOWAIT) and the part a worker reads must
+    # join up. Evicting clean pages needs a file system with a page cache
+    # of its own (ext4 here); elsewhere every read takes one of the paths.
+    p = tmp_path / "f"
+    data = os.urandom(4 << 20)
+    p.write_bytes(data)
+    fd = os.open(p, os.O_RDONLY)
+    os.fsync(fd)
+
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # no read-ahead for the halves below
+
+    def evict():
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        for off in range(0, len(data), 1 << 16):
+            os.pread(fd, 1 << 15, off)  # the first half of each 64 KiB back in
+
+    async def main():
+        evict()
+        async with zloopgo.open(p, "rb") as f:
+            chunks = []
+            while chunk := await f.read(1 << 16):
+                chunks.append(chunk)
+        evict()
+        async with zloopgo.open(p, "rb") as f:
+            whole = await f.read()
+            tail = [await f.pread(100_000, off) for off in (0, 40_000, len(data) - 50_000)]
+        return b"".join(chunks), whole, tail
+
+    try:
+        chunks, whole, tail = loop.run_until_complete(main())
+    finally:
+        os.close(fd)
+    assert chunks == data
+    assert whole == data
+    assert tail == [data[:100_000], data[40_000:140_000], data[-50_000:]]
+
+
+def test_io_objects_under_a_native_file_are_not_handed_out(tmp_path):
+    # called directly they would answer only from bytes already fetched
+    p = tmp_path / "f"
+    p.write_text("x")
+
+    async def main():
+        async with zloopgo.open(p) as f:
+            for name in ("buffer", "raw", "detach"):
+                with pytest.raises(AttributeError, match="zloopgo's file has no"):
+                    getattr(f, name)
+            return f.encoding, f.name, await f.read()
+
+    with open(p) as ref:
+        encoding = ref.encoding
+    assert zloopgo.run(main()) == (encoding, str(p), "x")
