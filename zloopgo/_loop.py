@@ -52,6 +52,14 @@ _SSL_ENSURES_FD = sys.version_info >= (3, 12)
 # and run take a lock: cancelling from another thread waits for a running
 # callback to return.
 _THREADSAFE_HANDLE = getattr(events, "_ThreadSafeHandle", None)
+# The adapter makes and runs those handles itself (capi/schedule.c); the
+# lock is what threading.RLock() returns, its C RLock when there is one.
+_RUN_THREADSAFE = None
+if _THREADSAFE_HANDLE is not None:
+    _RUN_THREADSAFE = _engine.set_threadsafe_handle(
+        _THREADSAFE_HANDLE,
+        threading._CRLock if threading._CRLock is not None else threading.RLock,
+    )
 
 
 class _WatchedDescriptors:
@@ -160,9 +168,10 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
 
     if _THREADSAFE_HANDLE is not None:  # 3.14+
 
-        def call_soon_threadsafe(self, callback, *args, context=None):
-            """Like call_soon(), but thread-safe: asyncio's own
-            _ThreadSafeHandle, queued natively (and the reactor woken)."""
+        def _zl_call_soon_threadsafe_python(self, callback, *args, context=None):
+            """call_soon_threadsafe in debug mode (the adapter's own outside
+            it): asyncio's steps, its _ThreadSafeHandle queued natively
+            behind the adapter's runner (and the reactor woken)."""
             self._check_closed()
             if self._debug:
                 self._check_callback(callback, "call_soon_threadsafe")
@@ -172,7 +181,7 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
                 del handle._source_traceback[-1]
             if handle._source_traceback:
                 del handle._source_traceback[-1]
-            _engine.LoopCore.call_soon_threadsafe(self, _run_unless_cancelled, handle)
+            _engine.LoopCore.call_soon_threadsafe(self, _RUN_THREADSAFE, handle)
             return handle
 
     # ---- name resolution -----------------------------------------------
@@ -397,21 +406,23 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
     def _zl_run_debug(self, handle):
         """Run one handle the way asyncio's debug mode does: timed, with
         slow callbacks logged."""
+        # a _ThreadSafeHandle behind the adapter's runner is asyncio's handle here
+        shown = handle._args[0] if handle._callback is _RUN_THREADSAFE else handle
         try:
-            self._current_handle = handle
+            self._current_handle = shown
             t0 = self.time()
             handle._run()
             dt = self.time() - t0
             if dt >= self.slow_callback_duration:
                 base_events.logger.warning(
-                    "Executing %s took %.3f seconds", base_events._format_handle(handle), dt
+                    "Executing %s took %.3f seconds", base_events._format_handle(shown), dt
                 )
         finally:
             self._current_handle = None
             # A failed task's traceback reaches this frame: drop the handle
             # so that the task is freed within the iteration (asyncio's
             # _run_once does the same).
-            handle = None
+            handle = shown = None
 
 
 if "debug" in inspect.signature(format_helpers._format_callback_source).parameters:  # 3.13+
