@@ -136,9 +136,10 @@ PyObject *zl_loop_call_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
  * asyncio's Python methods. Debug mode takes zloopgo's Python edge
  * (asyncio's steps, traceback and all). Set once at import. */
 static struct {
-    PyTypeObject *type;     /* events._ThreadSafeHandle, or NULL before 3.14 */
-    PyObject *lock_factory; /* what makes its _lock (threading's C RLock) */
-    PyObject *runner;       /* run_threadsafe as a callable */
+    PyTypeObject *type;          /* events._ThreadSafeHandle, or NULL before 3.14 */
+    PyObject *lock_factory;      /* what makes its _lock (threading's C RLock) */
+    PyObject *acquire, *release; /* that lock type's methods, unbound */
+    PyObject *runner;            /* run_threadsafe as a callable */
     Py_ssize_t callback, args, cancelled, loop, source_traceback, repr, context, lock; /* offsets */
 } threadsafe;
 
@@ -168,18 +169,35 @@ static Py_ssize_t slot_offset(PyTypeObject *type, const char *name)
  * _cancelled (zloopgo's queue holds this call, the handle its argument). */
 static PyObject *run_threadsafe(PyObject *unused, PyObject *handle)
 {
-    if (PyObject_IsTrue(SLOT(handle, threadsafe.cancelled)) != 0)
+    /* the adapter queues only handles it made; anything else is refused,
+     * not trusted (the runner is reachable from Python) */
+    if (!PyObject_TypeCheck(handle, threadsafe.type) ||
+        SLOT(handle, threadsafe.cancelled) == NULL || SLOT(handle, threadsafe.lock) == NULL ||
+        SLOT(handle, threadsafe.loop) == NULL ||
+        !PyObject_TypeCheck(SLOT(handle, threadsafe.loop), &zl_LoopType)) {
+        PyErr_SetString(PyExc_TypeError, "not a _ThreadSafeHandle of a zloopgo loop");
+        return NULL;
+    }
+    if (SLOT(handle, threadsafe.cancelled) != Py_False &&
+        PyObject_IsTrue(SLOT(handle, threadsafe.cancelled)) != 0)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     PyObject *lock = Py_NewRef(SLOT(handle, threadsafe.lock));
-    PyObject *r = PyObject_CallMethodNoArgs(lock, str_acquire);
+    PyObject *r = PyObject_Vectorcall(threadsafe.acquire, &lock, 1, NULL);
     if (r == NULL) {
         Py_DECREF(lock);
         return NULL;
     }
     Py_DECREF(r);
     int failed = 0;
-    int cancelled = PyObject_IsTrue(SLOT(handle, threadsafe.cancelled));
+    PyObject *flag = SLOT(handle, threadsafe.cancelled);
+    int cancelled = flag == Py_False ? 0 : PyObject_IsTrue(flag);
     if (cancelled < 0) {
+        failed = 1;
+    } else if (!cancelled && (SLOT(handle, threadsafe.args) == NULL ||
+                              !PyTuple_Check(SLOT(handle, threadsafe.args)) ||
+                              SLOT(handle, threadsafe.callback) == NULL ||
+                              SLOT(handle, threadsafe.context) == NULL)) {
+        PyErr_SetString(PyExc_TypeError, "a _ThreadSafeHandle without its call");
         failed = 1;
     } else if (!cancelled) {
         zl_loop *L = (zl_loop *)SLOT(handle, threadsafe.loop);
@@ -210,7 +228,7 @@ static PyObject *run_threadsafe(PyObject *unused, PyObject *handle)
     }
     /* the with statement's exit: the lock goes whatever happened */
     PyObject *pending = failed ? zl_fetch_exception() : NULL;
-    r = PyObject_CallMethodNoArgs(lock, str_release);
+    r = PyObject_Vectorcall(threadsafe.release, &lock, 1, NULL);
     Py_DECREF(lock);
     if (pending != NULL) {
         Py_XDECREF(r);
@@ -242,9 +260,21 @@ PyObject *zl_set_threadsafe_handle(PyObject *mod, PyObject *args)
         PyErr_Format(PyExc_TypeError, "%s has a __dict__", t->tp_name);
         return NULL;
     }
-    PyObject *runner = PyCFunction_New(&run_threadsafe_def, NULL);
-    if (runner == NULL)
+    /* the methods `with lock` calls, looked up once on a lock's type */
+    PyObject *sample = PyObject_CallNoArgs(lock_factory);
+    if (sample == NULL)
         return NULL;
+    PyObject *acquire = PyObject_GetAttr((PyObject *)Py_TYPE(sample), str_acquire);
+    PyObject *release = acquire ? PyObject_GetAttr((PyObject *)Py_TYPE(sample), str_release) : NULL;
+    Py_DECREF(sample);
+    PyObject *runner = release ? PyCFunction_New(&run_threadsafe_def, NULL) : NULL;
+    if (runner == NULL) {
+        Py_XDECREF(acquire);
+        Py_XDECREF(release);
+        return NULL;
+    }
+    Py_XSETREF(threadsafe.acquire, acquire);
+    Py_XSETREF(threadsafe.release, release);
     Py_XSETREF(threadsafe.runner, runner);
     Py_XSETREF(threadsafe.type, (PyTypeObject *)Py_NewRef(type));
     Py_XSETREF(threadsafe.lock_factory, Py_NewRef(lock_factory));

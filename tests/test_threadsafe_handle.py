@@ -285,3 +285,22 @@ def test_from_other_thread_wakes_and_runs(loop):
     loop.run_forever()
     name = "_ThreadSafeHandle" if THREADSAFE_HANDLE is not None else "Handle"
     assert sorted(ran, key=str) == sorted(["thread", name], key=str)
+
+
+def test_adapter_runner_refuses_what_it_did_not_make():
+    # zloopgo's runner of 3.14's handles is reachable from Python: it must
+    # refuse, not trust, an object that is not one of its loop's handles
+    from zloopgo import _loop
+
+    if THREADSAFE_HANDLE is None:
+        assert _loop._RUN_THREADSAFE is None
+        return
+    with pytest.raises(TypeError):
+        _loop._RUN_THREADSAFE(object())
+    stock = asyncio.new_event_loop()
+    try:
+        foreign = THREADSAFE_HANDLE(lambda: None, (), stock)
+        with pytest.raises(TypeError):
+            _loop._RUN_THREADSAFE(foreign)
+    finally:
+        stock.close()
