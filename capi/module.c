@@ -36,6 +36,13 @@ static PyMethodDef module_methods[] = {
     {"build_info_json", build_info_json, METH_NOARGS, "Build facts from the Go side, as JSON."},
     {"forked_child", zl_forked_child_flag, METH_NOARGS,
      "Whether this process was forked after the engine started."},
+    {"stats", zl_stats, METH_O, "A loop's counters and gauges, and the Go runtime's (a dict)."},
+    {"reset_stats", zl_reset_stats, METH_O, "Count a loop's stats from now on."},
+    {"set_slow_callbacks", zl_set_slow_callbacks, METH_VARARGS,
+     "Time each callback of (loop, on) and report slow ones; returns whether it was on."},
+    {"trace_start", zl_trace_start, METH_VARARGS,
+     "Record the next n iterations of (loop, n) (the benchmark's timeline)."},
+    {"trace_take", zl_trace_take, METH_O, "The iterations recorded, as tuples; stops the trace."},
     {NULL}};
 
 static struct PyModuleDef module_def = {
@@ -47,7 +54,8 @@ PyMODINIT_FUNC PyInit__engine(void)
 {
     if (zl_handle_types_ready() < 0 || zl_timer_handle_type_ready() < 0 ||
         zl_loop_type_ready() < 0 || zl_transport_type_ready() < 0 || zl_streamfeed_ready() < 0 ||
-        zl_context_ready() < 0 || zl_clock_ready() < 0 || zl_resolver_ready() < 0)
+        zl_context_ready() < 0 || zl_clock_ready() < 0 || zl_resolver_ready() < 0 ||
+        zl_dispatch_ready() < 0)
         return NULL;
     if (zl_runtime_ready() < 0)
         return NULL;

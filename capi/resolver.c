@@ -361,6 +361,7 @@ void zl_settle_lookups(zl_loop *L, int64_t ndone)
     for (int64_t i = 0; i < ndone; i++) {
         zl_completion *c = &L->sh.done[i];
         lookup_result *r = (lookup_result *)(uintptr_t)c->value;
+        L->counters.lookups_done++;
         PyObject *key = PyLong_FromUnsignedLongLong(c->token);
         PyObject *entry =
             key && L->lookups.futures ? PyDict_GetItemWithError(L->lookups.futures, key) : NULL;

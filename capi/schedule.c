@@ -419,10 +419,14 @@ PyObject *zl_loop_call_later(zl_loop *L, PyObject *const *args, Py_ssize_t nargs
         return NULL;
     }
     PyObject *delay = args[0];
+#if PY_VERSION_HEX >= 0x030B0000
+    /* asyncio checks for None from 3.11; 3.10's time() + None fails in the
+     * generic addition below with the interpreter's own message */
     if (delay == Py_None) {
         PyErr_SetString(PyExc_TypeError, "delay must not be None");
         return NULL;
     }
+#endif
     if (zl_clock_check(L) < 0)
         return NULL;
     if (zl_clock_replaced(L)) {
@@ -479,7 +483,17 @@ PyObject *zl_loop_call_at(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, P
         return NULL;
     }
     if (args[0] == Py_None) {
+#if PY_VERSION_HEX >= 0x030B0000
         PyErr_SetString(PyExc_TypeError, "when cannot be None");
+#else
+        /* 3.10's call_at checks the loop and (in debug mode) the callback,
+         * then TimerHandle asserts `when is not None` */
+        PyObject *traceback;
+        if (check_schedule(L, "call_at", args[1], &traceback) < 0)
+            return NULL;
+        Py_XDECREF(traceback);
+        PyErr_SetNone(PyExc_AssertionError);
+#endif
         return NULL;
     }
     double when = PyFloat_AsDouble(args[0]);

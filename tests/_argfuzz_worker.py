@@ -14,6 +14,18 @@ that a crash or a hang in the adapter fails the test instead of the suite.
 It knows asyncio's public loop API; nothing of zloopgo's internals.
 """
 
+import os
+
+# The small ints among the values (IntSub(3), AI_NUMERICHOST == 4) are
+# descriptor numbers too. They must name the worker's own descriptors, the
+# same on both loops, never one a loop opened for itself (asyncio's
+# self-pipe, zloopgo's eventfd), whose numbers differ between Pythons:
+# pipes opened before any import (the Go runtime opens descriptors when
+# zloopgo is imported) take the lowest numbers, for the whole run.
+if __name__ == "__main__":  # not when the test imports the tables
+    _LOW_DESCRIPTORS = [end for _ in range(4) for end in os.pipe()]
+    assert min(_LOW_DESCRIPTORS) == 3, "the worker starts with descriptors 0-2 only"
+
 import asyncio
 import contextlib
 import contextvars
@@ -21,7 +33,6 @@ import decimal
 import fractions
 import json
 import math
-import os
 import re
 import socket
 import sys

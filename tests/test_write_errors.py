@@ -8,6 +8,7 @@ the callback returned (issue 19, rows 1, 3, 4 and 6). Dual-run; the one
 that crashed runs in a subprocess with a timeout."""
 
 import asyncio
+import logging
 import socket
 import struct
 
@@ -255,3 +256,116 @@ def test_a_logging_handler_writing_during_a_failed_send(loop_name):
         timeout=30,
     )
     check(proc, "peer got b'xlog\\nz'")
+
+
+class _Records(logging.Handler):
+    """The 'asyncio' logger's records while it is installed."""
+
+    def __init__(self):
+        super().__init__()
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+@pytest.mark.parametrize("where", ["read", "write"])
+def test_the_debug_log_of_a_failed_read_or_send_carries_its_exception(loop, where):
+    # asyncio's transport calls _fatal_error inside `except BaseException`:
+    # in debug mode it logs with exc_info=True, which is that exception.
+    # zloopgo's native read and write called it outside any except block,
+    # so the record had no exception (found by tests/transport_diff).
+
+    async def main():
+        ours, peer = _tcp_pair()
+        transport, _ = await loop.connect_accepted_socket(asyncio.Protocol, ours)
+        if where == "write":
+            transport.pause_reading()  # the reset is found by the send
+        _reset(peer)
+        await asyncio.sleep(0.05)
+        if where == "write":
+            transport.write(b"x")
+        await asyncio.sleep(0.01)
+        return transport.is_closing()
+
+    logger = logging.getLogger("asyncio")
+    records = _Records()
+    saved = logger.level
+    logger.addHandler(records)
+    logger.setLevel(logging.DEBUG)
+    loop.set_debug(True)
+    loop.slow_callback_duration = 100
+    try:
+        assert loop.run_until_complete(main()) is True
+    finally:
+        logger.removeHandler(records)
+        logger.setLevel(saved)
+    fatal = [r for r in records.records if "Fatal" in str(r.args)]
+    assert [r.args[1] for r in fatal] == [f"Fatal {where} error on socket transport"]
+    exc = fatal[0].exc_info[1] if fatal[0].exc_info else None
+    assert isinstance(exc, (ConnectionResetError, BrokenPipeError))
+
+
+def test_a_write_after_the_transport_closed_itself_reaches_no_other_socket(loop, loop_errors):
+    # close() with bytes buffered: once they are sent the transport closes
+    # its socket itself, and its descriptor number is free for the next
+    # socket. Up to 3.13 that leaves _conn_lost 0 and asyncio's write fails
+    # on the missing socket (an AttributeError from its _fatal_error, an
+    # asyncio bug); zloopgo's native write sent to the descriptor number,
+    # which may be another connection's by then (found by
+    # tests/transport_diff).
+    async def main():
+        ours, peer = socket.socketpair()
+        ours.setblocking(False)
+        lost = loop.create_future()
+
+        class Watch(asyncio.Protocol):
+            def connection_lost(self, exc):
+                lost.set_result(exc)
+
+        transport, _ = await loop.connect_accepted_socket(Watch, ours)
+        fd = transport._sock_fd
+        transport.write(b"a" * (1 << 20))
+        assert transport.get_write_buffer_size() > 0
+        transport.close()
+        got = await loop.run_in_executor(None, _read_all, peer)
+        assert await lost is None
+        # the next sockets take the lowest free descriptor numbers: one of
+        # them gets the transport's old one
+        spare = []
+        try:
+            while not any(fd in (a.fileno(), b.fileno()) for a, b in spare):
+                assert len(spare) < 100, f"descriptor {fd} was not reused"
+                spare.append(socket.socketpair())
+            a, b = spare[-1]
+            victim_peer = b if a.fileno() == fd else a
+            counted = transport._conn_lost  # 3.14.8+ and 3.15 count the close (gh-156512)
+            try:
+                transport.write(b"leak")
+            except AttributeError as exc:
+                raised = (type(exc), str(exc))
+            else:
+                raised = None
+            victim_peer.setblocking(False)
+            try:
+                leaked = victim_peer.recv(100)
+            except BlockingIOError:
+                leaked = b""
+        finally:
+            for pair in spare:
+                for s in pair:
+                    s.close()
+            peer.close()
+        return len(got), counted, raised, leaked
+
+    size, counted, raised, leaked = loop.run_until_complete(main())
+    assert size == 1 << 20
+    assert leaked == b""
+    if counted:  # the write is counted as one to a lost connection
+        assert raised is None
+    else:
+        assert raised == (
+            AttributeError,
+            "'NoneType' object has no attribute 'call_exception_handler'",
+        )
+    assert loop_errors == []
