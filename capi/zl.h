@@ -440,6 +440,9 @@ void zl_pending_loop_removed(zl_loop *L);
 
 /* capi/schedule.c: call_soon, call_soon_threadsafe, call_later, call_at */
 int zl_schedule_ready(void);
+/* Installs (events._ThreadSafeHandle, the RLock factory) for 3.14+'s
+ * call_soon_threadsafe; returns the callable that runs one such handle. */
+PyObject *zl_set_threadsafe_handle(PyObject *mod, PyObject *args);
 /* Forgets the keyword tuple it remembers (breaking a cycle, closing). */
 void zl_schedule_clear(zl_loop *L);
 PyObject *zl_loop_call_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);

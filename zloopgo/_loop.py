@@ -54,6 +54,14 @@ _SSL_ENSURES_FD = sys.version_info >= (3, 12)
 # and run take a lock: cancelling from another thread waits for a running
 # callback to return.
 _THREADSAFE_HANDLE = getattr(events, "_ThreadSafeHandle", None)
+# The adapter makes and runs those handles itself (capi/schedule.c); the
+# lock is what threading.RLock() returns, its C RLock when there is one.
+_RUN_THREADSAFE = None
+if _THREADSAFE_HANDLE is not None:
+    _RUN_THREADSAFE = _engine.set_threadsafe_handle(
+        _THREADSAFE_HANDLE,
+        threading._CRLock if threading._CRLock is not None else threading.RLock,
+    )
 
 
 class _WatchedDescriptors:
@@ -169,9 +177,10 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
 
     if _THREADSAFE_HANDLE is not None:  # 3.14+
 
-        def call_soon_threadsafe(self, callback, *args, context=None):
-            """Like call_soon(), but thread-safe: asyncio's own
-            _ThreadSafeHandle, queued natively (and the reactor woken)."""
+        def _zl_call_soon_threadsafe_python(self, callback, *args, context=None):
+            """call_soon_threadsafe in debug mode (the adapter's own outside
+            it): asyncio's steps, its _ThreadSafeHandle queued natively
+            behind the adapter's runner (and the reactor woken)."""
             self._check_closed()
             if self._debug:
                 self._check_callback(callback, "call_soon_threadsafe")
@@ -181,7 +190,7 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
                 del handle._source_traceback[-1]
             if handle._source_traceback:
                 del handle._source_traceback[-1]
-            _engine.LoopCore.call_soon_threadsafe(self, _run_unless_cancelled, handle)
+            _engine.LoopCore.call_soon_threadsafe(self, _RUN_THREADSAFE, handle)
             return handle
 
     # ---- name resolution -----------------------------------------------
@@ -410,15 +419,17 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
     def _zl_run_debug(self, handle):
         """Run one handle the way asyncio's debug mode does: timed, with
         slow callbacks logged."""
+        # a _ThreadSafeHandle behind the adapter's runner is asyncio's handle here
+        shown = handle._args[0] if handle._callback is _RUN_THREADSAFE else handle
         try:
-            self._current_handle = handle
+            self._current_handle = shown
             t0 = self.time()
             handle._run()
             t1 = self.time()
             dt = t1 - t0
             if dt >= self.slow_callback_duration:
                 base_events.logger.warning(
-                    "Executing %s took %.3f seconds", base_events._format_handle(handle), dt
+                    "Executing %s took %.3f seconds", base_events._format_handle(shown), dt
                 )
                 for listener in self._zl_slow_listeners:
                     listener(handle, int(t0 * 1e9), int(t1 * 1e9))
@@ -427,7 +438,7 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
             # A failed task's traceback reaches this frame: drop the handle
             # so that the task is freed within the iteration (asyncio's
             # _run_once does the same).
-            handle = None
+            handle = shown = None
 
     def _zl_slow_callback(self, handle, start_ns, end_ns):
         """Report a callback the adapter timed (slow-callback detection,
