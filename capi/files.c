@@ -35,8 +35,22 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
-#include <sys/vfs.h>
+#if defined(__linux__)
+#include <sys/vfs.h> /* fstatfs */
+#else
+#include <sys/param.h>
+#include <sys/mount.h> /* fstatfs on macOS and the BSDs */
+#endif
 #include <unistd.h>
+
+/* macOS names struct stat's times differently and has no fdatasync (its
+ * Python has no os.fdatasync either: fsync stands in) */
+#if defined(__APPLE__)
+#define st_atim st_atimespec
+#define st_mtim st_mtimespec
+#define st_ctim st_ctimespec
+#define fdatasync fsync
+#endif
 
 /* The operations (zloopgo/_files.py has the same numbers). */
 enum {
