@@ -65,7 +65,6 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone,
     zl_loop *L = (zl_loop *)loop;
     if (reacquire)
         zl_reacquire(loop);
-    zl_pending_check(L);
     zl_event *events = L->sh.events;
     uint64_t *timers = L->sh.timers_out;
     for (int64_t i = 0; i < nevents; i++)
@@ -77,6 +76,12 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone,
     /* Due timers are queued before a signal may end the run, so none is lost. */
     if (PyErr_CheckSignals() < 0)
         return -1;
+    /* The last handle made is looked at before the batch, not before the
+     * code above: a future settled there or a signal handler may call
+     * call_soon, and the batch would then run and free the handle that
+     * L->pending still names (pending.c). Handles made by the batch's own
+     * callbacks wait for the next one. */
+    zl_pending_check(L);
     /* Only what is ready now runs; what these callbacks schedule waits for
      * the next iteration.
      *

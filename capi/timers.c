@@ -101,8 +101,10 @@ void zl_timer_due(zl_loop *L, uint32_t slot)
         L->sh.cancelled_timers--;
     } else {
         h->scheduled = 0;
-        if (zl_ready_push(L, &h->base) < 0) /* the slot's reference moves to the queue */
+        if (zl_ready_push(L, &h->base) < 0) { /* the slot's reference moves to the queue */
+            zl_pending_forget(L, &h->base);   /* gone with it */
             PyErr_WriteUnraisable((PyObject *)L);
+        }
     }
     slot_free(L, slot);
 }
