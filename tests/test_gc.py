@@ -270,3 +270,45 @@ def test_zloopgo_pending_handles_stay_off_the_collectors_lists():
         assert gc.is_tracked(kept)  # kept by the caller: tracked
     finally:
         lp.close()
+
+
+def test_zloopgo_handle_scheduled_by_a_settled_lookup_is_not_looked_at_once_freed():
+    """A lookup's completion is settled before the batch runs, and the future
+    schedules its callback then: the batch runs that handle and frees it. The
+    loop used to look at it again afterwards as "the last handle made", found
+    the freed handle (kept for reuse) referenced "from elsewhere" and put it
+    on the collector's lists; the next call_soon then returned a tracked
+    handle, and a collection could meet a dead object (the crash on 3.15)."""
+    import socket
+
+    import zloopgo
+
+    lp = zloopgo.new_event_loop()
+    r, w = socket.socketpair()
+    seen = []
+    finished = lp.create_future()
+    was_enabled = gc.isenabled()
+    gc.disable()  # a collection would meet the freed handle on the old code
+
+    def probe():
+        r.recv(1)
+        seen.append(gc.is_tracked(lp.call_soon(print)))
+        lp.remove_reader(r.fileno())
+        finished.set_result(None)
+
+    async def look_up_then_wake_probe():
+        flags = socket.NI_NUMERICHOST | socket.NI_NUMERICSERV
+        await lp.getnameinfo(("127.0.0.1", 80), flags)
+        w.send(b"x")  # no handle made: the lookup's stays the last one
+        await finished
+
+    try:
+        lp.add_reader(r.fileno(), probe)
+        lp.run_until_complete(look_up_then_wake_probe())
+        assert seen == [False]  # made untracked, as every call_soon's handle
+    finally:
+        if was_enabled:
+            gc.enable()
+        lp.close()
+        r.close()
+        w.close()
