@@ -35,6 +35,13 @@ double zl_monotonic(void)
     return (double)((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec) / 1e9;
 }
 
+int64_t zl_monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(ZL_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 double zl_clock_resolution(void)
 {
     struct timespec res;

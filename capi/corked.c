@@ -4,7 +4,8 @@
  * follows; when the callback returns without one, this file pushes it out
  * (TCP_CORK off, which sends what is queued and changes no setting of a
  * socket nobody corked). This file alone grows the list, pushes and
- * empties it, shows it to the collector and frees it.
+ * empties it, shows it to the collector and frees it; it counts the
+ * pushes (zl_counters.corked_pushes).
  *
  * It holds transport states (zl_transport), which reference nothing and
  * whose dealloc runs no Python code: pushing runs none, so nothing can
@@ -46,6 +47,7 @@ void zl_corked_push(zl_loop *L)
             /* the socket is the transport's until a later callback closes
              * it (asyncio's _call_connection_lost); errors change nothing */
             (void)setsockopt(t->corked_fd, IPPROTO_TCP, TCP_CORK, &off, sizeof off);
+            L->counters.corked_pushes++;
         }
 #endif
         t->corked = 0;

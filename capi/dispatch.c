@@ -2,11 +2,25 @@
  * zl_reacquire around a blocking wait, zl_grow_timers_out and zl_grow_done
  * for the buffers the engine fills, and zl_dispatch, which queues what one
  * iteration found ready, routes the completions other goroutines posted to
- * their owner (lookups, file operations) and runs one batch of callbacks.
+ * their owner (lookups, file operations) and runs one batch of callbacks,
+ * timing each one when slow-callback detection is on (stats.c turns it on).
  *
  * It knows the engine only through bridge.h; what a ready descriptor or a
- * due timer queues is fds.c's and timers.c's business. */
+ * due timer queues is fds.c's and timers.c's business, how a slow
+ * callback is reported the Python edge's (Loop._zl_slow_callback). */
 #include "zl.h"
+#include <math.h>
+
+static PyObject *s_slow_callback_duration, *s_slow_callback;
+
+int zl_dispatch_ready(void)
+{
+    static const zl_name names[] = {
+        {&s_slow_callback_duration, "slow_callback_duration"},
+        {&s_slow_callback, "_zl_slow_callback"},
+    };
+    return zl_intern_names(names, sizeof names / sizeof names[0]);
+}
 
 void zl_release(uintptr_t loop)
 {
@@ -33,6 +47,85 @@ int zl_grow_done(uintptr_t loop, int64_t need)
 {
     zl_loop *L = (zl_loop *)loop;
     return zl_grow_raw((void **)&L->sh.done, &L->sh.done_cap, 64, need, sizeof *L->sh.done);
+}
+
+/* ---- slow-callback detection ----
+ *
+ * With detection on (and debug mode off: asyncio's own timing runs then),
+ * each callback of the batch is timed with a clock reading before and
+ * after it, and one that took loop.slow_callback_duration or more goes to
+ * the loop's _zl_slow_callback(handle, start_ns, end_ns), which logs it as
+ * asyncio's debug mode does. Off, the batch pays one test per callback. */
+
+/* loop.slow_callback_duration in nanoseconds, read once per batch; a
+ * value that is not a number reports nothing (asyncio reads it only in
+ * debug mode, where such a value fails its comparison). */
+static int64_t slow_threshold(zl_loop *L)
+{
+    PyObject *v = PyObject_GetAttr((PyObject *)L, s_slow_callback_duration);
+    double d = v != NULL ? PyFloat_AsDouble(v) : -1.0;
+    Py_XDECREF(v);
+    if (PyErr_Occurred() || isnan(d)) {
+        PyErr_Clear();
+        return INT64_MAX;
+    }
+    if (d <= 0)
+        return 0;
+    return d >= 9.2e9 ? INT64_MAX : (int64_t)(d * 1e9);
+}
+
+/* Counts a callback timed from t0 to t1: 1 if it was slow. */
+static int count_timed(zl_loop *L, int64_t t0, int64_t t1, int64_t threshold)
+{
+    L->counters.timed++;
+    L->counters.timed_ns += (uint64_t)(t1 - t0);
+    if (t1 - t0 < threshold)
+        return 0;
+    L->counters.slow++;
+    return 1;
+}
+
+/* loop._zl_slow_callback(handle, t0, t1): 0, or -1 with its exception. */
+static int report_slow(zl_loop *L, PyObject *handle, int64_t t0, int64_t t1)
+{
+    PyObject *start = PyLong_FromLongLong(t0), *end = PyLong_FromLongLong(t1);
+    PyObject *r = start && end ? PyObject_CallMethodObjArgs((PyObject *)L, s_slow_callback, handle,
+                                                            start, end, NULL)
+                               : NULL;
+    Py_XDECREF(start);
+    Py_XDECREF(end);
+    Py_XDECREF(r);
+    return r != NULL ? 0 : -1;
+}
+
+static int run_timed_handle(zl_loop *L, zl_handle *h, int64_t threshold)
+{
+    int64_t t0 = zl_monotonic_ns();
+    int rc = zl_handle_run_in_batch(h);
+    int64_t t1 = zl_monotonic_ns();
+    if (count_timed(L, t0, t1, threshold) && rc == 0)
+        rc = report_slow(L, (PyObject *)h, t0, t1);
+    return rc;
+}
+
+/* An entry's call: a Handle is made to name it only when it was slow. */
+static int run_timed_entry(zl_loop *L, zl_entry *e, int64_t threshold)
+{
+    if (e->call == NULL)
+        return 0;
+    PyObject *callback = Py_NewRef(e->call), *arg = Py_XNewRef(e->arg);
+    Py_ssize_t nargs = e->nargs;
+    int64_t t0 = zl_monotonic_ns();
+    int rc = zl_entry_run(L, e);
+    int64_t t1 = zl_monotonic_ns();
+    if (count_timed(L, t0, t1, threshold) && rc == 0) {
+        zl_handle *h = zl_handle_new(L, zl_HandleType, callback, &arg, nargs, NULL, 0);
+        rc = h != NULL ? report_slow(L, (PyObject *)h, t0, t1) : -1;
+        Py_XDECREF(h);
+    }
+    Py_DECREF(callback);
+    Py_XDECREF(arg);
+    return rc;
 }
 
 /* Completions are routed by the kind in their token's top byte
@@ -65,6 +158,7 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone,
     zl_loop *L = (zl_loop *)loop;
     if (reacquire)
         zl_reacquire(loop);
+    zl_pending_check(L);
     zl_event *events = L->sh.events;
     uint64_t *timers = L->sh.timers_out;
     for (int64_t i = 0; i < nevents; i++)
@@ -76,12 +170,6 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone,
     /* Due timers are queued before a signal may end the run, so none is lost. */
     if (PyErr_CheckSignals() < 0)
         return -1;
-    /* The last handle made is looked at before the batch, not before the
-     * code above: a future settled there or a signal handler may call
-     * call_soon, and the batch would then run and free the handle that
-     * L->pending still names (pending.c). Handles made by the batch's own
-     * callbacks wait for the next one. */
-    zl_pending_check(L);
     /* Only what is ready now runs; what these callbacks schedule waits for
      * the next iteration.
      *
@@ -92,22 +180,33 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone,
      * some unreported). Nothing the batch did can then make a descriptor
      * ready, and the engine skips the next wait if it could not block:
      * it would report only what became ready on its own meanwhile. */
+    /* The events, timers, lookups and signal handlers above may have run
+     * Python code that scheduled a handle, which this batch runs and may
+     * release: the last handle made is settled before it can go. */
+    zl_pending_check(L);
     int rc = 0;
     int quiet = !L->debug && nevents < L->sh.events_cap && L->sh.ready_len > 0;
+    int64_t threshold = 0;
+    int timing = L->stats.slow_callbacks && !L->debug && L->sh.ready_len > 0;
+    if (timing)
+        threshold = slow_threshold(L);
     for (int64_t ntodo = L->sh.ready_len; ntodo > 0 && L->sh.ready_len > 0 && rc == 0; ntodo--) {
         zl_entry e = zl_ready_pop(L);
         zl_transport_forget_read(L);
         if (!(e.flags & ZL_ENTRY_HANDLE)) { /* a call_soon whose handle is gone */
             quiet = 0;
-            rc = zl_entry_run(L, &e);
+            rc = timing ? run_timed_entry(L, &e, threshold) : zl_entry_run(L, &e);
             zl_entry_release(L, &e);
             continue;
         }
         zl_handle *h = (zl_handle *)e.call;
         quiet = quiet && !h->cancelled && zl_is_native_read(h->callback);
         if (!h->cancelled)
-            rc = zl_handle_run_in_batch(h);
+            rc = timing ? run_timed_handle(L, h, threshold) : zl_handle_run_in_batch(h);
         quiet = quiet && zl_transport_read_was_quiet(L);
+        /* a handle the batch itself scheduled and ran is not left as the
+         * last one made once the queue's reference goes */
+        zl_pending_forget(L, h);
         zl_handle_release(h);
     }
     L->sh.quiet = zl_fds_take_watch_changed(L) ? 0 : quiet;

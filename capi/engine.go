@@ -30,8 +30,9 @@ var errNoMemory = unix.ENOMEM
 
 // host implements core.Host for one C loop object.
 type host struct {
-	loop   C.uintptr_t // the C loop object, opaque here
-	shared *C.zl_shared
+	loop      C.uintptr_t // the C loop object, opaque here
+	shared    *C.zl_shared
+	callbacks *C.uint64_t // the loop's callback count, while a trace runs (stats.go)
 }
 
 func (h *host) TakeNewTimers() []core.NewTimer {

@@ -26,6 +26,9 @@ static PyMethodDef module_methods[] = {
      "with None."},
     {"set_asyncio", zl_set_asyncio, METH_VARARGS,
      "Install asyncio.futures, asyncio.tasks and BaseEventLoop.create_task."},
+    {"set_threadsafe_handle", zl_set_threadsafe_handle, METH_VARARGS,
+     "Make 3.14+'s call_soon_threadsafe return (type, lock_factory) handles; returns their "
+     "runner."},
     {"set_handle_context", zl_set_handle_context, METH_VARARGS,
      "Make a descriptor's handle run in the given context itself."},
     {"context_layout_ok", zl_context_layout_ok, METH_NOARGS,
@@ -41,6 +44,13 @@ static PyMethodDef module_methods[] = {
      "Free the file operations whose loop closed before they finished."},
     {"forked_child", zl_forked_child_flag, METH_NOARGS,
      "Whether this process was forked after the engine started."},
+    {"stats", zl_stats, METH_O, "A loop's counters and gauges, and the Go runtime's (a dict)."},
+    {"reset_stats", zl_reset_stats, METH_O, "Count a loop's stats from now on."},
+    {"set_slow_callbacks", zl_set_slow_callbacks, METH_VARARGS,
+     "Time each callback of (loop, on) and report slow ones; returns whether it was on."},
+    {"trace_start", zl_trace_start, METH_VARARGS,
+     "Record the next n iterations of (loop, n) (the benchmark's timeline)."},
+    {"trace_take", zl_trace_take, METH_O, "The iterations recorded, as tuples; stops the trace."},
     {NULL}};
 
 static struct PyModuleDef module_def = {
@@ -53,7 +63,7 @@ PyMODINIT_FUNC PyInit__engine(void)
     if (zl_handle_types_ready() < 0 || zl_timer_handle_type_ready() < 0 ||
         zl_loop_type_ready() < 0 || zl_transport_type_ready() < 0 || zl_streamfeed_ready() < 0 ||
         zl_context_ready() < 0 || zl_clock_ready() < 0 || zl_resolver_ready() < 0 ||
-        zl_files_ready() < 0)
+        zl_dispatch_ready() < 0 || zl_files_ready() < 0)
         return NULL;
     if (zl_runtime_ready() < 0)
         return NULL;

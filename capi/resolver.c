@@ -361,6 +361,7 @@ void zl_settle_lookups(zl_loop *L, const zl_completion *done, int64_t n)
     for (int64_t i = 0; i < n; i++) {
         const zl_completion *c = &done[i];
         lookup_result *r = (lookup_result *)(uintptr_t)c->value;
+        L->counters.lookups_done++;
         PyObject *key = PyLong_FromUnsignedLongLong(c->token);
         PyObject *entry =
             key && L->lookups.futures ? PyDict_GetItemWithError(L->lookups.futures, key) : NULL;

@@ -5,12 +5,14 @@
  * It knows nothing of when a timer is due, of descriptors or of the
  * engine, except the waker call_soon_threadsafe uses (waker.c). */
 #include "zl.h"
+#include <structmember.h>
 /* zl_waker_wake; in another directory, so go build does not see it change:
  * its one prototype is all this file uses */
 #include "waker/waker.h"
 
-static PyObject *str_debug_schedule; /* "_zl_debug_schedule" */
-static PyObject *str_context;        /* "context" */
+static PyObject *str_debug_schedule;      /* "_zl_debug_schedule" */
+static PyObject *str_context;             /* "context" */
+static PyObject *str_callback_error_name; /* "_zl_callback_error" */
 
 /* ---- scheduling ---- */
 
@@ -122,11 +124,255 @@ PyObject *zl_loop_call_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
     return schedule_soon(L, args, PyVectorcall_NARGS(nargs), kwnames, "call_soon");
 }
 
+/* ---- 3.14+'s call_soon_threadsafe: asyncio's own _ThreadSafeHandle ----
+ *
+ * 3.14 returns an asyncio.events._ThreadSafeHandle, whose cancel(),
+ * cancelled() and _run take its RLock, so that cancelling from another
+ * thread waits for a running callback. The handle made here is an
+ * instance of that very class (CPython's tests check isinstance), its
+ * slots filled as its __init__ fills them outside debug mode, and it runs
+ * as its _run does: the lock held, cancellation looked at again, then
+ * context.run(callback, *args). Its cancel(), cancelled() and repr stay
+ * asyncio's Python methods. Debug mode takes zloopgo's Python edge
+ * (asyncio's steps, traceback and all). Set once at import. */
+static struct {
+    PyTypeObject *type;          /* events._ThreadSafeHandle, or NULL before 3.14 */
+    PyObject *lock_factory;      /* what makes its _lock (threading's C RLock) */
+    PyObject *acquire, *release; /* that lock type's methods, unbound */
+    PyObject *runner;            /* run_threadsafe as a callable */
+    Py_ssize_t callback, args, cancelled, loop, source_traceback, repr, context, lock; /* offsets */
+} threadsafe;
+
+static PyObject *str_threadsafe_python; /* "_zl_call_soon_threadsafe_python" */
+static PyObject *str_acquire;           /* "acquire" */
+static PyObject *str_release;           /* "release" */
+
+#define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
+
+/* The slot offset of member name of type, or -1 with an exception set. */
+static Py_ssize_t slot_offset(PyTypeObject *type, const char *name)
+{
+    PyObject *d = PyObject_GetAttrString((PyObject *)type, name);
+    if (d == NULL)
+        return -1;
+    Py_ssize_t offset = -1;
+    if (Py_IS_TYPE(d, &PyMemberDescr_Type) &&
+        ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX)
+        offset = ((PyMemberDescrObject *)d)->d_member->offset;
+    else
+        PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", type->tp_name, name);
+    Py_DECREF(d);
+    return offset;
+}
+
+/* handle._run of a _ThreadSafeHandle, after the loop's own look at
+ * _cancelled (zloopgo's queue holds this call, the handle its argument). */
+static PyObject *run_threadsafe(PyObject *unused, PyObject *handle)
+{
+    /* the adapter queues only handles it made; anything else is refused,
+     * not trusted (the runner is reachable from Python) */
+    if (!PyObject_TypeCheck(handle, threadsafe.type) ||
+        SLOT(handle, threadsafe.cancelled) == NULL || SLOT(handle, threadsafe.lock) == NULL ||
+        SLOT(handle, threadsafe.loop) == NULL ||
+        !PyObject_TypeCheck(SLOT(handle, threadsafe.loop), &zl_LoopType)) {
+        PyErr_SetString(PyExc_TypeError, "not a _ThreadSafeHandle of a zloopgo loop");
+        return NULL;
+    }
+    if (SLOT(handle, threadsafe.cancelled) != Py_False &&
+        PyObject_IsTrue(SLOT(handle, threadsafe.cancelled)) != 0)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    PyObject *lock = Py_NewRef(SLOT(handle, threadsafe.lock));
+    PyObject *r = PyObject_Vectorcall(threadsafe.acquire, &lock, 1, NULL);
+    if (r == NULL) {
+        Py_DECREF(lock);
+        return NULL;
+    }
+    Py_DECREF(r);
+    int failed = 0;
+    PyObject *flag = SLOT(handle, threadsafe.cancelled);
+    int cancelled = flag == Py_False ? 0 : PyObject_IsTrue(flag);
+    if (cancelled < 0) {
+        failed = 1;
+    } else if (!cancelled && (SLOT(handle, threadsafe.args) == NULL ||
+                              !PyTuple_Check(SLOT(handle, threadsafe.args)) ||
+                              SLOT(handle, threadsafe.callback) == NULL ||
+                              SLOT(handle, threadsafe.context) == NULL)) {
+        PyErr_SetString(PyExc_TypeError, "a _ThreadSafeHandle without its call");
+        failed = 1;
+    } else if (!cancelled) {
+        zl_loop *L = (zl_loop *)SLOT(handle, threadsafe.loop);
+        PyObject *callback = Py_NewRef(SLOT(handle, threadsafe.callback));
+        PyObject *args = Py_NewRef(SLOT(handle, threadsafe.args));
+        PyObject *context = Py_NewRef(SLOT(handle, threadsafe.context));
+        char snapshot = 0;
+        PyObject *res = zl_run_call(L, callback, &PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args),
+                                    &context, &snapshot);
+        Py_DECREF(context);
+        Py_DECREF(args);
+        Py_DECREF(callback);
+        if (res != NULL) {
+            Py_DECREF(res);
+        } else if (!PyErr_ExceptionMatches(PyExc_SystemExit) &&
+                   !PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
+            /* Handle._run's report, naming this handle */
+            PyObject *exc = zl_fetch_exception();
+            r = PyObject_CallMethodObjArgs((PyObject *)L, str_callback_error_name, handle, exc,
+                                           NULL);
+            Py_XDECREF(exc);
+            if (r == NULL)
+                failed = 1;
+            Py_XDECREF(r);
+        } else {
+            failed = 1;
+        }
+    }
+    /* the with statement's exit: the lock goes whatever happened */
+    PyObject *pending = failed ? zl_fetch_exception() : NULL;
+    r = PyObject_Vectorcall(threadsafe.release, &lock, 1, NULL);
+    Py_DECREF(lock);
+    if (pending != NULL) {
+        Py_XDECREF(r);
+        zl_restore_exception(pending);
+        return NULL;
+    }
+    if (r == NULL)
+        return NULL;
+    Py_DECREF(r);
+    return Py_NewRef(Py_None);
+}
+
+static PyMethodDef run_threadsafe_def = {"_zl_run_threadsafe", run_threadsafe, METH_O,
+                                         "Runs one _ThreadSafeHandle as its _run does."};
+
+PyObject *zl_set_threadsafe_handle(PyObject *mod, PyObject *args)
+{
+    PyObject *type, *lock_factory;
+    if (!PyArg_ParseTuple(args, "O!O", &PyType_Type, &type, &lock_factory))
+        return NULL;
+    PyTypeObject *t = (PyTypeObject *)type;
+    Py_ssize_t offsets[8];
+    const char *names[8] = {"_callback",         "_args", "_cancelled", "_loop",
+                            "_source_traceback", "_repr", "_context",   "_lock"};
+    for (int i = 0; i < 8; i++)
+        if ((offsets[i] = slot_offset(t, names[i])) < 0)
+            return NULL;
+    if (t->tp_dictoffset != 0) {
+        PyErr_Format(PyExc_TypeError, "%s has a __dict__", t->tp_name);
+        return NULL;
+    }
+    /* the methods `with lock` calls, looked up once on a lock's type */
+    PyObject *sample = PyObject_CallNoArgs(lock_factory);
+    if (sample == NULL)
+        return NULL;
+    PyObject *acquire = PyObject_GetAttr((PyObject *)Py_TYPE(sample), str_acquire);
+    PyObject *release = acquire ? PyObject_GetAttr((PyObject *)Py_TYPE(sample), str_release) : NULL;
+    Py_DECREF(sample);
+    PyObject *runner = release ? PyCFunction_New(&run_threadsafe_def, NULL) : NULL;
+    if (runner == NULL) {
+        Py_XDECREF(acquire);
+        Py_XDECREF(release);
+        return NULL;
+    }
+    Py_XSETREF(threadsafe.acquire, acquire);
+    Py_XSETREF(threadsafe.release, release);
+    Py_XSETREF(threadsafe.runner, runner);
+    Py_XSETREF(threadsafe.type, (PyTypeObject *)Py_NewRef(type));
+    Py_XSETREF(threadsafe.lock_factory, Py_NewRef(lock_factory));
+    threadsafe.callback = offsets[0];
+    threadsafe.args = offsets[1];
+    threadsafe.cancelled = offsets[2];
+    threadsafe.loop = offsets[3];
+    threadsafe.source_traceback = offsets[4];
+    threadsafe.repr = offsets[5];
+    threadsafe.context = offsets[6];
+    threadsafe.lock = offsets[7];
+    return Py_NewRef(runner);
+}
+
+/* A _ThreadSafeHandle as its __init__ makes one outside debug mode. */
+static PyObject *threadsafe_handle_new(zl_loop *L, PyObject *callback, PyObject *const *args,
+                                       Py_ssize_t nargs, PyObject *context)
+{
+    PyObject *argt = PyTuple_New(nargs);
+    if (argt == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        PyTuple_SET_ITEM(argt, i, Py_NewRef(args[i]));
+    context = context == NULL || context == Py_None ? PyContext_CopyCurrent() : Py_NewRef(context);
+    PyObject *lock = context ? PyObject_CallNoArgs(threadsafe.lock_factory) : NULL;
+    PyObject *h = lock ? threadsafe.type->tp_alloc(threadsafe.type, 0) : NULL;
+    if (h == NULL) {
+        Py_DECREF(argt);
+        Py_XDECREF(context);
+        Py_XDECREF(lock);
+        return NULL;
+    }
+    SLOT(h, threadsafe.context) = context;
+    SLOT(h, threadsafe.loop) = Py_NewRef((PyObject *)L);
+    SLOT(h, threadsafe.callback) = Py_NewRef(callback);
+    SLOT(h, threadsafe.args) = argt;
+    SLOT(h, threadsafe.cancelled) = Py_NewRef(Py_False);
+    SLOT(h, threadsafe.repr) = Py_NewRef(Py_None);
+    SLOT(h, threadsafe.source_traceback) = Py_NewRef(Py_None);
+    SLOT(h, threadsafe.lock) = lock;
+    return h;
+}
+
+/* asyncio 3.14's call_soon_threadsafe outside debug mode: the handle
+ * queued natively, its run behind zloopgo's queue entry. */
+static PyObject *schedule_threadsafe(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                                     PyObject *kwnames)
+{
+    PyObject *context;
+    if (parse_context(L, kwnames, args + nargs, "call_soon_threadsafe", &context) < 0)
+        return NULL;
+    if (nargs < 1) {
+        PyErr_SetString(
+            PyExc_TypeError,
+            "call_soon_threadsafe() missing 1 required positional argument: 'callback'");
+        return NULL;
+    }
+    if (zl_check_closed(L) < 0)
+        return NULL;
+    PyObject *handle = threadsafe_handle_new(L, args[0], args + 1, nargs - 1, context);
+    if (handle == NULL)
+        return NULL;
+    zl_pending_check(L);
+    zl_handle *h = zl_handle_new(L, zl_HandleType, threadsafe.runner, &handle, 1, NULL, 1);
+    if (h == NULL) {
+        Py_DECREF(handle);
+        return NULL;
+    }
+    uint64_t pos = zl_ready_next_pos(L);
+    if (zl_ready_push(L, h) < 0) { /* the queue takes h's reference, even then */
+        Py_DECREF(handle);
+        return NULL;
+    }
+    zl_pending_note(L, h, pos, 1);
+    return handle;
+}
+
 PyObject *zl_loop_call_soon_threadsafe(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
                                        PyObject *kwnames)
 {
-    PyObject *h =
-        schedule_soon(L, args, PyVectorcall_NARGS(nargs), kwnames, "call_soon_threadsafe");
+    PyObject *h;
+    if (threadsafe.type == NULL)
+        h = schedule_soon(L, args, PyVectorcall_NARGS(nargs), kwnames, "call_soon_threadsafe");
+    else if (!L->debug)
+        h = schedule_threadsafe(L, args, PyVectorcall_NARGS(nargs), kwnames);
+    else if (PyVectorcall_NARGS(nargs) >= 1 && args[0] == threadsafe.runner)
+        /* debug mode: the handle zloopgo's Python edge made, queued */
+        h = schedule_soon(L, args, PyVectorcall_NARGS(nargs), kwnames, "call_soon_threadsafe");
+    else {
+        /* debug mode: zloopgo's Python edge takes asyncio's steps and
+         * comes back above */
+        PyObject *python = PyObject_GetAttr((PyObject *)L, str_threadsafe_python);
+        if (python == NULL)
+            return NULL;
+        h = PyObject_Vectorcall(python, args, PyVectorcall_NARGS(nargs), kwnames);
+        Py_DECREF(python);
+        return h;
+    }
     /* The caller holds the GIL, so the loop thread is either running Python
      * (it will see the handle) or sleeping in the reactor, which `polling`
      * tells; only then is a wake-up needed. */
@@ -173,10 +419,14 @@ PyObject *zl_loop_call_later(zl_loop *L, PyObject *const *args, Py_ssize_t nargs
         return NULL;
     }
     PyObject *delay = args[0];
+#if PY_VERSION_HEX >= 0x030B0000
+    /* asyncio checks for None from 3.11; 3.10's time() + None fails in the
+     * generic addition below with the interpreter's own message */
     if (delay == Py_None) {
         PyErr_SetString(PyExc_TypeError, "delay must not be None");
         return NULL;
     }
+#endif
     if (zl_clock_check(L) < 0)
         return NULL;
     if (zl_clock_replaced(L)) {
@@ -233,7 +483,17 @@ PyObject *zl_loop_call_at(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, P
         return NULL;
     }
     if (args[0] == Py_None) {
+#if PY_VERSION_HEX >= 0x030B0000
         PyErr_SetString(PyExc_TypeError, "when cannot be None");
+#else
+        /* 3.10's call_at checks the loop and (in debug mode) the callback,
+         * then TimerHandle asserts `when is not None` */
+        PyObject *traceback;
+        if (check_schedule(L, "call_at", args[1], &traceback) < 0)
+            return NULL;
+        Py_XDECREF(traceback);
+        PyErr_SetNone(PyExc_AssertionError);
+#endif
         return NULL;
     }
     double when = PyFloat_AsDouble(args[0]);
@@ -247,7 +507,12 @@ int zl_schedule_ready(void)
 {
     str_debug_schedule = PyUnicode_InternFromString("_zl_debug_schedule");
     str_context = PyUnicode_InternFromString("context");
-    if (str_context == NULL || str_debug_schedule == NULL)
+    str_threadsafe_python = PyUnicode_InternFromString("_zl_call_soon_threadsafe_python");
+    str_acquire = PyUnicode_InternFromString("acquire");
+    str_release = PyUnicode_InternFromString("release");
+    str_callback_error_name = PyUnicode_InternFromString("_zl_callback_error");
+    if (str_context == NULL || str_debug_schedule == NULL || str_threadsafe_python == NULL ||
+        str_acquire == NULL || str_release == NULL || str_callback_error_name == NULL)
         return -1;
     return 0;
 }

@@ -8,9 +8,11 @@
  * uses, so behaviour and messages are asyncio's.
  *
  * It knows asyncio's transport attributes by name; of the loop it knows
- * whether a callback is running (callbacks.running, callbacks.started), its receive
- * buffer and quiet-read flag, and the list of corked transports it hands a
- * transport to (corked.c); it knows nothing of the engine. */
+ * whether a callback is running (callbacks.running, callbacks.started), its
+ * receive buffer and quiet-read flag, the list of corked transports it hands
+ * a transport to (corked.c), and the counters of its reads and writes it
+ * adds to (zl_counters.transports, corked_sends); it knows nothing of the
+ * engine. */
 #include "zl.h"
 #include <errno.h>
 #include <netinet/in.h>
@@ -218,6 +220,21 @@ static zl_loop *transport_loop(PyObject *self)
     return loop != NULL && PyObject_TypeCheck(loop, &zl_LoopType) ? (zl_loop *)loop : NULL;
 }
 
+/* The counters of t's kind on loop L (zl.h, zl_counters), or NULL. */
+static inline zl_transport_counts *counts(zl_loop *L, const zl_transport *t)
+{
+    return L != NULL && t != NULL ? &L->counters.transports[(int)t->kind] : NULL;
+}
+
+/* A native recv of n bytes (or an error, EOF: n <= 0) is counted. */
+static inline void count_read(zl_transport_counts *c, ssize_t n)
+{
+    if (c != NULL) {
+        c->reads++;
+        c->read_bytes += n > 0 ? (uint64_t)n : 0;
+    }
+}
+
 static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
 {
     int lost = field_true(self, F_CONN_LOST);
@@ -247,8 +264,9 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
     do {
         n = recv((int)fd, into, max_size, 0);
     } while (n < 0 && errno == EINTR);
+    int err = errno;
+    count_read(counts(L, t), n);
     if (n <= 0) {
-        int err = errno;
         if (data != NULL)
             Py_DECREF(data);
         else
@@ -345,6 +363,7 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
         n = recv((int)fd, view.buf, view.len, 0);
     } while (n < 0 && errno == EINTR);
     int err = errno;
+    count_read(counts(transport_loop(self), state_of(self)), n);
     PyBuffer_Release(&view);
     Py_DECREF(buf);
     if (n < 0) {
@@ -392,23 +411,15 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
 enum { CORK_UNKNOWN = 0, CORK_NEVER, CORK_MAY };
 
 /* MSG_MORE and TCP_CORK are Linux's; where either is missing (macOS) no
- * send is held back and the corked list stays empty */
+ * send is held back and the corked list stays empty. ZL_HAVE_MSG_MORE is
+ * for #if: glibc's MSG_MORE is an enum constant, which #if reads as 0. */
 #if defined(MSG_MORE) && defined(TCP_CORK)
 #define ZL_MSG_MORE MSG_MORE
+#define ZL_HAVE_MSG_MORE 1
 #else
 #define ZL_MSG_MORE 0
+#define ZL_HAVE_MSG_MORE 0
 #endif
-
-/* The running callback's loop, if this transport's loop is a zloopgo loop
- * running one, else NULL. */
-static zl_loop *callback_loop(PyObject *self)
-{
-    PyObject *loop = slot_value(self, F_LOOP);
-    if (loop == NULL || !PyObject_TypeCheck(loop, &zl_LoopType) ||
-        zl_running_callback((zl_loop *)loop) == 0)
-        return NULL;
-    return (zl_loop *)loop;
-}
 
 /* Whether this write should carry MSG_MORE: the transport's last writing
  * callback made more writes than this callback has made so far. Counts
@@ -424,9 +435,10 @@ static int predict_more(zl_transport *t, zl_loop *L, int fd)
     t->writes_now++;
     if (t->writes_now >= t->writes_before)
         return 0;
-    if (ZL_MSG_MORE == 0)
-        return 0;
-#if ZL_MSG_MORE != 0
+#if !ZL_HAVE_MSG_MORE
+    (void)fd;
+    return 0;
+#else
     if (t->cork == CORK_UNKNOWN) {
         /* once per transport: a TCP socket (others refuse TCP_CORK) that
          * nobody corked */
@@ -435,8 +447,8 @@ static int predict_more(zl_transport *t, zl_loop *L, int fd)
         t->cork = getsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, &len) == 0 && on == 0 ? CORK_MAY
                                                                                    : CORK_NEVER;
     }
-#endif
     return t->cork == CORK_MAY;
+#endif
 }
 
 /* Hands what a send left to _zl_buffer_rest, which buffers it as this
@@ -460,7 +472,9 @@ static PyObject *send_now(PyObject *self, PyObject *data, Py_buffer *view)
     if (field_int(self, F_SOCK_FD, &fd) < 0)
         return NULL;
     zl_transport *t = state_of(self);
-    zl_loop *L = t != NULL ? callback_loop(self) : NULL;
+    zl_loop *owner = t != NULL ? transport_loop(self) : NULL;
+    /* the loop, if it is running a callback */
+    zl_loop *L = owner != NULL && zl_running_callback(owner) != 0 ? owner : NULL;
     int more = L != NULL && t->cork != CORK_NEVER && predict_more(t, L, (int)fd);
     if (more && zl_corked_reserve(L) < 0)
         return NULL;
@@ -471,6 +485,14 @@ static PyObject *send_now(PyObject *self, PyObject *data, Py_buffer *view)
         n = send((int)fd, view->buf, view->len, MSG_NOSIGNAL | (more ? ZL_MSG_MORE : 0));
     } while (n < 0 && errno == EINTR);
     int err = errno;
+    zl_transport_counts *c = counts(owner, t);
+    if (c != NULL) {
+        c->writes++;
+        c->write_bytes += n > 0 ? (uint64_t)n : 0;
+        /* what is left goes to asyncio's buffer (below) */
+        c->writes_buffered += n != view->len && (n >= 0 || err == EAGAIN || err == EWOULDBLOCK);
+        owner->counters.corked_sends += more;
+    }
     if (n >= 0 && t != NULL) {
         /* a send without MSG_MORE pushes out whatever was held back */
         t->corked = (char)more;
@@ -562,8 +584,12 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
         r = NULL;
     else if (buffered == 0)
         r = send_now(self, data, &view);
-    else /* bytes already wait for the socket: this write queues behind them */
+    else { /* bytes already wait for the socket: this write queues behind them */
+        zl_transport_counts *c = counts(transport_loop(self), state_of(self));
+        if (c != NULL)
+            c->writes_buffered++;
         r = buffer_rest(self, data, -1);
+    }
     PyBuffer_Release(&view);
     return r;
 }
@@ -590,6 +616,27 @@ static PyObject *state_large_reads(PyObject *self, void *c)
     return PyBool_FromLong(((zl_transport *)self)->large_reads);
 }
 
+/* kind: which counters of zloopgo.stats() its reads and writes add to,
+ * ZL_KIND_TCP (0), ZL_KIND_UNIX (1) or ZL_KIND_OTHER (2); set once by
+ * zloopgo's transport from its socket's family. */
+static PyObject *state_kind(PyObject *self, void *c)
+{
+    return PyLong_FromLong(((zl_transport *)self)->kind);
+}
+
+static int state_set_kind(PyObject *self, PyObject *v, void *c)
+{
+    long k = v != NULL ? PyLong_AsLong(v) : -1;
+    if (k == -1 && PyErr_Occurred())
+        return -1;
+    if (k < 0 || k >= ZL_TRANSPORT_KINDS) {
+        PyErr_Format(PyExc_ValueError, "kind must be 0 to %d", ZL_TRANSPORT_KINDS - 1);
+        return -1;
+    }
+    ((zl_transport *)self)->kind = (char)k;
+    return 0;
+}
+
 static PyMethodDef state_methods[] = {
     {"cork_off", state_cork_off, METH_NOARGS,
      "The program corks the socket itself: never send with MSG_MORE."},
@@ -598,6 +645,7 @@ static PyMethodDef state_methods[] = {
 static PyGetSetDef state_getset[] = {
     /* the last read filled LARGE_READ bytes (tests/test_large_reads.py) */
     {"large_reads", state_large_reads, NULL, NULL, NULL},
+    {"kind", state_kind, state_set_kind, NULL, NULL},
     {NULL}};
 
 PyTypeObject zl_TransportStateType = {

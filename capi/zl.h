@@ -26,7 +26,8 @@
  *  17 files.c         file operations on worker goroutines, their bound
  *  18 dispatch.c      the engine's calls into C: one iteration's batch
  *  19 loop.c          the LoopCore type: making, running, closing a loop
- *  20 module.c        the extension module
+ *  20 stats.c         zloopgo.stats(): the counters read, reset; slow-callback detection set
+ *  21 module.c        the extension module
  */
 #ifndef ZL_H
 #define ZL_H
@@ -35,6 +36,7 @@
 #include <Python.h>
 #include <stdatomic.h>
 #include "bridge.h"
+#include "stats.h"
 
 /* Arguments up to this many are stored inside the handle (no tuple). */
 #define ZL_INLINE_ARGS 3
@@ -177,6 +179,34 @@ typedef struct {
     zl_handle_pool handle_pool, timer_pool; /* freed handles for reuse */
 } zl_callbacks;
 
+/* What the adapter counts for zloopgo.stats(): plain increments on paths
+ * that already run, each field written by the one file named beside it
+ * (stats.c only reads them). Nothing resets them: reset_stats() keeps a
+ * copy that stats.c subtracts. */
+enum { ZL_KIND_TCP, ZL_KIND_UNIX, ZL_KIND_OTHER, ZL_TRANSPORT_KINDS }; /* zl_transport.kind */
+typedef struct {
+    uint64_t reads, read_bytes;   /* recv calls made natively, the bytes they returned */
+    uint64_t writes, write_bytes; /* send calls of the native write(), the bytes they took */
+    uint64_t writes_buffered;     /* write() calls that left bytes to asyncio's buffer */
+} zl_transport_counts;
+typedef struct {
+    zl_transport_counts transports[ZL_TRANSPORT_KINDS]; /* transport.c */
+    uint64_t corked_sends;  /* transport.c: sends that carried MSG_MORE */
+    uint64_t corked_pushes; /* corked.c: segments held back, pushed out after the callback */
+    uint64_t lookups_done;  /* resolver.c: finished lookups settled */
+    uint64_t timed,
+        timed_ns;  /* dispatch.c: callbacks timed (slow-callback detection), their time */
+    uint64_t slow; /* dispatch.c: of which slow, reported */
+} zl_counters;
+
+/* stats.c: whether callbacks are timed, and the copies reset_stats() took. */
+typedef struct {
+    char slow_callbacks; /* time each callback and report slow ones (dispatch.c reads it) */
+    zl_counters counters_at_reset;
+    uint64_t callbacks_at_reset, lookups_at_reset;
+    zl_engine_stats engine_at_reset;
+} zl_stats_state;
+
 /* The native half of zloopgo.Loop. Each sub-structure is written by the
  * one file named beside it; the others read it through that file's
  * functions (inline ones below). loop.c owns the fields at the top. */
@@ -203,6 +233,8 @@ struct zl_loop {
     zl_context_cache contexts; /* context.c */
     zl_lookups lookups;        /* resolver.c */
     zl_clock_state clock;      /* clock.c */
+    zl_counters counters;      /* each field its counting file's (see zl_counters) */
+    zl_stats_state stats;      /* stats.c */
     PyObject *context_kwnames; /* schedule.c: the last ("context",) keyword tuple seen */
     PyObject *task_factory; /* tasks.c: asyncio's _task_factory, kept here so create_task sees it */
 };
@@ -222,6 +254,7 @@ typedef struct {
     char corked;             /* bytes sent with MSG_MORE wait for a push */
     char listed;             /* on the loop's corked list */
     char large_reads;        /* the last read filled at least LARGE_READ bytes */
+    char kind; /* ZL_KIND_*: the counters it adds to (set once by zloopgo's transport) */
 } zl_transport;
 
 extern PyTypeObject zl_TransportStateType;
@@ -286,6 +319,8 @@ static inline uint64_t zl_running_callback(const zl_loop *L)
 {
     return L->callbacks.running ? L->callbacks.started : 0;
 }
+/* Callbacks started so far (stats.c). */
+static inline uint64_t zl_callbacks_started(const zl_loop *L) { return L->callbacks.started; }
 /* Runs a handle as the loop's batch does: zl_handle_run, or in debug mode
  * zloopgo's Python edge (timed, slow callbacks logged). 0 or -1. */
 int zl_handle_run_in_batch(zl_handle *h);
@@ -405,6 +440,9 @@ void zl_pending_loop_removed(zl_loop *L);
 
 /* capi/schedule.c: call_soon, call_soon_threadsafe, call_later, call_at */
 int zl_schedule_ready(void);
+/* Installs (events._ThreadSafeHandle, the RLock factory) for 3.14+'s
+ * call_soon_threadsafe; returns the callable that runs one such handle. */
+PyObject *zl_set_threadsafe_handle(PyObject *mod, PyObject *args);
 /* Forgets the keyword tuple it remembers (breaking a cycle, closing). */
 void zl_schedule_clear(zl_loop *L);
 PyObject *zl_loop_call_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
@@ -441,6 +479,14 @@ PyObject *zl_loop_find_fileobj(zl_loop *L, PyObject *fileobj);
 int zl_fds_take_watch_changed(zl_loop *L);
 
 /* capi/dispatch.c: the engine's calls into C, declared in bridge.h */
+int zl_dispatch_ready(void);
+
+/* capi/stats.c: zloopgo.stats() and what goes with it */
+PyObject *zl_stats(PyObject *mod, PyObject *loop);
+PyObject *zl_reset_stats(PyObject *mod, PyObject *loop);
+PyObject *zl_set_slow_callbacks(PyObject *mod, PyObject *args);
+PyObject *zl_trace_start(PyObject *mod, PyObject *args);
+PyObject *zl_trace_take(PyObject *mod, PyObject *loop);
 
 /* capi/transport.c */
 int zl_transport_type_ready(void);
@@ -476,6 +522,13 @@ int zl_resolver_ready(void);
 PyObject *zl_loop_getaddrinfo(zl_loop *L, PyObject *args);
 PyObject *zl_loop_getnameinfo(zl_loop *L, PyObject *args);
 PyObject *zl_loop_lookups_in_flight(zl_loop *L, PyObject *unused);
+/* Lookups whose futures still wait (stats.c). */
+static inline Py_ssize_t zl_lookups_waiting(const zl_loop *L)
+{
+    return L->lookups.futures ? PyDict_GET_SIZE(L->lookups.futures) : 0;
+}
+/* Lookups queued so far (their tokens count from 1). */
+static inline uint64_t zl_lookups_queued(const zl_loop *L) { return L->lookups.counter; }
 /* Settles n completions of lookups. */
 void zl_settle_lookups(zl_loop *L, const zl_completion *done, int64_t n);
 void zl_drop_lookups(zl_loop *L);
@@ -493,6 +546,7 @@ void zl_settle_files(zl_loop *L, const zl_completion *done, int64_t n);
 /* capi/clock.c */
 int zl_clock_ready(void);
 double zl_monotonic(void);
+int64_t zl_monotonic_ns(void);    /* the same clock in nanoseconds */
 double zl_clock_resolution(void); /* its resolution in seconds, for the engine */
 /* Notices a loop.time() replaced on the loop's class. 0 or -1. */
 int zl_clock_check(zl_loop *L);

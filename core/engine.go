@@ -96,9 +96,12 @@ type Engine struct {
 	out        []TimerSlot // timer slots handed back in this iteration
 	inbox      *inbox      // completions posted by other goroutines
 	watched    int         // descriptors registered by the host
-	iterations uint
-	lastYield  float64 // Now() at the last yield
-	yield      func()  // runtime.Gosched; tests count calls instead
+	lastYield  float64     // Now() at the last yield
+	yield      func()      // runtime.Gosched; tests count calls instead
+	stats      Stats       // stats.go
+	waitEnd    int64       // nanotime() after the last wait of this Run, 0 before the first
+	trace      []Iteration
+	tracing    bool
 }
 
 // yieldEvery is how often a busy loop hands its goroutine back to the Go
@@ -145,6 +148,7 @@ func (e *Engine) Watch(delta int) { e.watched += delta }
 
 // Run iterates until the host asks to stop or Dispatch fails.
 func (e *Engine) Run() error {
+	e.waitEnd = 0 // time between runs is not the loop's
 	for {
 		if err := e.RunOnce(); err != nil {
 			return err
@@ -157,12 +161,12 @@ func (e *Engine) Run() error {
 }
 
 func (e *Engine) maybeYield() {
-	e.iterations++
-	if e.iterations%yieldCheckEvery != 0 {
+	if e.stats.Iterations%yieldCheckEvery != 0 {
 		return
 	}
 	if now := Now(); now-e.lastYield >= yieldEvery {
 		e.lastYield = now
+		e.stats.Yields++
 		e.yield()
 	}
 }
@@ -173,22 +177,50 @@ func (e *Engine) RunOnce() error {
 	e.takeNewTimers()
 	e.dropCancelled()
 	fake, faked := e.host.Clock()
-	n, released, err := e.poll(e.timeout(clock(fake, faked)))
+	start := nanotime()
+	if e.waitEnd != 0 {
+		e.stats.BusyNs += start - e.waitEnd
+	}
+	n, released, err := e.poll(e.timeout(clock(start, fake, faked)))
 	if err != nil {
 		return err
 	}
-	e.popDue(clock(fake, faked))
-	return e.host.Dispatch(e.events[:n], e.out, e.inbox.take(), released)
+	end := nanotime()
+	e.waitEnd = end
+	e.stats.Iterations++
+	e.stats.PollNs += end - start
+	if released {
+		e.stats.IdleNs += end - start
+	}
+	due := len(e.out)
+	e.popDue(clock(end, fake, faked))
+	due = len(e.out) - due
+	e.stats.TimersFired += uint64(due)
+	done := e.inbox.take()
+	err = e.host.Dispatch(e.events[:n], e.out, done, released)
+	if e.tracing {
+		e.record(Iteration{WaitStart: start, WaitEnd: end, Events: int32(n), Timers: int32(due),
+			Completions: int32(len(done)), Blocking: int32(boolInt(released))})
+	}
+	return err
 }
 
-// clock is the host's replacement time if it has one, else Now() — read
-// at the moment of the call, so that the due timers are those of after
+// clock is the host's replacement time if it has one, else the monotonic
+// reading ns (nanotime()) as Now() converts it: taken before the wait for
+// its timeout and after it, so that the due timers are those of after
 // the wait.
-func clock(fake float64, faked bool) float64 {
+func clock(ns int64, fake float64, faked bool) float64 {
 	if faked {
 		return fake
 	}
-	return Now()
+	return float64(ns) / 1e9
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (e *Engine) takeNewTimers() {
@@ -253,6 +285,7 @@ func (e *Engine) timeout(now float64) time.Duration {
 func (e *Engine) poll(timeout time.Duration) (n int, released bool, err error) {
 	switch {
 	case timeout == 0 && (e.watched == 0 || e.host.Quiet()):
+		e.stats.WaitsSkipped++
 		return 0, false, nil
 	case timeout == 0:
 		n, err = e.reactor.Wait(e.events, 0)
@@ -266,6 +299,14 @@ func (e *Engine) poll(timeout time.Duration) (n int, released bool, err error) {
 			e.host.Reacquire()
 		}
 		return 0, false, errors.Join(errors.New("zloopgo: waiting for events failed"), err)
+	}
+	e.stats.Waits++
+	if released {
+		e.stats.WaitsBlocking++
+	}
+	e.stats.Events += uint64(n)
+	if n == len(e.events) {
+		e.stats.WaitsFull++
 	}
 	return n, released, nil
 }

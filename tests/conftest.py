@@ -8,6 +8,7 @@ not say it expected that (uvloop's test base does the same): read
 """
 
 import asyncio
+import os
 import signal
 import ssl
 
@@ -22,6 +23,10 @@ from helpers import FACTORIES
 # Python's handler) behave as when started from a terminal.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# Nor on an inherited switch of zloopgo's slow-callback reports: the tests
+# that want it turn it on (tests/test_slow_callbacks.py).
+os.environ.pop("ZLOOPGO_SLOW_CALLBACKS", None)
 
 
 @pytest.fixture(params=sorted(FACTORIES))

@@ -6,6 +6,7 @@ what may hang or must exit)."""
 
 import asyncio
 import contextlib
+import os
 import pkgutil
 import socket
 import subprocess
@@ -84,20 +85,23 @@ async def accepted_pair(loop):
     return transport, recorder.got, peer
 
 
-def run_script(loop_name, body, timeout=60):
+def run_script(loop_name, body, timeout=60, env=None, args=()):
     """Run `body` in a fresh interpreter with `factory` making a loop of
-    `loop_name`; returns the CompletedProcess (a hang is a TimeoutExpired)."""
+    `loop_name`, with `env`'s variables added to this process's and
+    `args` before -c; returns the CompletedProcess (a hang is a
+    TimeoutExpired)."""
     code = (
         "import asyncio, errno, os, signal, socket, sys, threading, time\n"
         "import zloopgo\n"
         f"factory = {SCRIPT_FACTORIES[loop_name]}\n" + textwrap.dedent(body)
     )
     return subprocess.run(
-        [sys.executable, "-c", code],
+        [sys.executable, *args, "-c", code],
         check=False,
         capture_output=True,
         text=True,
         timeout=timeout,
+        env={**os.environ, **env} if env is not None else None,
     )
 
 

@@ -754,7 +754,7 @@ C_NAMES = {
     },
     "future": {"cancelled", "set_result", "set_exception", "done"},
     "reader_transport": {"pause_reading"},
-    "loop": {"time"},
+    "loop": {"time", "slow_callback_duration"},
     "asyncio_modules": {"Future", "Task"},
     "task_keywords": {"loop", "name", "context"},
     "call_keywords": {"context"},
@@ -777,6 +777,7 @@ C_NAMES = {
         "_zl_callback_error",
         "_zl_run_debug",
         "_zl_debug_schedule",
+        "_zl_slow_callback",
     },
 }
 
@@ -834,7 +835,13 @@ def test_names_the_c_adapter_reads_exist_on_asyncios_objects():
         for name in C_NAMES["zloopgo"]:
             owner = (
                 zl
-                if name in ("_zl_callback_error", "_zl_run_debug", "_zl_debug_schedule")
+                if name
+                in (
+                    "_zl_callback_error",
+                    "_zl_run_debug",
+                    "_zl_debug_schedule",
+                    "_zl_slow_callback",
+                )
                 else _transports.SocketTransport
             )
             assert hasattr(owner, name) or name in _transports.SocketTransport.__slots__, name

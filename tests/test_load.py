@@ -121,7 +121,15 @@ def test_write_64mib_to_peer_that_stops_reading(loop):
 
         def connection_made(self, transport):
             self.transport = transport
-            transport.pause_reading()  # the peer stops reading at once
+            if sys.version_info >= (3, 11):
+                self.stop_reading()
+            else:
+                # 3.10's socket transport adds its reader in a callback
+                # queued after this one, which ignores a pause made here
+                loop.call_soon(self.stop_reading)
+
+        def stop_reading(self):
+            self.transport.pause_reading()  # the peer stops reading at once
             self.made.set_result(None)
 
         def data_received(self, data):
@@ -275,3 +283,56 @@ def test_flood_against_small_backlog(loop):
     # errors stay inside the loop: the fixture fails the test on any call
     # of the exception handler, and the loop runs on
     assert loop.run_until_complete(asyncio.sleep(0, "alive")) == "alive"
+
+
+def test_pause_reading_in_connection_made(loop):
+    """From 3.11 a pause made in connection_made holds; 3.10's socket
+    transport adds its reader in a callback queued after connection_made
+    and reads anyway (why the test above pauses one callback later there)."""
+
+    class Peer(asyncio.Protocol):
+        def __init__(self):
+            self.received = b""
+            self.got = loop.create_future()
+
+        def connection_made(self, transport):
+            self.transport = transport
+            transport.pause_reading()
+
+        def data_received(self, data):
+            self.received += data
+            if not self.got.done():
+                self.got.set_result(None)
+
+    async def main():
+        peers = []
+
+        def peer_factory():
+            peers.append(Peer())
+            return peers[-1]
+
+        server = await loop.create_server(peer_factory, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"ping")
+        await writer.drain()
+        await _first(peers)
+        peer = peers[0]
+        if sys.version_info >= (3, 11):
+            for _ in range(20):  # iterations enough for the bytes to arrive
+                await asyncio.sleep(0)
+            await asyncio.sleep(0.05)
+        else:
+            await asyncio.wait_for(peer.got, 10)  # arrives while "paused"
+        before_resume = (peer.received, peer.transport.is_reading())
+        peer.transport.resume_reading()
+        await asyncio.wait_for(peer.got, 10)
+        writer.close()
+        await writer.wait_closed()
+        server.close()
+        await server.wait_closed()
+        return before_resume, peer.received
+
+    before_resume, received = loop.run_until_complete(main())
+    assert received == b"ping"
+    assert before_resume == ((b"" if sys.version_info >= (3, 11) else b"ping"), False)

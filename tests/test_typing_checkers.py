@@ -18,6 +18,7 @@ PACKAGE_FILES = [
     ROOT / "zloopgo" / "__init__.py",
     ROOT / "zloopgo" / "_loop.pyi",
     ROOT / "zloopgo" / "_engine.pyi",
+    ROOT / "zloopgo" / "_otel.pyi",
 ]
 # Each line is wrong in a way the annotations must catch.
 DELIBERATE_ERRORS = [

@@ -18,6 +18,7 @@ import asyncio
 import json
 import platform
 import sys
+import threading
 from asyncio import events, unix_events
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
         from asyncio.events import AbstractEventLoopPolicy as _Policy
 
     from ._loop import Loop
+    from ._otel import Instrumentation
 
 __version__ = "0.1.0"
 
@@ -47,10 +49,14 @@ __all__ = [
     "Loop",
     "build_info",
     "install",
+    "instrument",
     "new_event_loop",
     "open",
     "os",
+    "report_slow_callbacks",
+    "reset_stats",
     "run",
+    "stats",
     "uninstall",
 ]
 
@@ -77,11 +83,14 @@ from . import os  # noqa: E402
 from ._files import open  # noqa: E402
 
 
-def new_event_loop() -> Loop:
-    """Return a new zloopgo event loop."""
+def new_event_loop(*, slow_callbacks: bool | None = None) -> Loop:
+    """Return a new zloopgo event loop. ``slow_callbacks=True`` reports
+    callbacks slower than ``loop.slow_callback_duration`` without debug
+    mode (report_slow_callbacks); None, the default, reads the
+    ZLOOPGO_SLOW_CALLBACKS environment variable."""
     from ._loop import Loop
 
-    return Loop()
+    return Loop(slow_callbacks=slow_callbacks)
 
 
 if not TYPE_CHECKING:
@@ -184,3 +193,72 @@ def build_info() -> dict[str, Any]:
         python_implementation=platform.python_implementation(),
     )
     return info
+
+
+def _own_loop(loop: Any, what: str) -> Loop:
+    # The loop stats() and its kin read: the running one by default, and
+    # only on its own thread while it runs (the engine updates its figures
+    # outside the GIL, right after each wait).
+    from ._loop import Loop
+
+    if loop is None:
+        loop = events.get_running_loop()
+    if not isinstance(loop, Loop):
+        raise TypeError(f"zloopgo.{what}() needs a zloopgo loop, got {type(loop).__name__}")
+    if loop.is_running() and getattr(loop, "_thread_id", None) != threading.get_ident():
+        raise RuntimeError(
+            f"zloopgo.{what}() of a running loop must be called on the loop's own "
+            "thread (use loop.call_soon_threadsafe)"
+        )
+    return loop
+
+
+def stats(loop: Loop | None = None) -> dict[str, Any]:
+    """The loop's native counters and gauges, and the Go runtime's figures,
+    as a new dict (docs/observability.md lists each). ``loop`` defaults to
+    the running loop; a running loop is read on its own thread."""
+    from . import _engine
+
+    result: dict[str, Any] = _engine.stats(_own_loop(loop, "stats"))
+    return result
+
+
+def reset_stats(loop: Loop | None = None) -> None:
+    """Make stats() count the loop's running totals from now on (gauges
+    and the Go runtime's figures are unaffected)."""
+    from . import _engine
+
+    _engine.reset_stats(_own_loop(loop, "reset_stats"))
+
+
+def report_slow_callbacks(on: bool = True, loop: Loop | None = None) -> bool:
+    """Time each callback of the loop and report those that take
+    ``loop.slow_callback_duration`` or longer through the ``asyncio``
+    logger, as debug mode does, without debug mode's other costs. Returns
+    whether it was on. Off (the default, unless ZLOOPGO_SLOW_CALLBACKS=1 or
+    new_event_loop(slow_callbacks=True)) it costs nothing."""
+    from . import _engine
+
+    return bool(_engine.set_slow_callbacks(_own_loop(loop, "report_slow_callbacks"), bool(on)))
+
+
+def instrument(
+    loop: Loop | None = None,
+    *,
+    interval: float = 10.0,
+    meter_provider: Any = None,
+    tracer_provider: Any = None,
+) -> Instrumentation:
+    """Emit the loop's stats() as OpenTelemetry metrics, sampled every
+    ``interval`` seconds by a timer of the loop (so on its own thread), and
+    each slow callback as a span; needs ``opentelemetry-api``
+    (``pip install zloopgo[otel]``). Returns a handle whose ``close()``
+    stops it. docs/observability.md names the instruments."""
+    from ._otel import Instrumentation as _Instrumentation
+
+    return _Instrumentation(
+        _own_loop(loop, "instrument"),
+        interval=interval,
+        meter_provider=meter_provider,
+        tracer_provider=tracer_provider,
+    )

@@ -10,7 +10,9 @@ sockets, TLS's among them, get the adapter's SocketTransport. This module knows 
 adapter's Python-facing methods; it knows nothing of Go.
 """
 
+import asyncio
 import inspect
+import os
 import selectors
 import signal
 import sys
@@ -52,6 +54,14 @@ _SSL_ENSURES_FD = sys.version_info >= (3, 12)
 # and run take a lock: cancelling from another thread waits for a running
 # callback to return.
 _THREADSAFE_HANDLE = getattr(events, "_ThreadSafeHandle", None)
+# The adapter makes and runs those handles itself (capi/schedule.c); the
+# lock is what threading.RLock() returns, its C RLock when there is one.
+_RUN_THREADSAFE = None
+if _THREADSAFE_HANDLE is not None:
+    _RUN_THREADSAFE = _engine.set_threadsafe_handle(
+        _THREADSAFE_HANDLE,
+        threading._CRLock if threading._CRLock is not None else threading.RLock,
+    )
 
 
 class _WatchedDescriptors:
@@ -79,11 +89,18 @@ class _WatchedDescriptors:
 class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
     """An asyncio event loop run by zloopgo's Go engine."""
 
-    def __init__(self):
+    def __init__(self, *, slow_callbacks=None):
         super().__init__(selector=_WatchedDescriptors(self))
         # Where datagram transports receive (zloopgo/_datagram.py); grown
         # to max_size on first use, one per loop since a loop has one thread.
         self._zl_datagram_scratch = bytearray()
+        # Who else hears of each slow callback (zloopgo.instrument's spans):
+        # callables (handle, start_ns, end_ns), monotonic nanoseconds.
+        self._zl_slow_listeners = []
+        if slow_callbacks is None:
+            slow_callbacks = os.environ.get("ZLOOPGO_SLOW_CALLBACKS", "") not in ("", "0")
+        if slow_callbacks:
+            _engine.set_slow_callbacks(self, True)
 
     # ---- running -------------------------------------------------------
 
@@ -160,9 +177,10 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
 
     if _THREADSAFE_HANDLE is not None:  # 3.14+
 
-        def call_soon_threadsafe(self, callback, *args, context=None):
-            """Like call_soon(), but thread-safe: asyncio's own
-            _ThreadSafeHandle, queued natively (and the reactor woken)."""
+        def _zl_call_soon_threadsafe_python(self, callback, *args, context=None):
+            """call_soon_threadsafe in debug mode (the adapter's own outside
+            it): asyncio's steps, its _ThreadSafeHandle queued natively
+            behind the adapter's runner (and the reactor woken)."""
             self._check_closed()
             if self._debug:
                 self._check_callback(callback, "call_soon_threadsafe")
@@ -172,7 +190,7 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
                 del handle._source_traceback[-1]
             if handle._source_traceback:
                 del handle._source_traceback[-1]
-            _engine.LoopCore.call_soon_threadsafe(self, _run_unless_cancelled, handle)
+            _engine.LoopCore.call_soon_threadsafe(self, _RUN_THREADSAFE, handle)
             return handle
 
     # ---- name resolution -----------------------------------------------
@@ -389,6 +407,10 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
 
     def _zl_debug_schedule(self, method, callback):
         """Debug mode's checks for call_* and the handle's source traceback."""
+        if callback is _run_unless_cancelled:
+            # an asyncio handle this loop queues (3.14's _ThreadSafeHandle, a
+            # signal handler's): it has its stack and asyncio checks nothing more
+            return None
         if method != "call_soon_threadsafe":
             self._check_thread()
         self._check_callback(callback, method)
@@ -397,21 +419,45 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
     def _zl_run_debug(self, handle):
         """Run one handle the way asyncio's debug mode does: timed, with
         slow callbacks logged."""
+        # a _ThreadSafeHandle behind the adapter's runner is asyncio's handle here
+        shown = handle._args[0] if handle._callback is _RUN_THREADSAFE else handle
         try:
-            self._current_handle = handle
+            self._current_handle = shown
             t0 = self.time()
             handle._run()
-            dt = self.time() - t0
+            t1 = self.time()
+            dt = t1 - t0
             if dt >= self.slow_callback_duration:
                 base_events.logger.warning(
-                    "Executing %s took %.3f seconds", base_events._format_handle(handle), dt
+                    "Executing %s took %.3f seconds", base_events._format_handle(shown), dt
                 )
+                for listener in self._zl_slow_listeners:
+                    listener(handle, int(t0 * 1e9), int(t1 * 1e9))
         finally:
             self._current_handle = None
             # A failed task's traceback reaches this frame: drop the handle
             # so that the task is freed within the iteration (asyncio's
             # _run_once does the same).
-            handle = None
+            handle = shown = None
+
+    def _zl_slow_callback(self, handle, start_ns, end_ns):
+        """Report a callback the adapter timed (slow-callback detection,
+        zloopgo.report_slow_callbacks) from start_ns to end_ns (monotonic):
+        as debug mode does, and on 3.14+ with the awaiting call graph of
+        the task it stepped."""
+        if handle._callback is _run_unless_cancelled and handle._args:
+            handle = handle._args[0]  # a call_soon_threadsafe handle of 3.14+, or a signal's
+        text = base_events._format_handle(handle)
+        seconds = (end_ns - start_ns) / 1e9
+        graph = _awaiting_graph(handle)
+        if graph:
+            base_events.logger.warning(
+                "Executing %s took %.3f seconds\n%s", text, seconds, graph.rstrip("\n")
+            )
+        else:
+            base_events.logger.warning("Executing %s took %.3f seconds", text, seconds)
+        for listener in self._zl_slow_listeners:
+            listener(handle, start_ns, end_ns)
 
 
 if "debug" in inspect.signature(format_helpers._format_callback_source).parameters:  # 3.13+
@@ -423,6 +469,23 @@ else:
 
     def _format_callback(callback, args, debug):
         return format_helpers._format_callback_source(callback, args)
+
+
+_format_call_graph = getattr(asyncio, "format_call_graph", None)  # 3.14+
+if _format_call_graph is not None:
+
+    def _awaiting_graph(handle):
+        """asyncio's call graph of the task a handle steps (who awaits it),
+        or None for a callback that is no task's step or a task now done."""
+        task = getattr(handle._callback, "__self__", None)
+        if not isinstance(task, futures.Future) or task.done():
+            return None
+        return _format_call_graph(task)
+
+else:
+
+    def _awaiting_graph(handle):
+        return None
 
 
 def _run_unless_cancelled(handle):

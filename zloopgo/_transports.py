@@ -24,6 +24,11 @@ _COUNTS_BUFFER = (
 )
 
 
+# TransportState.kind: zloopgo.stats()["transports"]'s "tcp", "unix", "other"
+_KINDS = {socket.AF_INET: 0, socket.AF_INET6: 0, getattr(socket, "AF_UNIX", -1): 1}
+_KIND_OTHER = 2
+
+
 class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTransport):
     """A TCP or Unix stream transport, asyncio.Transport's whole surface."""
 
@@ -50,6 +55,8 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
         # whether sends may carry MSG_MORE, the size of the last read.
         self._zl_state = _engine.TransportState()
         super().__init__(*args, **kwargs)
+        # which of zloopgo.stats()'s per-kind counters its reads and writes add to
+        self._zl_state.kind = _KINDS.get(self._sock.family, _KIND_OTHER)
         # A program that corks the socket itself keeps its cork: the
         # native write then never sends with MSG_MORE (capi/transport.c).
         self._extra["socket"] = _TransportSocket(self._sock, self._zl_state)

@@ -3,10 +3,15 @@ that does not drift with the load of a shared machine, for changes that
 should cost nothing measurable in wall time.
 
     python -m benchmark.instructions [--loops zloopgo,uvloop] [--ops call_soon,stream_rtt]
+    python -m benchmark.instructions --ops stream_rtt --functions 'RunOnce|send_now|zl_dispatch'
 
 Each operation runs N and 2N times in a fresh interpreter under
 `valgrind --tool=callgrind` (PYTHONHASHSEED=0); the difference of the two
 totals divided by N is the cost of one operation, without start-up.
+--functions REGEX instead prints, for each function whose name matches, its
+own instructions per call and per operation (one run of 2N; calls counted
+by callgrind): the cost of a change inside those functions, free of the
+run-to-run variation in how many loop iterations an operation takes.
 With --split, each count is also split by where the instructions ran:
 the interpreter, _asyncio, zloopgo's C adapter, its Go engine and
 runtime, libc (by the object and source file callgrind names; the kernel
@@ -196,29 +201,84 @@ def split(out):
     return parts
 
 
+def run_callgrind(loop, body, n, gc_off, out):
+    """Runs body n times under callgrind, its output in the file out."""
+    gc = "import gc; gc.disable()\n" if gc_off else ""
+    code = f"import asyncio\n{gc}loop = {FACTORIES[loop]}()\nn = {n}\n{body}\nloop.close()\n"
+    subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={out}",
+            sys.executable,
+            "-c",
+            code,
+        ],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "PYTHONHASHSEED": "0", "GODEBUG": "asyncpreemptoff=1"},
+    )
+
+
 def count(loop, body, n, gc_off, want_split=False):
     """The total instructions of body run n times (and, with want_split,
     their split into PARTS)."""
-    gc = "import gc; gc.disable()\n" if gc_off else ""
-    code = f"import asyncio\n{gc}loop = {FACTORIES[loop]}()\nn = {n}\n{body}\nloop.close()\n"
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "cg.out")
-        subprocess.run(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                f"--callgrind-out-file={out}",
-                sys.executable,
-                "-c",
-                code,
-            ],
-            check=True,
-            capture_output=True,
-            env={**os.environ, "PYTHONHASHSEED": "0", "GODEBUG": "asyncpreemptoff=1"},
-        )
+        run_callgrind(loop, body, n, gc_off, out)
         with open(out) as f:
             total = int(re.search(r"^summary: (\d+)", f.read(), re.MULTILINE).group(1))
         return total, split(out) if want_split else None
+
+
+def self_costs(text):
+    """{function: (own instructions, calls)} from callgrind's output format
+    (name compression, a call's inclusive cost on the line after calls=)."""
+    names, own, calls = {}, {}, {}
+    current = callee = None
+    call_cost_next = False
+
+    def name(spec):
+        m = re.match(r"\((\d+)\)(?: (.*))?$", spec)
+        if m is None:
+            return spec
+        if m.group(2) is not None:
+            names[m.group(1)] = m.group(2)
+        return names[m.group(1)]
+
+    for line in text.splitlines():
+        if line.startswith("fn="):
+            current = name(line[3:])
+        elif line.startswith("cfn="):
+            callee = name(line[4:])
+        elif line.startswith("calls="):
+            calls[callee] = calls.get(callee, 0) + int(line[6:].split()[0])
+            call_cost_next = True
+        elif line[:1].isdigit() or line[:1] in ("+", "-", "*"):
+            if call_cost_next:
+                call_cost_next = False
+                continue
+            parts = line.split()
+            if len(parts) >= 2:
+                own[current] = own.get(current, 0) + int(parts[1])
+    return {fn: (cost, calls.get(fn, 0)) for fn, cost in own.items()}
+
+
+def print_functions(loop, op, body, n, gc_off, pattern):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "cg.out")
+        run_callgrind(loop, body, 2 * n, gc_off, out)
+        with open(out) as f:
+            costs = self_costs(f.read())
+    matched = sorted(fn for fn in costs if re.search(pattern, fn))
+    total = 0
+    for fn in matched:
+        cost, calls = costs[fn]
+        total += cost
+        per_call = f"{cost / calls:10,.1f}" if calls else f"{'?':>10}"
+        print(f"{op:12} {loop:8} {fn[:60]:60} {per_call} per call {cost / (2 * n):10,.1f} per op")
+    label = "(these functions)"
+    print(f"{op:12} {loop:8} {label:60} {'':19} {total / (2 * n):10,.1f} per op")
 
 
 def main(argv=None):
@@ -229,10 +289,14 @@ def main(argv=None):
     p.add_argument(
         "--split", action="store_true", help="also the instructions per part (Python, C, Go...)"
     )
+    p.add_argument("--functions", metavar="REGEX", help="own instructions of these functions")
     args = p.parse_args(argv)
     for op in args.ops.split(","):
         n, body = OPS[op]
         for loop in args.loops.split(","):
+            if args.functions:
+                print_functions(loop, op, body, n, args.gc_off, args.functions)
+                continue
             twice, twice_parts = count(loop, body, 2 * n, args.gc_off, args.split)
             once, once_parts = count(loop, body, n, args.gc_off, args.split)
             per_op = (twice - once) / n

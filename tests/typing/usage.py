@@ -81,12 +81,27 @@ def use_build_info() -> str:
     return go_version
 
 
+def use_stats() -> int:
+    loop = zloopgo.new_event_loop(slow_callbacks=False)
+    try:
+        zloopgo.reset_stats(loop)
+        was_on: bool = zloopgo.report_slow_callbacks(True, loop=loop)
+        assert not was_on
+        stats = zloopgo.stats(loop)
+        assert_type(stats, dict[str, Any])
+        iterations: int = stats["iterations"]
+        return iterations
+    finally:
+        loop.close()
+
+
 def main() -> None:
     assert use_run() == 42
     assert use_loop() == "done"
     assert set(use_factories()) == {42}
     assert issubclass(use_policy(), zloopgo.Loop)
     assert use_build_info().startswith("go")
+    assert use_stats() == 0
     loop_class: type[asyncio.AbstractEventLoop] = zloopgo.Loop
     assert issubclass(loop_class, asyncio.SelectorEventLoop)
     print("usage ok")
