@@ -38,6 +38,7 @@ import socket
 import ssl
 import sys
 import textwrap
+import threading
 import tokenize
 from asyncio import base_events, events, selector_events, sslproto, streams, unix_events
 from pathlib import Path
@@ -475,9 +476,6 @@ def test_native_loop_methods_are_the_c_ones():
     for cls, name in NATIVE_SIGNATURES:
         owner = zloopgo.Loop if cls is ASYNCIO_LOOP else _transports.SocketTransport
         klass, _value = _asyncio_method(owner, name)
-        if name == "call_soon_threadsafe" and _loop._THREADSAFE_HANDLE is not None:
-            assert klass is zloopgo.Loop  # 3.14+: asyncio's _ThreadSafeHandle, queued natively
-            continue
         assert klass in (_engine.LoopCore, _engine.StreamFastPaths), (name, klass)
 
 
@@ -778,7 +776,11 @@ C_NAMES = {
         "_zl_run_debug",
         "_zl_debug_schedule",
         "_zl_slow_callback",
+        "_zl_call_soon_threadsafe_python",
     },
+    # 3.14's _ThreadSafeHandle._lock (threading's RLock), which the native
+    # runner takes and releases as _ThreadSafeHandle._run does
+    "threadsafe_lock": {"acquire", "release"},
 }
 
 
@@ -841,10 +843,17 @@ def test_names_the_c_adapter_reads_exist_on_asyncios_objects():
                     "_zl_run_debug",
                     "_zl_debug_schedule",
                     "_zl_slow_callback",
+                    "_zl_call_soon_threadsafe_python",
                 )
                 else _transports.SocketTransport
             )
+            if name == "_zl_call_soon_threadsafe_python" and not hasattr(
+                asyncio.events, "_ThreadSafeHandle"
+            ):
+                continue  # 3.14+: made only where asyncio has the class
             assert hasattr(owner, name) or name in _transports.SocketTransport.__slots__, name
+        lock = threading.RLock()
+        assert all(callable(getattr(lock, name)) for name in C_NAMES["threadsafe_lock"])
     finally:
         fut.cancel()
         transport.close()

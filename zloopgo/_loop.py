@@ -407,7 +407,9 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
 
     def _zl_debug_schedule(self, method, callback):
         """Debug mode's checks for call_* and the handle's source traceback."""
-        if callback is _run_unless_cancelled:
+        if callback is _run_unless_cancelled or (
+            _RUN_THREADSAFE is not None and callback is _RUN_THREADSAFE
+        ):
             # an asyncio handle this loop queues (3.14's _ThreadSafeHandle, a
             # signal handler's): it has its stack and asyncio checks nothing more
             return None
@@ -420,7 +422,8 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
         """Run one handle the way asyncio's debug mode does: timed, with
         slow callbacks logged."""
         # a _ThreadSafeHandle behind the adapter's runner is asyncio's handle here
-        shown = handle._args[0] if handle._callback is _RUN_THREADSAFE else handle
+        runner = _RUN_THREADSAFE is not None and handle._callback is _RUN_THREADSAFE
+        shown = handle._args[0] if runner else handle
         try:
             self._current_handle = shown
             t0 = self.time()
