@@ -448,7 +448,8 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
         zloopgo.report_slow_callbacks) from start_ns to end_ns (monotonic):
         as debug mode does, and on 3.14+ with the awaiting call graph of
         the task it stepped."""
-        if handle._callback is _run_unless_cancelled and handle._args:
+        runner = _RUN_THREADSAFE is not None and handle._callback is _RUN_THREADSAFE
+        if (runner or handle._callback is _run_unless_cancelled) and handle._args:
             handle = handle._args[0]  # a call_soon_threadsafe handle of 3.14+, or a signal's
         text = base_events._format_handle(handle)
         seconds = (end_ns - start_ns) / 1e9
