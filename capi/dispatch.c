@@ -158,7 +158,6 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone,
     zl_loop *L = (zl_loop *)loop;
     if (reacquire)
         zl_reacquire(loop);
-    zl_pending_check(L);
     zl_event *events = L->sh.events;
     uint64_t *timers = L->sh.timers_out;
     for (int64_t i = 0; i < nevents; i++)
