@@ -614,17 +614,17 @@ LOOP_ATTRIBUTES = {
 
 # Flow control and the protocol's state: both transports' asyncio
 # attributes, which no native method reads.
-ASYNCIO_FLOW_ATTRIBUTES = {
-    name: "asyncio's"
-    for name in (
+ASYNCIO_FLOW_ATTRIBUTES = dict.fromkeys(
+    (
         "_high_water",
         "_low_water",
         "_paused",
         "_protocol_connected",
         "_protocol_paused",
         "_server",
-    )
-}
+    ),
+    "asyncio's",
+)
 TRANSPORT_ATTRIBUTES = {
     **ASYNCIO_FLOW_ATTRIBUTES,
     "_buffer": "read natively (a bytearray up to 3.11, a deque from 3.12)",
