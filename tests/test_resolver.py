@@ -202,11 +202,14 @@ def unsettled_per_iteration(lp, count):
 
     Why this tells a loop that resolves off its own thread from one that
     does not, without timing anything: a lookup is a task, and a task that
-    awaits a future the loop settles later cannot finish in the iteration
-    that started it (its wakeup is scheduled, at the earliest, when the
-    future is settled, which is after this callback was already queued).
-    A lookup performed on the loop thread finishes in its first step, before
-    the callback runs."""
+    awaits a future settled in a later iteration cannot finish in the
+    iteration that started it (its wakeup is scheduled, at the earliest,
+    when the future is settled, after this callback was already queued).
+    A lookup performed on the loop thread finishes in its first step,
+    before the callback runs. (Stock asyncio may also settle a lookup in
+    its first step: when the executor's thread has finished it before
+    run_in_executor's wrap_future looks, futures._chain_future copies the
+    result at once; CPython 3.15 here does so for a few of a thousand.)"""
 
     async def main():
         lookups = [asyncio.ensure_future(lp.getaddrinfo("localhost", 80)) for _ in range(count)]
@@ -231,9 +234,13 @@ def unsettled_per_iteration(lp, count):
 
 def test_the_loop_stays_responsive_with_a_thousand_lookups_in_flight(loop):
     unsettled, results = unsettled_per_iteration(loop, 1000)
-    # the loop ran another callback with all thousand lookups in flight,
-    # then kept running it, iteration after iteration, until they settled
-    assert unsettled[0] == 1000, unsettled[:5]
+    # the loop ran another callback with lookups in flight (zloopgo's are
+    # all settled by the loop's dispatch of the resolver's answers, in a
+    # later iteration), then kept running it, iteration after iteration,
+    # until they settled
+    assert unsettled[0] > 0, unsettled[:5]
+    if type(loop).__module__.startswith("zloopgo"):
+        assert unsettled[0] == 1000, unsettled[:5]
     assert unsettled[-1] == 0
     assert unsettled == sorted(unsettled, reverse=True)
     assert results == [socket.getaddrinfo("localhost", 80)] * 1000
