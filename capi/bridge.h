@@ -113,6 +113,16 @@ typedef struct {
     double fake_now;
     int32_t faked;
     int32_t pad2;
+    /* For the batches zl_dispatch runs alone (core.Lookahead). */
+    double
+        next_timer; /* Go, before each zl_dispatch: the engine's earliest deadline, +Inf if none */
+    int64_t alone_max; /* Go, before each zl_dispatch: the most batches C may run alone */
+    int64_t alone_ran; /* C, in zl_dispatch: the batches it ran alone */
+    int64_t watched;   /* Go, in zlgo_watch: the descriptors the engine watches */
+    double
+        new_timers_first; /* C: the earliest deadline among new_timers (NaN sticks), +Inf if none;
+                              * reset by whoever empties new_timers */
+    double resolution;    /* C, at creation: the clock resolution the engine was given */
 } zl_shared;
 
 /* Called by the engine (capi/engine.go); implemented in capi/dispatch.c.
@@ -126,9 +136,13 @@ int zl_grow_timers_out(uintptr_t loop, int64_t need);
 int zl_grow_done(uintptr_t loop, int64_t need);
 /* Take the GIL back if `reacquire`, queue the handles of the first
  * `nevents` events and of the first `ntimers` slots of timers_out, settle
- * the first `ndone` completions of done, then run one batch of callbacks.
- * Returns 0, or -1 with a Python exception set. */
-int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone, int reacquire);
+ * the first `ndone` completions of done, then run one batch of callbacks,
+ * and up to alone_max more while each is an iteration the engine would
+ * only hand over (core.Lookahead; `posted` is the engine's inbox word, a
+ * Go pointer valid for the call, nonzero while completions wait), counted
+ * in alone_ran. Returns 0, or -1 with a Python exception set. */
+int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone, int reacquire,
+                const uint32_t *posted);
 
 /* capi/resolver.c, called by the resolver's goroutines (no GIL, no
  * Python): wait for the next queued lookup and perform it, filling *req

@@ -3,7 +3,9 @@
  * for the buffers the engine fills, and zl_dispatch, which queues what one
  * iteration found ready, routes the completions other goroutines posted to
  * their owner (lookups, file operations) and runs one batch of callbacks,
- * timing each one when slow-callback detection is on (stats.c turns it on).
+ * timing each one when slow-callback detection is on (stats.c turns it on);
+ * then the batches of the iterations after it, as long as each would be an
+ * iteration the engine only hands over (core.Lookahead).
  *
  * It knows the engine only through bridge.h; what a ready descriptor or a
  * due timer queues is fds.c's and timers.c's business, how a slow
@@ -153,35 +155,22 @@ void zl_done_free(uint64_t token, uint64_t value)
         zl_resolved_free(value);
 }
 
-int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone, int reacquire)
+/* Runs one batch: what is ready now, not what its callbacks schedule,
+ * which waits for the next iteration. nevents is how many descriptors the
+ * iteration's wait reported (for the quiet test below).
+ *
+ * The batch is quiet when every callback in it was a stream read fed
+ * natively that drained its socket: no code of the program ran, no
+ * descriptor was written to or registered, and every descriptor the wait
+ * reported was read to the end (a full event buffer may leave some
+ * unreported). Nothing the batch did can then make a descriptor ready,
+ * and the engine skips the next wait if it could not block: it would
+ * report only what became ready on its own meanwhile. */
+static int run_batch(zl_loop *L, int64_t nevents)
 {
-    zl_loop *L = (zl_loop *)loop;
-    if (reacquire)
-        zl_reacquire(loop);
-    zl_event *events = L->sh.events;
-    uint64_t *timers = L->sh.timers_out;
-    for (int64_t i = 0; i < nevents; i++)
-        zl_fd_ready(L, events[i].token, events[i].mask);
-    for (int64_t i = 0; i < ntimers; i++)
-        zl_timer_due(L, (uint32_t)timers[i]);
-    if (ndone > 0) /* work other goroutines finished */
-        settle_completions(L, L->sh.done, ndone);
-    /* Due timers are queued before a signal may end the run, so none is lost. */
-    if (PyErr_CheckSignals() < 0)
-        return -1;
-    /* Only what is ready now runs; what these callbacks schedule waits for
-     * the next iteration.
-     *
-     * The batch is quiet when every callback in it was a stream read fed
-     * natively that drained its socket: no code of the program ran, no
-     * descriptor was written to or registered, and every descriptor the
-     * wait reported was read to the end (a full event buffer may leave
-     * some unreported). Nothing the batch did can then make a descriptor
-     * ready, and the engine skips the next wait if it could not block:
-     * it would report only what became ready on its own meanwhile. */
-    /* The events, timers, lookups and signal handlers above may have run
-     * Python code that scheduled a handle, which this batch runs and may
-     * release: the last handle made is settled before it can go. */
+    /* The events, timers, lookups and signal handlers before the batch may
+     * have run Python code that scheduled a handle, which this batch runs
+     * and may release: the last handle made is settled before it can go. */
     zl_pending_check(L);
     int rc = 0;
     int quiet = !L->debug && nevents < L->sh.events_cap && L->sh.ready_len > 0;
@@ -211,5 +200,62 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone,
     L->sh.quiet = zl_fds_take_watch_changed(L) ? 0 : quiet;
     if (rc == 0 && zl_clock_sync(L) < 0) /* for the next iteration */
         rc = -1;
+    return rc;
+}
+
+/* A deadline that is not due at `now` by the engine's rule (popDue): a
+ * timer is due when its deadline is before now + resolution; NaN always is. */
+static int not_due(zl_loop *L, double deadline, double now)
+{
+    return deadline >= now + L->sh.resolution;
+}
+
+/* Whether the next iteration would only hand the engine's next batch over
+ * (core.Lookahead): callbacks are ready, so its wait could not block; the
+ * wait would be skipped, as nothing is watched or this batch was quiet;
+ * no stop is asked for, no completion is posted, and no timer is due,
+ * neither the engine's earliest nor one scheduled since it took them.
+ * The batch then runs here, and the iteration costs no crossing into Go.
+ * A replaced clock (zl_clock_sync) leaves every iteration to the engine. */
+static int next_is_alone(zl_loop *L, const uint32_t *posted)
+{
+    if (L->sh.ready_len == 0 || L->sh.stopping || L->sh.faked)
+        return 0;
+    if (L->sh.watched != 0 && !L->sh.quiet)
+        return 0;
+    if (__atomic_load_n(posted, __ATOMIC_ACQUIRE) != 0)
+        return 0;
+    double first = L->sh.next_timer, next_new = L->sh.new_timers_first;
+    if (first == INFINITY && next_new == INFINITY)
+        return 1;
+    double now = zl_monotonic();
+    return not_due(L, first, now) && not_due(L, next_new, now);
+}
+
+int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone, int reacquire,
+                const uint32_t *posted)
+{
+    zl_loop *L = (zl_loop *)loop;
+    L->sh.alone_ran = 0;
+    if (reacquire)
+        zl_reacquire(loop);
+    zl_event *events = L->sh.events;
+    uint64_t *timers = L->sh.timers_out;
+    for (int64_t i = 0; i < nevents; i++)
+        zl_fd_ready(L, events[i].token, events[i].mask);
+    for (int64_t i = 0; i < ntimers; i++)
+        zl_timer_due(L, (uint32_t)timers[i]);
+    if (ndone > 0) /* work other goroutines finished */
+        settle_completions(L, L->sh.done, ndone);
+    /* Due timers are queued before a signal may end the run, so none is lost. */
+    if (PyErr_CheckSignals() < 0)
+        return -1;
+    int rc = run_batch(L, nevents);
+    /* Each further batch is an iteration of its own, as the engine would
+     * have run it: signals are looked at before it, as above. */
+    while (rc == 0 && L->sh.alone_ran < L->sh.alone_max && next_is_alone(L, posted)) {
+        L->sh.alone_ran++;
+        rc = PyErr_CheckSignals() < 0 ? -1 : run_batch(L, 0);
+    }
     return rc;
 }

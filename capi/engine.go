@@ -3,7 +3,8 @@
 // It never touches a Python object; C owns them and hands out integers:
 // descriptor numbers as the descriptors' tokens, timer slot indices and
 // lookup numbers (core's DescriptorToken, TimerSlot and RequestID). Per
-// iteration it calls C once (zl_dispatch), plus once before a wait that
+// iteration it calls C once (zl_dispatch, which may run the batches of
+// further iterations alone: core.Lookahead), plus once before a wait that
 // may block (zl_release; zl_dispatch takes the GIL back).
 package main
 
@@ -15,6 +16,7 @@ import "C"
 
 import (
 	"errors"
+	"math"
 	"unsafe"
 
 	"github.com/zloopgo/zloopgo/capi/waker"
@@ -41,6 +43,7 @@ func (h *host) TakeNewTimers() []core.NewTimer {
 		return nil
 	}
 	h.shared.new_timers_len = 0
+	h.shared.new_timers_first = C.double(math.Inf(1))
 	return unsafe.Slice((*core.NewTimer)(unsafe.Pointer(h.shared.new_timers)), n)
 }
 
@@ -75,7 +78,7 @@ func (h *host) EventBuffer() []core.Event {
 	return unsafe.Slice((*core.Event)(unsafe.Pointer(h.shared.events)), int(h.shared.events_cap))
 }
 
-func (h *host) Dispatch(events []core.Event, timers []core.TimerSlot, done []core.Completion, reacquire bool) error {
+func (h *host) Dispatch(events []core.Event, timers []core.TimerSlot, done []core.Completion, reacquire bool, ahead core.Lookahead) (int, error) {
 	grown := int64(len(timers)) <= int64(h.shared.timers_out_cap) ||
 		C.zl_grow_timers_out(h.loop, C.int64_t(len(timers))) == 0
 	grown = grown && (int64(len(done)) <= int64(h.shared.done_cap) ||
@@ -84,7 +87,7 @@ func (h *host) Dispatch(events []core.Event, timers []core.TimerSlot, done []cor
 		if reacquire {
 			h.Reacquire()
 		}
-		return errNoMemory
+		return 0, errNoMemory
 	}
 	if len(timers) > 0 {
 		copy(unsafe.Slice((*core.TimerSlot)(unsafe.Pointer(h.shared.timers_out)), len(timers)), timers)
@@ -96,10 +99,15 @@ func (h *host) Dispatch(events []core.Event, timers []core.TimerSlot, done []cor
 	if reacquire {
 		again = 1
 	}
-	if C.zl_dispatch(h.loop, C.int64_t(len(events)), C.int64_t(len(timers)), C.int64_t(len(done)), again) != 0 {
-		return errPython
+	h.shared.next_timer = C.double(ahead.NextTimer)
+	h.shared.alone_max = C.int64_t(ahead.Batches)
+	rc := C.zl_dispatch(h.loop, C.int64_t(len(events)), C.int64_t(len(timers)), C.int64_t(len(done)), again,
+		(*C.uint32_t)(unsafe.Pointer(ahead.Posted)))
+	alone := int(h.shared.alone_ran)
+	if rc != 0 {
+		return alone, errPython
 	}
-	return nil
+	return alone, nil
 }
 
 // loopEngine is what a C loop's engine id refers to (capi/engines.go).
@@ -173,7 +181,8 @@ func zlgo_engine_close(id C.uintptr_t) {
 //
 //export zlgo_watch
 func zlgo_watch(id C.uintptr_t, fd C.int, old, new C.uint32_t) C.int {
-	e := mustEngineFor(id).engine
+	le := mustEngineFor(id)
+	e := le.engine
 	r := e.Reactor()
 	var err error
 	switch {
@@ -189,6 +198,7 @@ func zlgo_watch(id C.uintptr_t, fd C.int, old, new C.uint32_t) C.int {
 	default:
 		err = r.Reregister(int(fd), core.DescriptorToken(fd), core.Interest(new))
 	}
+	le.host.shared.watched = C.int64_t(e.Watched())
 	if err != nil {
 		return errnoOf(err)
 	}

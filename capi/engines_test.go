@@ -15,16 +15,18 @@ import (
 // idleHost is a core.Host with nothing to do.
 type idleHost struct{}
 
-func (idleHost) TakeNewTimers() []core.NewTimer                                         { return nil }
-func (idleHost) TimerCancelled(core.TimerSlot) bool                                     { return false }
-func (idleHost) CancelledTimers() int                                                   { return 0 }
-func (idleHost) MustNotBlock() bool                                                     { return false }
-func (idleHost) Quiet() bool                                                            { return false }
-func (idleHost) Release()                                                               {}
-func (idleHost) Reacquire()                                                             {}
-func (idleHost) Stopping() bool                                                         { return true }
-func (idleHost) Clock() (float64, bool)                                                 { return 0, false }
-func (idleHost) Dispatch([]core.Event, []core.TimerSlot, []core.Completion, bool) error { return nil }
+func (idleHost) TakeNewTimers() []core.NewTimer     { return nil }
+func (idleHost) TimerCancelled(core.TimerSlot) bool { return false }
+func (idleHost) CancelledTimers() int               { return 0 }
+func (idleHost) MustNotBlock() bool                 { return false }
+func (idleHost) Quiet() bool                        { return false }
+func (idleHost) Release()                           {}
+func (idleHost) Reacquire()                         {}
+func (idleHost) Stopping() bool                     { return true }
+func (idleHost) Clock() (float64, bool)             { return 0, false }
+func (idleHost) Dispatch([]core.Event, []core.TimerSlot, []core.Completion, bool, core.Lookahead) (int, error) {
+	return 0, nil
+}
 
 func openEngine(t *testing.T) *loopEngine {
 	t.Helper()

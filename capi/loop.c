@@ -12,6 +12,7 @@
  * structure it knows only its owner's init, release, traverse and free.
  * It knows the engine only through the zlgo_* functions. */
 #include "zl.h"
+#include <math.h>
 #include "_cgo_export.h"
 #include <errno.h>
 
@@ -105,8 +106,11 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         Py_DECREF(L);
         return PyErr_NoMemory();
     }
+    L->sh.resolution = zl_clock_resolution();
+    L->sh.new_timers_first = INFINITY;
+    L->sh.next_timer = INFINITY;
     int err = 0;
-    L->engine = zlgo_engine_new((uintptr_t)L, &L->sh, zl_clock_resolution(), &L->waker, &err);
+    L->engine = zlgo_engine_new((uintptr_t)L, &L->sh, L->sh.resolution, &L->waker, &err);
     if (L->engine == 0) {
         errno = err;
         PyErr_SetFromErrno(PyExc_OSError);

@@ -7,6 +7,7 @@
  * It knows nothing of the heap's order or of when a timer is due: the
  * engine decides that and names due tokens (zl_timer_due). */
 #include "zl.h"
+#include <math.h>
 
 void zl_timers_init(zl_loop *L) { L->timers.slots_free = UINT32_MAX; }
 
@@ -46,6 +47,9 @@ int zl_timer_slot_alloc(zl_loop *L, zl_timer *h)
     h->slot = i;
     h->scheduled = 1;
     L->sh.new_timers[L->sh.new_timers_len++] = (zl_newtimer){h->when, i};
+    /* kept for batches run alone (dispatch.c); a NaN, always due, sticks */
+    if (!isnan(L->sh.new_timers_first) && !(h->when >= L->sh.new_timers_first))
+        L->sh.new_timers_first = h->when;
     return 0;
 }
 
@@ -89,6 +93,7 @@ void zl_timers_release_all(zl_loop *L)
     }
     L->timers.slots_free = L->timers.slots_cap ? 0 : UINT32_MAX;
     L->sh.new_timers_len = 0;
+    L->sh.new_timers_first = INFINITY;
     L->sh.cancelled_timers = 0;
 }
 

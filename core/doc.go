@@ -24,5 +24,10 @@
 //
 // Step 6 is the only call into the host that crosses into C on every
 // iteration; step 4's release is one more, only when the wait may block
-// (step 6 takes the lock back).
+// (step 6 takes the lock back). In step 6 the host may also run the
+// batches of the iterations that follow, while each of those would do
+// nothing but skip its wait and hand over the batch (Lookahead): the
+// engine tells it the earliest deadline it holds and where its inbox
+// says a completion is waiting, and counts each such batch as an
+// iteration that skipped its wait.
 package core

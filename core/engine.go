@@ -5,6 +5,7 @@ package core
 
 import (
 	"errors"
+	"math"
 	"runtime"
 	"time"
 
@@ -66,9 +67,13 @@ type Host interface {
 	// Dispatch hands over the ready descriptors, the timer slots the
 	// engine is done with (due timers in firing order, and cancelled ones)
 	// and the completions posted since the last iteration, and runs one
-	// batch of callbacks; with reacquire set it first undoes Release. An
-	// error ends Run.
-	Dispatch(events []Event, timers []TimerSlot, done []Completion, reacquire bool) error
+	// batch of callbacks; with reacquire set it first undoes Release.
+	//
+	// It may then run up to ahead.Batches further batches by itself, each
+	// standing for an iteration the engine would have run exactly so (see
+	// Lookahead), and reports how many it ran: the engine counts them as
+	// iterations that skipped their wait. An error ends Run.
+	Dispatch(events []Event, timers []TimerSlot, done []Completion, reacquire bool, ahead Lookahead) (alone int, err error)
 	// Stopping reports a stop request; checked after each iteration.
 	Stopping() bool
 	// Clock is the time on the host's own clock when the program replaced
@@ -78,6 +83,33 @@ type Host interface {
 	// the timers due after it.
 	Clock() (now float64, ok bool)
 }
+
+// Lookahead tells the host when its next batch would be an iteration of
+// the engine that does nothing but hand it over: callbacks are ready (so
+// the wait cannot block), the wait would be skipped (nothing is watched,
+// or the batch before was quiet), no timer is due and no completion is
+// posted. The host may then run that batch itself without returning to
+// the engine, and save the iteration's crossing into Go and back; what
+// runs, and in what order, is the same. It must stop at a stop request.
+type Lookahead struct {
+	// NextTimer is the deadline of the earliest timer the engine holds
+	// (+Inf if none). A batch may run alone only while it, and every timer
+	// the host scheduled since the engine last took them, is not due:
+	// deadline >= now + the engine's resolution. A host with a replaced
+	// clock runs no batch alone.
+	NextTimer float64
+	// Posted points at a word that is nonzero while completions wait in the
+	// inbox; it is written by other goroutines, so load it atomically.
+	Posted *uint32
+	// Batches is the most batches the host may run alone in this Dispatch
+	// (0 while a trace records every iteration).
+	Batches int
+}
+
+// aloneMax bounds the batches one Dispatch runs alone: the engine looks at
+// the clock for its yield (maybeYield) between Dispatch calls, and a
+// trace or a stats reader sees the loop's totals settle that often.
+const aloneMax = yieldCheckEvery - 1
 
 // EventBufferer is implemented by a host that wants ready events written
 // straight into memory it owns (the C adapter: then handing them over
@@ -97,6 +129,7 @@ type Engine struct {
 	inbox      *inbox      // completions posted by other goroutines
 	watched    int         // descriptors registered by the host
 	lastYield  float64     // Now() at the last yield
+	sinceLook  int         // iterations since maybeYield last looked at the clock
 	yield      func()      // runtime.Gosched; tests count calls instead
 	stats      Stats       // stats.go
 	waitEnd    int64       // nanotime() after the last wait of this Run, 0 before the first
@@ -161,9 +194,10 @@ func (e *Engine) Run() error {
 }
 
 func (e *Engine) maybeYield() {
-	if e.stats.Iterations%yieldCheckEvery != 0 {
+	if e.sinceLook < yieldCheckEvery {
 		return
 	}
+	e.sinceLook = 0
 	if now := Now(); now-e.lastYield >= yieldEvery {
 		e.lastYield = now
 		e.stats.Yields++
@@ -197,12 +231,28 @@ func (e *Engine) RunOnce() error {
 	due = len(e.out) - due
 	e.stats.TimersFired += uint64(due)
 	done := e.inbox.take()
-	err = e.host.Dispatch(e.events[:n], e.out, done, released)
+	alone, err := e.host.Dispatch(e.events[:n], e.out, done, released, e.lookahead())
+	e.stats.Iterations += uint64(alone)
+	e.stats.WaitsSkipped += uint64(alone)
+	e.sinceLook += 1 + alone
 	if e.tracing {
 		e.record(Iteration{WaitStart: start, WaitEnd: end, Events: int32(n), Timers: int32(due),
 			Completions: int32(len(done)), Blocking: int32(boolInt(released))})
 	}
 	return err
+}
+
+// lookahead is what the host needs to run the batches after this one by
+// itself (Lookahead); none while a trace records every iteration.
+func (e *Engine) lookahead() Lookahead {
+	ahead := Lookahead{NextTimer: math.Inf(1), Posted: &e.inbox.nonEmpty}
+	if top, ok := e.timers.Top(); ok {
+		ahead.NextTimer = top.When
+	}
+	if !e.tracing {
+		ahead.Batches = aloneMax
+	}
+	return ahead
 }
 
 // clock is the host's replacement time if it has one, else the monotonic

@@ -280,7 +280,7 @@ func (h *fzHost) checkTimeout(timeout time.Duration, tw float64) {
 	}
 }
 
-func (h *fzHost) Dispatch(events []core.Event, timers []core.TimerSlot, done []core.Completion, reacquire bool) error {
+func (h *fzHost) Dispatch(events []core.Event, timers []core.TimerSlot, done []core.Completion, reacquire bool, ahead core.Lookahead) (int, error) {
 	if !h.inIter || h.dispatched {
 		h.t.Fatal("Dispatch called outside RunOnce or twice in one iteration")
 	}
@@ -343,9 +343,33 @@ func (h *fzHost) Dispatch(events []core.Event, timers []core.TimerSlot, done []c
 	for _, slot := range timers {
 		h.free = append(h.free, slot)
 	}
+	h.checkLookahead(ahead)
 	// What the engine was given is overwritten from now on.
 	fzPoisonTimers(h.ntBuf)
-	return nil
+	return 0, nil
+}
+
+// checkLookahead checks what the engine tells the host for running batches
+// alone: no live timer it holds may be due before NextTimer (a batch run
+// alone would then miss it), and NextTimer is a deadline the engine holds
+// (a cancelled one still in the heap may only make it earlier), or +Inf
+// when it holds none.
+func (h *fzHost) checkLookahead(ahead core.Lookahead) {
+	if ahead.Posted == nil || ahead.Batches <= 0 {
+		h.t.Fatalf("lookahead %+v: want the inbox word and batches allowed (no trace runs)", ahead)
+	}
+	if top := h.earliest(); top != nil && !(ahead.NextTimer <= top.key) {
+		h.t.Fatalf("lookahead's next timer %v is after the earliest live one held, %s", ahead.NextTimer, fzDescribe([]*fzTimer{top}))
+	}
+	held := false
+	for _, tm := range h.held {
+		if tm != nil && (tm.key == ahead.NextTimer || math.IsNaN(ahead.NextTimer) && math.IsNaN(tm.when)) {
+			held = true
+		}
+	}
+	if !held && !math.IsInf(ahead.NextTimer, 1) {
+		h.t.Fatalf("lookahead's next timer %v is no deadline the engine holds", ahead.NextTimer)
+	}
 }
 
 func fzDescribe(ts []*fzTimer) string {

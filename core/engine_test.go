@@ -36,6 +36,9 @@ type fakeHost struct {
 	stopAfter  int // if > 0, Stopping turns true after that many Dispatch calls
 	failAt     int // if > 0, the failAt-th Dispatch returns errDispatch
 	dispatches []dispatchCall
+	aheads     []core.Lookahead     // what each successful Dispatch was told
+	alone      int                  // batches each Dispatch reports it ran alone (at most allowed)
+	onDispatch func(core.Lookahead) // called at the end of each successful Dispatch
 }
 
 type dispatchCall struct {
@@ -100,7 +103,7 @@ func (h *fakeHost) Release()               { *h.log = append(*h.log, "release") 
 func (h *fakeHost) Reacquire()             { *h.log = append(*h.log, "reacquire") }
 func (h *fakeHost) Stopping() bool         { return h.stopping }
 
-func (h *fakeHost) Dispatch(events []core.Event, timers []core.TimerSlot, done []core.Completion, reacquire bool) error {
+func (h *fakeHost) Dispatch(events []core.Event, timers []core.TimerSlot, done []core.Completion, reacquire bool, ahead core.Lookahead) (int, error) {
 	if reacquire {
 		h.Reacquire()
 	}
@@ -120,9 +123,14 @@ func (h *fakeHost) Dispatch(events []core.Event, timers []core.TimerSlot, done [
 		h.stopping = true
 	}
 	if h.failAt > 0 && len(h.dispatches) == h.failAt {
-		return errDispatch
+		return 0, errDispatch
 	}
-	return nil
+	h.aheads = append(h.aheads, ahead)
+	alone := min(h.alone, ahead.Batches)
+	if h.onDispatch != nil {
+		h.onDispatch(ahead)
+	}
+	return alone, nil
 }
 
 // last is the most recent Dispatch call.
@@ -746,6 +754,7 @@ type busyHost struct {
 	yields     []time.Time
 	want       int
 	iterations int
+	alone      bool // report every batch allowed alone as run
 }
 
 func (h *busyHost) TakeNewTimers() []core.NewTimer     { return nil }
@@ -759,9 +768,12 @@ func (h *busyHost) Reacquire()                         {}
 func (h *busyHost) Stopping() bool {
 	return len(h.yields) >= h.want || time.Now().After(h.deadline)
 }
-func (h *busyHost) Dispatch([]core.Event, []core.TimerSlot, []core.Completion, bool) error {
+func (h *busyHost) Dispatch(_ []core.Event, _ []core.TimerSlot, _ []core.Completion, _ bool, ahead core.Lookahead) (int, error) {
 	h.iterations++
-	return nil
+	if h.alone {
+		return ahead.Batches, nil
+	}
+	return 0, nil
 }
 
 func TestBusyRunYieldsToTheSchedulerEveryFewMilliseconds(t *testing.T) {

@@ -36,9 +36,11 @@ type Completion struct {
 }
 
 type inbox struct {
-	// nonEmpty is set by a post and cleared by the take that empties
-	// posted: the loop reads it every iteration without taking mu.
-	nonEmpty atomic.Bool
+	// nonEmpty is 1 from a post to the take that empties posted: the
+	// loop reads it every iteration without taking mu, and so does a host
+	// running batches alone (Lookahead.Posted). Only sync/atomic's
+	// functions touch it.
+	nonEmpty uint32
 	mu       sync.Mutex
 	posted   []Completion // guarded by mu
 	// woken (guarded by mu) is set by the post that woke the reactor and
@@ -65,7 +67,7 @@ func (in *inbox) post(c Completion, wake func() error) bool {
 		return false
 	}
 	in.posted = append(in.posted, c)
-	in.nonEmpty.Store(true)
+	atomic.StoreUint32(&in.nonEmpty, 1)
 	if !in.woken {
 		in.woken = true
 		_ = wake()
@@ -74,12 +76,12 @@ func (in *inbox) post(c Completion, wake func() error) bool {
 }
 
 // pending reports completions waiting to be taken.
-func (in *inbox) pending() bool { return in.nonEmpty.Load() }
+func (in *inbox) pending() bool { return atomic.LoadUint32(&in.nonEmpty) != 0 }
 
 // take empties the inbox into a slice valid until the next take. The two
 // buffers trade places, so a steady flow of posts allocates nothing.
 func (in *inbox) take() []Completion {
-	if !in.nonEmpty.Load() {
+	if atomic.LoadUint32(&in.nonEmpty) == 0 {
 		return nil
 	}
 	in.mu.Lock()
@@ -87,7 +89,7 @@ func (in *inbox) take() []Completion {
 	in.posted = in.taken[:0]
 	in.taken = out
 	in.woken = false
-	in.nonEmpty.Store(false)
+	atomic.StoreUint32(&in.nonEmpty, 0)
 	in.mu.Unlock()
 	return out
 }

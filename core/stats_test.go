@@ -140,9 +140,9 @@ type countingHost struct {
 
 func (h *countingHost) CallbacksRun() uint64 { return h.n }
 
-func (h *countingHost) Dispatch(ev []core.Event, tm []core.TimerSlot, d []core.Completion, re bool) error {
+func (h *countingHost) Dispatch(ev []core.Event, tm []core.TimerSlot, d []core.Completion, re bool, ahead core.Lookahead) (int, error) {
 	h.n += 3
-	return h.fakeHost.Dispatch(ev, tm, d, re)
+	return h.fakeHost.Dispatch(ev, tm, d, re, ahead)
 }
 
 func TestTraceReadsTheHostsCallbackCount(t *testing.T) {

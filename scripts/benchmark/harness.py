@@ -1,5 +1,5 @@
 """Runs the samples: tables of workloads (seed 000's table pinned to one
-core and to two, its GC-off diagnostic, the span), each as warm-up rounds
+core and to two, GC off as the seed runs it, then with the GC on, the span), each as warm-up rounds
 then measured rounds in which every workload runs once on every contender,
 each sample in a fresh interpreter, the contenders' order rotated from
 round to round. Failures of every kind are kept as results."""

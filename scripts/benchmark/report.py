@@ -33,6 +33,15 @@ TARGETS = {
 }
 LOSS_BASE = {"two_writes": "one_write"}
 
+# Seed 000's rows against the best rival: zloopgo first on each, and ahead
+# of one named rival by at least a ratio (callbacks: at most 0.85x
+# rsloop's time).
+SEED_TARGETS = {
+    "seed_callbacks": ("rsloop", 1 / 0.85),
+    "seed_tasks": ("zuvloop", 1.0),
+    "seed_tcp": ("rsloop", 1.0),
+}
+
 
 def ratio(wl, other, zl):
     """The headline ratio of zloopgo against `other` (medians): >1 means
@@ -128,6 +137,7 @@ def render(results, provenance, heading="##"):
         add("")
         headline(add, table, cells, contenders, peers, cfg)
         if table.get("kind") == "seed":
+            places(add, table, cells, contenders)
             seed_extras(add, table, cells, contenders, peers)
         else:
             span_extras(add, table, cells, contenders, results)
@@ -204,6 +214,38 @@ def headline(add, table, cells, contenders, peers, cfg):
     align = "ll" + "r" * (len(contenders) + len(peers)) + ("ll" if show_targets else "")
     for line in tables.table(head, rows, align=align):
         add(line)
+
+
+def places(add, table, cells, contenders):
+    """Each seed row's order by median, zloopgo's place, and zloopgo against
+    the best rival and against the row's named rival (SEED_TARGETS)."""
+    head = ["workload", "order (median)", "zloopgo's place", "vs best rival", "target", "met?"]
+    rows = []
+    for name in table["workloads"]:
+        wl = workloads.WORKLOADS[name]
+        have = [(cells[(name, c)].get("median"), c) for c in contenders if c != FLOOR_LOOP]
+        have = sorted((m, c) for m, c in have if m)
+        if ZL not in [c for _, c in have]:
+            continue
+        place = 1 + [c for _, c in have].index(ZL)
+        rivals = [(m, c) for m, c in have if c != ZL]
+        zl = cells[(name, ZL)]["median"]
+        best = fmt_ratio(ratio(wl, rivals[0][0], zl)) + f" ({rivals[0][1]})" if rivals else "—"
+        order = ", ".join(f"{c} {fmt_value(wl, m)}" for m, c in have[:4])
+        target, met = "first", "yes" if place == 1 else "no"
+        if name in SEED_TARGETS:
+            rival, want = SEED_TARGETS[name]
+            r = ratio(wl, cells[(name, rival)].get("median"), zl) if rival in contenders else None
+            target += f", >= {want:.2f}x {rival}"
+            met = "n/a" if r is None else ("yes" if place == 1 and r >= want else "no")
+            met += "" if r is None else f" ({fmt_ratio(r)})"
+        rows.append([name, order, f"{place} of {len(have)}", best, target, met])
+    if rows:
+        add("Order and zloopgo's place (ratios of medians; > 1 means zloopgo is faster):")
+        add("")
+        for line in tables.table(head, rows, align="llllll"):
+            add(line)
+        add("")
 
 
 def target_cells(name, wl, cells, contenders):

@@ -1,5 +1,5 @@
 """The whole benchmark for scripts/bench: for every Python section, the
-harness (seed 000's table, its GC-off diagnostic, the span), then on the
+harness (seed 000's tables, GC off and on, the span), then on the
 network section(s) the echo matrices (bench_uvloop/run.py), the HTTP
 row and the file rows (benchmark/filebench.py); then one Markdown report
 with a section per Python, the JSON of every part, and a PNG chart per
@@ -167,7 +167,7 @@ def main(argv):
             cmd += ["--heading", "###"] + (["--quick"] if a.quick else [])
             explicit = any(x.startswith("--tables") for x in harness_args)
             if minor not in nets and not explicit and not os.environ.get("ZL_BENCH_TABLES"):
-                # The two-core table and the GC-off diagnostic run on the
+                # The two-core table and the GC-on seed tables run on the
                 # network section only, to keep the default run's time.
                 cmd += ["--tables", "seed1,span"]
             cmd += harness_args

@@ -1,0 +1,123 @@
+// Tests of what the engine tells the host for running batches alone
+// (core.Lookahead) and of how it counts the batches the host reports:
+// the earliest deadline it holds, the inbox word other goroutines set,
+// none while a trace runs, and each batch alone an iteration whose wait
+// was skipped.
+package core_test
+
+import (
+	"math"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zloopgo/zloopgo/core"
+)
+
+// lastAhead is what the most recent Dispatch was told.
+func lastAhead(t *testing.T, h *fakeHost) core.Lookahead {
+	t.Helper()
+	if len(h.aheads) == 0 {
+		t.Fatal("Dispatch was never called")
+	}
+	return h.aheads[len(h.aheads)-1]
+}
+
+func TestLookaheadNamesTheEarliestTimerHeld(t *testing.T) {
+	e, h, _ := setup(t)
+	h.ready = true
+	runOnce(t, e)
+	if got := lastAhead(t, h).NextTimer; !math.IsInf(got, 1) {
+		t.Fatalf("next timer %v with no timer held, want +Inf", got)
+	}
+	now := core.Now()
+	h.schedule(now+200, 1)
+	h.schedule(now+100, 2)
+	h.schedule(now-1, 3) // due: handed back in the same iteration, not held
+	runOnce(t, e)
+	if got := lastAhead(t, h).NextTimer; got != now+100 {
+		t.Fatalf("next timer %v, want the earliest held, %v", got, now+100)
+	}
+	h.cancel(2)
+	runOnce(t, e)
+	if got := lastAhead(t, h).NextTimer; got != now+200 {
+		t.Fatalf("next timer %v after the earliest was cancelled, want %v", got, now+200)
+	}
+}
+
+func TestLookaheadAllowsBatchesExceptWhileTracing(t *testing.T) {
+	e, h, _ := setup(t)
+	h.ready = true
+	runOnce(t, e)
+	if got := lastAhead(t, h).Batches; got <= 0 {
+		t.Fatalf("batches allowed alone %d, want some", got)
+	}
+	e.StartTrace(4)
+	runOnce(t, e)
+	if got := lastAhead(t, h).Batches; got != 0 {
+		t.Fatalf("batches allowed alone %d while a trace records every iteration, want 0", got)
+	}
+	e.TakeTrace()
+	runOnce(t, e)
+	if got := lastAhead(t, h).Batches; got <= 0 {
+		t.Fatalf("batches allowed alone %d once the trace was taken, want some", got)
+	}
+}
+
+func TestLookaheadsInboxWordIsSetByAPostAndClearedByTheTake(t *testing.T) {
+	e, h, _ := setup(t)
+	h.ready = true
+	var during []uint32
+	h.onDispatch = func(ahead core.Lookahead) {
+		during = append(during, atomic.LoadUint32(ahead.Posted))
+		if len(during) == 1 {
+			e.Post(core.Completion{Request: 9})
+			during = append(during, atomic.LoadUint32(ahead.Posted))
+		}
+	}
+	runOnce(t, e) // posts during its Dispatch
+	runOnce(t, e) // takes the post before its Dispatch
+	if want := []uint32{0, 1, 0}; len(during) != 3 || during[0] != want[0] || during[1] != want[1] || during[2] != want[2] {
+		t.Fatalf("inbox word seen during Dispatch %v, want %v (clear, set by the post, cleared by the take)", during, want)
+	}
+	if got := h.last().done; len(got) != 1 || got[0].Request != 9 {
+		t.Fatalf("second Dispatch got completions %v, want the one posted", got)
+	}
+}
+
+func TestBatchesRunAloneCountAsIterationsThatSkippedTheirWait(t *testing.T) {
+	e, h, r := setup(t)
+	h.ready = true
+	h.alone = 5
+	before := e.Stats()
+	runOnce(t, e) // no descriptor watched: the engine's own wait is skipped too
+	runOnce(t, e)
+	s := e.Stats()
+	if got := s.Iterations - before.Iterations; got != 12 {
+		t.Fatalf("iterations %d, want 2 of the engine's and 10 run alone", got)
+	}
+	if got := s.WaitsSkipped - before.WaitsSkipped; got != 12 {
+		t.Fatalf("waits skipped %d, want 12", got)
+	}
+	if r.waits() != 0 {
+		t.Fatalf("%d waits made, want none", r.waits())
+	}
+}
+
+func TestBusyRunWithBatchesAloneStillYields(t *testing.T) {
+	// Every Dispatch reports all the batches it may run alone: the engine
+	// counts them towards its look at the clock, so the goroutine is still
+	// handed back to the scheduler every few milliseconds.
+	h := &busyHost{deadline: time.Now().Add(10 * time.Second), want: 3, alone: true}
+	e := core.NewEngineWithReactor(h, &fakeReactor{log: new([]string)}, 1e-9)
+	e.SetYield(func() { h.yields = append(h.yields, time.Now()) })
+	if err := e.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.yields) < h.want {
+		t.Fatalf("%d yields in 10 s of busy iterations run alone, want %d", len(h.yields), h.want)
+	}
+	if got := e.Stats().Iterations; got < uint64(h.iterations)*core.YieldCheckEvery {
+		t.Fatalf("%d iterations counted for %d Dispatch calls each reporting the most batches alone", got, h.iterations)
+	}
+}
