@@ -61,9 +61,9 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC PyInit__engine(void)
 {
     if (zl_handle_types_ready() < 0 || zl_timer_handle_type_ready() < 0 ||
-        zl_loop_type_ready() < 0 || zl_transport_type_ready() < 0 || zl_streamfeed_ready() < 0 ||
-        zl_context_ready() < 0 || zl_clock_ready() < 0 || zl_resolver_ready() < 0 ||
-        zl_dispatch_ready() < 0 || zl_files_ready() < 0)
+        zl_loop_type_ready() < 0 || zl_transport_type_ready() < 0 || zl_datagram_type_ready() < 0 ||
+        zl_streamfeed_ready() < 0 || zl_context_ready() < 0 || zl_clock_ready() < 0 ||
+        zl_resolver_ready() < 0 || zl_dispatch_ready() < 0 || zl_files_ready() < 0)
         return NULL;
     if (zl_runtime_ready() < 0)
         return NULL;
@@ -74,7 +74,9 @@ PyMODINIT_FUNC PyInit__engine(void)
         PyModule_AddObjectRef(m, "Handle", (PyObject *)zl_HandleType) < 0 ||
         PyModule_AddObjectRef(m, "TimerHandle", (PyObject *)zl_TimerHandleType) < 0 ||
         PyModule_AddObjectRef(m, "StreamFastPaths", (PyObject *)&zl_StreamFastPathsType) < 0 ||
-        PyModule_AddObjectRef(m, "TransportState", (PyObject *)&zl_TransportStateType) < 0) {
+        PyModule_AddObjectRef(m, "TransportState", (PyObject *)&zl_TransportStateType) < 0 ||
+        PyModule_AddObjectRef(m, "DatagramFastPaths", (PyObject *)&zl_DatagramFastPathsType) < 0 ||
+        PyModule_AddObjectRef(m, "DatagramState", (PyObject *)&zl_DatagramStateType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

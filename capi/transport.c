@@ -147,12 +147,7 @@ static PyObject *report_fatal(PyObject *self, PyObject *message)
     PyObject *value = zl_fetch_exception();
     if (value == NULL)
         Py_RETURN_NONE;
-    PyObject *was_type, *was_value, *was_tb;
-    PyErr_GetExcInfo(&was_type, &was_value, &was_tb);
-    PyErr_SetExcInfo(Py_NewRef((PyObject *)Py_TYPE(value)), Py_NewRef(value),
-                     PyException_GetTraceback(value));
-    PyObject *r = PyObject_CallMethodObjArgs(self, s_fatal_error, value, message, NULL);
-    PyErr_SetExcInfo(was_type, was_value, was_tb);
+    PyObject *r = zl_call_handling(self, s_fatal_error, value, message);
     Py_DECREF(value);
     if (r == NULL)
         return NULL;
@@ -176,7 +171,7 @@ static PyObject *read_ready(PyObject *self, PyObject *unused)
  * while a read was being handed on (a finalizer, a gc callback) read into
  * it again — gives way to a buffer of this read's own. NULL with
  * MemoryError set. */
-static char *take_rx(zl_loop *L, size_t size, char **own)
+char *zl_rx_take(zl_loop *L, size_t size, char **own)
 {
     *own = NULL;
     if (L == NULL || L->rx.busy) {
@@ -198,7 +193,7 @@ static char *take_rx(zl_loop *L, size_t size, char **own)
     return L->rx.buf;
 }
 
-static void give_back_rx(zl_loop *L, char *own)
+void zl_rx_give_back(zl_loop *L, char *own)
 {
     if (own != NULL)
         PyMem_RawFree(own);
@@ -257,7 +252,7 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
         if (data == NULL)
             return NULL;
         into = PyBytes_AS_STRING(data);
-    } else if ((into = take_rx(L, (size_t)max_size, &own)) == NULL) {
+    } else if ((into = zl_rx_take(L, (size_t)max_size, &own)) == NULL) {
         return NULL;
     }
     ssize_t n;
@@ -270,7 +265,7 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
         if (data != NULL)
             Py_DECREF(data);
         else
-            give_back_rx(L, own);
+            zl_rx_give_back(L, own);
         if (n == 0)
             return PyObject_CallMethodNoArgs(self, s_on_eof);
         if (err == EAGAIN || err == EWOULDBLOCK)
@@ -292,7 +287,7 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
     if (data == NULL) {
         if (fed == 0)
             data = PyBytes_FromStringAndSize(into, n);
-        give_back_rx(L, own);
+        zl_rx_give_back(L, own);
         if (fed == 0 && data == NULL) {
             Py_DECREF(protocol);
             return NULL;

@@ -1,6 +1,7 @@
 /* Helpers every other C file of the adapter may use: taking and restoring
  * the pending exception across the two ways CPython versions spell it,
- * interning a table of names at import, and growing a raw buffer.
+ * calling a method as an `except` clause would, interning a table of
+ * names at import, and growing a raw buffer.
  *
  * Layer 1 (capi/zl.h): it calls nothing of the adapter and knows no
  * loop, handle or transport. */
@@ -29,6 +30,17 @@ void zl_restore_exception(PyObject *exc)
 #else
     PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(exc)), exc, PyException_GetTraceback(exc));
 #endif
+}
+
+PyObject *zl_call_handling(PyObject *obj, PyObject *name, PyObject *exc, PyObject *arg)
+{
+    PyObject *was_type, *was_value, *was_tb;
+    PyErr_GetExcInfo(&was_type, &was_value, &was_tb);
+    PyErr_SetExcInfo(Py_NewRef((PyObject *)Py_TYPE(exc)), Py_NewRef(exc),
+                     PyException_GetTraceback(exc));
+    PyObject *r = PyObject_CallMethodObjArgs(obj, name, exc, arg, NULL);
+    PyErr_SetExcInfo(was_type, was_value, was_tb);
+    return r;
 }
 
 int zl_intern_names(const zl_name *names, size_t n)

@@ -22,12 +22,13 @@
  *  13 fds.c           the descriptor table
  *  14 streamfeed.c    a stream's reads straight into its StreamReader
  *  15 transport.c     the socket transport's native methods: reads, writes
- *  16 resolver.c      name lookups on resolver threads
- *  17 files.c         file operations on worker goroutines, their bound
- *  18 dispatch.c      the engine's calls into C: one iteration's batch
- *  19 loop.c          the LoopCore type: making, running, closing a loop
- *  20 stats.c         zloopgo.stats(): the counters read, reset; slow-callback detection set
- *  21 module.c        the extension module
+ *  16 datagram.c      the datagram transport's native methods: receive, sendto
+ *  17 resolver.c      name lookups on resolver threads
+ *  18 files.c         file operations on worker goroutines, their bound
+ *  19 dispatch.c      the engine's calls into C: one iteration's batch
+ *  20 loop.c          the LoopCore type: making, running, closing a loop
+ *  21 stats.c         zloopgo.stats(): the counters read, reset; slow-callback detection set
+ *  22 module.c        the extension module
  */
 #ifndef ZL_H
 #define ZL_H
@@ -263,12 +264,19 @@ extern PyTypeObject zl_LoopType;
 extern PyTypeObject *zl_HandleType; /* heap types (handle.c, timer_handle.c) */
 extern PyTypeObject *zl_TimerHandleType;
 extern PyTypeObject zl_StreamFastPathsType;
+extern PyTypeObject zl_DatagramFastPathsType; /* datagram.c */
+extern PyTypeObject zl_DatagramStateType;
 
 /* capi/util.c (layer 1) */
 /* Takes the pending exception, normalized, with its traceback attached. */
 PyObject *zl_fetch_exception(void);
 /* Sets exc (stolen) as the pending exception again. */
 void zl_restore_exception(PyObject *exc);
+/* obj.name(exc) (obj.name(exc, arg) unless arg is NULL) as an `except ...
+ * as exc:` clause calls it: exc is the exception being handled meanwhile,
+ * so a log with exc_info=True carries it and an exception raised gets it
+ * as its __context__. A new reference, or NULL with an exception set. */
+PyObject *zl_call_handling(PyObject *obj, PyObject *name, PyObject *exc, PyObject *arg);
 /* A string the adapter interns once at import, and where it keeps it. */
 typedef struct {
     PyObject **slot;
@@ -495,11 +503,20 @@ PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls);
 int zl_is_native_read(PyObject *callback);
 /* Frees the loop's receive buffer. */
 void zl_rx_free(zl_loop *L);
+/* Where a read of up to `size` bytes lands before it is copied out: the
+ * loop's receive buffer (L may be NULL), or one of its own in *own when
+ * that one is busy; NULL with MemoryError set. zl_rx_give_back returns it
+ * once the bytes are copied out, before any Python code runs. */
+char *zl_rx_take(zl_loop *L, size_t size, char **own);
+void zl_rx_give_back(zl_loop *L, char *own);
 /* Forgets what the last native read did (zl_dispatch, before a callback). */
 static inline void zl_transport_forget_read(zl_loop *L) { L->rx.quiet_read = 0; }
 /* The native read since zl_transport_forget_read fed a StreamReader
  * natively and drained its socket: no Python code of the program ran. */
 static inline int zl_transport_read_was_quiet(const zl_loop *L) { return L->rx.quiet_read; }
+
+/* capi/datagram.c */
+int zl_datagram_type_ready(void);
 
 /* capi/corked.c: the loop's list of transports whose last send carried
  * MSG_MORE (see transport.c, "writes") */

@@ -62,6 +62,7 @@ TRANSPORT_WRITE = "capi/transport.c and zloopgo/_transports.py (the native write
 SCHEDULE = "capi/schedule.c (call_soon and the rest)"
 FDS = "capi/fds.c (descriptor watching) and zloopgo/_loop.py"
 HANDLES = "capi/handle.c and zloopgo/_loop.py's _handle_repr"
+DATAGRAM = "capi/datagram.c and zloopgo/_datagram.py (the native receive and sendto)"
 REVIEWED = {
     "asyncio.streams.StreamReaderProtocol.data_received": (
         STREAMS,
@@ -99,8 +100,21 @@ REVIEWED = {
         },
     ),
     "asyncio.selector_events._SelectorDatagramTransport._read_ready": (
-        "zloopgo/_datagram.py",
+        DATAGRAM,
         {"6d81adf68c62": "3.10.13-3.15.2"},
+    ),
+    # capi/datagram.c sends natively only on the path all of these share
+    # (bytes, nothing buffered, the connection not lost) and hands the rest
+    # (empty data, buffering, the address check's error) to asyncio's sendto
+    "asyncio.selector_events._SelectorDatagramTransport.sendto": (
+        DATAGRAM,
+        {
+            "bf08662713e0": "3.10.13",
+            "6be498f5bfb8": "3.11.7-3.12.1 (_buffer_size)",
+            "0300f0ff62fc": "3.13.0 (empty datagrams sent; the header counted)",
+            "7b5032d499b0": "3.14.8 (_header_size)",
+            "aab1571fbe61": "3.15.2 (the writer through the transport)",
+        },
     ),
     "asyncio.selector_events.BaseSelectorEventLoop._add_reader": (
         FDS,
@@ -359,6 +373,7 @@ def _asyncio_method(cls, name):
 OWN_SIGNATURE = {
     ("Loop", "__init__"): "zloopgo.Loop() takes no selector: it brings its own",
     ("SocketTransport", "__init__"): "passes every argument on to asyncio's",
+    ("DatagramTransport", "__init__"): "passes every argument on to asyncio's",
 }
 # zloopgo's own names (never asyncio's).
 OWN_NAME = re.compile(r"^_zl_|^__")
@@ -455,6 +470,8 @@ NATIVE_SIGNATURES = {
     (selector_events._SelectorSocketTransport, "_read_ready__get_buffer"): {"(self)"},
     (selector_events._SelectorSocketTransport, "write"): {"(self, data)"},
     (selector_events._SelectorSocketTransport, "is_closing"): {"(self)"},
+    (selector_events._SelectorDatagramTransport, "_read_ready"): {"(self)"},
+    (selector_events._SelectorDatagramTransport, "sendto"): {"(self, data, addr=None)"},
 }
 
 
@@ -473,10 +490,17 @@ def test_native_methods_match_asyncios_signatures(cls, name):
 
 def test_native_loop_methods_are_the_c_ones():
     # The C methods of LoopCore come first in zloopgo.Loop's MRO.
+    owners = {
+        ASYNCIO_LOOP: zloopgo.Loop,
+        selector_events._SelectorSocketTransport: _transports.SocketTransport,
+        selector_events._SelectorDatagramTransport: _datagram.DatagramTransport,
+    }
     for cls, name in NATIVE_SIGNATURES:
-        owner = zloopgo.Loop if cls is ASYNCIO_LOOP else _transports.SocketTransport
-        klass, _value = _asyncio_method(owner, name)
-        assert klass in (_engine.LoopCore, _engine.StreamFastPaths), (name, klass)
+        klass, _value = _asyncio_method(owners[cls], name)
+        assert klass in (_engine.LoopCore, _engine.StreamFastPaths, _engine.DatagramFastPaths), (
+            name,
+            klass,
+        )
 
 
 # What zloopgo calls (by name) on asyncio's objects and modules, with the
@@ -738,6 +762,19 @@ C_NAMES = {
         "_read_ready__on_eof",
     },
     "protocol": {"data_received"},
+    "datagram_transport": {
+        "_conn_lost",
+        "max_size",
+        "_sock_fd",
+        "_protocol",
+        "_fatal_error",
+        "_address",
+        "_buffer",
+        "_extra",
+        "_loop",
+    },
+    "datagram_protocol": {"datagram_received", "error_received"},
+    "datagram_extra": {"peername"},
     "buffered_protocol": {"get_buffer", "buffer_updated"},
     "stream_protocol": {"data_received", "_stream_reader", "_stream_reader_wr"},
     "stream_reader": {
@@ -762,6 +799,7 @@ C_NAMES = {
         "Fatal write error on socket transport",
         "Fatal error: protocol.get_buffer() call failed.",
         "Fatal error: protocol.buffer_updated() call failed.",
+        "Fatal read error on datagram transport",
     },
     # asyncio's Handle._run calls self._context.run(callback, *args); zloopgo
     # makes that call for a context= that is not a Context
@@ -778,6 +816,8 @@ C_NAMES = {
         "_zl_slow_callback",
         "_zl_call_soon_threadsafe_python",
     },
+    # zloopgo/_datagram.py's, which capi/datagram.c reads
+    "zloopgo_datagram": {"_zl_dgram", "_zl_read_ready_python", "_zl_sendto_python"},
     # 3.14's _ThreadSafeHandle._lock (threading's RLock), which the native
     # runner takes and releases as _ThreadSafeHandle._run does
     "threadsafe_lock": {"acquire", "release"},
@@ -799,8 +839,14 @@ def test_names_the_c_adapter_reads_exist_on_asyncios_objects():
     transport, peer = _stock_transport(loop)
     reader, protocol = _stream_pair(loop)
     fut = loop.create_future()
+    datagrams, _ = loop.run_until_complete(
+        loop.create_datagram_endpoint(asyncio.DatagramProtocol, local_addr=("127.0.0.1", 0))
+    )
     try:
+        assert "peername" in datagrams._extra  # capi/datagram.c reads it (None: unconnected)
         where = {
+            "datagram_transport": datagrams,
+            "datagram_protocol": asyncio.DatagramProtocol(),
             "transport": transport,
             "protocol": asyncio.Protocol(),
             "buffered_protocol": asyncio.BufferedProtocol(),
@@ -833,6 +879,19 @@ def test_names_the_c_adapter_reads_exist_on_asyncios_objects():
         source = inspect.getsource(selector_events)
         for message in C_NAMES["messages"]:
             assert message in source, f"asyncio no longer says {message!r}"
+        zl_loop = zloopgo.new_event_loop()
+        try:
+            ours, _ = zl_loop.run_until_complete(
+                zl_loop.create_datagram_endpoint(
+                    asyncio.DatagramProtocol, local_addr=("127.0.0.1", 0)
+                )
+            )
+            for name in C_NAMES["zloopgo_datagram"]:
+                assert hasattr(ours, name), name
+            ours.close()
+            zl_loop.run_until_complete(asyncio.sleep(0))
+        finally:
+            zl_loop.close()
         zl = zloopgo.Loop
         for name in C_NAMES["zloopgo"]:
             owner = (
@@ -857,6 +916,7 @@ def test_names_the_c_adapter_reads_exist_on_asyncios_objects():
     finally:
         fut.cancel()
         transport.close()
+        datagrams.close()
         loop.run_until_complete(asyncio.sleep(0))
         peer.close()
         loop.close()

@@ -1,31 +1,48 @@
 """zloopgo's datagram transport: asyncio's own selector datagram transport
-with one change, how a datagram is received.
+whose per-datagram methods, _read_ready and sendto, are native for IPv4
+and IPv6 sockets (capi/datagram.c); the native methods hand every case
+they do not take to the Python methods named here.
 
 asyncio calls `sock.recvfrom(max_size)`: with the default max_size of
 256 KiB every datagram allocates a 256 KiB bytes object above glibc's
 mmap threshold and shrinks it to the datagram's size, so each receive
 maps, faults in and unmaps fresh pages (perf: most of a UDP echo's time).
-Here the datagram lands in a scratch buffer the loop keeps and is copied
-into a bytes of its exact size: the same bytes, the same truncation at
-max_size, the same exceptions, the same protocol calls in the same order.
-This module knows asyncio's transport internals; nothing of the engine.
+Here, natively or in _zl_read_ready_python, the datagram lands in a
+scratch buffer the loop keeps and is copied into a bytes of its exact
+size: the same bytes, the same truncation at max_size, the same
+exceptions, the same protocol calls in the same order. This module knows
+asyncio's transport internals; nothing of the engine.
 """
 
+import socket
 from asyncio import selector_events
 
+from . import _engine
 
-class DatagramTransport(selector_events._SelectorDatagramTransport):
+_NATIVE_FAMILIES = (socket.AF_INET, socket.AF_INET6)
+
+
+class DatagramTransport(_engine.DatagramFastPaths, selector_events._SelectorDatagramTransport):
     """A UDP or Unix datagram transport, asyncio.DatagramTransport's whole
     surface."""
 
-    def _read_ready(self):
+    def __init__(self, loop, sock, *args, **kwargs):
+        # what the native methods keep: the last sender's address (IPv4 and
+        # IPv6 only; other families take the Python methods)
+        self._zl_dgram = _engine.DatagramState() if sock.family in _NATIVE_FAMILIES else None
+        super().__init__(loop, sock, *args, **kwargs)
+
+    # asyncio's own sendto, for what the native one does not take
+    _zl_sendto_python = selector_events._SelectorDatagramTransport.sendto
+
+    def _zl_read_ready_python(self):
         if self._conn_lost:
             return
         size = self.max_size
         if type(size) is not int or size <= 0:
             # recvfrom_into reads 0 as "the whole buffer" and words its
             # errors differently: asyncio's own path for unusual sizes.
-            return super()._read_ready()
+            return selector_events._SelectorDatagramTransport._read_ready(self)
         try:
             scratch = self._loop._zl_datagram_scratch
             if len(scratch) < size:

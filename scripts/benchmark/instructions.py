@@ -111,6 +111,37 @@ async def main():
 loop.run_until_complete(main())
 """,
     ),
+    "udp_rtt": (
+        2000,
+        """
+class Echo(asyncio.DatagramProtocol):
+    def connection_made(self, t):
+        self.t = t
+    def datagram_received(self, data, addr):
+        self.t.sendto(data, addr)
+class Client(asyncio.DatagramProtocol):
+    def __init__(self, done):
+        self.left, self.done = n, done
+    def connection_made(self, t):
+        self.t = t
+        t.sendto(b"x" * 1024)
+    def datagram_received(self, data, addr):
+        self.left -= 1
+        if self.left:
+            self.t.sendto(data)
+        else:
+            self.done.set_result(None)
+async def main():
+    server, _ = await loop.create_datagram_endpoint(Echo, local_addr=("127.0.0.1", 0))
+    done = loop.create_future()
+    client, _ = await loop.create_datagram_endpoint(
+        lambda: Client(done), remote_addr=server.get_extra_info("sockname"))
+    await done
+    client.close()
+    server.close()
+loop.run_until_complete(main())
+""",
+    ),
     "tls_rtt": (
         1000,
         """

@@ -1,0 +1,371 @@
+/* DatagramFastPaths: native versions of the two methods of asyncio's
+ * datagram transport that run for every datagram, _read_ready and
+ * sendto, for the cases that make up a UDP server's traffic. zloopgo's
+ * datagram transport puts this type first in its bases; every other case
+ * goes to the Python methods it names (_zl_read_ready_python, asyncio's
+ * own _zl_sendto_python), so behaviour and messages stay asyncio's.
+ *
+ * _read_ready, for an IPv4 or IPv6 socket (the Python side gives only
+ * those a DatagramState) and an int max_size: recvfrom
+ * into the loop's receive buffer, the datagram copied into a bytes of its
+ * size and the sender's address made as the socket module makes it, then
+ * protocol.datagram_received(data, addr), or error_received(exc) for an
+ * OSError, as asyncio does.
+ *
+ * sendto, for a non-empty bytes with nothing buffered and the connection
+ * not lost: send() on a connected socket, sendto() to the address the
+ * last datagram came from (given as that tuple, or one equal to it item
+ * for item, of the same types) on an unconnected one. Both have no other
+ * outcome than asyncio's: an OSError goes to error_received; a send the
+ * kernel cannot take now (EAGAIN, EINTR) goes to asyncio's sendto, which
+ * tries again and buffers.
+ *
+ * It knows asyncio's datagram transport attributes by name and the loop's
+ * receive buffer (transport.c); nothing of the engine. */
+#include "zl.h"
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+static PyObject *s_conn_lost, *s_max_size, *s_sock_fd, *s_protocol, *s_datagram_received,
+    *s_error_received, *s_fatal_error, *s_address, *s_buffer, *s_extra, *s_peername, *s_loop,
+    *s_state, *s_read_python, *s_sendto_python, *msg_read_error;
+
+/* The most a native read takes: larger max_size values go to Python. */
+#define MAX_NATIVE_READ (16 * 1024 * 1024)
+
+/* DatagramState: what the native methods keep per transport, the address
+ * of the last datagram received, as the kernel gave it and as the tuple
+ * handed to datagram_received. */
+typedef struct {
+    PyObject_HEAD
+    struct sockaddr_storage last;
+    socklen_t last_len;
+    PyObject *last_addr; /* the tuple, or NULL before the first datagram */
+} zl_datagram;
+
+static void datagram_state_dealloc(zl_datagram *d)
+{
+    Py_CLEAR(d->last_addr);
+    Py_TYPE(d)->tp_free((PyObject *)d);
+}
+
+PyTypeObject zl_DatagramStateType = {
+    /* clang-format off */
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "zloopgo._engine.DatagramState",
+    /* clang-format on */
+    .tp_doc = "What a datagram transport's native methods keep: the last sender's address.",
+    .tp_basicsize = sizeof(zl_datagram),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_dealloc = (destructor)datagram_state_dealloc,
+};
+
+static zl_datagram *state_of(PyObject *self) /* new reference or NULL, no error */
+{
+    PyObject *s = PyObject_GetAttr(self, s_state);
+    if (s != NULL && Py_TYPE(s) == &zl_DatagramStateType)
+        return (zl_datagram *)s;
+    Py_XDECREF(s);
+    PyErr_Clear();
+    return NULL;
+}
+
+/* 1 if self.<name> is true, 0 if false, -1 with an exception set. */
+static int attr_true(PyObject *self, PyObject *name)
+{
+    PyObject *v = PyObject_GetAttr(self, name);
+    int r = v != NULL ? PyObject_IsTrue(v) : -1;
+    Py_XDECREF(v);
+    return r;
+}
+
+/* self.<name> as a C long in *out: 1, 0 if it is not an exact int (or is
+ * out of range), -1 with an exception set. */
+static int attr_exact_long(PyObject *self, PyObject *name, long *out)
+{
+    PyObject *v = PyObject_GetAttr(self, name);
+    if (v == NULL)
+        return -1;
+    int overflow = 0;
+    *out = PyLong_CheckExact(v) ? PyLong_AsLongAndOverflow(v, &overflow) : 0;
+    int ok = PyLong_CheckExact(v) && !overflow;
+    Py_DECREF(v);
+    return ok;
+}
+
+/* The address tuple the socket module makes for ss, or NULL with an
+ * exception set; Py_None for an empty address. */
+static PyObject *address_of(const struct sockaddr_storage *ss, socklen_t len)
+{
+    char host[INET6_ADDRSTRLEN];
+    if (len == 0)
+        Py_RETURN_NONE;
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        if (inet_ntop(AF_INET, &a->sin_addr, host, sizeof host) == NULL)
+            return PyErr_SetFromErrno(PyExc_OSError);
+        return Py_BuildValue("si", host, ntohs(a->sin_port));
+    }
+    const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+    if (inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host) == NULL)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    return Py_BuildValue("siII", host, ntohs(a->sin6_port), ntohl(a->sin6_flowinfo),
+                         a->sin6_scope_id);
+}
+
+/* After an OSError (set) from the socket: self._protocol.error_received(exc),
+ * inside the handling of exc, as asyncio's `except OSError as exc:`. */
+static PyObject *to_error_received(PyObject *self)
+{
+    PyObject *exc = zl_fetch_exception();
+    PyObject *protocol = PyObject_GetAttr(self, s_protocol);
+    PyObject *r = protocol != NULL ? zl_call_handling(protocol, s_error_received, exc, NULL) : NULL;
+    Py_XDECREF(protocol);
+    Py_DECREF(exc);
+    if (r == NULL)
+        return NULL;
+    Py_DECREF(r);
+    Py_RETURN_NONE;
+}
+
+/* After any other exception (set) of the receive: self._fatal_error(exc,
+ * message), as asyncio's `except BaseException as exc:`. */
+static PyObject *to_fatal_error(PyObject *self)
+{
+    PyObject *exc = zl_fetch_exception();
+    PyObject *r = zl_call_handling(self, s_fatal_error, exc, msg_read_error);
+    Py_DECREF(exc);
+    if (r == NULL)
+        return NULL;
+    Py_DECREF(r);
+    Py_RETURN_NONE;
+}
+
+static PyObject *read_python(PyObject *self)
+{
+    return PyObject_CallMethodNoArgs(self, s_read_python);
+}
+
+static PyObject *dg_read_ready(PyObject *self, PyObject *unused)
+{
+    int lost = attr_true(self, s_conn_lost);
+    if (lost != 0)
+        return lost < 0 ? NULL : Py_NewRef(Py_None);
+    long max_size, fd;
+    int ok = attr_exact_long(self, s_max_size, &max_size);
+    if (ok <= 0 || max_size <= 0 || max_size > MAX_NATIVE_READ)
+        return ok < 0 ? NULL : read_python(self);
+    zl_datagram *d = state_of(self);
+    if (d == NULL)
+        return read_python(self);
+    if ((ok = attr_exact_long(self, s_sock_fd, &fd)) <= 0) {
+        Py_DECREF(d);
+        return ok < 0 ? NULL : read_python(self);
+    }
+    PyObject *loop = PyObject_GetAttr(self, s_loop);
+    if (loop == NULL) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    zl_loop *L = PyObject_TypeCheck(loop, &zl_LoopType) ? (zl_loop *)loop : NULL;
+    char *own, *into = zl_rx_take(L, (size_t)max_size, &own);
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    ssize_t n = -1;
+    int err = 0;
+    if (into != NULL) {
+        do {
+            len = sizeof ss;
+            n = recvfrom((int)fd, into, (size_t)max_size, 0, (struct sockaddr *)&ss, &len);
+        } while (n < 0 && errno == EINTR);
+        err = errno;
+    }
+    PyObject *data = n >= 0 ? PyBytes_FromStringAndSize(into, n) : NULL;
+    if (into != NULL)
+        zl_rx_give_back(L, own);
+    Py_DECREF(loop);
+    if (into == NULL || (n >= 0 && data == NULL)) { /* MemoryError, as recvfrom raises it */
+        Py_DECREF(d);
+        return to_fatal_error(self);
+    }
+    if (n < 0) {
+        Py_DECREF(d);
+        if (err == EAGAIN || err == EWOULDBLOCK)
+            Py_RETURN_NONE;
+        errno = err;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return to_error_received(self);
+    }
+    PyObject *addr = address_of(&ss, len);
+    if (addr == NULL) {
+        Py_DECREF(d);
+        Py_DECREF(data);
+        return to_fatal_error(self);
+    }
+    memcpy(&d->last, &ss, len);
+    d->last_len = len;
+    Py_XSETREF(d->last_addr, Py_NewRef(addr));
+    Py_DECREF(d);
+    PyObject *protocol = PyObject_GetAttr(self, s_protocol);
+    PyObject *r = protocol != NULL
+                      ? PyObject_CallMethodObjArgs(protocol, s_datagram_received, data, addr, NULL)
+                      : NULL;
+    Py_XDECREF(protocol);
+    Py_DECREF(data);
+    Py_DECREF(addr);
+    if (r == NULL)
+        return NULL;
+    Py_DECREF(r);
+    Py_RETURN_NONE;
+}
+
+/* a and the tuple address_of made hold the same values, of the same exact
+ * types item for item: sending to a is sending to that sockaddr. */
+static int same_address(PyObject *a, PyObject *made)
+{
+    if (a == made)
+        return 1;
+    if (!PyTuple_CheckExact(a) || PyTuple_GET_SIZE(a) != PyTuple_GET_SIZE(made))
+        return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a); i++) {
+        PyObject *x = PyTuple_GET_ITEM(a, i), *y = PyTuple_GET_ITEM(made, i);
+        if (Py_TYPE(x) != Py_TYPE(y))
+            return 0;
+        int eq = PyUnicode_CheckExact(x) ? PyUnicode_Compare(x, y) == 0
+                                         : PyObject_RichCompareBool(x, y, Py_EQ) == 1;
+        if (PyErr_Occurred())
+            PyErr_Clear();
+        if (!eq)
+            return 0;
+    }
+    return 1;
+}
+
+static PyObject *sendto_python(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames)
+{
+    PyObject *method = PyObject_GetAttr(self, s_sendto_python);
+    if (method == NULL)
+        return NULL;
+    PyObject *r = PyObject_Vectorcall(method, args, (size_t)nargs, kwnames);
+    Py_DECREF(method);
+    return r;
+}
+
+/* Whether the fast path may send: 1 yes, with *connected, and for an
+ * unconnected socket the state holding the destination in *d (a new
+ * reference); 0 no (asyncio's sendto decides); -1 with an exception set.
+ * addr is what the caller passed (None if nothing). */
+static int may_send(PyObject *self, PyObject *addr, int *connected, zl_datagram **d)
+{
+    *d = NULL;
+    PyObject *address = PyObject_GetAttr(self, s_address);
+    int bound = address != NULL ? PyObject_IsTrue(address) : -1;
+    int other = bound > 0 && addr != Py_None && addr != address; /* asyncio compares it */
+    Py_XDECREF(address);
+    if (bound < 0 || other)
+        return bound < 0 ? -1 : 0;
+    int lost = attr_true(self, s_conn_lost), buffered = lost == 0 ? attr_true(self, s_buffer) : 0;
+    if (lost != 0 || buffered != 0)
+        return lost < 0 || buffered < 0 ? -1 : 0;
+    PyObject *extra = PyObject_GetAttr(self, s_extra);
+    PyObject *peer = extra != NULL && PyDict_CheckExact(extra)
+                         ? PyDict_GetItemWithError(extra, s_peername) /* borrowed */
+                         : NULL;
+    *connected = peer != NULL ? PyObject_IsTrue(peer) : -1;
+    Py_XDECREF(extra);
+    if (*connected < 0) {
+        PyErr_Clear(); /* no peername key, or not a dict: asyncio's own error */
+        return 0;
+    }
+    if (*connected)
+        return 1;
+    if (bound)
+        return 0; /* an address of its own but no peer: asyncio's sendto */
+    *d = state_of(self);
+    if (*d != NULL && (*d)->last_addr != NULL && same_address(addr, (*d)->last_addr))
+        return 1;
+    Py_CLEAR(*d);
+    return 0;
+}
+
+static PyObject *dg_sendto(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                           PyObject *kwnames)
+{
+    if (kwnames != NULL || nargs < 1 || nargs > 2 || !PyBytes_CheckExact(args[0]) ||
+        PyBytes_GET_SIZE(args[0]) == 0)
+        return sendto_python(self, args, nargs, kwnames);
+    PyObject *data = args[0];
+    int connected = 0;
+    zl_datagram *d = NULL;
+    int ok = may_send(self, nargs == 2 ? args[1] : Py_None, &connected, &d);
+    long fd;
+    if (ok > 0 && (ok = attr_exact_long(self, s_sock_fd, &fd)) <= 0)
+        Py_CLEAR(d);
+    if (ok <= 0)
+        return ok < 0 ? NULL : sendto_python(self, args, nargs, kwnames);
+    ssize_t n;
+    if (connected)
+        n = send((int)fd, PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data), 0);
+    else
+        n = sendto((int)fd, PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data), 0,
+                   (struct sockaddr *)&d->last, d->last_len);
+    int err = errno;
+    Py_XDECREF(d);
+    if (n >= 0)
+        Py_RETURN_NONE;
+    if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)
+        return sendto_python(self, args, nargs, kwnames); /* tries again, buffers */
+    errno = err;
+    PyErr_SetFromErrno(PyExc_OSError);
+    return to_error_received(self);
+}
+
+static PyMethodDef dg_methods[] = {
+    {"_read_ready", (PyCFunction)dg_read_ready, METH_NOARGS,
+     "Receive one datagram and hand it to the protocol (asyncio's _read_ready)."},
+    {"sendto", (PyCFunction)(void (*)(void))dg_sendto, METH_FASTCALL | METH_KEYWORDS,
+     "sendto(data, addr=None)\n--\n\nSend data to addr (asyncio's DatagramTransport.sendto)."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject zl_DatagramFastPathsType = {
+    /* clang-format off */
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "zloopgo._engine.DatagramFastPaths",
+    /* clang-format on */
+    .tp_doc = "Native per-datagram methods for asyncio's datagram transport.",
+    .tp_basicsize = sizeof(PyObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_methods = dg_methods,
+};
+
+int zl_datagram_type_ready(void)
+{
+    static const zl_name names[] = {
+        {&s_conn_lost, "_conn_lost"},
+        {&s_max_size, "max_size"},
+        {&s_sock_fd, "_sock_fd"},
+        {&s_protocol, "_protocol"},
+        {&s_datagram_received, "datagram_received"},
+        {&s_error_received, "error_received"},
+        {&s_fatal_error, "_fatal_error"},
+        {&s_address, "_address"},
+        {&s_buffer, "_buffer"},
+        {&s_extra, "_extra"},
+        {&s_peername, "peername"},
+        {&s_loop, "_loop"},
+        {&s_state, "_zl_dgram"},
+        {&s_read_python, "_zl_read_ready_python"},
+        {&s_sendto_python, "_zl_sendto_python"},
+        {&msg_read_error, "Fatal read error on datagram transport"},
+    };
+    if (zl_intern_names(names, sizeof names / sizeof names[0]) < 0)
+        return -1;
+    if (PyType_Ready(&zl_DatagramStateType) < 0)
+        return -1;
+    return PyType_Ready(&zl_DatagramFastPathsType);
+}

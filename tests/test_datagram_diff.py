@@ -1,0 +1,315 @@
+"""Generated programs over datagram endpoints, run on asyncio and on
+zloopgo, compared observation by observation. zloopgo receives and sends
+natively for IPv4 and IPv6 (capi/datagram.c) and hands every other case
+to asyncio's Python; these programs walk both sides of each of the native
+path's limits:
+
+- what is sent: empty, small, the largest IPv4 datagram and one byte more
+  (EMSGSIZE), bytes, bytearray, memoryview, a str;
+- where it goes: a connected endpoint with no address, its own address, an
+  equal tuple, another address; an unconnected one to the sender's address
+  as received, an equal tuple, a 2-tuple for IPv6, a hostname, a float
+  port, None;
+- max_size: 1, small, the default, 0, negative, 16 MiB and one byte more
+  (the native read's largest);
+- an endpoint whose peer is gone (ICMP errors to error_received), close and
+  abort midway.
+
+Loopback datagrams and their ICMP errors are queued at the send, so a few
+loop iterations after each step settle it: every observation is
+deterministic. Observed: every datagram (length, digest, sender by role),
+every error_received and connection_lost, what each sendto raised, the
+exception handler's calls, and each transport's buffer size and closing
+state after every step. Both loops must see the same, for each of
+DIFF_PROGRAMS generated programs (seeded).
+"""
+
+import asyncio
+import hashlib
+import os
+import random
+import re
+import socket
+
+import pytest
+from helpers import FACTORIES
+
+import zloopgo
+from zloopgo import _datagram
+
+PROGRAMS = int(os.environ.get("ZL_DATAGRAM_PROGRAMS", "120"))
+STEPS = 18
+SETTLE = 6  # loop iterations after each step
+HAVE_IPV6 = socket.has_ipv6
+
+
+def _ipv6_works():
+    if not HAVE_IPV6:
+        return False
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+IPV6 = _ipv6_works()
+PAYLOADS = ["empty", 1, 7, 1024, 9000, 65507, 65508, "bytearray", "memoryview", "str"]
+MAX_SIZES = [1, 5, 1024, 65536, 256 * 1024, 0, -1, 1 << 24, (1 << 24) + 1]
+
+
+def equal_copy(address):
+    """A new tuple equal to address (tuple(address) would be address itself)."""
+    return tuple(item for item in address)
+
+
+class Recorder(asyncio.DatagramProtocol):
+    def __init__(self, name, log, roles, reply):
+        self.name, self.log, self.roles, self.reply = name, log, roles, reply
+
+    def connection_made(self, transport):
+        self.transport = transport
+
+    def datagram_received(self, data, addr):
+        digest = hashlib.sha1(data).hexdigest()[:8]
+        self.log.append(
+            (self.name, "data", type(data).__name__, len(data), digest, self.roles(addr))
+        )
+        mode = self.reply[0] if self.name == "server" else "none"
+        if mode == "none":
+            return
+        if mode == "addr":
+            to = addr
+        elif mode == "rebuilt":
+            to = equal_copy(addr)
+        elif mode == "two":
+            to = (addr[0], addr[1])
+        elif mode == "hostname":
+            to = ("localhost", addr[1])
+        else:  # "float"
+            to = (addr[0], float(addr[1])) + tuple(addr[2:])
+        try:
+            self.transport.sendto(data[:100], to)
+        except Exception as exc:  # noqa: BLE001 - recorded, compared with asyncio's
+            self.log.append((self.name, "reply raised", type(exc).__name__, self.roles(str(exc))))
+
+    def error_received(self, exc):
+        self.log.append((self.name, "error", type(exc).__name__, getattr(exc, "errno", None)))
+
+    def connection_lost(self, exc):
+        self.log.append((self.name, "lost", type(exc).__name__ if exc else None))
+
+
+def make_program(rng):
+    steps = []
+    for _ in range(STEPS):
+        kind = rng.choices(["send", "reply", "max_size", "end"], [12, 3, 3, 1])[0]
+        if kind == "send":
+            who = rng.choice(["connected", "unconnected", "dead"])
+            where = rng.choice(
+                ["none", "own", "equal", "other"]
+                if who != "unconnected"
+                else ["equal", "equal", "two", "hostname", "float", "none"]
+            )
+            steps.append(("send", who, rng.choice(PAYLOADS), where))
+        elif kind == "reply":
+            steps.append(
+                (
+                    "reply",
+                    rng.choice(["addr", "addr", "rebuilt", "two", "hostname", "float", "none"]),
+                )
+            )
+        elif kind == "max_size":
+            steps.append(
+                (
+                    "max_size",
+                    rng.choice(["server", "connected", "unconnected"]),
+                    rng.choice(MAX_SIZES),
+                )
+            )
+        else:
+            steps.append(
+                (rng.choice(["close", "abort"]), rng.choice(["connected", "unconnected", "dead"]))
+            )
+    return steps
+
+
+def payload(kind, rng_bytes):
+    if kind == "empty":
+        return b""
+    if kind == "bytearray":
+        return bytearray(rng_bytes[:300])
+    if kind == "memoryview":
+        return memoryview(rng_bytes)[:500]
+    if kind == "str":
+        return "text"
+    return (rng_bytes * (kind // len(rng_bytes) + 1))[:kind]
+
+
+async def run_program(loop, steps, family, seed):
+    host = "::1" if family == socket.AF_INET6 else "127.0.0.1"
+    log = []
+    ports = {}
+
+    def roles(value):
+        text = value if isinstance(value, str) else repr(value)
+        for port, role in ports.items():
+            text = re.sub(rf"\b{port}\b", role, text)
+        return text
+
+    loop.set_exception_handler(
+        lambda _loop, ctx: log.append(
+            ("handler", ctx.get("message"), type(ctx.get("exception")).__name__)
+        )
+    )
+    reply = ["addr"]
+    server, _ = await loop.create_datagram_endpoint(
+        lambda: Recorder("server", log, roles, reply), local_addr=(host, 0), family=family
+    )
+    server_addr = server.get_extra_info("sockname")
+    gone = socket.socket(family, socket.SOCK_DGRAM)
+    gone.bind((host, 0))
+    dead_addr = gone.getsockname()
+    gone.close()  # nothing listens there: the kernel answers with ICMP
+    ends = {"server": server}
+    for name, kw in (
+        ("connected", {"remote_addr": server_addr[:2]}),
+        ("unconnected", {"local_addr": (host, 0)}),
+        ("dead", {"remote_addr": dead_addr[:2]}),
+    ):
+        ends[name], _ = await loop.create_datagram_endpoint(
+            lambda name=name: Recorder(name, log, roles, reply), family=family, **kw
+        )
+    for name, t in ends.items():
+        ports[t.get_extra_info("sockname")[1]] = name.upper()
+    ports[dead_addr[1]] = "GONE"
+    data_rng = random.Random(seed)
+    some = bytes(data_rng.randrange(256) for _ in range(1024))
+    for step in steps:
+        op = step[0]
+        try:
+            if op == "send":
+                _, who, kind, where = step
+                t = ends[who]
+                target = server_addr if who != "dead" else dead_addr
+                addr = {
+                    "none": None,
+                    "own": t.get_extra_info("peername"),
+                    "equal": equal_copy(target),
+                    "other": (host, 9),
+                    "two": tuple(target[:2]),
+                    "hostname": ("localhost", target[1]),
+                    "float": (target[0], float(target[1])) + tuple(target[2:]),
+                }[where]
+                if where == "hostname" and family == socket.AF_INET6:
+                    addr = equal_copy(target)
+                if addr is None and who != "unconnected":
+                    t.sendto(payload(kind, some))
+                else:
+                    t.sendto(payload(kind, some), addr)
+            elif op == "reply":
+                reply[0] = step[1]
+                if step[1] == "hostname" and family == socket.AF_INET6:
+                    reply[0] = "rebuilt"
+            elif op == "max_size":
+                ends[step[1]].max_size = step[2]
+            elif op == "close":
+                ends[step[1]].close()
+            else:
+                ends[step[1]].abort()
+        except Exception as exc:  # noqa: BLE001 - recorded, compared with asyncio's
+            log.append(("raised", op, type(exc).__name__, roles(str(exc))))
+        for _ in range(SETTLE):
+            await asyncio.sleep(0)
+        log.append(
+            ("state",)
+            + tuple((n, t.get_write_buffer_size(), t.is_closing()) for n, t in ends.items())
+        )
+    for t in ends.values():
+        t.close()
+    for _ in range(SETTLE):
+        await asyncio.sleep(0)
+    return log
+
+
+def observe(loop_name, steps, family, seed):
+    loop = FACTORIES[loop_name]()
+    try:
+        return loop.run_until_complete(run_program(loop, steps, family, seed))
+    finally:
+        loop.close()
+
+
+FAMILIES = [socket.AF_INET] + ([socket.AF_INET6] if IPV6 else [])
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
+def test_generated_datagram_programs_observe_what_asyncio_observes(family):
+    rng = random.Random(1931 + int(family))
+    for n in range(PROGRAMS):
+        steps = make_program(rng)
+        want = observe("asyncio", steps, family, n)
+        got = observe("zloopgo", steps, family, n)
+        if got != want:
+            first = (
+                next(i for i, (a, b) in enumerate(zip(want, got, strict=True)) if a != b)
+                if len(want) == len(got)
+                else min(len(want), len(got))
+            )
+            pytest.fail(
+                f"program {n} ({family.name}) differs at observation {first}:\n"
+                f"steps: {steps}\nasyncio: {want[max(0, first - 3) : first + 3]}\n"
+                f"zloopgo: {got[max(0, first - 3) : first + 3]}"
+            )
+
+
+def test_the_echo_takes_the_native_paths_and_the_rest_takes_asyncios(monkeypatch):
+    # The programs above prove nothing about the native path if it never
+    # ran: count the calls that reach the Python methods.
+    calls = {"read": 0, "sendto": 0}
+    read_py = _datagram.DatagramTransport._zl_read_ready_python
+    send_py = _datagram.DatagramTransport._zl_sendto_python
+
+    def counting_read(self):
+        calls["read"] += 1
+        return read_py(self)
+
+    def counting_send(self, *args, **kwargs):
+        calls["sendto"] += 1
+        return send_py(self, *args, **kwargs)
+
+    monkeypatch.setattr(_datagram.DatagramTransport, "_zl_read_ready_python", counting_read)
+    monkeypatch.setattr(_datagram.DatagramTransport, "_zl_sendto_python", counting_send)
+    loop = zloopgo.new_event_loop()
+    log = []
+    try:
+
+        async def main():
+            reply = ["addr"]
+            server, _ = await loop.create_datagram_endpoint(
+                lambda: Recorder("server", log, str, reply), local_addr=("127.0.0.1", 0)
+            )
+            client, _ = await loop.create_datagram_endpoint(
+                lambda: Recorder("client", log, str, reply),
+                remote_addr=server.get_extra_info("sockname"),
+            )
+            for _ in range(50):
+                client.sendto(b"ping")
+                for _ in range(SETTLE):
+                    await asyncio.sleep(0)
+            native = dict(calls)
+            client.sendto(bytearray(b"not bytes"))
+            client.max_size = 0
+            for _ in range(SETTLE):
+                await asyncio.sleep(0)
+            client.close()
+            server.close()
+            return native
+
+        native = loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert native == {"read": 0, "sendto": 0}
+    assert sum(1 for e in log if e[:2] == ("client", "data")) == 51
+    assert calls == {"read": 1, "sendto": 1}
