@@ -32,6 +32,22 @@ static PyObject *s_conn_lost, *s_max_size, *s_sock_fd, *s_protocol, *s_datagram_
     *s_error_received, *s_fatal_error, *s_address, *s_buffer, *s_extra, *s_peername, *s_loop,
     *s_state, *s_read_python, *s_sendto_python, *msg_read_error;
 
+/* zloopgo's datagram class keeps these attributes in __slots__ (_extra is
+ * asyncio's BaseTransport's own slot); set_datagram_layout() records their
+ * offsets, so reading one is a load (zl_layout, util.c). */
+enum { D_CONN_LOST, D_SOCK_FD, D_PROTOCOL, D_ADDRESS, D_BUFFER, D_EXTRA, D_LOOP, D_STATE, D_COUNT };
+static PyObject **field_names[D_COUNT] = {&s_conn_lost, &s_sock_fd, &s_protocol, &s_address,
+                                          &s_buffer,    &s_extra,   &s_loop,     &s_state};
+_Static_assert(D_COUNT <= ZL_LAYOUT_MAX, "too many datagram fields for a zl_layout");
+static zl_layout layout = {.n = D_COUNT, .names = field_names};
+
+PyObject *zl_set_datagram_layout(PyObject *mod, PyObject *cls)
+{
+    if (zl_layout_record(&layout, cls) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* The most a native read takes: larger max_size values go to Python. */
 #define MAX_NATIVE_READ (16 * 1024 * 1024)
 
@@ -65,7 +81,7 @@ PyTypeObject zl_DatagramStateType = {
 
 static zl_datagram *state_of(PyObject *self) /* new reference or NULL, no error */
 {
-    PyObject *s = PyObject_GetAttr(self, s_state);
+    PyObject *s = zl_layout_get(&layout, self, D_STATE);
     if (s != NULL && Py_TYPE(s) == &zl_DatagramStateType)
         return (zl_datagram *)s;
     Py_XDECREF(s);
@@ -73,20 +89,11 @@ static zl_datagram *state_of(PyObject *self) /* new reference or NULL, no error 
     return NULL;
 }
 
-/* 1 if self.<name> is true, 0 if false, -1 with an exception set. */
-static int attr_true(PyObject *self, PyObject *name)
+/* v (a new reference, or NULL with an exception set), which is released,
+ * as a C long in *out: 1, 0 if it is not an exact int (or is out of
+ * range), -1 with an exception set. */
+static int exact_long(PyObject *v, long *out)
 {
-    PyObject *v = PyObject_GetAttr(self, name);
-    int r = v != NULL ? PyObject_IsTrue(v) : -1;
-    Py_XDECREF(v);
-    return r;
-}
-
-/* self.<name> as a C long in *out: 1, 0 if it is not an exact int (or is
- * out of range), -1 with an exception set. */
-static int attr_exact_long(PyObject *self, PyObject *name, long *out)
-{
-    PyObject *v = PyObject_GetAttr(self, name);
     if (v == NULL)
         return -1;
     int overflow = 0;
@@ -121,7 +128,7 @@ static PyObject *address_of(const struct sockaddr_storage *ss, socklen_t len)
 static PyObject *to_error_received(PyObject *self)
 {
     PyObject *exc = zl_fetch_exception();
-    PyObject *protocol = PyObject_GetAttr(self, s_protocol);
+    PyObject *protocol = zl_layout_get(&layout, self, D_PROTOCOL);
     PyObject *r = protocol != NULL ? zl_call_handling(protocol, s_error_received, exc, NULL) : NULL;
     Py_XDECREF(protocol);
     Py_DECREF(exc);
@@ -151,21 +158,21 @@ static PyObject *read_python(PyObject *self)
 
 static PyObject *dg_read_ready(PyObject *self, PyObject *unused)
 {
-    int lost = attr_true(self, s_conn_lost);
+    int lost = zl_layout_true(&layout, self, D_CONN_LOST);
     if (lost != 0)
         return lost < 0 ? NULL : Py_NewRef(Py_None);
     long max_size, fd;
-    int ok = attr_exact_long(self, s_max_size, &max_size);
+    int ok = exact_long(PyObject_GetAttr(self, s_max_size), &max_size);
     if (ok <= 0 || max_size <= 0 || max_size > MAX_NATIVE_READ)
         return ok < 0 ? NULL : read_python(self);
     zl_datagram *d = state_of(self);
     if (d == NULL)
         return read_python(self);
-    if ((ok = attr_exact_long(self, s_sock_fd, &fd)) <= 0) {
+    if ((ok = exact_long(zl_layout_get(&layout, self, D_SOCK_FD), &fd)) <= 0) {
         Py_DECREF(d);
         return ok < 0 ? NULL : read_python(self);
     }
-    PyObject *loop = PyObject_GetAttr(self, s_loop);
+    PyObject *loop = zl_layout_get(&layout, self, D_LOOP);
     if (loop == NULL) {
         Py_DECREF(d);
         return NULL;
@@ -209,7 +216,7 @@ static PyObject *dg_read_ready(PyObject *self, PyObject *unused)
     d->last_len = len;
     Py_XSETREF(d->last_addr, Py_NewRef(addr));
     Py_DECREF(d);
-    PyObject *protocol = PyObject_GetAttr(self, s_protocol);
+    PyObject *protocol = zl_layout_get(&layout, self, D_PROTOCOL);
     PyObject *r = protocol != NULL
                       ? PyObject_CallMethodObjArgs(protocol, s_datagram_received, data, addr, NULL)
                       : NULL;
@@ -262,16 +269,17 @@ static PyObject *sendto_python(PyObject *self, PyObject *const *args, Py_ssize_t
 static int may_send(PyObject *self, PyObject *addr, int *connected, zl_datagram **d)
 {
     *d = NULL;
-    PyObject *address = PyObject_GetAttr(self, s_address);
+    PyObject *address = zl_layout_get(&layout, self, D_ADDRESS);
     int bound = address != NULL ? PyObject_IsTrue(address) : -1;
     int other = bound > 0 && addr != Py_None && addr != address; /* asyncio compares it */
     Py_XDECREF(address);
     if (bound < 0 || other)
         return bound < 0 ? -1 : 0;
-    int lost = attr_true(self, s_conn_lost), buffered = lost == 0 ? attr_true(self, s_buffer) : 0;
+    int lost = zl_layout_true(&layout, self, D_CONN_LOST),
+        buffered = lost == 0 ? zl_layout_true(&layout, self, D_BUFFER) : 0;
     if (lost != 0 || buffered != 0)
         return lost < 0 || buffered < 0 ? -1 : 0;
-    PyObject *extra = PyObject_GetAttr(self, s_extra);
+    PyObject *extra = zl_layout_get(&layout, self, D_EXTRA);
     PyObject *peer = extra != NULL && PyDict_CheckExact(extra)
                          ? PyDict_GetItemWithError(extra, s_peername) /* borrowed */
                          : NULL;
@@ -303,7 +311,7 @@ static PyObject *dg_sendto(PyObject *self, PyObject *const *args, Py_ssize_t nar
     zl_datagram *d = NULL;
     int ok = may_send(self, nargs == 2 ? args[1] : Py_None, &connected, &d);
     long fd;
-    if (ok > 0 && (ok = attr_exact_long(self, s_sock_fd, &fd)) <= 0)
+    if (ok > 0 && (ok = exact_long(zl_layout_get(&layout, self, D_SOCK_FD), &fd)) <= 0)
         Py_CLEAR(d);
     if (ok <= 0)
         return ok < 0 ? NULL : sendto_python(self, args, nargs, kwnames);

@@ -21,6 +21,8 @@ static PyMethodDef module_methods[] = {
     {"set_repr_hook", zl_set_repr_hook, METH_O, "Install the function that formats handles."},
     {"set_transport_layout", zl_set_transport_layout, METH_O,
      "Record where a transport class keeps its slots."},
+    {"set_datagram_layout", zl_set_datagram_layout, METH_O,
+     "Record where a datagram transport class keeps its slots."},
     {"set_streams", zl_set_streams, METH_VARARGS,
      "Turn the stream fast path on for (StreamReaderProtocol, StreamReader, check_asserts), or off "
      "with None."},

@@ -34,10 +34,9 @@ static PyObject *s_conn_lost, *s_sock_fd, *s_max_size, *s_protocol, *s_data_rece
 #define LARGE_READ (64 * 1024)
 
 /* zloopgo's transport class keeps the attributes read here in __slots__;
- * set_transport_layout() records their offsets so that reading one is a
- * load instead of an attribute lookup. Instances of other classes (or a
- * slot not yet set) take the ordinary lookup. */
-static PyTypeObject *layout_type;
+ * set_transport_layout() records their offsets (zl_layout, util.c) so that
+ * reading one is a load instead of an attribute lookup. Instances of other
+ * classes (or a slot not yet set) take the ordinary lookup. */
 enum {
     F_CONN_LOST,
     F_SOCK_FD,
@@ -55,73 +54,28 @@ enum {
 static PyObject **field_names[F_COUNT] = {&s_conn_lost,    &s_sock_fd, &s_protocol,      &s_eof,
                                           &s_empty_waiter, &s_buffer,  &s_read_ready_cb, &s_loop,
                                           &s_closing,      &s_state,   &s_sock};
-static Py_ssize_t field_offset[F_COUNT];
+_Static_assert(F_COUNT <= ZL_LAYOUT_MAX, "too many transport fields for a zl_layout");
+static zl_layout layout = {.n = F_COUNT, .names = field_names};
 
-/* The slot's value, borrowed, or NULL (no error set) when self is not of
- * the recorded class or the slot is unset: then the caller looks the
- * attribute up. */
 static inline PyObject *slot_value(PyObject *self, int f)
 {
-    if (layout_type == NULL || !PyObject_TypeCheck(self, layout_type))
-        return NULL;
-    return *(PyObject **)((char *)self + field_offset[f]);
+    return zl_layout_slot(&layout, self, f);
 }
 
-static PyObject *get_field(PyObject *self, int f) /* new reference */
-{
-    PyObject *v = slot_value(self, f);
-    return v != NULL ? Py_NewRef(v) : PyObject_GetAttr(self, *field_names[f]);
-}
+static PyObject *get_field(PyObject *self, int f) { return zl_layout_get(&layout, self, f); }
 
 PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls)
 {
-    if (!PyType_Check(cls))
-        return PyErr_Format(PyExc_TypeError, "expected a class, got %R", cls);
-    for (int f = 0; f < F_COUNT; f++) {
-        PyObject *d = _PyType_Lookup((PyTypeObject *)cls, *field_names[f]); /* borrowed */
-        if (d == NULL || Py_TYPE(d) != &PyMemberDescr_Type) {
-            if (!PyErr_Occurred())
-                PyErr_Format(PyExc_TypeError, "%R must declare %R in __slots__", cls,
-                             *field_names[f]);
-            return NULL;
-        }
-        PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
-        if (m->type != T_OBJECT_EX)
-            return PyErr_Format(PyExc_TypeError, "%R is not an object slot", *field_names[f]);
-        field_offset[f] = m->offset;
-    }
-    Py_XSETREF(layout_type, (PyTypeObject *)Py_NewRef(cls));
+    if (zl_layout_record(&layout, cls) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
-static int field_true(PyObject *self, int f)
-{
-    PyObject *v = slot_value(self, f);
-    if (v == Py_False || v == Py_None)
-        return 0;
-    if (v == Py_True)
-        return 1;
-    if (v != NULL)
-        return PyObject_IsTrue(v);
-    if ((v = PyObject_GetAttr(self, *field_names[f])) == NULL)
-        return -1;
-    int r = PyObject_IsTrue(v);
-    Py_DECREF(v);
-    return r;
-}
+static int field_true(PyObject *self, int f) { return zl_layout_true(&layout, self, f); }
 
 static int field_int(PyObject *self, int f, long *out)
 {
-    PyObject *v = slot_value(self, f);
-    if (v != NULL) {
-        *out = PyLong_AsLong(v);
-    } else {
-        if ((v = PyObject_GetAttr(self, *field_names[f])) == NULL)
-            return -1;
-        *out = PyLong_AsLong(v);
-        Py_DECREF(v);
-    }
-    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+    return zl_layout_long(&layout, self, f, out);
 }
 
 static int attr_int(PyObject *self, PyObject *name, long *out)

@@ -277,6 +277,50 @@ void zl_restore_exception(PyObject *exc);
  * so a log with exc_info=True carries it and an exception raised gets it
  * as its __context__. A new reference, or NULL with an exception set. */
 PyObject *zl_call_handling(PyObject *obj, PyObject *name, PyObject *exc, PyObject *arg);
+/* The offsets of a class's object slots (__slots__), recorded once
+ * (zl_layout_record) so that reading one on an instance of that class is a
+ * load. names[f] is where the interned name of field f is kept. */
+#define ZL_LAYOUT_MAX 16
+typedef struct {
+    PyTypeObject *type; /* the class recorded; NULL before */
+    int n;
+    PyObject **const *names;
+    Py_ssize_t offset[ZL_LAYOUT_MAX];
+} zl_layout;
+/* Records cls's offsets of every field: 0, or -1 with TypeError when one
+ * is not an object slot of cls. */
+int zl_layout_record(zl_layout *layout, PyObject *cls);
+/* Field f of self, borrowed, or NULL (no error set) when self is not of
+ * the recorded class or the slot is unset: then look the attribute up. */
+static inline PyObject *zl_layout_slot(const zl_layout *layout, PyObject *self, int f)
+{
+    if (layout->type == NULL || !PyObject_TypeCheck(self, layout->type))
+        return NULL;
+    return *(PyObject **)((char *)self + layout->offset[f]);
+}
+/* Field f by attribute lookup, and its truth so looked up (util.c): what
+ * the two below fall back to. */
+PyObject *zl_layout_lookup(const zl_layout *layout, PyObject *self, int f);
+int zl_layout_lookup_true(const zl_layout *layout, PyObject *self, int f);
+/* Field f, from its slot or by attribute lookup: a new reference, or NULL
+ * with an exception set. */
+static inline PyObject *zl_layout_get(const zl_layout *layout, PyObject *self, int f)
+{
+    PyObject *v = zl_layout_slot(layout, self, f);
+    return v != NULL ? Py_NewRef(v) : zl_layout_lookup(layout, self, f);
+}
+/* Field f's truth (1, 0) or -1 with an exception set. */
+static inline int zl_layout_true(const zl_layout *layout, PyObject *self, int f)
+{
+    PyObject *v = zl_layout_slot(layout, self, f);
+    if (v == Py_False || v == Py_None)
+        return 0;
+    if (v == Py_True)
+        return 1;
+    return v != NULL ? PyObject_IsTrue(v) : zl_layout_lookup_true(layout, self, f);
+}
+/* Field f as a C long in *out: 0, or -1 with an exception set. */
+int zl_layout_long(const zl_layout *layout, PyObject *self, int f, long *out);
 /* A string the adapter interns once at import, and where it keeps it. */
 typedef struct {
     PyObject **slot;
@@ -517,6 +561,7 @@ static inline int zl_transport_read_was_quiet(const zl_loop *L) { return L->rx.q
 
 /* capi/datagram.c */
 int zl_datagram_type_ready(void);
+PyObject *zl_set_datagram_layout(PyObject *mod, PyObject *cls);
 
 /* capi/corked.c: the loop's list of transports whose last send carried
  * MSG_MORE (see transport.c, "writes") */

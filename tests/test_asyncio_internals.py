@@ -402,9 +402,11 @@ def _overrides(cls, asyncio_cls):
 )
 def test_overridden_methods_keep_asyncios_signatures(cls, asyncio_cls):
     problems = []
-    attributes = {"Loop": LOOP_ATTRIBUTES, "SocketTransport": TRANSPORT_ATTRIBUTES}.get(
-        cls.__name__, {}
-    )
+    attributes = {
+        "Loop": LOOP_ATTRIBUTES,
+        "SocketTransport": TRANSPORT_ATTRIBUTES,
+        "DatagramTransport": DATAGRAM_ATTRIBUTES,
+    }.get(cls.__name__, {})
     for name, (klass, value) in sorted(_overrides(cls, asyncio_cls).items()):
         base, theirs = _asyncio_method(asyncio_cls, name)
         if inspect.isgetsetdescriptor(value) or inspect.ismemberdescriptor(value):
@@ -610,7 +612,21 @@ LOOP_ATTRIBUTES = {
     "slow_callback_duration": "read by zloopgo's debug run",
 }
 
+# Flow control and the protocol's state: both transports' asyncio
+# attributes, which no native method reads.
+ASYNCIO_FLOW_ATTRIBUTES = {
+    name: "asyncio's"
+    for name in (
+        "_high_water",
+        "_low_water",
+        "_paused",
+        "_protocol_connected",
+        "_protocol_paused",
+        "_server",
+    )
+}
 TRANSPORT_ATTRIBUTES = {
+    **ASYNCIO_FLOW_ATTRIBUTES,
     "_buffer": "read natively (a bytearray up to 3.11, a deque from 3.12)",
     "_buffer_size": "3.15's count of _buffer's bytes: the native write must keep it",
     "_closing": "read natively",
@@ -619,18 +635,30 @@ TRANSPORT_ATTRIBUTES = {
     "_empty_waiter": "read natively",
     "_eof": "read natively",
     "_extra": "asyncio's",
-    "_high_water": "asyncio's",
     "_loop": "read natively",
-    "_low_water": "asyncio's",
-    "_paused": "asyncio's",
     "_protocol": "read natively",
-    "_protocol_connected": "asyncio's",
-    "_protocol_paused": "asyncio's",
     "_read_ready_cb": "read natively",
-    "_server": "asyncio's",
     "_sock": "read natively (a write once it is None goes to asyncio's)",
     "_sock_fd": "read natively",
     "_write_ready": "asyncio's (3.12+ per instance)",
+}
+
+
+# What asyncio's datagram transport sets on itself; zloopgo's class keeps the
+# ones capi/datagram.c reads in slots.
+DATAGRAM_ATTRIBUTES = {
+    **ASYNCIO_FLOW_ATTRIBUTES,
+    "_address": "read natively",
+    "_buffer": "read natively (a deque)",
+    "_buffer_size": "3.11+'s count of _buffer's bytes (asyncio's sendto keeps it)",
+    "_closing": "asyncio's",
+    "_conn_lost": "read natively",
+    "_context": "3.15: the transport's context; its handles run in it",
+    "_extra": "read natively (its peername)",
+    "_loop": "read natively",
+    "_protocol": "read natively",
+    "_sock": "asyncio's",
+    "_sock_fd": "read natively",
 }
 
 
@@ -694,6 +722,25 @@ def test_asyncios_transport_sets_only_attributes_zloopgo_knows():
         f"asyncio's socket transport on CPython {VERSION} sets {new}: check whether "
         "zloopgo's native read and write (capi/transport.c, zloopgo/_transports.py) must "
         "keep them, then list them in TRANSPORT_ATTRIBUTES"
+    )
+
+
+def test_asyncios_datagram_transport_sets_only_attributes_zloopgo_knows():
+    loop = asyncio.SelectorEventLoop()
+    try:
+        transport, _ = loop.run_until_complete(
+            loop.create_datagram_endpoint(asyncio.DatagramProtocol, local_addr=("127.0.0.1", 0))
+        )
+        present = set(vars(transport)) | _slots(transport)
+        transport.close()
+        loop.run_until_complete(asyncio.sleep(0))
+    finally:
+        loop.close()
+    new = sorted(present - set(DATAGRAM_ATTRIBUTES))
+    assert not new, (
+        f"asyncio's datagram transport on CPython {VERSION} sets {new}: check whether "
+        "zloopgo's native receive and sendto (capi/datagram.c, zloopgo/_datagram.py) must "
+        "keep them, then list them in DATAGRAM_ATTRIBUTES"
     )
 
 

@@ -26,6 +26,19 @@ class DatagramTransport(_engine.DatagramFastPaths, selector_events._SelectorData
     """A UDP or Unix datagram transport, asyncio.DatagramTransport's whole
     surface."""
 
+    # The attributes the native methods read for every datagram live in
+    # slots, whose offsets the adapter records: reading one is then a load.
+    # (_extra is already one: asyncio's BaseTransport declares it.)
+    __slots__ = (
+        "_address",
+        "_buffer",
+        "_conn_lost",
+        "_loop",
+        "_protocol",
+        "_sock_fd",
+        "_zl_dgram",
+    )
+
     def __init__(self, loop, sock, *args, **kwargs):
         # what the native methods keep: the last sender's address (IPv4 and
         # IPv6 only; other families take the Python methods)
@@ -60,3 +73,6 @@ class DatagramTransport(_engine.DatagramFastPaths, selector_events._SelectorData
             self._fatal_error(exc, "Fatal read error on datagram transport")
         else:
             self._protocol.datagram_received(data, addr)
+
+
+_engine.set_datagram_layout(DatagramTransport)

@@ -259,7 +259,7 @@ def main(argv):
     print(text)
     log(f"report: {path} (copied to {a.out}/latest.md); total {time.monotonic() - T0:.0f} s")
     narrowed = [k for k in NARROWING if os.environ.get(k)]
-    full = not (a.quick or harness_args or narrowed) and set(parts) == {"harness", "echo", "http"}
+    full = not (a.quick or harness_args or narrowed) and set(parts) >= {"harness", "echo", "http"}
     if a.docs == "yes" or (a.docs == "auto" and full):
         log(f"wrote {write_docs(run_dir)} and its charts")
     return 0
