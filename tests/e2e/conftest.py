@@ -97,7 +97,10 @@ def postgres():
             pg_user = pwd.getpwnam("postgres")
         except KeyError:
             pytest.skip("running as root, initdb refuses root, and there is no `postgres` user")
-        runuser = shutil.which("runuser")
+        # runuser lives in /usr/sbin, which a root shell's PATH may leave out
+        # (the scripts/newpy root's does): look there too
+        search = os.pathsep.join([os.environ.get("PATH", os.defpath), "/usr/sbin", "/sbin"])
+        runuser = shutil.which("runuser", path=search)
         if runuser is None:
             pytest.skip("running as root, initdb refuses root, and runuser is missing")
         as_user = [runuser, "-u", "postgres", "--"]
