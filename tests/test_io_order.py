@@ -98,3 +98,33 @@ def test_a_stream_read_that_leaves_data_is_read_again_next_iteration(loop):
         return first, seen
 
     assert loop.run_until_complete(main()) == (b"d", [262_143, 399_999])
+
+
+def test_a_busy_task_does_not_delay_a_readers_turn(loop):
+    # A task that only yields (sleep(0)) keeps callbacks ready, so every
+    # wait is skipped; asyncio still polls on each iteration, and a byte
+    # the task writes reaches its reader after the same two yields every
+    # time. Loops that poll only every so many iterations while callbacks
+    # are ready run it tens or hundreds of yields later (docs/where-time-goes.md,
+    # "One poll per iteration").
+    async def main():
+        a, b = socket.socketpair()
+        a.setblocking(False)
+        b.setblocking(False)
+        seen = []
+        loop.add_reader(b, lambda: seen.append(b.recv(10)))
+        yields_until_read = []
+        for _ in range(20):
+            seen.clear()
+            a.send(b"x")
+            for n in range(1, 1000):
+                await asyncio.sleep(0)
+                if seen:
+                    break
+            yields_until_read.append(n)
+        loop.remove_reader(b)
+        a.close()
+        b.close()
+        return yields_until_read
+
+    assert loop.run_until_complete(main()) == [2] * 20
