@@ -46,7 +46,7 @@ from pathlib import Path
 import pytest
 
 import zloopgo
-from zloopgo import _datagram, _engine, _loop, _transports
+from zloopgo import _datagram, _engine, _loop, _pipes, _transports
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSION = sys.version.split()[0]
@@ -63,6 +63,7 @@ SCHEDULE = "capi/schedule.c (call_soon and the rest)"
 FDS = "capi/fds.c (descriptor watching) and zloopgo/_loop.py"
 HANDLES = "capi/handle.c and zloopgo/_loop.py's _handle_repr"
 DATAGRAM = "capi/datagram.c and zloopgo/_datagram.py (the native receive and sendto)"
+PIPES = "zloopgo/_pipes.py (the read pipe transport's _read_ready, asyncio's own but for the read)"
 REVIEWED = {
     "asyncio.streams.StreamReaderProtocol.data_received": (
         STREAMS,
@@ -115,6 +116,10 @@ REVIEWED = {
             "7b5032d499b0": "3.14.8 (_header_size)",
             "aab1571fbe61": "3.15.2 (the writer through the transport)",
         },
+    ),
+    "asyncio.unix_events._UnixReadPipeTransport._read_ready": (
+        PIPES,
+        {"39fbea6d93e5": "3.10.13-3.15.2"},
     ),
     "asyncio.selector_events.BaseSelectorEventLoop._add_reader": (
         FDS,
@@ -397,8 +402,9 @@ def _overrides(cls, asyncio_cls):
         (zloopgo.Loop, ASYNCIO_LOOP),
         (_transports.SocketTransport, selector_events._SelectorSocketTransport),
         (_datagram.DatagramTransport, selector_events._SelectorDatagramTransport),
+        (_pipes.ReadPipeTransport, unix_events._UnixReadPipeTransport),
     ],
-    ids=["loop", "socket-transport", "datagram-transport"],
+    ids=["loop", "socket-transport", "datagram-transport", "read-pipe-transport"],
 )
 def test_overridden_methods_keep_asyncios_signatures(cls, asyncio_cls):
     problems = []
@@ -440,9 +446,10 @@ def test_overridden_methods_keep_asyncios_signatures(cls, asyncio_cls):
 # Names zloopgo's classes define that asyncio's must not have (else they
 # would silently replace asyncio's behaviour).
 ZLOOPGO_OWN = {
-    "Loop": {"_run_engine", "_claim_wakeup_fd", "_watched_fd", "_zl_datagram_scratch"},
+    "Loop": {"_run_engine", "_claim_wakeup_fd", "_watched_fd", "_zl_read_scratch"},
     "SocketTransport": set(),
     "DatagramTransport": set(),
+    "ReadPipeTransport": set(),
 }
 
 

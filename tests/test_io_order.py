@@ -117,11 +117,11 @@ def test_a_busy_task_does_not_delay_a_readers_turn(loop):
         for _ in range(20):
             seen.clear()
             a.send(b"x")
-            for n in range(1, 1000):
+            yields = 0
+            while not seen and yields < 1000:
                 await asyncio.sleep(0)
-                if seen:
-                    break
-            yields_until_read.append(n)
+                yields += 1
+            yields_until_read.append(yields)
         loop.remove_reader(b)
         a.close()
         b.close()

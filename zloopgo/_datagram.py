@@ -57,9 +57,9 @@ class DatagramTransport(_engine.DatagramFastPaths, selector_events._SelectorData
             # errors differently: asyncio's own path for unusual sizes.
             return selector_events._SelectorDatagramTransport._read_ready(self)
         try:
-            scratch = self._loop._zl_datagram_scratch
+            scratch = self._loop._zl_read_scratch
             if len(scratch) < size:
-                scratch = self._loop._zl_datagram_scratch = bytearray(size)
+                scratch = self._loop._zl_read_scratch = bytearray(size)
             nbytes, addr = self._sock.recvfrom_into(scratch, size)
             with memoryview(scratch) as view:
                 data = bytes(view[:nbytes])

@@ -32,6 +32,7 @@ from asyncio import (
 from . import _engine
 from ._datagram import DatagramTransport
 from ._numeric_addr import numeric_getaddrinfo
+from ._pipes import ReadPipeTransport
 from ._transports import SocketTransport
 
 # run_forever's steps, as this Python's BaseEventLoop.run_forever takes them
@@ -91,9 +92,10 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
 
     def __init__(self, *, slow_callbacks=None):
         super().__init__(selector=_WatchedDescriptors(self))
-        # Where datagram transports receive (zloopgo/_datagram.py); grown
+        # Where datagram and read pipe transports receive in Python
+        # (zloopgo/_datagram.py, zloopgo/_pipes.py) before copying out; grown
         # to max_size on first use, one per loop since a loop has one thread.
-        self._zl_datagram_scratch = bytearray()
+        self._zl_read_scratch = bytearray()
         # Who else hears of each slow callback (zloopgo.instrument's spans):
         # callables (handle, start_ns, end_ns), monotonic nanoseconds.
         self._zl_slow_listeners = []
@@ -377,6 +379,9 @@ class Loop(_engine.LoopCore, unix_events._UnixSelectorEventLoop):
                 server,
                 ssl_handshake_timeout=ssl_handshake_timeout,
             )
+
+    def _make_read_pipe_transport(self, pipe, protocol, waiter=None, extra=None):
+        return ReadPipeTransport(self, pipe, protocol, waiter, extra)
 
     def _make_datagram_transport(self, sock, protocol, address=None, waiter=None, extra=None):
         self._ensure_fd_no_transport(sock)
