@@ -46,7 +46,7 @@ from pathlib import Path
 import pytest
 
 import zloopgo
-from zloopgo import _datagram, _engine, _loop, _pipes, _transports
+from zloopgo import _datagram, _engine, _loop, _pipes, _sockrecv, _transports
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSION = sys.version.split()[0]
@@ -63,6 +63,7 @@ SCHEDULE = "capi/schedule.c (call_soon and the rest)"
 FDS = "capi/fds.c (descriptor watching) and zloopgo/_loop.py"
 HANDLES = "capi/handle.c and zloopgo/_loop.py's _handle_repr"
 DATAGRAM = "capi/datagram.c and zloopgo/_datagram.py (the native receive and sendto)"
+SOCK_RECV = "zloopgo/_sockrecv.py (asyncio's sock_recv and sock_recvfrom, but for the receive)"
 PIPES = "zloopgo/_pipes.py (the read pipe transport's _read_ready, asyncio's own but for the read)"
 REVIEWED = {
     "asyncio.streams.StreamReaderProtocol.data_received": (
@@ -120,6 +121,14 @@ REVIEWED = {
     "asyncio.unix_events._UnixReadPipeTransport._read_ready": (
         PIPES,
         {"39fbea6d93e5": "3.10.13-3.15.2"},
+    ),
+    "asyncio.selector_events.BaseSelectorEventLoop.sock_recv": (
+        SOCK_RECV,
+        {"8c442e2bcc03": "3.10.13-3.15.2"},
+    ),
+    "asyncio.selector_events.BaseSelectorEventLoop._sock_recv": (
+        SOCK_RECV,
+        {"9a0219ddec6f": "3.10.13-3.15.2"},
     ),
     "asyncio.selector_events.BaseSelectorEventLoop._add_reader": (
         FDS,
@@ -234,6 +243,15 @@ REVIEWED = {
     "asyncio.events.TimerHandle.cancel": (HANDLES, {"84d6460097ba": "3.10.13-3.15.2"}),
     "asyncio.events.TimerHandle._repr_info": (HANDLES, {"cd43771e1032": "3.10.13-3.15.2"}),
 }
+if sys.version_info >= (3, 11):  # sock_recvfrom is new in 3.11
+    REVIEWED["asyncio.selector_events.BaseSelectorEventLoop.sock_recvfrom"] = (
+        SOCK_RECV,
+        {"6610b224f760": "3.11.7-3.15.2"},
+    )
+    REVIEWED["asyncio.selector_events.BaseSelectorEventLoop._sock_recvfrom"] = (
+        SOCK_RECV,
+        {"d16609fc1e31": "3.11.7-3.15.2"},
+    )
 
 
 def _resolve(name):
@@ -256,7 +274,12 @@ def _resolve(name):
 def fingerprint(fn):
     """The function's source as tokens, without comments, layout and its
     docstring: the same text gives the same value on CPython 3.10 to 3.15."""
-    src = textwrap.dedent(inspect.getsource(fn))
+    return fingerprint_source(inspect.getsource(fn))
+
+
+def fingerprint_source(src):
+    """fingerprint() of a function's source text."""
+    src = textwrap.dedent(src)
     body = ast.parse(src).body[0].body
     skip = set()
     first = body[0] if body else None
@@ -296,6 +319,27 @@ def test_code_zloopgo_does_again_is_the_code_it_was_checked_against(name):
         f"Review {depends} against it, then add {got!r}.\nIts source now:\n"
         + textwrap.dedent(inspect.getsource(fn))
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "receive", "asyncios_receive"),
+    [
+        ("sock_recv", "_recv(self, sock, n)", "sock.recv(n)"),
+        ("_sock_recv", "_recv(self, sock, n)", "sock.recv(n)"),
+        ("sock_recvfrom", "_recvfrom(self, sock, bufsize)", "sock.recvfrom(bufsize)"),
+        ("_sock_recvfrom", "_recvfrom(self, sock, bufsize)", "sock.recvfrom(bufsize)"),
+    ],
+)
+def test_zloopgos_sock_receives_are_asyncios_but_for_the_receive(name, receive, asyncios_receive):
+    theirs = getattr(selector_events.BaseSelectorEventLoop, name, None)
+    ours = _sockrecv.SockReceives.__dict__.get(name)
+    assert (ours is None) == (theirs is None), f"{name}: asyncio has it, zloopgo not, or back"
+    if theirs is None:
+        return
+    src = inspect.getsource(ours)
+    call = re.compile(r"(?<![\w.])" + re.escape(receive))
+    assert len(call.findall(src)) == 1, f"{name} should call {receive} once"
+    assert fingerprint_source(call.sub(asyncios_receive, src)) == fingerprint(theirs)
 
 
 def test_the_stream_fast_path_is_on_exactly_where_its_code_was_checked():

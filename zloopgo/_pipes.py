@@ -8,7 +8,8 @@ each read allocates 256 KiB and shrinks it to what came (a pipe holds
 64 KiB), so glibc keeps growing and trimming the top of its heap and every
 read faults fresh pages in: 73,762 minor faults for 256 MiB from a child,
 18 a read, and none this way, and the parent's CPU time for them falls to
-a third or less (docs/where-time-goes.md, "Pipes"). Same bytes, the same
+a third or less (docs/where-time-goes.md, "Reads that allocate what
+they may receive"). Same bytes, the same
 max_size, the same exceptions and log line, the same protocol calls in the
 same order; a max_size that is not a positive int, or above
 SCRATCH_LIMIT, takes asyncio's own method. The write side is asyncio's:

@@ -1,0 +1,150 @@
+"""The loop's sock_recv and sock_recvfrom: asyncio's own code
+(selector_events.BaseSelectorEventLoop), but for the receive, which lands
+in the scratch buffer the loop keeps and is copied into a bytes of what
+came.
+
+asyncio calls sock.recv(n): `await loop.sock_recv(sock, 1_000_000)` (what
+uvloop's echo server asks for) allocates a 1 MB bytes above glibc's mmap
+threshold and shrinks it to the few bytes that came, which maps, faults
+in and unmaps memory on every call: 16-23 µs and 2 page faults per 1 KiB
+received, against 2.2 µs with n = 64 KiB (docs/where-time-goes.md,
+"Reads that allocate what they may receive"). Same bytes, the same
+exceptions (recv_into and recvfrom_into fail as recv and recvfrom do for
+the sizes taken here), the same order.
+Only a plain socket.socket (a subclass may override recv) and an int n
+from SCRATCH_FROM to SCRATCH_LIMIT take the scratch buffer; the rest is
+asyncio's recv (below glibc's first mmap threshold the allocation is
+cheaper than the scratch buffer's extra copy and calls). The
+methods are asyncio's, line for line, with that receive in place of
+sock.recv; tests/test_asyncio_internals.py pins the code they copy. This
+module knows asyncio's loop; nothing of the engine.
+"""
+
+import functools
+import socket
+from asyncio import base_events, selector_events
+
+# The receives that land in the scratch buffer: from glibc's initial mmap
+# threshold up to a size the buffer, which keeps the size of its largest
+# receive, may keep.
+SCRATCH_FROM = 128 * 1024
+SCRATCH_LIMIT = 1 << 20
+
+_BASE = selector_events.BaseSelectorEventLoop
+
+
+def _scratch_view(loop, n):
+    scratch = loop._zl_read_scratch
+    if len(scratch) < n:
+        scratch = loop._zl_read_scratch = bytearray(n)
+    return memoryview(scratch)
+
+
+def _recv(loop, sock, n):
+    """sock.recv(n)."""
+    if (
+        type(sock) is not socket.socket
+        or type(n) is not int
+        or not SCRATCH_FROM <= n <= SCRATCH_LIMIT
+    ):
+        return sock.recv(n)
+    with _scratch_view(loop, n) as whole, whole[:n] as view:
+        return view[: sock.recv_into(view, n)].tobytes()
+
+
+def _recvfrom(loop, sock, n):
+    """sock.recvfrom(n)."""
+    if (
+        type(sock) is not socket.socket
+        or type(n) is not int
+        or not SCRATCH_FROM <= n <= SCRATCH_LIMIT
+    ):
+        return sock.recvfrom(n)
+    with _scratch_view(loop, n) as whole, whole[:n] as view:
+        nbytes, address = sock.recvfrom_into(view, n)
+        return view[:nbytes].tobytes(), address
+
+
+class SockReceives:
+    """sock_recv and sock_recvfrom for zloopgo's Loop (a base before
+    asyncio's loop classes)."""
+
+    __slots__ = ()
+
+    async def sock_recv(self, sock, n):
+        """Receive data from the socket.
+
+        The return value is a bytes object representing the data received.
+        The maximum amount of data to be received at once is specified by
+        nbytes.
+        """
+        base_events._check_ssl_socket(sock)
+        if self._debug and sock.gettimeout() != 0:
+            raise ValueError("the socket must be non-blocking")
+        try:
+            return _recv(self, sock, n)
+        except (BlockingIOError, InterruptedError):
+            pass
+        fut = self.create_future()
+        fd = sock.fileno()
+        self._ensure_fd_no_transport(fd)
+        handle = self._add_reader(fd, self._sock_recv, fut, sock, n)
+        fut.add_done_callback(functools.partial(self._sock_read_done, fd, handle=handle))
+        return await fut
+
+    def _sock_recv(self, fut, sock, n):
+        # _sock_recv() can add itself as an I/O callback if the operation can't
+        # be done immediately. Don't use it directly, call sock_recv().
+        if fut.done():
+            return
+        try:
+            data = _recv(self, sock, n)
+        except (BlockingIOError, InterruptedError):
+            return  # try again next time
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - as asyncio's
+            fut.set_exception(exc)
+        else:
+            fut.set_result(data)
+
+    if hasattr(_BASE, "sock_recvfrom"):  # 3.11+
+
+        async def sock_recvfrom(self, sock, bufsize):
+            """Receive a datagram from a datagram socket.
+
+            The return value is a tuple of (bytes, address) representing the
+            datagram received and the address it came from.
+            The maximum amount of data to be received at once is specified by
+            nbytes.
+            """
+            base_events._check_ssl_socket(sock)
+            if self._debug and sock.gettimeout() != 0:
+                raise ValueError("the socket must be non-blocking")
+            try:
+                return _recvfrom(self, sock, bufsize)
+            except (BlockingIOError, InterruptedError):
+                pass
+            fut = self.create_future()
+            fd = sock.fileno()
+            self._ensure_fd_no_transport(fd)
+            handle = self._add_reader(fd, self._sock_recvfrom, fut, sock, bufsize)
+            fut.add_done_callback(functools.partial(self._sock_read_done, fd, handle=handle))
+            return await fut
+
+        def _sock_recvfrom(self, fut, sock, bufsize):
+            # _sock_recvfrom() can add itself as an I/O callback if the operation
+            # can't be done immediately. Don't use it directly, call
+            # sock_recvfrom().
+            if fut.done():
+                return
+            try:
+                result = _recvfrom(self, sock, bufsize)
+            except (BlockingIOError, InterruptedError):
+                return  # try again next time
+            except (SystemExit, KeyboardInterrupt):
+                raise
+            except BaseException as exc:  # noqa: BLE001 - as asyncio's
+                fut.set_exception(exc)
+            else:
+                fut.set_result(result)
