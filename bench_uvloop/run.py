@@ -553,7 +553,7 @@ def parse_args(argv=None):
     p.add_argument("--clients", default="uvloop,go", help="of uvloop,go (default both)")
     p.add_argument("--sizes", default="1024,10240", help="message sizes (1024,10240)")
     p.add_argument(
-        "--modes", default="proto,buffered,streams", help="of proto,buffered,streams,sock"
+        "--modes", default="proto,buffered,streams,sock", help="of proto,buffered,streams,sock"
     )
     p.add_argument(
         "--contenders",
