@@ -14,6 +14,7 @@ package main
 import (
 	"os"
 	"runtime"
+	"strconv"
 )
 
 // minimumPs is the fewest Ps zloopgo runs with when the program did not
@@ -21,15 +22,17 @@ import (
 const minimumPs = 2
 
 func init() {
-	raiseLoneP(os.LookupEnv, runtime.GOMAXPROCS)
+	raiseLoneP(os.Getenv, runtime.GOMAXPROCS)
 }
 
 // raiseLoneP gives the runtime minimumPs Ps when Go chose fewer and the
-// program did not set GOMAXPROCS itself (its choice stands, even 1).
-// Setting it stops Go 1.25's automatic updates of GOMAXPROCS, which only
-// a process that started on one CPU and is later given more would miss.
-func raiseLoneP(lookupEnv func(string) (string, bool), gomaxprocs func(int) int) {
-	if _, set := lookupEnv("GOMAXPROCS"); set {
+// program did not choose: a GOMAXPROCS the runtime honours (a positive
+// integer, even 1) stands; an empty or unusable one, which the runtime
+// ignores, does not count as a choice. Setting it stops Go 1.25's
+// automatic updates of GOMAXPROCS, which only a process that started on
+// one CPU and is later given more would miss.
+func raiseLoneP(getenv func(string) string, gomaxprocs func(int) int) {
+	if n, err := strconv.Atoi(getenv("GOMAXPROCS")); err == nil && n > 0 {
 		return
 	}
 	if gomaxprocs(0) < minimumPs {

@@ -14,12 +14,14 @@ func TestRaiseLoneP(t *testing.T) {
 		{"many CPUs", nil, 16, 16},
 		{"the program chose one", map[string]string{"GOMAXPROCS": "1"}, 1, 1},
 		{"the program chose three", map[string]string{"GOMAXPROCS": "3"}, 3, 3},
-		{"set but empty is still the program's", map[string]string{"GOMAXPROCS": ""}, 1, 1},
+		{"empty, which Go ignores", map[string]string{"GOMAXPROCS": ""}, 1, 2},
+		{"zero, which Go ignores", map[string]string{"GOMAXPROCS": "0"}, 1, 2},
+		{"not a number, which Go ignores", map[string]string{"GOMAXPROCS": "two"}, 1, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			procs := c.goChose
-			lookup := func(k string) (string, bool) { v, ok := c.env[k]; return v, ok }
+			getenv := func(k string) string { return c.env[k] }
 			set := func(n int) int {
 				prev := procs
 				if n > 0 {
@@ -27,7 +29,7 @@ func TestRaiseLoneP(t *testing.T) {
 				}
 				return prev
 			}
-			raiseLoneP(lookup, set)
+			raiseLoneP(getenv, set)
 			if procs != c.wantProc {
 				t.Fatalf("GOMAXPROCS = %d, want %d", procs, c.wantProc)
 			}

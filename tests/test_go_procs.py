@@ -2,7 +2,8 @@
 (GOMAXPROCS): two for a process confined to one CPU, where Go would pick one
 (capi/procs.go; why in docs/architecture.md, "One iteration, and who does
 what"), Go's own choice on more CPUs, and what the program set if it set the
-GOMAXPROCS environment variable, one included. Each case runs in a fresh
+GOMAXPROCS environment variable to a value the runtime honours, one
+included. Each case runs in a fresh
 interpreter pinned before zloopgo starts the runtime (more CPUs than one:
 capi/procs_test.go)."""
 
@@ -56,3 +57,8 @@ def test_the_programs_gomaxprocs_is_reported():
 
 def test_the_program_may_choose_one_p():
     assert gomaxprocs(1, GOMAXPROCS="1") == 1
+
+
+def test_an_empty_gomaxprocs_is_no_choice():
+    # the Go runtime ignores it, and so does zloopgo
+    assert gomaxprocs(1, GOMAXPROCS="") == 2
