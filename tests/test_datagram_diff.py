@@ -21,7 +21,7 @@ after each step the program runs the loop until nothing is left to read
 on any endpoint and nothing new was observed for two looks a
 millisecond apart: every observation is then deterministic, except that
 a heavily loaded machine may defer the kernel's work past that, so a
-program whose runs differ runs again (RUNS). Observed:
+program whose runs differ runs again (helpers.assert_same_observations). Observed:
 every datagram (length, digest, sender by role), every error_received
 and connection_lost, what each sendto raised, the exception handler's
 calls, and each transport's buffer size and closing state after every
@@ -38,7 +38,7 @@ import select
 import socket
 
 import pytest
-from helpers import FACTORIES
+from helpers import FACTORIES, assert_same_observations
 
 import zloopgo
 from zloopgo import _datagram
@@ -269,34 +269,20 @@ def observe(loop_name, steps, family, seed):
 FAMILIES = [socket.AF_INET] + ([socket.AF_INET6] if IPV6 else [])
 
 
-# A program whose two runs differ runs again, up to this many times in
-# all: a difference the code makes shows in every run, while one the
-# kernel's timing makes (a loaded machine deferring loopback delivery or
-# an ICMP error past the settling) does not come back.
-RUNS = 3
-
-
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
 def test_generated_datagram_programs_observe_what_asyncio_observes(family):
     rng = random.Random(1931 + int(family))
     for n in range(PROGRAMS):
         steps = make_program(rng)
-        for _ in range(RUNS):
-            want = observe("asyncio", steps, family, n)
-            got = observe("zloopgo", steps, family, n)
-            if got == want:
-                break
-        else:
-            first = (
-                next(i for i, (a, b) in enumerate(zip(want, got, strict=True)) if a != b)
-                if len(want) == len(got)
-                else min(len(want), len(got))
-            )
-            pytest.fail(
-                f"program {n} ({family.name}) differs at observation {first} in each of "
-                f"{RUNS} runs:\nsteps: {steps}\nasyncio: {want[max(0, first - 3) : first + 3]}\n"
-                f"zloopgo: {got[max(0, first - 3) : first + 3]}"
-            )
+        assert_same_observations(
+            f"program {n} ({family.name})",
+            steps,
+            observe,
+            steps,
+            family,
+            n,
+            context=3,
+        )
 
 
 def test_the_echo_takes_the_native_paths_and_the_rest_takes_asyncios(monkeypatch):

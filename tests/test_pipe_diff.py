@@ -26,7 +26,8 @@ name, which is zloopgo's own, and the callback's source location are
 masked), and the transport's closing and reading state after every step.
 Both loops must see the same for each of ZL_PIPE_PROGRAMS generated
 programs (seeded; 60 per kind by default). A program whose runs differ
-runs again (RUNS): the tty layer's hand-off is the kernel's timing.
+runs again (helpers.assert_same_observations): the tty layer's hand-off
+is the kernel's timing.
 """
 
 import asyncio
@@ -43,7 +44,7 @@ import time
 import tty
 
 import pytest
-from helpers import FACTORIES
+from helpers import FACTORIES, assert_same_observations
 
 import zloopgo
 from zloopgo import _pipes
@@ -253,30 +254,13 @@ def observe(loop_name, kind, steps, debug):
         asyncio_logger.setLevel(level)
 
 
-RUNS = 3
-
-
 @pytest.mark.parametrize("kind", KINDS)
 def test_generated_pipe_programs_observe_what_asyncio_observes(kind):
     rng = random.Random(("pipes", kind).__repr__())
     for n in range(PROGRAMS):
         steps = make_program(rng, kind)
-        for _ in range(RUNS):
-            debug = n % 3 == 0  # debug mode logs the end and read errors
-            want = observe("asyncio", kind, steps, debug)
-            got = observe("zloopgo", kind, steps, debug)
-            if got == want:
-                break
-        else:
-            first = next(
-                (i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b),
-                min(len(want), len(got)),
-            )
-            pytest.fail(
-                f"program {n} ({kind}) differs at observation {first} in each of {RUNS} runs:\n"
-                f"steps: {steps}\nasyncio: {want[max(0, first - 2) : first + 2]}\n"
-                f"zloopgo: {got[max(0, first - 2) : first + 2]}"
-            )
+        debug = n % 3 == 0  # debug mode logs the end and read errors
+        assert_same_observations(f"program {n} ({kind})", steps, observe, kind, steps, debug)
 
 
 def test_reads_take_the_scratch_path_and_the_rest_asyncios(monkeypatch):

@@ -35,7 +35,7 @@ import struct
 import sys
 
 import pytest
-from helpers import FACTORIES
+from helpers import FACTORIES, assert_same_observations
 
 import zloopgo
 from zloopgo import _sockrecv
@@ -195,30 +195,13 @@ def observe(loop_name, kind, steps, debug):
         loop.close()
 
 
-RUNS = 3
-
-
 @pytest.mark.parametrize("kind", KINDS)
 def test_generated_sock_recv_programs_observe_what_asyncio_observes(kind):
     rng = random.Random(repr(("sock_recv", kind)))
     for n in range(PROGRAMS):
         debug = n % 3 == 0
         steps = make_program(rng, kind, debug)
-        for _ in range(RUNS):
-            want = observe("asyncio", kind, steps, debug)
-            got = observe("zloopgo", kind, steps, debug)
-            if got == want:
-                break
-        else:
-            first = next(
-                (i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b),
-                min(len(want), len(got)),
-            )
-            pytest.fail(
-                f"program {n} ({kind}) differs at observation {first} in each of {RUNS} runs:\n"
-                f"steps: {steps}\nasyncio: {want[max(0, first - 2) : first + 2]}\n"
-                f"zloopgo: {got[max(0, first - 2) : first + 2]}"
-            )
+        assert_same_observations(f"program {n} ({kind})", steps, observe, kind, steps, debug)
 
 
 def test_receives_from_scratch_from_on_take_the_scratch_buffer(monkeypatch):
@@ -227,8 +210,8 @@ def test_receives_from_scratch_from_on_take_the_scratch_buffer(monkeypatch):
     calls = []
     monkeypatch.setattr(
         _sockrecv,
-        "_scratch_view",
-        lambda loop, n, view=_sockrecv._scratch_view: (
+        "scratch_view",
+        lambda loop, n, view=_sockrecv.scratch_view: (
             calls.append(n),
             view(loop, n),
         )[1],

@@ -18,6 +18,7 @@ import socket
 from asyncio import selector_events
 
 from . import _engine
+from ._scratch import scratch_view
 
 _NATIVE_FAMILIES = (socket.AF_INET, socket.AF_INET6)
 
@@ -57,12 +58,9 @@ class DatagramTransport(_engine.DatagramFastPaths, selector_events._SelectorData
             # errors differently: asyncio's own path for unusual sizes.
             return selector_events._SelectorDatagramTransport._read_ready(self)
         try:
-            scratch = self._loop._zl_read_scratch
-            if len(scratch) < size:
-                scratch = self._loop._zl_read_scratch = bytearray(size)
-            nbytes, addr = self._sock.recvfrom_into(scratch, size)
-            with memoryview(scratch) as view:
-                data = bytes(view[:nbytes])
+            with scratch_view(self._loop, size) as view:
+                nbytes, addr = self._sock.recvfrom_into(view, size)
+                data = view[:nbytes].tobytes()
         except (BlockingIOError, InterruptedError):
             pass
         except OSError as exc:

@@ -93,9 +93,7 @@ class Loop(_engine.LoopCore, SockReceives, unix_events._UnixSelectorEventLoop):
 
     def __init__(self, *, slow_callbacks=None):
         super().__init__(selector=_WatchedDescriptors(self))
-        # Where datagram and read pipe transports receive in Python
-        # (zloopgo/_datagram.py, zloopgo/_pipes.py) before copying out; grown
-        # to max_size on first use, one per loop since a loop has one thread.
+        # where receives land before what came is copied out (zloopgo/_scratch.py)
         self._zl_read_scratch = bytearray()
         # Who else hears of each slow callback (zloopgo.instrument's spans):
         # callables (handle, start_ns, end_ns), monotonic nanoseconds.

@@ -9,10 +9,10 @@ each read allocates 256 KiB and shrinks it to what came (a pipe holds
 read faults fresh pages in: 73,762 minor faults for 256 MiB from a child,
 18 a read, and none this way, and the parent's CPU time for them falls to
 a third or less (docs/where-time-goes.md, "Reads that allocate what
-they may receive"). Same bytes, the same
-max_size, the same exceptions and log line, the same protocol calls in the
-same order; a max_size that is not a positive int, or above
-SCRATCH_LIMIT, takes asyncio's own method. The write side is asyncio's:
+they may receive"). Same bytes, the same max_size, the same exceptions
+and log line, the same protocol calls in the same order; a max_size that
+is not a positive int, or above SCRATCH_LIMIT, takes asyncio's own
+method. The write side is asyncio's:
 its os.write allocates nothing. This module knows asyncio's pipe
 transport; nothing of the engine.
 """
@@ -20,6 +20,8 @@ transport; nothing of the engine.
 import os
 from asyncio import unix_events
 from asyncio.log import logger
+
+from ._scratch import scratch_view
 
 # The largest read that lands in the loop's scratch buffer (which keeps
 # the size of its largest read): a larger max_size is asyncio's own read.
@@ -35,10 +37,7 @@ class ReadPipeTransport(unix_events._UnixReadPipeTransport):
             return unix_events._UnixReadPipeTransport._read_ready(self)
         # from here on, asyncio's _read_ready with os.read's bytes made here
         try:
-            scratch = self._loop._zl_read_scratch
-            if len(scratch) < size:
-                scratch = self._loop._zl_read_scratch = bytearray(size)
-            with memoryview(scratch) as whole, whole[:size] as view:
+            with scratch_view(self._loop, size) as whole, whole[:size] as view:
                 nbytes = os.readv(self._fileno, (view,))
                 data = view[:nbytes].tobytes()
         except (BlockingIOError, InterruptedError):

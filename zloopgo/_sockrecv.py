@@ -24,6 +24,8 @@ import functools
 import socket
 from asyncio import base_events, selector_events
 
+from ._scratch import scratch_view
+
 # The receives that land in the scratch buffer: from glibc's initial mmap
 # threshold up to a size the buffer, which keeps the size of its largest
 # receive, may keep.
@@ -33,34 +35,23 @@ SCRATCH_LIMIT = 1 << 20
 _BASE = selector_events.BaseSelectorEventLoop
 
 
-def _scratch_view(loop, n):
-    scratch = loop._zl_read_scratch
-    if len(scratch) < n:
-        scratch = loop._zl_read_scratch = bytearray(n)
-    return memoryview(scratch)
+def _takes_scratch(sock, n):
+    return type(sock) is socket.socket and type(n) is int and SCRATCH_FROM <= n <= SCRATCH_LIMIT
 
 
 def _recv(loop, sock, n):
     """sock.recv(n)."""
-    if (
-        type(sock) is not socket.socket
-        or type(n) is not int
-        or not SCRATCH_FROM <= n <= SCRATCH_LIMIT
-    ):
+    if not _takes_scratch(sock, n):
         return sock.recv(n)
-    with _scratch_view(loop, n) as whole, whole[:n] as view:
+    with scratch_view(loop, n) as whole, whole[:n] as view:
         return view[: sock.recv_into(view, n)].tobytes()
 
 
 def _recvfrom(loop, sock, n):
     """sock.recvfrom(n)."""
-    if (
-        type(sock) is not socket.socket
-        or type(n) is not int
-        or not SCRATCH_FROM <= n <= SCRATCH_LIMIT
-    ):
+    if not _takes_scratch(sock, n):
         return sock.recvfrom(n)
-    with _scratch_view(loop, n) as whole, whole[:n] as view:
+    with scratch_view(loop, n) as whole, whole[:n] as view:
         nbytes, address = sock.recvfrom_into(view, n)
         return view[:nbytes].tobytes(), address
 

@@ -25,7 +25,7 @@ import sys
 from .harness import pin_prefix
 
 WAITS = ("epoll_wait", "epoll_pwait", "epoll_pwait2", "io_uring_enter")
-IO = WAITS + ("sendto", "recvfrom", "sendmsg", "recvmsg", "recvmmsg", "read", "write")
+IO = WAITS + ("sendto", "recvfrom", "sendmsg", "recvmsg", "recvmmsg", "read", "readv", "write")
 RUNTIME = ("futex", "nanosleep", "clock_nanosleep", "tgkill", "sched_yield", "rt_sigreturn")
 EVENTS = ["raw_syscalls:sys_enter"] + [f"syscalls:sys_enter_{n}" for n in IO + RUNTIME]
 PINS = {"one core": "1", "two cores": "0,1"}
