@@ -21,6 +21,9 @@ static PyMethodDef module_methods[] = {
     {"set_repr_hook", zl_set_repr_hook, METH_O, "Install the function that formats handles."},
     {"set_transport_layout", zl_set_transport_layout, METH_O,
      "Record where a transport class keeps its slots."},
+    {"set_tls", zl_set_tls, METH_VARARGS,
+     "Turn the native TLS record path on: (SSLProtocol, SSLProtocolState, SSLAgainErrors, "
+     "SSLObject, is_closing_asks_transport, zloopgo's SSLProtocol, its app transport)."},
     {"set_datagram_layout", zl_set_datagram_layout, METH_O,
      "Record where a datagram transport class keeps its slots."},
     {"set_streams", zl_set_streams, METH_VARARGS,
@@ -64,8 +67,9 @@ PyMODINIT_FUNC PyInit__engine(void)
 {
     if (zl_handle_types_ready() < 0 || zl_timer_handle_type_ready() < 0 ||
         zl_loop_type_ready() < 0 || zl_transport_type_ready() < 0 || zl_datagram_type_ready() < 0 ||
-        zl_streamfeed_ready() < 0 || zl_context_ready() < 0 || zl_clock_ready() < 0 ||
-        zl_resolver_ready() < 0 || zl_dispatch_ready() < 0 || zl_files_ready() < 0)
+        zl_tls_ready() < 0 || zl_streamfeed_ready() < 0 || zl_context_ready() < 0 ||
+        zl_clock_ready() < 0 || zl_resolver_ready() < 0 || zl_dispatch_ready() < 0 ||
+        zl_files_ready() < 0)
         return NULL;
     if (zl_runtime_ready() < 0)
         return NULL;
@@ -78,6 +82,9 @@ PyMODINIT_FUNC PyInit__engine(void)
         PyModule_AddObjectRef(m, "StreamFastPaths", (PyObject *)&zl_StreamFastPathsType) < 0 ||
         PyModule_AddObjectRef(m, "TransportState", (PyObject *)&zl_TransportStateType) < 0 ||
         PyModule_AddObjectRef(m, "DatagramFastPaths", (PyObject *)&zl_DatagramFastPathsType) < 0 ||
+        PyModule_AddObjectRef(m, "TLSFastPaths", (PyObject *)&zl_TLSFastPathsType) < 0 ||
+        PyModule_AddObjectRef(m, "TLSTransportFastPaths",
+                              (PyObject *)&zl_TLSTransportFastPathsType) < 0 ||
         PyModule_AddObjectRef(m, "DatagramState", (PyObject *)&zl_DatagramStateType) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -22,13 +22,14 @@
  *  13 fds.c           the descriptor table
  *  14 streamfeed.c    a stream's reads straight into its StreamReader
  *  15 transport.c     the socket transport's native methods: reads, writes
- *  16 datagram.c      the datagram transport's native methods: receive, sendto
- *  17 resolver.c      name lookups on resolver threads
- *  18 files.c         file operations on worker goroutines, their bound
- *  19 dispatch.c      the engine's calls into C: one iteration's batch
- *  20 loop.c          the LoopCore type: making, running, closing a loop
- *  21 stats.c         zloopgo.stats(): the counters read, reset; slow-callback detection set
- *  22 module.c        the extension module
+ *  16 tls.c           the TLS protocol's and its app transport's native methods
+ *  17 datagram.c      the datagram transport's native methods: receive, sendto
+ *  18 resolver.c      name lookups on resolver threads
+ *  19 files.c         file operations on worker goroutines, their bound
+ *  20 dispatch.c      the engine's calls into C: one iteration's batch
+ *  21 loop.c          the LoopCore type: making, running, closing a loop
+ *  22 stats.c         zloopgo.stats(): the counters read, reset; slow-callback detection set
+ *  23 module.c        the extension module
  */
 #ifndef ZL_H
 #define ZL_H
@@ -264,7 +265,8 @@ extern PyTypeObject zl_LoopType;
 extern PyTypeObject *zl_HandleType; /* heap types (handle.c, timer_handle.c) */
 extern PyTypeObject *zl_TimerHandleType;
 extern PyTypeObject zl_StreamFastPathsType;
-extern PyTypeObject zl_DatagramFastPathsType; /* datagram.c */
+extern PyTypeObject zl_DatagramFastPathsType;                          /* datagram.c */
+extern PyTypeObject zl_TLSFastPathsType, zl_TLSTransportFastPathsType; /* tls.c */
 extern PyTypeObject zl_DatagramStateType;
 
 /* capi/util.c (layer 1) */
@@ -280,7 +282,7 @@ PyObject *zl_call_handling(PyObject *obj, PyObject *name, PyObject *exc, PyObjec
 /* The offsets of a class's object slots (__slots__), recorded once
  * (zl_layout_record) so that reading one on an instance of that class is a
  * load. names[f] is where the interned name of field f is kept. */
-#define ZL_LAYOUT_MAX 16
+#define ZL_LAYOUT_MAX 24
 typedef struct {
     PyTypeObject *type; /* the class recorded; NULL before */
     int n;
@@ -560,6 +562,12 @@ static inline void zl_transport_forget_read(zl_loop *L) { L->rx.quiet_read = 0; 
 static inline int zl_transport_read_was_quiet(const zl_loop *L) { return L->rx.quiet_read; }
 
 /* capi/datagram.c */
+/* capi/tls.c */
+int zl_tls_ready(void);
+/* _engine.set_tls(SSLProtocol, SSLProtocolState, SSLAgainErrors, SSLObject,
+ * is_closing_asks_transport, zloopgo's SSLProtocol, its app transport) */
+PyObject *zl_set_tls(PyObject *mod, PyObject *args);
+
 int zl_datagram_type_ready(void);
 PyObject *zl_set_datagram_layout(PyObject *mod, PyObject *cls);
 

@@ -46,7 +46,7 @@ from pathlib import Path
 import pytest
 
 import zloopgo
-from zloopgo import _datagram, _engine, _loop, _pipes, _sockrecv, _transports
+from zloopgo import _datagram, _engine, _loop, _pipes, _sockrecv, _tls, _transports
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSION = sys.version.split()[0]
@@ -65,6 +65,7 @@ HANDLES = "capi/handle.c and zloopgo/_loop.py's _handle_repr"
 DATAGRAM = "capi/datagram.c and zloopgo/_datagram.py (the native receive and sendto)"
 SOCK_RECV = "zloopgo/_sockrecv.py (asyncio's sock_recv and sock_recvfrom, but for the receive)"
 PIPES = "zloopgo/_pipes.py (the read pipe transport's _read_ready, asyncio's own but for the read)"
+TLS = "capi/tls.c and zloopgo/_tls.py (the native TLS record path)"
 REVIEWED = {
     "asyncio.streams.StreamReaderProtocol.data_received": (
         STREAMS,
@@ -253,11 +254,42 @@ if sys.version_info >= (3, 11):  # sock_recvfrom is new in 3.11
         {"d16609fc1e31": "3.11.7-3.15.2"},
     )
 
+if sys.version_info >= (3, 11):  # 3.10's sslproto is another state machine
+    _SSL = "asyncio.sslproto.SSLProtocol."
+    for _method, _print in {
+        "get_buffer": "6980441e1265",
+        "buffer_updated": "a5ded1919622",
+        "_do_read": "6339aaa596c3",
+        "_do_read__copied": "cf6a5da7b479",
+        "_do_write": "c003faa16497",
+        "_process_outgoing": "a9dff278289b",
+        "_write_appdata": "b4aa5864f6a9",
+        "_control_app_writing": "0acdbaad8733",
+        "_control_ssl_reading": "f1868aa52e87",
+        "_get_write_buffer_size": "9fd4e5ecf8e7",
+        "_get_read_buffer_size": "ba7050052054",
+        "_get_app_transport": "9b5bf620f6bc",
+    }.items():
+        REVIEWED[_SSL + _method] = (TLS, {_print: "3.11.7-3.15.2"})
+    REVIEWED["asyncio.sslproto._SSLProtocolTransport.write"] = (
+        TLS,
+        {"a7a1ac2b5f5b": "3.11.7-3.15.2"},
+    )
+    REVIEWED["asyncio.sslproto._SSLProtocolTransport.is_closing"] = (
+        TLS,
+        {"d2767ab18acd": "3.11.7-3.13.0", "6f6027f51a70": "3.14.8-3.15.2 (asks the socket's)"},
+    )
+    REVIEWED["ssl.SSLObject.read"] = (TLS, {"cd40ad059e1c": "3.11.7-3.15.2"})
+    REVIEWED["ssl.SSLObject.write"] = (TLS, {"0e38ab6515fe": "3.11.7-3.15.2"})
+    if sys.version_info >= (3, 14):
+        REVIEWED[_SSL + "_is_transport_closing"] = (TLS, {"33a5b6535804": "3.14.8-3.15.2"})
+
 
 def _resolve(name):
     parts = name.split(".")
-    obj = importlib.import_module(".".join(parts[:2]))
-    for part in parts[2:]:
+    module = 2 if parts[0] == "asyncio" else 1  # asyncio.<module>.<class>..., or ssl.<class>...
+    obj = importlib.import_module(".".join(parts[:module]))
+    for part in parts[module:]:
         owner = obj
         obj = None
         for klass in inspect.getmro(owner) if inspect.isclass(owner) else [owner]:
@@ -919,6 +951,51 @@ C_NAMES = {
     # 3.14's _ThreadSafeHandle._lock (threading's RLock), which the native
     # runner takes and releases as _ThreadSafeHandle._run does
     "threadsafe_lock": {"acquire", "release"},
+    # capi/tls.c: what it reads on asyncio's SSLProtocol (3.11+), on its
+    # _SSLProtocolTransport, SSLProtocolState's members, the MemoryBIOs,
+    # ssl.SSLObject, the backlog (a deque) and bytes
+    "tls_protocol": {
+        "_state",
+        "_incoming",
+        "_outgoing",
+        "_sslobj",
+        "_ssl_buffer",
+        "_ssl_buffer_view",
+        "max_size",
+        "_app_protocol",
+        "_app_protocol_is_buffer",
+        "_app_reading_paused",
+        "_write_backlog",
+        "_write_buffer_size",
+        "_ssl_writing_paused",
+        "_transport",
+        "_outgoing_high_water",
+        "_outgoing_low_water",
+        "_app_writing_paused",
+        "_incoming_high_water",
+        "_incoming_low_water",
+        "_ssl_reading_paused",
+        "_do_handshake",
+        "_do_flush",
+        "_do_shutdown",
+        "_call_eof_received",
+        "_start_shutdown",
+        "_fatal_error",
+        "_write_appdata",
+        "get_buffer",
+        "_do_read__buffered",
+        "_control_app_writing",
+        "_control_ssl_reading",
+    },
+    "tls_app_transport": {"_closed", "_ssl_protocol", "is_closing"},
+    "tls_states": {"DO_HANDSHAKE", "WRAPPED", "FLUSHING", "SHUTDOWN", "UNWRAPPED"},
+    "memory_bio": {"read", "write", "pending", "eof"},
+    "sslobject": {"read", "write", "_sslobj"},
+    # the _ssl object an ssl.SSLObject wraps, which capi/tls.c calls directly
+    "ssl_inner": {"read", "write", "pending"},
+    "deque": {"append"},
+    "bytes": {"join"},
+    "tls_messages": {"Fatal error on SSL protocol"},
 }
 
 
@@ -1068,6 +1145,45 @@ def test_sslproto_is_a_buffered_protocol_the_native_read_feeds():
         "transport.resume_reading",
     ):
         assert step in start_tls, step
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="3.10's SSLProtocol is a plain Protocol")
+def test_names_the_native_tls_path_reads_exist_on_asyncios_objects():
+    loop = asyncio.SelectorEventLoop()
+    try:
+        context = ssl.create_default_context()
+        proto = sslproto.SSLProtocol(
+            loop, asyncio.Protocol(), context, None, server_side=False, server_hostname="localhost"
+        )
+        sslobj = context.wrap_bio(ssl.MemoryBIO(), ssl.MemoryBIO(), server_hostname="localhost")
+        where = {
+            "tls_protocol": proto,
+            "tls_app_transport": proto._app_transport,
+            "tls_states": sslproto.SSLProtocolState,
+            "memory_bio": proto._incoming,
+            "sslobject": sslobj,
+            "ssl_inner": sslobj._sslobj,
+            "deque": proto._write_backlog,
+            "bytes": b"",
+        }
+        missing = [
+            f"{kind}.{name}"
+            for kind, obj in where.items()
+            for name in sorted(C_NAMES[kind])
+            if not hasattr(obj, name)
+        ]
+        assert not missing, f"on CPython {VERSION}, asyncio's objects lack {missing}"
+        assert type(sslobj) is ssl.SSLObject and type(proto._write_backlog) is collections.deque
+        assert sslproto.SSLAgainErrors == (ssl.SSLWantReadError, ssl.SSLSyscallError)
+        source = inspect.getsource(sslproto)
+        for message in C_NAMES["tls_messages"]:
+            assert message in source, f"asyncio no longer says {message!r}"
+        # zloopgo's subclasses keep in slots only what asyncio's __init__ sets
+        set_by_init = set(vars(proto))
+        for ours in (_tls.SSLProtocol, _tls._SSLProtocolTransport):
+            assert set(ours.__slots__) <= set_by_init | set(vars(proto._app_transport))
+    finally:
+        loop.close()
 
 
 # ---- the loop state zloopgo replaces ----------------------------------------

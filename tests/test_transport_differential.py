@@ -36,6 +36,8 @@ from transport_diff import compare, search
 from transport_diff.programs import programs
 from transport_diff.workers import Pair
 
+from zloopgo import _tls
+
 SEED = int(os.environ.get("ZL_DIFF_SEED", "19"))
 # asyncio: the fixed run compares asyncio with itself (how long it takes
 # when nothing differs, whether the harness is deterministic)
@@ -45,8 +47,9 @@ PLAN = [  # machine, net, share of the programs
     ("transport", "unix", 0.4),
     ("transport", "tcp", 0.15),
     ("transport", "tls", 0.15),
-    ("stream", "unix", 0.2),
-    ("stream", "tcp", 0.1),
+    ("stream", "unix", 0.15),
+    ("stream", "tcp", 0.05),
+    ("stream", "tls", 0.1),
 ]
 SELF_CHECK = 10  # programs per machine and net, asyncio against asyncio
 # Minimal programs of the differences this test found (each with a "note"):
@@ -101,7 +104,7 @@ def test_known_programs(pair, path):
 
 PATHS = [("transport", "unix", None), ("transport", "tcp", None)]
 PATHS += [("transport", "tls", "start_tls"), ("transport", "tls", "connect")]
-PATHS += [("stream", "unix", None), ("stream", "tcp", None)]
+PATHS += [("stream", "unix", None), ("stream", "tcp", None), ("stream", "tls", "connect")]
 
 
 @pytest.mark.parametrize(
@@ -142,6 +145,10 @@ def test_each_machine_runs_over_the_loops_own_transport(pair, machine, net, tls)
         protocol = "asyncio.sslproto.SSLProtocol"
     assert ref["notes"]["paths"] == [["asyncio.selector_events._SelectorSocketTransport", protocol]]
     if pair.names[1] == "zloopgo":
+        # a TLS connection the loop makes gets zloopgo's SSLProtocol, its
+        # record path native; start_tls (BaseEventLoop's) makes asyncio's
+        if tls == "connect" and _tls.NATIVE_TLS:
+            protocol = "zloopgo._tls.SSLProtocol"
         assert other["notes"]["paths"] == [["zloopgo._transports.SocketTransport", protocol]]
     if machine == "stream":
         assert ref["notes"]["python_feeds"] > 0  # the probe sees Python's feeds

@@ -24,12 +24,11 @@ from asyncio import (
     format_helpers,
     futures,
     selector_events,
-    sslproto,
     tasks,
     unix_events,
 )
 
-from . import _engine
+from . import _engine, _tls
 from ._datagram import DatagramTransport
 from ._numeric_addr import numeric_getaddrinfo
 from ._pipes import ReadPipeTransport
@@ -291,7 +290,7 @@ class Loop(_engine.LoopCore, SockReceives, unix_events._UnixSelectorEventLoop):
         if _SSL_ENSURES_FD:
             self._ensure_fd_no_transport(rawsock)
         transport_options = {"context": how.pop("context")} if _TRANSPORT_TAKES_CONTEXT else {}
-        ssl_protocol = sslproto.SSLProtocol(self, protocol, sslcontext, waiter, *side, **how)
+        ssl_protocol = _tls.protocol_class(self, protocol, sslcontext, waiter, *side, **how)
         SocketTransport(self, rawsock, ssl_protocol, None, extra, server, **transport_options)
         return ssl_protocol._app_transport
 

@@ -5,7 +5,7 @@ A program is plain JSON data (so that a failing one can be saved, printed
 and replayed); `runner` gives it its meaning:
 
     {"machine": "transport" | "stream",
-     "net": "unix" | "tcp" | "tls",        # tls: transport machine only
+     "net": "unix" | "tcp" | "tls",
      "tls": "start_tls" | "connect",       # net "tls": sslproto over the loop's
                                            # transport, or create_connection(ssl=)
      "debug": bool,                        # loop.set_debug()
@@ -63,7 +63,7 @@ program by deleting steps and ops and lowering sizes and choices.
 from hypothesis import strategies as st
 
 MACHINES = ("transport", "stream")
-NETS = {"transport": ("unix", "tcp", "tls"), "stream": ("unix", "tcp")}
+NETS = {"transport": ("unix", "tcp", "tls"), "stream": ("unix", "tcp", "tls")}
 
 KINDS = ("bytes", "bytearray", "memoryview", "mv_bytearray", "strided")
 MUTABLE = ("bytearray", "mv_bytearray")
@@ -92,7 +92,7 @@ STREAM_LIMITS = (64, 1024, 65536)
 HIGHS = (None, 0, 1, 100, 4096, 65535, 65536, 65537, 65536.0, 1000.5, 0.0, float("inf"), True, -1)
 LOWS = (None, 0, 1, 100, 16384, 100.0, 0.5, -1)
 RECV_SIZES = (1, 100, 4096, 65536, 1 << 20)
-SEND_SIZES = (1, 10, 1000, 4096)
+SEND_SIZES = (1, 10, 1000, 4096, 40000)  # 40000: three TLS records in one send
 READ_SIZES = (-1, 0, 1, 10, 100, 65536)
 
 
@@ -303,5 +303,7 @@ def programs(draw, machine=None, net=None):
         "steps": steps,
     }
     if net == "tls":
-        program["tls"] = draw(st.sampled_from(["start_tls", "connect"]))
+        # streams: open_connection(ssl=) makes the connection, which is "connect"
+        kinds = ["start_tls", "connect"] if machine == "transport" else ["connect"]
+        program["tls"] = draw(st.sampled_from(kinds))
     return program

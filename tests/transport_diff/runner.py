@@ -45,7 +45,8 @@ sends fill a socket sooner than one large one of the same bytes, and
 get_write_buffer_size() and pause_writing() show it; a loop must make
 asyncio's sends. Unix sockets and TLS ("tls" runs over a Unix socket pair:
 asyncio's sslproto over the loop's own transport, made by loop.start_tls()
-on a plain transport or by create_connection(ssl=...)) are compared
+on a plain transport, by create_connection(ssl=...) or, for streams, by
+open_connection(ssl=...)) are compared
 exactly.
 
 Loopback TCP is not deterministic that way: delayed ACKs, window updates
@@ -688,12 +689,35 @@ class Runner:
         return BufferedProtocol(self, t, conn["chunk"])
 
     def open_stream(self, ours, theirs, conn):
-        reader, writer = self.loop.run_until_complete(
-            asyncio.open_connection(sock=ours, limit=conn["limit"])
-        )
+        """asyncio.open_connection over the socket; for net "tls", with
+        ssl= (the loop the TLS client, the peer the server)."""
+        if self.p["net"] == "tls":
+            p = peers.TlsPeer(theirs, self.p["net"], self.tls[0])
+            coro = asyncio.open_connection(
+                sock=ours,
+                limit=conn["limit"],
+                ssl=self.tls[1],
+                server_hostname="localhost",
+            )
+            reader, writer = self.handshake(coro, p)
+        else:
+            p = peers.RawPeer(theirs, self.p["net"])
+            coro = asyncio.open_connection(sock=ours, limit=conn["limit"])
+            reader, writer = self.loop.run_until_complete(coro)
         self.readers.append(reader)
         self.writers.append(writer)
-        return writer.transport, None, peers.RawPeer(theirs, self.p["net"])
+        return writer.transport, None, p
+
+    def handshake(self, coro, peer):
+        """coro's result, run while the peer is driven through the TLS
+        handshake."""
+        task = self.loop.create_task(coro)
+        for _ in range(1000):
+            self.run_once()
+            peer.handshake()
+            if task.done():
+                break
+        return task.result()
 
     def open_tls(self, t, ours, theirs, conn):
         """The loop is the TLS client, the peer the server (driven here
@@ -713,13 +737,7 @@ class Runner:
             coro = self.loop.create_connection(
                 lambda proto=proto: proto, sock=ours, ssl=self.tls[1], server_hostname="localhost"
             )
-        task = self.loop.create_task(coro)
-        for _ in range(1000):
-            self.run_once()
-            p.handshake()
-            if task.done():
-                break
-        result = task.result()
+        result = self.handshake(coro, p)
         return (result if self.p.get("tls") == "start_tls" else result[0]), proto, p
 
     # -- the program

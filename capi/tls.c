@@ -1,0 +1,872 @@
+/* TLSFastPaths and TLSTransportFastPaths: native versions of the methods
+ * of asyncio.sslproto that run for every TLS record once a connection is
+ * up (CPython 3.11 to 3.15, whose sslproto is the same in these methods;
+ * tests/test_asyncio_internals.py pins their source):
+ *
+ *   the SSLProtocol, under the socket transport: get_buffer,
+ *   buffer_updated, _do_read, _do_read__copied, _do_write,
+ *   _process_outgoing, _write_appdata, _control_app_writing and
+ *   _control_ssl_reading;
+ *   the _SSLProtocolTransport the application holds: write and
+ *   is_closing.
+ *
+ * Each does, step by step, what asyncio's Python method does, through the
+ * same attributes and the same calls (MemoryBIO.read and write,
+ * SSLObject.read and write, the protocol's data_received, the socket
+ * transport's write), so the state machine's attributes, what the peer
+ * receives, the exceptions and their messages are asyncio's. What is rare
+ * runs asyncio's own Python method: every state but WRAPPED (handshake,
+ * flushing, shutdown, a write after close), a BufferedProtocol
+ * application (_do_read__buffered), and the moment a flow-control mark is
+ * crossed (the _control_* methods check the marks here and call asyncio's
+ * method only when it has something to do). zloopgo's subclasses
+ * (zloopgo/_tls.py) put these types first in their bases.
+ *
+ * Two shortcuts, neither visible: an ssl.SSLObject whose class is
+ * unchanged since import is read and written through the _ssl object it
+ * wraps, as its read and write methods do, without their Python frame;
+ * and an asyncio.StreamReaderProtocol application takes what was read
+ * through the stream fast path (streamfeed.c).
+ *
+ * It knows asyncio.sslproto's attribute names; nothing of the loop or the
+ * engine. */
+#include "zl.h"
+
+static PyObject *s_state, *s_incoming, *s_outgoing, *s_sslobj, *s_ssl_buffer, *s_ssl_buffer_view,
+    *s_max_size, *s_write, *s_read, *s_pending, *s_app_protocol, *s_app_protocol_is_buffer,
+    *s_app_reading_paused, *s_write_backlog, *s_write_buffer_size, *s_ssl_writing_paused,
+    *s_transport, *s_outgoing_high_water, *s_outgoing_low_water, *s_app_writing_paused,
+    *s_incoming_high_water, *s_incoming_low_water, *s_ssl_reading_paused, *s_data_received,
+    *s_do_handshake, *s_do_flush, *s_do_shutdown, *s_call_eof_received, *s_start_shutdown,
+    *s_fatal_error, *s_append, *s_join, *s_eof, *s_closed, *s_ssl_protocol, *s_write_appdata,
+    *s_is_closing, *msg_ssl_fatal, *zero, *empty_bytes;
+
+/* zloopgo's SSLProtocol and AppTransport keep the attributes read for
+ * every record in __slots__, whose offsets set_tls() records (zl_layout,
+ * util.c): reading one is then a load. Other instances, or a slot not yet
+ * set, take the ordinary lookup. */
+enum {
+    F_STATE,
+    F_INCOMING,
+    F_OUTGOING,
+    F_SSLOBJ,
+    F_SSL_BUFFER,
+    F_SSL_BUFFER_VIEW,
+    F_APP_PROTOCOL,
+    F_APP_PROTOCOL_IS_BUFFER,
+    F_APP_READING_PAUSED,
+    F_WRITE_BACKLOG,
+    F_WRITE_BUFFER_SIZE,
+    F_SSL_WRITING_PAUSED,
+    F_TRANSPORT,
+    F_OUTGOING_HIGH_WATER,
+    F_OUTGOING_LOW_WATER,
+    F_APP_WRITING_PAUSED,
+    F_INCOMING_HIGH_WATER,
+    F_INCOMING_LOW_WATER,
+    F_SSL_READING_PAUSED,
+    F_COUNT
+};
+static PyObject **field_names[F_COUNT] = {&s_state,
+                                          &s_incoming,
+                                          &s_outgoing,
+                                          &s_sslobj,
+                                          &s_ssl_buffer,
+                                          &s_ssl_buffer_view,
+                                          &s_app_protocol,
+                                          &s_app_protocol_is_buffer,
+                                          &s_app_reading_paused,
+                                          &s_write_backlog,
+                                          &s_write_buffer_size,
+                                          &s_ssl_writing_paused,
+                                          &s_transport,
+                                          &s_outgoing_high_water,
+                                          &s_outgoing_low_water,
+                                          &s_app_writing_paused,
+                                          &s_incoming_high_water,
+                                          &s_incoming_low_water,
+                                          &s_ssl_reading_paused};
+_Static_assert(F_COUNT <= ZL_LAYOUT_MAX, "too many TLS protocol fields for a zl_layout");
+static zl_layout layout = {.n = F_COUNT, .names = field_names};
+
+static PyObject *get_field(PyObject *self, int f) { return zl_layout_get(&layout, self, f); }
+
+static int field_true(PyObject *self, int f) { return zl_layout_true(&layout, self, f); }
+
+enum { A_CLOSED, A_SSL_PROTOCOL, A_COUNT };
+static PyObject **app_field_names[A_COUNT] = {&s_closed, &s_ssl_protocol};
+static zl_layout app_layout = {.n = A_COUNT, .names = app_field_names};
+
+static PyObject *app_field(PyObject *self, int f) { return zl_layout_get(&app_layout, self, f); }
+
+/* What _engine.set_tls() recorded: asyncio's SSLProtocol methods the rare
+ * cases call, SSLProtocolState's members, sslproto.SSLAgainErrors, and
+ * ssl.SSLObject with its version tag then. NULL until set_tls. */
+static PyObject *py_get_buffer, *py_write_appdata, *py_do_read_buffered, *py_control_app_writing,
+    *py_control_ssl_reading;
+static PyObject *st_do_handshake, *st_wrapped, *st_flushing, *st_shutdown, *st_unwrapped;
+static PyObject *again_errors;
+static PyTypeObject *sslobject_type;
+static unsigned int sslobject_version;
+/* 3.14+: _SSLProtocolTransport.is_closing() also asks the socket transport */
+static int is_closing_asks_transport;
+
+PyObject *zl_set_tls(PyObject *mod, PyObject *args)
+{
+    PyObject *proto_cls, *states, *again, *sslobject, *ours, *our_app;
+    int asks;
+    if (!PyArg_ParseTuple(args, "O!OO!O!pOO", &PyType_Type, &proto_cls, &states, &PyTuple_Type,
+                          &again, &PyType_Type, &sslobject, &asks, &ours, &our_app))
+        return NULL;
+    if (zl_layout_record(&layout, ours) < 0 || zl_layout_record(&app_layout, our_app) < 0)
+        return NULL;
+    struct {
+        PyObject **slot;
+        const char *name;
+    } methods[] = {
+        {&py_get_buffer, "get_buffer"},
+        {&py_write_appdata, "_write_appdata"},
+        {&py_do_read_buffered, "_do_read__buffered"},
+        {&py_control_app_writing, "_control_app_writing"},
+        {&py_control_ssl_reading, "_control_ssl_reading"},
+    };
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+        PyObject *m = PyObject_GetAttrString(proto_cls, methods[i].name);
+        if (m == NULL)
+            return NULL;
+        Py_XSETREF(*methods[i].slot, m);
+    }
+    struct {
+        PyObject **slot;
+        const char *name;
+    } members[] = {
+        {&st_do_handshake, "DO_HANDSHAKE"}, {&st_wrapped, "WRAPPED"},
+        {&st_flushing, "FLUSHING"},         {&st_shutdown, "SHUTDOWN"},
+        {&st_unwrapped, "UNWRAPPED"},
+    };
+    for (size_t i = 0; i < sizeof members / sizeof members[0]; i++) {
+        PyObject *m = PyObject_GetAttrString(states, members[i].name);
+        if (m == NULL)
+            return NULL;
+        Py_XSETREF(*members[i].slot, m);
+    }
+    Py_XSETREF(again_errors, Py_NewRef(again));
+    /* looking a method up gives the class a version tag if it had none */
+    PyObject *read = PyObject_GetAttr(sslobject, s_read);
+    if (read == NULL)
+        return NULL;
+    Py_DECREF(read);
+    Py_XSETREF(sslobject_type, (PyTypeObject *)Py_NewRef(sslobject));
+    sslobject_version = sslobject_type->tp_version_tag;
+    is_closing_asks_transport = asks;
+    Py_RETURN_NONE;
+}
+
+/* ---- small steps ---- */
+
+/* self._state == member: 1, 0, or -1 */
+static int state_is(PyObject *self, PyObject *member)
+{
+    PyObject *state = get_field(self, F_STATE);
+    if (state == NULL)
+        return -1;
+    int r = PyObject_RichCompareBool(state, member, Py_EQ);
+    Py_DECREF(state);
+    return r;
+}
+
+/* obj.name(arg) or obj.name() (arg NULL); the result dropped: 0 or -1 */
+static int call_method(PyObject *obj, PyObject *name, PyObject *arg)
+{
+    PyObject *r = arg != NULL ? PyObject_CallMethodOneArg(obj, name, arg)
+                              : PyObject_CallMethodNoArgs(obj, name);
+    Py_XDECREF(r);
+    return r != NULL ? 0 : -1;
+}
+
+/* fn(self) for one of asyncio's recorded methods: a new reference or NULL */
+static PyObject *call_python(PyObject *fn, PyObject *self, PyObject *arg)
+{
+    return arg != NULL ? PyObject_CallFunctionObjArgs(fn, self, arg, NULL)
+                       : PyObject_CallOneArg(fn, self);
+}
+
+/* The _ssl object an unchanged ssl.SSLObject wraps (new reference), or a
+ * new reference to sslobj itself when it is anything else. */
+static PyObject *ssl_target(PyObject *sslobj)
+{
+    if (Py_TYPE(sslobj) == sslobject_type && sslobject_version != 0 &&
+        sslobject_type->tp_version_tag == sslobject_version) {
+        PyObject *inner = PyObject_GetAttr(sslobj, s_sslobj);
+        if (inner != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError))
+            return inner;
+        PyErr_Clear(); /* SSLObject.read would raise this itself */
+    }
+    return Py_NewRef(sslobj);
+}
+
+/* self._sslobj.read(n) or self._sslobj.write(data): a new reference, or
+ * NULL with the exception set */
+static PyObject *ssl_call(PyObject *self, PyObject *method, PyObject *arg)
+{
+    PyObject *sslobj = get_field(self, F_SSLOBJ);
+    if (sslobj == NULL)
+        return NULL;
+    PyObject *target = ssl_target(sslobj);
+    Py_DECREF(sslobj);
+    if (target == NULL)
+        return NULL;
+    PyObject *r = PyObject_CallMethodOneArg(target, method, arg);
+    Py_DECREF(target);
+    return r;
+}
+
+/* Whether the next self._sslobj.read() can only raise SSLWantReadError,
+ * so that _do_read__copied's loop may stop without making it: the SSL
+ * object is an unchanged ssl.SSLObject, the incoming BIO holds nothing and
+ * is not at EOF, and OpenSSL holds no decrypted bytes (SSL_pending). A
+ * TLS stream's records are read from the BIO exactly (no read-ahead), so
+ * OpenSSL then has nothing to read from; the read it skips would cost
+ * more than the round trip's own record (the exception alone, ~2 us).
+ * 1, 0, or -1 with an exception set. */
+static int nothing_to_read(PyObject *self)
+{
+    PyObject *sslobj = get_field(self, F_SSLOBJ);
+    if (sslobj == NULL)
+        return -1;
+    int r = 0;
+    PyObject *target = ssl_target(sslobj);
+    if (target == NULL) {
+        r = -1;
+    } else if (target != sslobj) {
+        PyObject *incoming = get_field(self, F_INCOMING);
+        PyObject *pending = incoming ? PyObject_GetAttr(incoming, s_pending) : NULL;
+        PyObject *eof = pending ? PyObject_GetAttr(incoming, s_eof) : NULL;
+        PyObject *held = eof ? PyObject_CallMethodNoArgs(target, s_pending) : NULL;
+        if (held == NULL)
+            r = -1;
+        else
+            r = PyLong_CheckExact(pending) && PyLong_AsLong(pending) == 0 && eof == Py_False &&
+                PyLong_CheckExact(held) && PyLong_AsLong(held) == 0;
+        Py_XDECREF(held);
+        Py_XDECREF(eof);
+        Py_XDECREF(pending);
+        Py_XDECREF(incoming);
+    }
+    Py_XDECREF(target);
+    Py_DECREF(sslobj);
+    return r;
+}
+
+/* The pending exception is one of sslproto.SSLAgainErrors: cleared, 1. */
+static int clear_again(void)
+{
+    if (!PyErr_ExceptionMatches(again_errors))
+        return 0;
+    PyErr_Clear();
+    return 1;
+}
+
+/* `except Exception as ex: self._fatal_error(ex, 'Fatal error on SSL
+ * protocol')` around a step that failed; other exceptions propagate. */
+static PyObject *ssl_fatal(PyObject *self)
+{
+    if (!PyErr_ExceptionMatches(PyExc_Exception))
+        return NULL;
+    PyObject *exc = zl_fetch_exception();
+    PyObject *r = zl_call_handling(self, s_fatal_error, exc, msg_ssl_fatal);
+    Py_DECREF(exc);
+    if (r == NULL)
+        return NULL;
+    Py_DECREF(r);
+    Py_RETURN_NONE;
+}
+
+/* a, b the flow-control test of _control_*: (size >= high and not paused)
+ * -> 1, (size <= low and paused) -> 1, otherwise 0; -1 on error */
+static int mark_crossed(PyObject *self, PyObject *size, int high_f, int low_f, int paused_f)
+{
+    PyObject *high = get_field(self, high_f);
+    if (high == NULL)
+        return -1;
+    int over = PyObject_RichCompareBool(size, high, Py_GE);
+    Py_DECREF(high);
+    if (over < 0)
+        return -1;
+    int paused = field_true(self, paused_f);
+    if (paused < 0)
+        return -1;
+    if (over && !paused)
+        return 1;
+    PyObject *low = get_field(self, low_f);
+    if (low == NULL)
+        return -1;
+    int under = PyObject_RichCompareBool(size, low, Py_LE);
+    Py_DECREF(low);
+    if (under < 0)
+        return -1;
+    return under && paused;
+}
+
+/* ---- flow control ---- */
+
+/* _control_app_writing: size = self._outgoing.pending + self._write_buffer_size */
+static PyObject *control_app_writing(PyObject *self, PyObject *unused)
+{
+    PyObject *outgoing = get_field(self, F_OUTGOING);
+    PyObject *pending = outgoing ? PyObject_GetAttr(outgoing, s_pending) : NULL;
+    Py_XDECREF(outgoing);
+    PyObject *buffered = pending ? get_field(self, F_WRITE_BUFFER_SIZE) : NULL;
+    PyObject *size = buffered ? PyNumber_Add(pending, buffered) : NULL;
+    Py_XDECREF(pending);
+    Py_XDECREF(buffered);
+    if (size == NULL)
+        return NULL;
+    int crossed =
+        mark_crossed(self, size, F_OUTGOING_HIGH_WATER, F_OUTGOING_LOW_WATER, F_APP_WRITING_PAUSED);
+    Py_DECREF(size);
+    if (crossed < 0)
+        return NULL;
+    if (crossed)
+        return call_python(py_control_app_writing, self, NULL);
+    Py_RETURN_NONE;
+}
+
+/* _control_ssl_reading: size = self._incoming.pending */
+static PyObject *control_ssl_reading(PyObject *self, PyObject *unused)
+{
+    PyObject *incoming = get_field(self, F_INCOMING);
+    PyObject *size = incoming ? PyObject_GetAttr(incoming, s_pending) : NULL;
+    Py_XDECREF(incoming);
+    if (size == NULL)
+        return NULL;
+    int crossed =
+        mark_crossed(self, size, F_INCOMING_HIGH_WATER, F_INCOMING_LOW_WATER, F_SSL_READING_PAUSED);
+    Py_DECREF(size);
+    if (crossed < 0)
+        return NULL;
+    if (crossed)
+        return call_python(py_control_ssl_reading, self, NULL);
+    Py_RETURN_NONE;
+}
+
+/* ---- outgoing ---- */
+
+/* _process_outgoing: what the SSL object wrote goes to the socket transport */
+static PyObject *process_outgoing(PyObject *self, PyObject *unused)
+{
+    int paused = field_true(self, F_SSL_WRITING_PAUSED);
+    if (paused < 0)
+        return NULL;
+    if (!paused) {
+        PyObject *outgoing = get_field(self, F_OUTGOING);
+        PyObject *data = outgoing ? PyObject_CallMethodNoArgs(outgoing, s_read) : NULL;
+        Py_XDECREF(outgoing);
+        if (data == NULL)
+            return NULL;
+        Py_ssize_t n = PyObject_Size(data);
+        int rc = 0;
+        if (n < 0) {
+            rc = -1;
+        } else if (n > 0) {
+            PyObject *transport = get_field(self, F_TRANSPORT);
+            rc = transport ? call_method(transport, s_write, data) : -1;
+            Py_XDECREF(transport);
+        }
+        Py_DECREF(data);
+        if (rc < 0)
+            return NULL;
+    }
+    return control_app_writing(self, NULL);
+}
+
+/* self._write_buffer_size -= n: 0 or -1 */
+static int buffered_less(PyObject *self, PyObject *n)
+{
+    PyObject *size = get_field(self, F_WRITE_BUFFER_SIZE);
+    if (size == NULL)
+        return -1;
+    PyObject *less = PyNumber_InPlaceSubtract(size, n);
+    Py_DECREF(size);
+    if (less == NULL)
+        return -1;
+    int rc = PyObject_SetAttr(self, s_write_buffer_size, less);
+    Py_DECREF(less);
+    return rc;
+}
+
+/* One turn of _do_write's loop: the first backlog item into the SSL
+ * object. 1: go on; 0: the backlog is empty; -1: an exception. */
+static int write_one(PyObject *self)
+{
+    PyObject *backlog = get_field(self, F_WRITE_BACKLOG);
+    if (backlog == NULL)
+        return -1;
+    int any = PyObject_IsTrue(backlog);
+    if (any <= 0) {
+        Py_DECREF(backlog);
+        return any;
+    }
+    int rc = -1;
+    PyObject *count = NULL, *len = NULL, *rest = NULL, *slice = NULL;
+    PyObject *data = PyObject_GetItem(backlog, zero);
+    if (data == NULL)
+        goto done;
+    if ((count = ssl_call(self, s_write, data)) == NULL)
+        goto done;
+    Py_ssize_t data_len = PyObject_Size(data);
+    if (data_len < 0 || (len = PyLong_FromSsize_t(data_len)) == NULL)
+        goto done;
+    int partial = PyObject_RichCompareBool(count, len, Py_LT);
+    if (partial < 0)
+        goto done;
+    if (partial) {
+        if ((slice = PySlice_New(count, NULL, NULL)) == NULL ||
+            (rest = PyObject_GetItem(data, slice)) == NULL ||
+            PyObject_SetItem(backlog, zero, rest) < 0 || buffered_less(self, count) < 0)
+            goto done;
+    } else if (PyObject_DelItem(backlog, zero) < 0 || buffered_less(self, len) < 0) {
+        goto done;
+    }
+    rc = 1;
+done:
+    Py_XDECREF(slice);
+    Py_XDECREF(rest);
+    Py_XDECREF(len);
+    Py_XDECREF(count);
+    Py_XDECREF(data);
+    Py_DECREF(backlog);
+    return rc;
+}
+
+/* _do_write: the backlog into the SSL object until it takes no more, then
+ * _process_outgoing */
+static PyObject *do_write(PyObject *self, PyObject *unused)
+{
+    int rc;
+    while ((rc = write_one(self)) > 0)
+        ;
+    if (rc < 0 && !clear_again())
+        return NULL;
+    return process_outgoing(self, NULL);
+}
+
+/* _write_appdata(list_of_data) in the states that write; asyncio's method
+ * for a write after the connection began to close (it counts and logs). */
+static PyObject *write_appdata(PyObject *self, PyObject *list_of_data)
+{
+    PyObject *state = get_field(self, F_STATE);
+    if (state == NULL)
+        return NULL;
+    int closed = 0;
+    PyObject *closed_states[] = {st_flushing, st_shutdown, st_unwrapped};
+    for (int i = 0; i < 3 && !closed; i++) {
+        closed = PyObject_RichCompareBool(state, closed_states[i], Py_EQ);
+        if (closed < 0) {
+            Py_DECREF(state);
+            return NULL;
+        }
+    }
+    Py_DECREF(state);
+    if (closed)
+        return call_python(py_write_appdata, self, list_of_data);
+    PyObject *it = PyObject_GetIter(list_of_data);
+    if (it == NULL)
+        return NULL;
+    PyObject *data;
+    while ((data = PyIter_Next(it)) != NULL) {
+        PyObject *backlog = get_field(self, F_WRITE_BACKLOG);
+        int rc = backlog ? call_method(backlog, s_append, data) : -1;
+        Py_XDECREF(backlog);
+        PyObject *size = rc == 0 ? get_field(self, F_WRITE_BUFFER_SIZE) : NULL;
+        Py_ssize_t n = size ? PyObject_Size(data) : -1;
+        PyObject *len = n >= 0 ? PyLong_FromSsize_t(n) : NULL;
+        PyObject *more = len ? PyNumber_InPlaceAdd(size, len) : NULL;
+        rc = more ? PyObject_SetAttr(self, s_write_buffer_size, more) : -1;
+        Py_XDECREF(more);
+        Py_XDECREF(len);
+        Py_XDECREF(size);
+        Py_DECREF(data);
+        if (rc < 0) {
+            Py_DECREF(it);
+            return NULL;
+        }
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred())
+        return NULL;
+    int wrapped = state_is(self, st_wrapped);
+    PyObject *r = wrapped > 0 ? do_write(self, NULL) : wrapped == 0 ? Py_NewRef(Py_None) : NULL;
+    if (r == NULL)
+        return ssl_fatal(self);
+    return r;
+}
+
+/* ---- incoming ---- */
+
+/* The application protocol's data_received(data), through the stream fast
+ * path when it is asyncio's StreamReaderProtocol: 0 or -1 */
+static int deliver(PyObject *self, PyObject *data)
+{
+    PyObject *app = get_field(self, F_APP_PROTOCOL);
+    if (app == NULL)
+        return -1;
+    int rc = 0;
+    if (PyBytes_CheckExact(data))
+        rc = zl_stream_feed(app, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
+    if (rc == 0)
+        rc = call_method(app, s_data_received, data);
+    else if (rc > 0)
+        rc = 0;
+    Py_DECREF(app);
+    return rc;
+}
+
+/* _do_read__copied: SSL object reads until it has no more, handed to the
+ * application in one data_received; close_notify starts the shutdown. */
+static int read_copied(PyObject *self)
+{
+    PyObject *chunk = Py_NewRef(Py_None); /* stands for b'1': truthy, never delivered */
+    PyObject *first = NULL, *list = NULL;
+    int rc = -1, eof = 0;
+    for (;;) {
+        PyObject *max_size = PyObject_GetAttr(self, s_max_size);
+        if (max_size == NULL)
+            goto done;
+        PyObject *got = ssl_call(self, s_read, max_size);
+        Py_DECREF(max_size);
+        if (got == NULL) {
+            if (clear_again())
+                break;
+            goto done;
+        }
+        Py_SETREF(chunk, got);
+        int any = PyObject_IsTrue(chunk);
+        if (any < 0)
+            goto done;
+        if (!any) {
+            eof = 1;
+            break;
+        }
+        if (list != NULL) {
+            if (PyList_Append(list, chunk) < 0)
+                goto done;
+        } else if (first == NULL) {
+            first = Py_NewRef(chunk);
+        } else {
+            if ((list = PyList_New(2)) == NULL)
+                goto done;
+            PyList_SET_ITEM(list, 0, first);
+            PyList_SET_ITEM(list, 1, Py_NewRef(chunk));
+            first = NULL;
+        }
+        int drained = nothing_to_read(self);
+        if (drained < 0)
+            goto done;
+        if (drained) /* what the next read would raise SSLWantReadError for */
+            break;
+    }
+    if (first != NULL) {
+        if (deliver(self, first) < 0)
+            goto done;
+    } else if (list != NULL) {
+        PyObject *joined = PyObject_CallMethodOneArg(empty_bytes, s_join, list);
+        int d = joined ? deliver(self, joined) : -1;
+        Py_XDECREF(joined);
+        if (d < 0)
+            goto done;
+    }
+    if (eof && (call_method(self, s_call_eof_received, NULL) < 0 ||
+                call_method(self, s_start_shutdown, NULL) < 0))
+        goto done;
+    rc = 0;
+done:
+    Py_XDECREF(first);
+    Py_XDECREF(list);
+    Py_DECREF(chunk);
+    return rc;
+}
+
+/* The body of _do_read's try: read for the application unless it paused
+ * reading, write what waits (or what the reads made: a TLS 1.3 key
+ * update), then the read marks. 0 or -1. */
+static int read_step(PyObject *self)
+{
+    int paused = field_true(self, F_APP_READING_PAUSED);
+    if (paused < 0)
+        return -1;
+    if (!paused) {
+        int buffered = field_true(self, F_APP_PROTOCOL_IS_BUFFER);
+        if (buffered < 0)
+            return -1;
+        if (buffered) {
+            PyObject *r = call_python(py_do_read_buffered, self, NULL);
+            if (r == NULL)
+                return -1;
+            Py_DECREF(r);
+        } else if (read_copied(self) < 0) {
+            return -1;
+        }
+        int waiting = field_true(self, F_WRITE_BACKLOG);
+        if (waiting < 0)
+            return -1;
+        PyObject *r = waiting ? do_write(self, NULL) : process_outgoing(self, NULL);
+        if (r == NULL)
+            return -1;
+        Py_DECREF(r);
+    }
+    PyObject *r = control_ssl_reading(self, NULL);
+    Py_XDECREF(r);
+    return r != NULL ? 0 : -1;
+}
+
+/* _do_read, in WRAPPED and FLUSHING */
+static PyObject *do_read(PyObject *self, PyObject *unused)
+{
+    int wrapped = state_is(self, st_wrapped);
+    int reads = wrapped != 0 ? wrapped : state_is(self, st_flushing);
+    if (reads < 0)
+        return NULL;
+    if (!reads)
+        Py_RETURN_NONE;
+    if (read_step(self) < 0)
+        return ssl_fatal(self);
+    Py_RETURN_NONE;
+}
+
+/* get_buffer(n): the protocol's own buffer, grown to want bytes */
+static PyObject *get_buffer(PyObject *self, PyObject *n)
+{
+    PyObject *buf = get_field(self, F_SSL_BUFFER);
+    if (buf == NULL)
+        return NULL;
+    int ours = PyLong_CheckExact(n) && PyByteArray_CheckExact(buf);
+    Py_DECREF(buf);
+    if (!ours) /* anything unusual: asyncio's own method */
+        return call_python(py_get_buffer, self, n);
+    PyObject *want = Py_NewRef(n);
+    PyObject *max_size = PyObject_GetAttr(self, s_max_size);
+    if (max_size == NULL)
+        goto fail;
+    int low = PyObject_RichCompareBool(want, zero, Py_LE);
+    int high = low == 0 ? PyObject_RichCompareBool(want, max_size, Py_GT) : 0;
+    if (low < 0 || high < 0)
+        goto fail;
+    if (low || high)
+        Py_SETREF(want, Py_NewRef(max_size));
+    Py_CLEAR(max_size);
+    if ((buf = get_field(self, F_SSL_BUFFER)) == NULL)
+        goto fail;
+    Py_ssize_t have = PyObject_Size(buf);
+    Py_DECREF(buf);
+    if (have < 0)
+        goto fail;
+    PyObject *have_obj = PyLong_FromSsize_t(have);
+    int short_ = have_obj ? PyObject_RichCompareBool(have_obj, want, Py_LT) : -1;
+    Py_XDECREF(have_obj);
+    if (short_ < 0)
+        goto fail;
+    if (short_) {
+        PyObject *fresh = PyObject_CallOneArg((PyObject *)&PyByteArray_Type, want);
+        int rc = fresh ? PyObject_SetAttr(self, s_ssl_buffer, fresh) : -1;
+        PyObject *view = rc == 0 ? get_field(self, F_SSL_BUFFER) : NULL;
+        PyObject *mv = view ? PyMemoryView_FromObject(view) : NULL;
+        rc = mv ? PyObject_SetAttr(self, s_ssl_buffer_view, mv) : -1;
+        Py_XDECREF(mv);
+        Py_XDECREF(view);
+        Py_XDECREF(fresh);
+        if (rc < 0)
+            goto fail;
+    }
+    Py_DECREF(want);
+    return get_field(self, F_SSL_BUFFER_VIEW);
+fail:
+    Py_XDECREF(max_size);
+    Py_DECREF(want);
+    return NULL;
+}
+
+/* buffer_updated(nbytes): the bytes into the incoming BIO, then the step
+ * of the current state */
+static PyObject *buffer_updated(PyObject *self, PyObject *nbytes)
+{
+    PyObject *incoming = get_field(self, F_INCOMING);
+    if (incoming == NULL)
+        return NULL;
+    PyObject *view = get_field(self, F_SSL_BUFFER_VIEW);
+    PyObject *slice = view ? PySlice_New(NULL, nbytes, NULL) : NULL;
+    PyObject *part = slice ? PyObject_GetItem(view, slice) : NULL;
+    int rc = part ? call_method(incoming, s_write, part) : -1;
+    Py_XDECREF(part);
+    Py_XDECREF(slice);
+    Py_XDECREF(view);
+    Py_DECREF(incoming);
+    if (rc < 0)
+        return NULL;
+    int is = state_is(self, st_do_handshake);
+    if (is != 0)
+        return is < 0 ? NULL : PyObject_CallMethodNoArgs(self, s_do_handshake);
+    if ((is = state_is(self, st_wrapped)) != 0)
+        return is < 0 ? NULL : do_read(self, NULL);
+    if ((is = state_is(self, st_flushing)) != 0)
+        return is < 0 ? NULL : PyObject_CallMethodNoArgs(self, s_do_flush);
+    if ((is = state_is(self, st_shutdown)) != 0)
+        return is < 0 ? NULL : PyObject_CallMethodNoArgs(self, s_do_shutdown);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef protocol_methods[] = {
+    {"get_buffer", get_buffer, METH_O, NULL},
+    {"buffer_updated", buffer_updated, METH_O, NULL},
+    {"_do_read", do_read, METH_NOARGS, NULL},
+    {"_do_write", do_write, METH_NOARGS, NULL},
+    {"_write_appdata", write_appdata, METH_O, NULL},
+    {"_process_outgoing", process_outgoing, METH_NOARGS, NULL},
+    {"_control_app_writing", control_app_writing, METH_NOARGS, NULL},
+    {"_control_ssl_reading", control_ssl_reading, METH_NOARGS, NULL},
+    {NULL}};
+
+PyTypeObject zl_TLSFastPathsType = {
+    /* clang-format off */
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "zloopgo._engine.TLSFastPaths",
+    /* clang-format on */
+    .tp_doc = "Native per-record methods for asyncio's sslproto.SSLProtocol.",
+    .tp_basicsize = sizeof(PyObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    /* SSLProtocol has no slots of its own, so this type is its subclass's
+     * best base, whose tp_new instances are made with */
+    .tp_new = PyType_GenericNew,
+    .tp_methods = protocol_methods,
+};
+
+/* ---- the application's transport ---- */
+
+/* write(data): bytes-like data to the SSL protocol's backlog */
+static PyObject *app_write(PyObject *self, PyObject *data)
+{
+    if (!PyBytes_Check(data) && !PyByteArray_Check(data) && !PyMemoryView_Check(data)) {
+#if PY_VERSION_HEX >= 0x030B0000
+        PyObject *name = PyType_GetName(Py_TYPE(data));
+#else
+        PyObject *name = PyObject_GetAttrString((PyObject *)Py_TYPE(data), "__name__");
+#endif
+        if (name != NULL) {
+            PyErr_Format(PyExc_TypeError, "data: expecting a bytes-like instance, got %U", name);
+            Py_DECREF(name);
+        }
+        return NULL;
+    }
+    int any = PyObject_IsTrue(data);
+    if (any <= 0)
+        return any < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *proto = app_field(self, A_SSL_PROTOCOL);
+    PyObject *one = proto ? PyTuple_Pack(1, data) : NULL;
+    PyObject *r = one ? PyObject_CallMethodOneArg(proto, s_write_appdata, one) : NULL;
+    Py_XDECREF(one);
+    Py_XDECREF(proto);
+    if (r == NULL)
+        return NULL;
+    Py_DECREF(r);
+    Py_RETURN_NONE;
+}
+
+/* is_closing(): self._closed, and on 3.14+ or the socket transport's */
+static PyObject *app_is_closing(PyObject *self, PyObject *unused)
+{
+    PyObject *closed = app_field(self, A_CLOSED);
+    if (closed == NULL || !is_closing_asks_transport)
+        return closed;
+    int yes = PyObject_IsTrue(closed);
+    if (yes != 0)
+        return yes < 0 ? (Py_DECREF(closed), NULL) : closed;
+    Py_DECREF(closed);
+    PyObject *proto = app_field(self, A_SSL_PROTOCOL);
+    if (proto == NULL)
+        return NULL;
+    if (!PyObject_TypeCheck(proto, &zl_TLSFastPathsType)) { /* not zloopgo's: its own method */
+        PyObject *r = PyObject_CallMethod(proto, "_is_transport_closing", NULL);
+        Py_DECREF(proto);
+        return r;
+    }
+    /* SSLProtocol._is_transport_closing */
+    PyObject *transport = get_field(proto, F_TRANSPORT);
+    Py_DECREF(proto);
+    if (transport == NULL)
+        return NULL;
+    if (transport == Py_None) {
+        Py_DECREF(transport);
+        Py_RETURN_FALSE;
+    }
+    PyObject *r = PyObject_CallMethodNoArgs(transport, s_is_closing);
+    Py_DECREF(transport);
+    return r;
+}
+
+static PyMethodDef app_methods[] = {
+    {"write", app_write, METH_O, "Write data to the transport (asyncio.WriteTransport.write)."},
+    {"is_closing", app_is_closing, METH_NOARGS,
+     "Return True if the transport is closing or closed."},
+    {NULL}};
+
+PyTypeObject zl_TLSTransportFastPathsType = {
+    /* clang-format off */
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "zloopgo._engine.TLSTransportFastPaths",
+    /* clang-format on */
+    .tp_doc = "Native write and is_closing for asyncio's sslproto._SSLProtocolTransport.",
+    .tp_basicsize = sizeof(PyObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_methods = app_methods,
+};
+
+int zl_tls_ready(void)
+{
+    static const zl_name names[] = {
+        {&s_state, "_state"},
+        {&s_incoming, "_incoming"},
+        {&s_outgoing, "_outgoing"},
+        {&s_sslobj, "_sslobj"},
+        {&s_ssl_buffer, "_ssl_buffer"},
+        {&s_ssl_buffer_view, "_ssl_buffer_view"},
+        {&s_max_size, "max_size"},
+        {&s_write, "write"},
+        {&s_read, "read"},
+        {&s_pending, "pending"},
+        {&s_app_protocol, "_app_protocol"},
+        {&s_app_protocol_is_buffer, "_app_protocol_is_buffer"},
+        {&s_app_reading_paused, "_app_reading_paused"},
+        {&s_write_backlog, "_write_backlog"},
+        {&s_write_buffer_size, "_write_buffer_size"},
+        {&s_ssl_writing_paused, "_ssl_writing_paused"},
+        {&s_transport, "_transport"},
+        {&s_outgoing_high_water, "_outgoing_high_water"},
+        {&s_outgoing_low_water, "_outgoing_low_water"},
+        {&s_app_writing_paused, "_app_writing_paused"},
+        {&s_incoming_high_water, "_incoming_high_water"},
+        {&s_incoming_low_water, "_incoming_low_water"},
+        {&s_ssl_reading_paused, "_ssl_reading_paused"},
+        {&s_data_received, "data_received"},
+        {&s_do_handshake, "_do_handshake"},
+        {&s_do_flush, "_do_flush"},
+        {&s_do_shutdown, "_do_shutdown"},
+        {&s_call_eof_received, "_call_eof_received"},
+        {&s_start_shutdown, "_start_shutdown"},
+        {&s_fatal_error, "_fatal_error"},
+        {&s_append, "append"},
+        {&s_join, "join"},
+        {&s_eof, "eof"},
+        {&s_closed, "_closed"},
+        {&s_ssl_protocol, "_ssl_protocol"},
+        {&s_write_appdata, "_write_appdata"},
+        {&s_is_closing, "is_closing"},
+        {&msg_ssl_fatal, "Fatal error on SSL protocol"},
+    };
+    if (zl_intern_names(names, sizeof names / sizeof names[0]) < 0)
+        return -1;
+    if ((zero = PyLong_FromLong(0)) == NULL || (empty_bytes = PyBytes_FromString("")) == NULL)
+        return -1;
+    if (PyType_Ready(&zl_TLSFastPathsType) < 0)
+        return -1;
+    return PyType_Ready(&zl_TLSTransportFastPathsType);
+}
