@@ -145,12 +145,11 @@ loop.run_until_complete(main())
     "tls_rtt": (
         1000,
         """
-import ssl, trustme
-ca = trustme.CA()
+import os, ssl
+certs = os.environ["ZL_INSTR_TLS"]  # written once by this tool: the same in both runs
 server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-ca.issue_cert("localhost").configure_cert(server_ctx)
-client_ctx = ssl.create_default_context()
-ca.configure_trust(client_ctx)
+server_ctx.load_cert_chain(os.path.join(certs, "server.pem"))
+client_ctx = ssl.create_default_context(cafile=os.path.join(certs, "ca.pem"))
 async def main():
     async def echo(reader, writer):
         while data := await reader.read(65536):
@@ -312,6 +311,20 @@ def print_functions(loop, op, body, n, gc_off, pattern):
     print(f"{op:12} {loop:8} {label:60} {'':19} {total / (2 * n):10,.1f} per op")
 
 
+def write_tls_files(where):
+    """A test CA and a certificate for "localhost" (trustme), as files the
+    TLS ops load: made here once, so that both runs of an op load the same
+    ones instead of each generating keys, whose cost varies from run to run
+    and would not cancel in the difference."""
+    import trustme
+
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(os.path.join(where, "ca.pem"))
+    ca.issue_cert("localhost").private_key_and_cert_chain_pem.write_to_path(
+        os.path.join(where, "server.pem")
+    )
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--loops", default="zloopgo")
@@ -322,6 +335,14 @@ def main(argv=None):
     )
     p.add_argument("--functions", metavar="REGEX", help="own instructions of these functions")
     args = p.parse_args(argv)
+    with tempfile.TemporaryDirectory() as certs:
+        if any("ZL_INSTR_TLS" in OPS[op][1] for op in args.ops.split(",")):
+            write_tls_files(certs)
+            os.environ["ZL_INSTR_TLS"] = certs
+        run_ops(args)
+
+
+def run_ops(args):
     for op in args.ops.split(","):
         n, body = OPS[op]
         for loop in args.loops.split(","):

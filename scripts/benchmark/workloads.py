@@ -541,6 +541,20 @@ def bulk(loop, mib):
     (pause_writing / resume_writing, default water marks). Timed: from the
     first write until the server has counted every byte. Counter: bytes the
     server received."""
+    return _bulk(loop, mib)
+
+
+def tls_bulk(loop, mib):
+    """bulk over TLS: the server from create_server(ssl=...), the client
+    from create_connection(ssl=..., server_hostname='localhost'); the
+    flow control the client sees is the TLS transport's. The handshake is
+    not timed. Check (beside bulk's): the connection used TLS."""
+    return _bulk(loop, mib, _tls_contexts())
+
+
+def _bulk(loop, mib, tls=None):
+    server_ssl = {"ssl": tls[0]} if tls else {}
+    client_ssl = {"ssl": tls[1], "server_hostname": "localhost"} if tls else {}
     seen = []
     total = mib << 20
     chunks = total // BULK_CHUNK
@@ -551,9 +565,9 @@ def bulk(loop, mib):
         return counters[-1]
 
     async def main():
-        server = await loop.create_server(server_factory, HOST, 0)
+        server = await loop.create_server(server_factory, HOST, 0, **server_ssl)
         transport, sender = await loop.create_connection(
-            lambda: _BulkSender(chunks, seen), HOST, _port(server)
+            lambda: _BulkSender(chunks, seen), HOST, _port(server), **client_ssl
         )
         _start()
         sender.pump()
@@ -571,6 +585,8 @@ def bulk(loop, mib):
     checks["one_connection"] = len(counters) == 1
     checks["sender_wrote_all"] = sender.left == 0
     extra.update(pauses=sender.pauses, server_reads=sum(c.reads for c in counters))
+    if tls:
+        checks["tls"] = sender.transport.get_extra_info("ssl_object") is not None
     return dt, received, checks, extra
 
 
@@ -946,6 +962,14 @@ _ALL = [
     Workload("bulk", bulk, 256, "MiB in 64 KiB writes, flow control (MiB/s)", "mibs", unit=1 << 20),
     Workload("udp_echo", udp_echo, 10_000, "1 KiB UDP datagram echo, one in flight"),
     Workload("tls_rtt", tls_rtt, 5_000, "1 KiB round trip over TLS, asyncio streams"),
+    Workload(
+        "tls_bulk",
+        tls_bulk,
+        64,
+        "MiB over TLS in 64 KiB writes, flow control (MiB/s)",
+        "mibs",
+        unit=1 << 20,
+    ),
     Workload("two_writes", two_writes, 10_000, "100 B request, reply in 2 writes (200 B + 1 KiB)"),
     Workload("one_write", one_write, 10_000, "100 B request, reply in 1 write (1224 B)"),
     # names
