@@ -279,6 +279,14 @@ if sys.version_info >= (3, 11):  # 3.10's sslproto is another state machine
         TLS,
         {"d2767ab18acd": "3.11.7-3.13.0", "6f6027f51a70": "3.14.8-3.15.2 (asks the socket's)"},
     )
+    REVIEWED["asyncio.base_events.BaseEventLoop.start_tls"] = (
+        "zloopgo/_tls.py's start_tls (asyncio's, making zloopgo's SSLProtocol)",
+        {
+            "7054041e99ae": "3.11.7-3.13.0",
+            "8e6a0d0a580b": "3.14.8 (hands a StreamReader's bytes to the SSL protocol)",
+            "92f61e16b063": "3.15.2 (and drops the waiter when the handshake fails)",
+        },
+    )
     REVIEWED["ssl.SSLObject.read"] = (TLS, {"cd40ad059e1c": "3.11.7-3.15.2"})
     REVIEWED["ssl.SSLObject.write"] = (TLS, {"0e38ab6515fe": "3.11.7-3.15.2"})
     if sys.version_info >= (3, 14):

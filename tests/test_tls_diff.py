@@ -8,7 +8,8 @@ each limit that code has:
 
 - both ends of one connection are the loop's: a client from
   create_connection(ssl=) and a server from connect_accepted_socket(ssl=),
-  over a socket pair whose buffers are small, 64 KiB or large;
+  or both upgraded by loop.start_tls(), over a socket pair whose buffers
+  are small, 64 KiB or large;
 - writes and writelines of 1 byte to many records (16 KiB each, and one
   byte either side), as bytes, bytearray (changed after the call),
   memoryview, a memoryview of another format, and values write refuses;
@@ -149,7 +150,8 @@ def _program(rng):
             step = [rng.choice(["close", "abort"]), end]
         step.append(rng.random() < 0.5)  # in a callback, or between iterations
         steps.append(step)
-    return {"sockbuf": rng.choice(SOCKBUFS), "ends": ends, "steps": steps}
+    how = rng.choice(["connect", "start_tls"])
+    return {"sockbuf": rng.choice(SOCKBUFS), "how": how, "ends": ends, "steps": steps}
 
 
 def _mask(text):
@@ -177,6 +179,9 @@ def _observe(loop_name, program, contexts, classes=None):
     for s in (a, b):
         s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, program["sockbuf"])
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, program["sockbuf"])
+
+    def gather(*coros):
+        return asyncio.gather(*(loop.create_task(c) for c in coros))
 
     def settle():
         for _ in range(SETTLE):
@@ -217,15 +222,23 @@ def _observe(loop_name, program, contexts, classes=None):
             log.append((protos[end].name, what, "raised", type(exc).__name__, _mask(str(exc))))
 
     try:
-        server = loop.create_task(
-            loop.connect_accepted_socket(lambda: protos[1], b, ssl=server_ctx)
-        )
-        client = loop.create_task(
-            loop.create_connection(
+        if program.get("how", "connect") == "connect":
+            server = loop.connect_accepted_socket(lambda: protos[1], b, ssl=server_ctx)
+            client = loop.create_connection(
                 lambda: protos[0], sock=a, ssl=client_ctx, server_hostname="localhost"
             )
-        )
-        loop.run_until_complete(asyncio.gather(server, client))
+            loop.run_until_complete(gather(server, client))
+        else:  # plain connections first, then loop.start_tls on each end
+            plain = loop.run_until_complete(
+                gather(
+                    loop.connect_accepted_socket(lambda: protos[1], b),
+                    loop.create_connection(lambda: protos[0], sock=a),
+                )
+            )
+            server = loop.start_tls(plain[0][0], protos[1], server_ctx, server_side=True)
+            client = loop.start_tls(plain[1][0], protos[0], client_ctx, server_hostname="localhost")
+            tls = loop.run_until_complete(gather(server, client))
+            protos[1].transport, protos[0].transport = tls
         if classes is not None:
             classes.extend(type(p.transport._ssl_protocol) for p in protos)
         for p, end in zip(protos, program["ends"], strict=True):
@@ -252,6 +265,8 @@ def _observe(loop_name, program, contexts, classes=None):
 
 @pytest.mark.parametrize("seed", range(PROGRAMS))
 def test_tls_records_match_asyncio(seed, tls_contexts):
+    # (a program that differs fails with its steps: replay it with
+    # _observe(loop, program, contexts) on each loop)
     program = _program(random.Random(seed))
     assert_same_observations(f"TLS program {seed}", program, _observe, program, tls_contexts)
 
@@ -260,12 +275,13 @@ def test_the_native_tls_path_is_taken(tls_contexts):
     # zloopgo's connections get its SSLProtocol (3.11+), whose record
     # methods are the adapter's
     end = {"buffered": False, "chunk": 1, "max_size": None}
-    program = {"sockbuf": 65536, "ends": [end, end], "steps": []}
-    classes = []
-    log = _observe("zloopgo", program, tls_contexts, classes)
-    assert ("client", "made") in log and ("server", "made") in log
     want = _tls.SSLProtocol if _tls.NATIVE_TLS else asyncio.sslproto.SSLProtocol
-    assert classes == [want, want]
+    for how in ("connect", "start_tls"):
+        program = {"sockbuf": 65536, "how": how, "ends": [end, end], "steps": []}
+        classes = []
+        log = _observe("zloopgo", program, tls_contexts, classes)
+        assert ("client", "made") in log and ("server", "made") in log
+        assert classes == [want, want], how
     if _tls.NATIVE_TLS:
         assert type(_tls.SSLProtocol.buffer_updated).__name__ == "method_descriptor"
         assert type(_tls._SSLProtocolTransport.write).__name__ == "method_descriptor"

@@ -145,9 +145,9 @@ def test_each_machine_runs_over_the_loops_own_transport(pair, machine, net, tls)
         protocol = "asyncio.sslproto.SSLProtocol"
     assert ref["notes"]["paths"] == [["asyncio.selector_events._SelectorSocketTransport", protocol]]
     if pair.names[1] == "zloopgo":
-        # a TLS connection the loop makes gets zloopgo's SSLProtocol, its
-        # record path native; start_tls (BaseEventLoop's) makes asyncio's
-        if tls == "connect" and _tls.NATIVE_TLS:
+        # a TLS connection the loop makes, or start_tls, gets zloopgo's
+        # SSLProtocol, its record path native
+        if tls and _tls.NATIVE_TLS:
             protocol = "zloopgo._tls.SSLProtocol"
         assert other["notes"]["paths"] == [["zloopgo._transports.SocketTransport", protocol]]
     if machine == "stream":

@@ -282,6 +282,9 @@ class Loop(_engine.LoopCore, SockReceives, unix_events._UnixSelectorEventLoop):
             self._ensure_fd_no_transport(sock)
             return SocketTransport(self, sock, protocol, waiter, extra, server)
 
+    if _tls.NATIVE_TLS:
+        start_tls = _tls.start_tls
+
     def _zl_ssl_transport(self, rawsock, protocol, sslcontext, waiter, side, extra, server, **how):
         # asyncio's TLS connection: its SSLProtocol state machine over this
         # loop's SocketTransport (the selector loop's own method builds the

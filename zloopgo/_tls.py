@@ -6,19 +6,29 @@ with write and is_closing native.
 
 On Pythons whose sslproto the native methods were checked against (3.11 to
 3.15; tests/test_asyncio_internals.py pins their source) `protocol_class`
-is zloopgo's subclass; elsewhere it is asyncio's own SSLProtocol. This
-module knows sslproto's classes; nothing of the loop or the engine.
+is zloopgo's subclass, and `start_tls` is asyncio's BaseEventLoop.start_tls
+making it; elsewhere both are asyncio's own. This module knows sslproto's
+classes and asyncio's start_tls; of the loop only what start_tls uses.
 """
 
-import ssl
 import sys
-from asyncio import sslproto
+from asyncio import base_events, sslproto
 
 from . import _engine
 
-NATIVE_TLS = (3, 11) <= sys.version_info[:2] <= (3, 15)
+try:
+    import ssl
+except ImportError:  # a Python built without it: asyncio's refusals stand
+    ssl = None
+
+NATIVE_TLS = ssl is not None and (3, 11) <= sys.version_info[:2] <= (3, 15)
 # 3.14 made _SSLProtocolTransport.is_closing() ask the socket transport too
 _IS_CLOSING_ASKS_TRANSPORT = hasattr(sslproto.SSLProtocol, "_is_transport_closing")
+# 3.14 (gh-142352): start_tls on the server side hands what a
+# StreamReaderProtocol's reader already holds to the SSL protocol
+_START_TLS_MOVES_BUFFER = (
+    "StreamReaderProtocol" in base_events.BaseEventLoop.start_tls.__code__.co_names
+)
 
 
 class _SSLProtocolTransport(_engine.TLSTransportFastPaths, sslproto._SSLProtocolTransport):
@@ -64,6 +74,74 @@ class SSLProtocol(_engine.TLSFastPaths, sslproto.SSLProtocol):
             self._app_transport = _SSLProtocolTransport(self._loop, self)
             self._app_transport_created = True
         return self._app_transport
+
+
+async def start_tls(
+    self,
+    transport,
+    protocol,
+    sslcontext,
+    *,
+    server_side=False,
+    server_hostname=None,
+    ssl_handshake_timeout=None,
+    ssl_shutdown_timeout=None,
+):
+    # asyncio's BaseEventLoop.start_tls (3.11 to 3.15), making zloopgo's
+    # SSLProtocol; self is the loop
+    if not isinstance(sslcontext, ssl.SSLContext):
+        raise TypeError(
+            f"sslcontext is expected to be an instance of ssl.SSLContext, got {sslcontext!r}"
+        )
+
+    if not getattr(transport, "_start_tls_compatible", False):
+        raise TypeError(f"transport {transport!r} is not supported by start_tls()")
+
+    waiter = self.create_future()
+    ssl_protocol = SSLProtocol(
+        self,
+        protocol,
+        sslcontext,
+        waiter,
+        server_side,
+        server_hostname,
+        ssl_handshake_timeout=ssl_handshake_timeout,
+        ssl_shutdown_timeout=ssl_shutdown_timeout,
+        call_connection_made=False,
+    )
+
+    # Pause early so that "ssl_protocol.data_received()" doesn't
+    # have a chance to get called before "ssl_protocol.connection_made()".
+    transport.pause_reading()
+
+    if server_side and _START_TLS_MOVES_BUFFER:
+        from asyncio.streams import StreamReaderProtocol
+
+        if isinstance(protocol, StreamReaderProtocol):
+            stream_reader = getattr(protocol, "_stream_reader", None)
+            if stream_reader is not None:
+                buffer = stream_reader._buffer
+                if buffer:
+                    ssl_protocol._incoming.write(buffer)
+                    buffer.clear()
+
+    transport.set_protocol(ssl_protocol)
+    conmade_cb = self.call_soon(ssl_protocol.connection_made, transport)
+    resume_cb = self.call_soon(transport.resume_reading)
+
+    try:
+        await waiter
+    except BaseException:
+        transport.close()
+        conmade_cb.cancel()
+        resume_cb.cancel()
+        waiter = None
+        raise
+
+    return ssl_protocol._app_transport
+
+
+start_tls.__doc__ = base_events.BaseEventLoop.start_tls.__doc__
 
 
 if NATIVE_TLS:
