@@ -163,9 +163,12 @@ void zl_done_free(uint64_t token, uint64_t value)
  * natively that drained its socket: no code of the program ran, no
  * descriptor was written to or registered, and every descriptor the wait
  * reported was read to the end (a full event buffer may leave some
- * unreported). Nothing the batch did can then make a descriptor ready,
- * and the engine skips the next wait if it could not block: it would
- * report only what became ready on its own meanwhile. */
+ * unreported); and no descriptor is watched for writing, since a read
+ * frees room in its socket, which makes a peer's end writable when the
+ * same loop waits to write to it (both ends of a socket pair, a client
+ * and server in one process). Nothing the batch did can then make a
+ * descriptor ready, and the engine skips the next wait if it could not
+ * block: it would report only what became ready on its own meanwhile. */
 static int run_batch(zl_loop *L, int64_t nevents)
 {
     /* The events, timers, lookups and signal handlers before the batch may
@@ -197,7 +200,7 @@ static int run_batch(zl_loop *L, int64_t nevents)
         zl_pending_forget(L, h);
         zl_handle_release(h);
     }
-    L->sh.quiet = zl_fds_take_watch_changed(L) ? 0 : quiet;
+    L->sh.quiet = zl_fds_take_watch_changed(L) || L->fds.writers > 0 ? 0 : quiet;
     if (rc == 0 && zl_clock_sync(L) < 0) /* for the next iteration */
         rc = -1;
     return rc;

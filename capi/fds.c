@@ -62,10 +62,12 @@ static uint32_t watch_mask(zl_fdwatch *w) { return (w->reader ? 1u : 0u) | (w->w
 /* Forgets what fd is watched for, without cancelling its handles. The
  * entry is emptied before any reference is dropped: dropping one may run
  * Python code that watches descriptors and moves the table. */
-static void fd_forget(zl_fdwatch *w)
+static void fd_forget(zl_loop *L, zl_fdwatch *w)
 {
     PyObject *reader = (PyObject *)w->reader, *writer = (PyObject *)w->writer,
              *fileobj = w->fileobj;
+    if (writer != NULL)
+        L->fds.writers--;
     w->reader = w->writer = NULL;
     w->fileobj = NULL;
     Py_XDECREF(reader);
@@ -97,7 +99,7 @@ static int change_watch(zl_loop *L, int fd, zl_fdwatch *w, uint32_t new)
         return 0;
     if (old != 0) {
         (void)zlgo_watch(L->engine, fd, old, 0);
-        fd_forget(w);
+        fd_forget(L, w);
     }
     errno = err;
     PyErr_SetFromErrno(PyExc_OSError);
@@ -145,6 +147,8 @@ static PyObject *add_watch(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, 
     zl_handle **place = which ? &w->writer : &w->reader;
     zl_handle *previous = *place;
     *place = (zl_handle *)Py_NewRef(h);
+    if (which && previous == NULL)
+        L->fds.writers++;
     if (previous != NULL) {
         zl_handle_cancel(previous);
         Py_DECREF(previous);
@@ -177,6 +181,8 @@ static PyObject *remove_watch(zl_loop *L, PyObject *arg, int which)
         return NULL;
     zl_handle *h = *place;
     *place = NULL;
+    if (which)
+        L->fds.writers--;
     if (w->reader == NULL && w->writer == NULL)
         Py_CLEAR(w->fileobj);
     zl_handle_cancel(h);
@@ -225,7 +231,7 @@ PyObject *zl_loop_find_fileobj(zl_loop *L, PyObject *fileobj)
 void zl_fds_release_all(zl_loop *L)
 {
     for (int fd = 0; fd < L->fds.cap; fd++)
-        fd_forget(&L->fds.entries[fd]);
+        fd_forget(L, &L->fds.entries[fd]);
 }
 
 /* A ready descriptor queues its handles, as asyncio's _process_events:

@@ -310,8 +310,9 @@ static int mark_crossed(PyObject *self, PyObject *size, int high_f, int low_f, i
 
 /* ---- flow control ---- */
 
-/* _control_app_writing: size = self._outgoing.pending + self._write_buffer_size */
-static PyObject *control_app_writing(PyObject *self, PyObject *unused)
+/* _control_app_writing: size = self._outgoing.pending + self._write_buffer_size.
+ * *loud is set when it runs asyncio's method (which calls the protocol). */
+static PyObject *app_writing_marks(PyObject *self, int *loud)
 {
     PyObject *outgoing = get_field(self, F_OUTGOING);
     PyObject *pending = outgoing ? PyObject_GetAttr(outgoing, s_pending) : NULL;
@@ -327,13 +328,21 @@ static PyObject *control_app_writing(PyObject *self, PyObject *unused)
     Py_DECREF(size);
     if (crossed < 0)
         return NULL;
-    if (crossed)
+    if (crossed) {
+        *loud = 1;
         return call_python(py_control_app_writing, self, NULL);
+    }
     Py_RETURN_NONE;
 }
 
+static PyObject *control_app_writing(PyObject *self, PyObject *unused)
+{
+    int loud = 0;
+    return app_writing_marks(self, &loud);
+}
+
 /* _control_ssl_reading: size = self._incoming.pending */
-static PyObject *control_ssl_reading(PyObject *self, PyObject *unused)
+static PyObject *ssl_reading_marks(PyObject *self, int *loud)
 {
     PyObject *incoming = get_field(self, F_INCOMING);
     PyObject *size = incoming ? PyObject_GetAttr(incoming, s_pending) : NULL;
@@ -345,15 +354,24 @@ static PyObject *control_ssl_reading(PyObject *self, PyObject *unused)
     Py_DECREF(size);
     if (crossed < 0)
         return NULL;
-    if (crossed)
+    if (crossed) {
+        *loud = 1;
         return call_python(py_control_ssl_reading, self, NULL);
+    }
     Py_RETURN_NONE;
+}
+
+static PyObject *control_ssl_reading(PyObject *self, PyObject *unused)
+{
+    int loud = 0;
+    return ssl_reading_marks(self, &loud);
 }
 
 /* ---- outgoing ---- */
 
-/* _process_outgoing: what the SSL object wrote goes to the socket transport */
-static PyObject *process_outgoing(PyObject *self, PyObject *unused)
+/* _process_outgoing: what the SSL object wrote goes to the socket
+ * transport (which sets *loud) */
+static PyObject *send_outgoing(PyObject *self, int *loud)
 {
     int paused = field_true(self, F_SSL_WRITING_PAUSED);
     if (paused < 0)
@@ -369,6 +387,7 @@ static PyObject *process_outgoing(PyObject *self, PyObject *unused)
         if (n < 0) {
             rc = -1;
         } else if (n > 0) {
+            *loud = 1;
             PyObject *transport = get_field(self, F_TRANSPORT);
             rc = transport ? call_method(transport, s_write, data) : -1;
             Py_XDECREF(transport);
@@ -377,7 +396,13 @@ static PyObject *process_outgoing(PyObject *self, PyObject *unused)
         if (rc < 0)
             return NULL;
     }
-    return control_app_writing(self, NULL);
+    return app_writing_marks(self, loud);
+}
+
+static PyObject *process_outgoing(PyObject *self, PyObject *unused)
+{
+    int loud = 0;
+    return send_outgoing(self, &loud);
 }
 
 /* self._write_buffer_size -= n: 0 or -1 */
@@ -505,8 +530,9 @@ static PyObject *write_appdata(PyObject *self, PyObject *list_of_data)
 /* ---- incoming ---- */
 
 /* The application protocol's data_received(data), through the stream fast
- * path when it is asyncio's StreamReaderProtocol: 0 or -1 */
-static int deliver(PyObject *self, PyObject *data)
+ * path when it is asyncio's StreamReaderProtocol (else *loud is set): 0
+ * or -1 */
+static int deliver(PyObject *self, PyObject *data, int *loud)
 {
     PyObject *app = get_field(self, F_APP_PROTOCOL);
     if (app == NULL)
@@ -514,17 +540,19 @@ static int deliver(PyObject *self, PyObject *data)
     int rc = 0;
     if (PyBytes_CheckExact(data))
         rc = zl_stream_feed(app, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
-    if (rc == 0)
+    if (rc == 0) {
+        *loud = 1;
         rc = call_method(app, s_data_received, data);
-    else if (rc > 0)
+    } else if (rc > 0) {
         rc = 0;
+    }
     Py_DECREF(app);
     return rc;
 }
 
 /* _do_read__copied: SSL object reads until it has no more, handed to the
  * application in one data_received; close_notify starts the shutdown. */
-static int read_copied(PyObject *self)
+static int read_copied(PyObject *self, int *loud)
 {
     PyObject *chunk = Py_NewRef(Py_None); /* stands for b'1': truthy, never delivered */
     PyObject *first = NULL, *list = NULL;
@@ -567,15 +595,16 @@ static int read_copied(PyObject *self)
             break;
     }
     if (first != NULL) {
-        if (deliver(self, first) < 0)
+        if (deliver(self, first, loud) < 0)
             goto done;
     } else if (list != NULL) {
         PyObject *joined = PyObject_CallMethodOneArg(empty_bytes, s_join, list);
-        int d = joined ? deliver(self, joined) : -1;
+        int d = joined ? deliver(self, joined, loud) : -1;
         Py_XDECREF(joined);
         if (d < 0)
             goto done;
     }
+    *loud |= eof;
     if (eof && (call_method(self, s_call_eof_received, NULL) < 0 ||
                 call_method(self, s_start_shutdown, NULL) < 0))
         goto done;
@@ -590,7 +619,7 @@ done:
 /* The body of _do_read's try: read for the application unless it paused
  * reading, write what waits (or what the reads made: a TLS 1.3 key
  * update), then the read marks. 0 or -1. */
-static int read_step(PyObject *self)
+static int read_step(PyObject *self, int *loud)
 {
     int paused = field_true(self, F_APP_READING_PAUSED);
     if (paused < 0)
@@ -600,28 +629,31 @@ static int read_step(PyObject *self)
         if (buffered < 0)
             return -1;
         if (buffered) {
+            *loud = 1;
             PyObject *r = call_python(py_do_read_buffered, self, NULL);
             if (r == NULL)
                 return -1;
             Py_DECREF(r);
-        } else if (read_copied(self) < 0) {
+        } else if (read_copied(self, loud) < 0) {
             return -1;
         }
         int waiting = field_true(self, F_WRITE_BACKLOG);
         if (waiting < 0)
             return -1;
-        PyObject *r = waiting ? do_write(self, NULL) : process_outgoing(self, NULL);
+        *loud |= waiting;
+        PyObject *r = waiting ? do_write(self, NULL) : send_outgoing(self, loud);
         if (r == NULL)
             return -1;
         Py_DECREF(r);
     }
-    PyObject *r = control_ssl_reading(self, NULL);
+    PyObject *r = ssl_reading_marks(self, loud);
     Py_XDECREF(r);
     return r != NULL ? 0 : -1;
 }
 
-/* _do_read, in WRAPPED and FLUSHING */
-static PyObject *do_read(PyObject *self, PyObject *unused)
+/* _do_read, in WRAPPED and FLUSHING; *loud is set unless it only handed
+ * decrypted bytes to a stream natively (no program code, no write) */
+static PyObject *read_records(PyObject *self, int *loud)
 {
     int wrapped = state_is(self, st_wrapped);
     int reads = wrapped != 0 ? wrapped : state_is(self, st_flushing);
@@ -629,9 +661,17 @@ static PyObject *do_read(PyObject *self, PyObject *unused)
         return NULL;
     if (!reads)
         Py_RETURN_NONE;
-    if (read_step(self) < 0)
+    if (read_step(self, loud) < 0) {
+        *loud = 1;
         return ssl_fatal(self);
+    }
     Py_RETURN_NONE;
+}
+
+static PyObject *do_read(PyObject *self, PyObject *unused)
+{
+    int loud = 0;
+    return read_records(self, &loud);
 }
 
 /* get_buffer(n): the protocol's own buffer, grown to want bytes */
@@ -706,8 +746,22 @@ static PyObject *buffer_updated(PyObject *self, PyObject *nbytes)
     int is = state_is(self, st_do_handshake);
     if (is != 0)
         return is < 0 ? NULL : PyObject_CallMethodNoArgs(self, s_do_handshake);
-    if ((is = state_is(self, st_wrapped)) != 0)
-        return is < 0 ? NULL : do_read(self, NULL);
+    if ((is = state_is(self, st_wrapped)) != 0) {
+        if (is < 0)
+            return NULL;
+        int loud = 0;
+        PyObject *r = read_records(self, &loud);
+        if (r != NULL && !loud) { /* the socket transport's read counts as quiet */
+            PyObject *transport = get_field(self, F_TRANSPORT);
+            if (transport == NULL) {
+                Py_DECREF(r);
+                return NULL;
+            }
+            zl_transport_fed_quietly(transport);
+            Py_DECREF(transport);
+        }
+        return r;
+    }
     if ((is = state_is(self, st_flushing)) != 0)
         return is < 0 ? NULL : PyObject_CallMethodNoArgs(self, s_do_flush);
     if ((is = state_is(self, st_shutdown)) != 0)

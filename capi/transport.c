@@ -312,7 +312,10 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
         n = recv((int)fd, view.buf, view.len, 0);
     } while (n < 0 && errno == EINTR);
     int err = errno;
-    count_read(counts(transport_loop(self), state_of(self)), n);
+    zl_loop *L = transport_loop(self);
+    zl_transport *t = state_of(self);
+    count_read(counts(L, t), n);
+    Py_ssize_t asked = view.len;
     PyBuffer_Release(&view);
     Py_DECREF(buf);
     if (n < 0) {
@@ -328,13 +331,26 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
         return PyObject_CallMethodNoArgs(self, s_on_eof);
     }
     PyObject *nbytes = PyLong_FromSsize_t(n);
+    if (t != NULL)
+        t->fed_quietly = 0;
     PyObject *r = nbytes ? PyObject_CallMethodOneArg(protocol, s_buffer_updated, nbytes) : NULL;
     Py_XDECREF(nbytes);
     Py_DECREF(protocol);
     if (r == NULL)
         return report_fatal(self, msg_buffer_updated);
     Py_DECREF(r);
+    /* A TLS protocol that handed the bytes on natively (tls.c), with the
+     * socket drained: as quiet as a stream read fed natively. */
+    if (L != NULL && t != NULL)
+        L->rx.quiet_read = t->fed_quietly && n < asked;
     Py_RETURN_NONE;
+}
+
+void zl_transport_fed_quietly(PyObject *transport)
+{
+    zl_transport *t = state_of(transport);
+    if (t != NULL)
+        t->fed_quietly = 1;
 }
 
 /* ---- writes ----

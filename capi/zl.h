@@ -137,6 +137,7 @@ typedef struct {
     zl_fdwatch *entries;
     int64_t cap;
     char watch_changed; /* a descriptor was watched for more since the last batch */
+    int64_t writers;    /* descriptors watched for writing */
 } zl_fd_table;
 
 /* Transports whose last send in the running callback carried MSG_MORE,
@@ -256,7 +257,9 @@ typedef struct {
     char corked;             /* bytes sent with MSG_MORE wait for a push */
     char listed;             /* on the loop's corked list */
     char large_reads;        /* the last read filled at least LARGE_READ bytes */
-    char kind; /* ZL_KIND_*: the counters it adds to (set once by zloopgo's transport) */
+    char kind;        /* ZL_KIND_*: the counters it adds to (set once by zloopgo's transport) */
+    char fed_quietly; /* its protocol's last buffer_updated ran no program code and
+                       * wrote nothing (tls.c says so: zl_transport_fed_quietly) */
 } zl_transport;
 
 extern PyTypeObject zl_TransportStateType;
@@ -562,6 +565,11 @@ static inline void zl_transport_forget_read(zl_loop *L) { L->rx.quiet_read = 0; 
 static inline int zl_transport_read_was_quiet(const zl_loop *L) { return L->rx.quiet_read; }
 
 /* capi/datagram.c */
+/* capi/transport.c: the protocol (tls.c) tells the socket transport that
+ * the buffer_updated it is in handed the bytes on without running program
+ * code or writing, so that the read counts as quiet (dispatch.c). */
+void zl_transport_fed_quietly(PyObject *transport);
+
 /* capi/tls.c */
 int zl_tls_ready(void);
 /* _engine.set_tls(SSLProtocol, SSLProtocolState, SSLAgainErrors, SSLObject,

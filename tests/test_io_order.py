@@ -11,6 +11,8 @@ the cases where it must not skip it."""
 import asyncio
 import socket
 
+from helpers import FACTORIES, assert_same_observations
+
 
 def _order(loop, first):
     """Runs `first(order, a, b)` as a callback with b's reader recording
@@ -128,3 +130,47 @@ def test_a_busy_task_does_not_delay_a_readers_turn(loop):
         return yields_until_read
 
     assert loop.run_until_complete(main()) == [2] * 20
+
+
+def _room_freed_observations(loop_name):
+    # Both ends of a socket pair on one loop: a Protocol transport whose
+    # write waits in its buffer (its writer is watched), and a stream whose
+    # native read frees room in the socket. A task woken by each read looks
+    # at the writer's buffer, yields once, and looks again.
+    loop = FACTORIES[loop_name]()
+
+    async def main():
+        a, b = socket.socketpair()
+        for s in (a, b):
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        reader, writer = await asyncio.open_connection(sock=b, limit=1 << 20)
+        tr, _ = await loop.connect_accepted_socket(asyncio.Protocol, a)
+        tr.write(b"w" * 60_000)
+        seen, got = [], 0
+        while got < 60_000:
+            got += len(await reader.read(65536))
+            seen.append(tr.get_write_buffer_size())
+            await asyncio.sleep(0)
+            seen.append(tr.get_write_buffer_size())
+        tr.close()
+        writer.close()
+        return seen
+
+    try:
+        return loop.run_until_complete(main())
+    finally:
+        loop.close()
+
+
+def test_a_read_that_frees_a_watched_writers_room_is_seen_by_the_next_poll():
+    # The read makes the other end writable: asyncio's next poll reports it
+    # and its _write_ready runs in that iteration, after the woken task.
+    # zloopgo skips a poll after a quiet batch of stream reads only while no
+    # descriptor is watched for writing (capi/dispatch.c), so the task sees
+    # the writer's buffer shrink after the same yields on both loops.
+    assert_same_observations(
+        "writer's buffer as the reader sees it",
+        "60,000 bytes through 4 KiB buffers",
+        _room_freed_observations,
+    )

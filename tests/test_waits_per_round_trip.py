@@ -10,7 +10,9 @@ such a batch skips the next non-blocking poll (docs/architecture.md, "One
 iteration").
 Four waits mean the stream fast path is off on this Python (as it was on
 3.14 and 3.15 until their asyncio.streams was checked), or a batch that
-should be quiet is not.
+should be quiet is not. The same holds over TLS (CPython 3.11+), where
+zloopgo's SSLProtocol hands the decrypted bytes to the StreamReader
+natively (capi/tls.c) and tells the socket transport so.
 """
 
 import os
@@ -23,14 +25,26 @@ from pathlib import Path
 
 import pytest
 
+from zloopgo import _tls
+
 ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="epoll is Linux's")
 
 ROUND_TRIPS = textwrap.dedent(
     """
-    import asyncio, sys
+    import asyncio, ssl, sys
     import zloopgo
+
+    TLS = sys.argv[2] == "tls"
+    if TLS:
+        import trustme
+
+        ca = trustme.CA()
+        SERVER = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ca.issue_cert("localhost").configure_cert(SERVER)
+        CLIENT = ssl.create_default_context()
+        ca.configure_trust(CLIENT)
 
     MSG = bytes(range(256)) * 4
 
@@ -41,9 +55,13 @@ ROUND_TRIPS = textwrap.dedent(
         writer.close()
 
     async def main(n):
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        server = await asyncio.start_server(
+            handle, "127.0.0.1", 0, **({"ssl": SERVER} if TLS else {})
+        )
         port = server.sockets[0].getsockname()[1]
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", port, **({"ssl": CLIENT, "server_hostname": "localhost"} if TLS else {})
+        )
         for _ in range(n):
             writer.write(MSG)
             await writer.drain()
@@ -60,17 +78,17 @@ ROUND_TRIPS = textwrap.dedent(
 WAITS = ("epoll_wait", "epoll_pwait", "epoll_pwait2")
 
 
-def _waits(round_trips, tmp):
+def _waits(round_trips, tmp, net):
     strace = shutil.which("strace")
     assert strace, "needs strace on PATH (scripts/test installs it with apt-get)"
     script = Path(tmp) / "round_trips.py"
     script.write_text(ROUND_TRIPS)
-    out = Path(tmp) / f"strace-{round_trips}.txt"
+    out = Path(tmp) / f"strace-{net}-{round_trips}.txt"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "GO"))}
     env["PYTHONPATH"] = str(ROOT)
     proc = subprocess.run(
         [strace, "-f", "-c", "-o", str(out), "-e", "trace=" + ",".join(WAITS)]
-        + [sys.executable, str(script), str(round_trips)],
+        + [sys.executable, str(script), str(round_trips), net],
         check=False,
         capture_output=True,
         text=True,
@@ -85,13 +103,18 @@ def _waits(round_trips, tmp):
     return int(totals[0])
 
 
-def test_two_epoll_waits_per_stream_round_trip():
+@pytest.mark.parametrize("net", ["tcp", "tls"])
+def test_two_epoll_waits_per_stream_round_trip(net):
+    if net == "tls":
+        pytest.importorskip("trustme")
+        if not _tls.NATIVE_TLS:
+            pytest.skip("asyncio's own SSLProtocol on this Python: no native TLS reads")
     with tempfile.TemporaryDirectory(prefix="zl-waits-") as tmp:
-        one = _waits(1, tmp)
-        many = _waits(2001, tmp)
+        one = _waits(1, tmp, net)
+        many = _waits(2001, tmp, net)
     per_round_trip = (many - one) / 2000
     assert per_round_trip <= 2.05, (
-        f"{per_round_trip:.3f} epoll waits per stream round trip on "
+        f"{per_round_trip:.3f} epoll waits per {net} stream round trip on "
         f"{sys.version.split()[0]} ({one} for 1, {many} for 2,001); zloopgo waits twice "
         "when its stream fast path feeds the reader (zloopgo/_transports.py's gate, "
         "capi/streamfeed.c)"
