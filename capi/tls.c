@@ -228,7 +228,8 @@ static PyObject *ssl_call(PyObject *self, PyObject *method, PyObject *arg)
  * TLS stream's records are read from the BIO exactly (no read-ahead), so
  * OpenSSL then has nothing to read from; the read it skips would cost
  * more than the round trip's own record (the exception alone, ~2 us).
- * 1, 0, or -1 with an exception set. */
+ * 1, 0 (also when asking fails: the read is then made), or -1 with an
+ * exception set. */
 static int nothing_to_read(PyObject *self)
 {
     PyObject *sslobj = get_field(self, F_SSLOBJ);
@@ -243,11 +244,13 @@ static int nothing_to_read(PyObject *self)
         PyObject *pending = incoming ? PyObject_GetAttr(incoming, s_pending) : NULL;
         PyObject *eof = pending ? PyObject_GetAttr(incoming, s_eof) : NULL;
         PyObject *held = eof ? PyObject_CallMethodNoArgs(target, s_pending) : NULL;
-        if (held == NULL)
-            r = -1;
-        else
+        if (held != NULL)
             r = PyLong_CheckExact(pending) && PyLong_AsLong(pending) == 0 && eof == Py_False &&
                 PyLong_CheckExact(held) && PyLong_AsLong(held) == 0;
+        else if (PyErr_ExceptionMatches(PyExc_Exception))
+            PyErr_Clear(); /* asyncio asks none of these: then make the read */
+        else
+            r = -1;
         Py_XDECREF(held);
         Py_XDECREF(eof);
         Py_XDECREF(pending);
