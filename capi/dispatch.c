@@ -24,18 +24,28 @@ int zl_dispatch_ready(void)
     return zl_intern_names(names, sizeof names / sizeof names[0]);
 }
 
+/* `polling` and `wake_sent` tell call_soon_threadsafe (schedule.c) whether
+ * a wake-up must be written: only while the loop sleeps, and once per
+ * sleep. Both are set here while the GIL is held, so a thread scheduling
+ * (which holds it too) sees them together. */
 void zl_release(uintptr_t loop)
 {
     zl_loop *L = (zl_loop *)loop;
+    atomic_store(&L->wake_sent, 0);
     atomic_store(&L->polling, 1);
     L->saved_tstate = PyEval_SaveThread();
 }
 
+/* The wait is over before the GIL is: a callback queued while this thread
+ * waits for it is seen by the batch that runs once it has the GIL, so it
+ * needs no wake-up. Clearing `polling` only afterwards made every
+ * call_soon_threadsafe of a thread holding the GIL write one (95,742
+ * writes for 100,000 calls). */
 void zl_reacquire(uintptr_t loop)
 {
     zl_loop *L = (zl_loop *)loop;
-    PyEval_RestoreThread(L->saved_tstate);
     atomic_store(&L->polling, 0);
+    PyEval_RestoreThread(L->saved_tstate);
 }
 
 int zl_grow_timers_out(uintptr_t loop, int64_t need)

@@ -105,14 +105,43 @@ int zl_entry_run(zl_loop *L, zl_entry *e)
     return rc;
 }
 
+/* An argument the adapter keeps off the collector's lists while it is
+ * queued (3.14's _ThreadSafeHandle, schedule.c) is traversed through while
+ * only its entry holds it: its references count as the entry's, so that a
+ * cycle through it (its _loop is this loop) is found. Held by others as
+ * well it is only visited: a cycle through it may then leak until it runs
+ * (which puts it back on the lists), never be freed wrongly. */
+static int visit_held(PyObject *o, visitproc visit, void *arg)
+{
+    if (o == NULL)
+        return 0;
+    if (PyObject_IS_GC(o) && !PyObject_GC_IsTracked(o) && Py_REFCNT(o) == 1 &&
+        Py_TYPE(o)->tp_traverse != NULL)
+        return Py_TYPE(o)->tp_traverse(o, visit, arg);
+    return visit(o, arg);
+}
+
+/* Such an argument goes back on the lists when the queue lets go of it
+ * unrun, if a program still holds it. */
+static void track_if_held(PyObject *o)
+{
+    if (o != NULL && PyObject_IS_GC(o) && !PyObject_GC_IsTracked(o) && Py_REFCNT(o) > 1)
+        PyObject_GC_Track(o);
+}
+
 void zl_ready_clear(zl_loop *L)
 {
     while (L->sh.ready_len > 0) {
         zl_entry e = zl_ready_pop(L);
-        if (e.flags & ZL_ENTRY_HANDLE)
-            zl_handle_release((zl_handle *)e.call);
-        else
+        if (e.flags & ZL_ENTRY_HANDLE) {
+            zl_handle *h = (zl_handle *)e.call;
+            for (Py_ssize_t i = 0; i < h->nargs; i++)
+                track_if_held(h->args[i]);
+            zl_handle_release(h);
+        } else {
+            track_if_held(e.arg);
             zl_entry_release(L, &e);
+        }
     }
 }
 
@@ -126,7 +155,9 @@ int zl_ready_traverse(zl_loop *L, visitproc visit, void *arg)
                 return r;
         } else {
             Py_VISIT(e->call);
-            Py_VISIT(e->arg);
+            int r = visit_held(e->arg, visit, arg);
+            if (r != 0)
+                return r;
             Py_VISIT(e->context);
         }
     }

@@ -199,7 +199,8 @@ typedef struct {
     uint64_t lookups_done;  /* resolver.c: finished lookups settled */
     uint64_t timed,
         timed_ns;  /* dispatch.c: callbacks timed (slow-callback detection), their time */
-    uint64_t slow; /* dispatch.c: of which slow, reported */
+    uint64_t slow;    /* dispatch.c: of which slow, reported */
+    uint64_t wakeups; /* schedule.c: wake-ups call_soon_threadsafe wrote to the reactor */
 } zl_counters;
 
 /* stats.c: whether callbacks are timed, and the copies reset_stats() took. */
@@ -219,7 +220,8 @@ struct zl_loop {
     /* loop.c */
     uintptr_t engine;   /* Go engine id; 0 once released */
     void *waker;        /* how call_soon_threadsafe wakes the reactor (capi/waker), or NULL */
-    atomic_int polling; /* the loop thread sleeps in the reactor (dispatch.c) */
+    atomic_int polling;    /* the loop thread sleeps in the reactor (dispatch.c) */
+    atomic_int wake_sent;  /* a wake-up was written during this sleep (schedule.c) */
     PyThreadState *saved_tstate; /* while it sleeps (dispatch.c) */
     PyThreadState *run_tstate;   /* the thread running the loop, while it runs */
     PyObject *debug_value;       /* what set_debug() was given, if not a bool (its truth: debug) */

@@ -35,6 +35,7 @@ TOTALS = {
     "callbacks_timed",
     "callback_ns",
     "slow_callbacks",
+    "wakeups",
 }
 GAUGES = {"ready", "timers", "descriptors", "lookups_in_flight"}
 TRANSPORT_COUNTS = {"reads", "read_bytes", "writes", "write_bytes", "writes_buffered"}
