@@ -198,7 +198,7 @@ typedef struct {
     uint64_t corked_pushes; /* corked.c: segments held back, pushed out after the callback */
     uint64_t lookups_done;  /* resolver.c: finished lookups settled */
     uint64_t timed,
-        timed_ns;  /* dispatch.c: callbacks timed (slow-callback detection), their time */
+        timed_ns;     /* dispatch.c: callbacks timed (slow-callback detection), their time */
     uint64_t slow;    /* dispatch.c: of which slow, reported */
     uint64_t wakeups; /* schedule.c: wake-ups call_soon_threadsafe wrote to the reactor */
 } zl_counters;
@@ -218,10 +218,10 @@ struct zl_loop {
     PyObject_HEAD
     zl_shared sh; /* read by the engine; see bridge.h */
     /* loop.c */
-    uintptr_t engine;   /* Go engine id; 0 once released */
-    void *waker;        /* how call_soon_threadsafe wakes the reactor (capi/waker), or NULL */
-    atomic_int polling;    /* the loop thread sleeps in the reactor (dispatch.c) */
-    atomic_int wake_sent;  /* a wake-up was written during this sleep (schedule.c) */
+    uintptr_t engine;     /* Go engine id; 0 once released */
+    void *waker;          /* how call_soon_threadsafe wakes the reactor (capi/waker), or NULL */
+    atomic_int polling;   /* the loop thread sleeps in the reactor (dispatch.c) */
+    atomic_int wake_sent; /* a wake-up was written during this sleep (schedule.c) */
     PyThreadState *saved_tstate; /* while it sleeps (dispatch.c) */
     PyThreadState *run_tstate;   /* the thread running the loop, while it runs */
     PyObject *debug_value;       /* what set_debug() was given, if not a bool (its truth: debug) */

@@ -12,8 +12,9 @@ import warnings
 import weakref
 
 import pytest
-import zloopgo
 from helpers import zloop
+
+import zloopgo
 
 
 def test_a_thread_holding_the_gil_wakes_a_sleeping_loop_once():
