@@ -69,7 +69,7 @@ void zl_entry_release(zl_loop *L, zl_entry *e)
 static zl_handle *handle_for_entry(zl_loop *L, zl_entry *e)
 {
     zl_handle *h = zl_handle_new(L, zl_HandleType, e->call, &e->arg, e->nargs, e->context, 0);
-    if (h != NULL)
+    if (h != NULL && e->context != NULL) /* else (a bare call) it took a snapshot of its own */
         h->context_snapshot = (e->flags & ZL_ENTRY_SNAPSHOT) != 0;
     zl_entry_release(L, e);
     return h;
@@ -87,9 +87,14 @@ int zl_entry_run(zl_loop *L, zl_entry *e)
         Py_DECREF(h);
         return rc;
     }
-    char snapshot = (e->flags & ZL_ENTRY_SNAPSHOT) != 0;
-    PyObject *res = zl_run_call(L, e->call, &e->arg, e->nargs, &e->context, &snapshot);
-    e->flags = snapshot ? ZL_ENTRY_SNAPSHOT : 0;
+    PyObject *res;
+    if (e->flags & ZL_ENTRY_BARE) {
+        res = PyObject_Vectorcall(e->call, &e->arg, 1, NULL);
+    } else {
+        char snapshot = (e->flags & ZL_ENTRY_SNAPSHOT) != 0;
+        res = zl_run_call(L, e->call, &e->arg, e->nargs, &e->context, &snapshot);
+        e->flags = snapshot ? ZL_ENTRY_SNAPSHOT : 0;
+    }
     if (res != NULL) {
         Py_DECREF(res);
         return 0;
@@ -134,10 +139,7 @@ void zl_ready_clear(zl_loop *L)
     while (L->sh.ready_len > 0) {
         zl_entry e = zl_ready_pop(L);
         if (e.flags & ZL_ENTRY_HANDLE) {
-            zl_handle *h = (zl_handle *)e.call;
-            for (Py_ssize_t i = 0; i < h->nargs; i++)
-                track_if_held(h->args[i]);
-            zl_handle_release(h);
+            zl_handle_release((zl_handle *)e.call);
         } else {
             track_if_held(e.arg);
             zl_entry_release(L, &e);

@@ -349,18 +349,12 @@ static PyObject *schedule_threadsafe(zl_loop *L, PyObject *const *args, Py_ssize
     PyObject *handle = threadsafe_handle_new(L, args[0], args + 1, nargs - 1, context);
     if (handle == NULL)
         return NULL;
-    zl_pending_check(L);
-    zl_handle *h = zl_handle_new(L, zl_HandleType, threadsafe.runner, &handle, 1, NULL, 1);
-    if (h == NULL) {
+    /* queued as the runner's call itself: no Handle of the adapter's, no
+     * context of its own (the runner enters the handle's) */
+    if (zl_ready_push_bare(L, threadsafe.runner, Py_NewRef(handle)) < 0) {
         Py_DECREF(handle);
         return NULL;
     }
-    uint64_t pos = zl_ready_next_pos(L);
-    if (zl_ready_push(L, h) < 0) { /* the queue takes h's reference, even then */
-        Py_DECREF(handle);
-        return NULL;
-    }
-    zl_pending_note(L, h, pos, 1);
     return handle;
 }
 

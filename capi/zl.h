@@ -104,7 +104,8 @@ typedef struct {
  * reference to, or, once that handle was alone (nothing else could ever
  * reach it again), the call it held, taken over so that the handle could
  * go: its callback, its one argument (if any) and its context. A million
- * pending callbacks then cost a million entries, not a million handles. */
+ * pending callbacks then cost a million entries, not a million handles.
+ * A bare entry (ZL_ENTRY_BARE) is queued as such, with no context. */
 typedef struct {
     PyObject *call;    /* the zl_handle (ZL_ENTRY_HANDLE), else the callback */
     PyObject *arg;     /* the call's argument when nargs is 1 */
@@ -115,6 +116,10 @@ typedef struct {
 
 #define ZL_ENTRY_HANDLE 1u
 #define ZL_ENTRY_SNAPSHOT 2u
+/* call(arg) as it is, in no context and not counted as a callback: a
+ * runner that enters a context of its own for the callback it runs (3.14's
+ * _ThreadSafeHandle behind schedule.c's runner). */
+#define ZL_ENTRY_BARE 4u
 
 /* The ready queue (ready.c alone writes it; push and pop are inline below). */
 typedef struct {
@@ -433,6 +438,23 @@ static inline int zl_ready_push(zl_loop *L, zl_handle *h) /* steals h */
     zl_entry *e = &L->ready.ring[(L->ready.head + L->sh.ready_len) & (L->ready.cap - 1)];
     e->call = (PyObject *)h;
     e->flags = ZL_ENTRY_HANDLE;
+    L->sh.ready_len++;
+    return 0;
+}
+
+/* Queues call(arg) as a ZL_ENTRY_BARE entry; steals arg (even on failure). */
+static inline int zl_ready_push_bare(zl_loop *L, PyObject *call, PyObject *arg)
+{
+    if (L->sh.ready_len == L->ready.cap && zl_ready_grow(L) < 0) {
+        Py_DECREF(arg);
+        return -1;
+    }
+    zl_entry *e = &L->ready.ring[(L->ready.head + L->sh.ready_len) & (L->ready.cap - 1)];
+    e->call = Py_NewRef(call);
+    e->arg = arg;
+    e->context = NULL;
+    e->nargs = 1;
+    e->flags = ZL_ENTRY_BARE;
     L->sh.ready_len++;
     return 0;
 }
