@@ -313,8 +313,26 @@ static int mark_crossed(PyObject *self, PyObject *size, int high_f, int low_f, i
 
 /* ---- flow control ---- */
 
-/* _control_app_writing: size = self._outgoing.pending + self._write_buffer_size.
- * *loud is set when it runs asyncio's method (which calls the protocol). */
+/* What _control_app_writing and _control_ssl_reading do with their size
+ * (stolen; NULL passes an exception on): asyncio's method runs only when
+ * the size crossed a mark, and *loud is set then (it calls the protocol). */
+static PyObject *control_if_crossed(PyObject *self, PyObject *size, int high, int low, int paused,
+                                    PyObject *method, int *loud)
+{
+    if (size == NULL)
+        return NULL;
+    int crossed = mark_crossed(self, size, high, low, paused);
+    Py_DECREF(size);
+    if (crossed < 0)
+        return NULL;
+    if (crossed) {
+        *loud = 1;
+        return call_python(method, self, NULL);
+    }
+    Py_RETURN_NONE;
+}
+
+/* _control_app_writing: size = self._outgoing.pending + self._write_buffer_size */
 static PyObject *app_writing_marks(PyObject *self, int *loud)
 {
     PyObject *outgoing = get_field(self, F_OUTGOING);
@@ -324,18 +342,8 @@ static PyObject *app_writing_marks(PyObject *self, int *loud)
     PyObject *size = buffered ? PyNumber_Add(pending, buffered) : NULL;
     Py_XDECREF(pending);
     Py_XDECREF(buffered);
-    if (size == NULL)
-        return NULL;
-    int crossed =
-        mark_crossed(self, size, F_OUTGOING_HIGH_WATER, F_OUTGOING_LOW_WATER, F_APP_WRITING_PAUSED);
-    Py_DECREF(size);
-    if (crossed < 0)
-        return NULL;
-    if (crossed) {
-        *loud = 1;
-        return call_python(py_control_app_writing, self, NULL);
-    }
-    Py_RETURN_NONE;
+    return control_if_crossed(self, size, F_OUTGOING_HIGH_WATER, F_OUTGOING_LOW_WATER,
+                              F_APP_WRITING_PAUSED, py_control_app_writing, loud);
 }
 
 static PyObject *control_app_writing(PyObject *self, PyObject *unused)
@@ -350,18 +358,8 @@ static PyObject *ssl_reading_marks(PyObject *self, int *loud)
     PyObject *incoming = get_field(self, F_INCOMING);
     PyObject *size = incoming ? PyObject_GetAttr(incoming, s_pending) : NULL;
     Py_XDECREF(incoming);
-    if (size == NULL)
-        return NULL;
-    int crossed =
-        mark_crossed(self, size, F_INCOMING_HIGH_WATER, F_INCOMING_LOW_WATER, F_SSL_READING_PAUSED);
-    Py_DECREF(size);
-    if (crossed < 0)
-        return NULL;
-    if (crossed) {
-        *loud = 1;
-        return call_python(py_control_ssl_reading, self, NULL);
-    }
-    Py_RETURN_NONE;
+    return control_if_crossed(self, size, F_INCOMING_HIGH_WATER, F_INCOMING_LOW_WATER,
+                              F_SSL_READING_PAUSED, py_control_ssl_reading, loud);
 }
 
 static PyObject *control_ssl_reading(PyObject *self, PyObject *unused)
