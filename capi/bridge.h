@@ -116,9 +116,13 @@ typedef struct {
     /* For the batches zl_dispatch runs alone (core.Lookahead). */
     double
         next_timer; /* Go, before each zl_dispatch: the engine's earliest deadline, +Inf if none */
-    int64_t alone_max; /* Go, before each zl_dispatch: the most batches C may run alone */
-    int64_t alone_ran; /* C, in zl_dispatch: the batches it ran alone */
-    int64_t watched;   /* Go, in zlgo_watch: the descriptors the engine watches */
+    int64_t alone_max;    /* Go, before each zl_dispatch: the most batches C may run alone */
+    int64_t alone_ran;    /* C, in zl_dispatch: the batches it ran alone */
+    int64_t alone_polled; /* C, in zl_dispatch: of those, the ones it looked at epoll_fd for */
+    int32_t epoll_fd;     /* Go, before each zl_dispatch: the descriptor of core.Lookahead.Peek
+                       * when it is core.PeekEpoll, else -1 */
+    int32_t pad3;
+    int64_t watched; /* Go, in zlgo_watch: the descriptors the engine watches */
     double
         new_timers_first; /* C: the earliest deadline among new_timers (NaN sticks), +Inf if none;
                               * reset by whoever empties new_timers */
@@ -140,7 +144,8 @@ int zl_grow_done(uintptr_t loop, int64_t need);
  * and up to alone_max more while each is an iteration the engine would
  * only hand over (core.Lookahead; `posted` is the engine's inbox word, a
  * Go pointer valid for the call, nonzero while completions wait), counted
- * in alone_ran. Returns 0, or -1 with a Python exception set. */
+ * in alone_ran, those it looked at epoll_fd for in alone_polled. Returns 0, or
+ * -1 with a Python exception set. */
 int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone, int reacquire,
                 const uint32_t *posted);
 

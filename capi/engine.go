@@ -78,7 +78,7 @@ func (h *host) EventBuffer() []core.Event {
 	return unsafe.Slice((*core.Event)(unsafe.Pointer(h.shared.events)), int(h.shared.events_cap))
 }
 
-func (h *host) Dispatch(events []core.Event, timers []core.TimerSlot, done []core.Completion, reacquire bool, ahead core.Lookahead) (int, error) {
+func (h *host) Dispatch(events []core.Event, timers []core.TimerSlot, done []core.Completion, reacquire bool, ahead core.Lookahead) (core.Alone, error) {
 	grown := int64(len(timers)) <= int64(h.shared.timers_out_cap) ||
 		C.zl_grow_timers_out(h.loop, C.int64_t(len(timers))) == 0
 	grown = grown && (int64(len(done)) <= int64(h.shared.done_cap) ||
@@ -87,7 +87,7 @@ func (h *host) Dispatch(events []core.Event, timers []core.TimerSlot, done []cor
 		if reacquire {
 			h.Reacquire()
 		}
-		return 0, errNoMemory
+		return core.Alone{}, errNoMemory
 	}
 	if len(timers) > 0 {
 		copy(unsafe.Slice((*core.TimerSlot)(unsafe.Pointer(h.shared.timers_out)), len(timers)), timers)
@@ -101,9 +101,13 @@ func (h *host) Dispatch(events []core.Event, timers []core.TimerSlot, done []cor
 	}
 	h.shared.next_timer = C.double(ahead.NextTimer)
 	h.shared.alone_max = C.int64_t(ahead.Batches)
+	h.shared.epoll_fd = -1
+	if ahead.Peek.Kind == core.PeekEpoll {
+		h.shared.epoll_fd = C.int32_t(ahead.Peek.Handle)
+	}
 	rc := C.zl_dispatch(h.loop, C.int64_t(len(events)), C.int64_t(len(timers)), C.int64_t(len(done)), again,
 		(*C.uint32_t)(unsafe.Pointer(ahead.Posted)))
-	alone := int(h.shared.alone_ran)
+	alone := core.Alone{Batches: int(h.shared.alone_ran), Polled: int(h.shared.alone_polled)}
 	if rc != 0 {
 		return alone, errPython
 	}

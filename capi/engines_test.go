@@ -24,8 +24,8 @@ func (idleHost) Release()                           {}
 func (idleHost) Reacquire()                         {}
 func (idleHost) Stopping() bool                     { return true }
 func (idleHost) Clock() (float64, bool)             { return 0, false }
-func (idleHost) Dispatch([]core.Event, []core.TimerSlot, []core.Completion, bool, core.Lookahead) (int, error) {
-	return 0, nil
+func (idleHost) Dispatch([]core.Event, []core.TimerSlot, []core.Completion, bool, core.Lookahead) (core.Alone, error) {
+	return core.Alone{}, nil
 }
 
 func openEngine(t *testing.T) *loopEngine {

@@ -26,8 +26,10 @@
 // iteration; step 4's release is one more, only when the wait may block
 // (step 6 takes the lock back). In step 6 the host may also run the
 // batches of the iterations that follow, while each of those would do
-// nothing but skip its wait and hand over the batch (Lookahead): the
-// engine tells it the earliest deadline it holds and where its inbox
-// says a completion is waiting, and counts each such batch as an
-// iteration that skipped its wait.
+// nothing but make a wait that finds nothing and hand over the batch
+// (Lookahead): the engine tells it the earliest deadline it holds, where
+// its inbox says a completion is waiting and how to look at the reactor
+// (Peek), which the host does where the engine would have waited, and counts
+// each such batch as an iteration, whose wait was made by the host or
+// skipped.
 package core

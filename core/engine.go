@@ -71,9 +71,10 @@ type Host interface {
 	//
 	// It may then run up to ahead.Batches further batches by itself, each
 	// standing for an iteration the engine would have run exactly so (see
-	// Lookahead), and reports how many it ran: the engine counts them as
-	// iterations that skipped their wait. An error ends Run.
-	Dispatch(events []Event, timers []TimerSlot, done []Completion, reacquire bool, ahead Lookahead) (alone int, err error)
+	// Lookahead), and reports how many it ran and how many of those made
+	// their wait themselves: the engine counts them as iterations, the
+	// rest as iterations that skipped their wait. An error ends Run.
+	Dispatch(events []Event, timers []TimerSlot, done []Completion, reacquire bool, ahead Lookahead) (Alone, error)
 	// Stopping reports a stop request; checked after each iteration.
 	Stopping() bool
 	// Clock is the time on the host's own clock when the program replaced
@@ -86,11 +87,16 @@ type Host interface {
 
 // Lookahead tells the host when its next batch would be an iteration of
 // the engine that does nothing but hand it over: callbacks are ready (so
-// the wait cannot block), the wait would be skipped (nothing is watched,
-// or the batch before was quiet), no timer is due and no completion is
-// posted. The host may then run that batch itself without returning to
-// the engine, and save the iteration's crossing into Go and back; what
-// runs, and in what order, is the same. It must stop at a stop request.
+// the wait cannot block), the wait would find nothing, no timer is due and
+// no completion is posted. The wait finds nothing when it would be skipped
+// (nothing is watched, or the batch before was quiet) or, if the reactor
+// can be looked at (Peek), when the host's look finds nothing: that look
+// is then the iteration's wait, and it must leave what the next wait
+// reports, and its order, as it was. The host may then run that batch
+// itself without returning to the engine, and save the iteration's
+// crossing into Go and back; what runs, and in what order, is the same,
+// and every iteration still polls unless the engine would have skipped
+// its wait. It must stop at a stop request.
 type Lookahead struct {
 	// NextTimer is the deadline of the earliest timer the engine holds
 	// (+Inf if none). A batch may run alone only while it, and every timer
@@ -104,6 +110,15 @@ type Lookahead struct {
 	// Batches is the most batches the host may run alone in this Dispatch
 	// (0 while a trace records every iteration).
 	Batches int
+	// Peek is how to look at the reactor (poll.PeekHandle); with
+	// PeekNone a batch whose wait would not be skipped never runs alone.
+	Peek PeekHandle
+}
+
+// Alone is what a Dispatch reports of the batches it ran by itself.
+type Alone struct {
+	Batches int // each an iteration
+	Polled  int // of those, the ones whose wait the host made (Lookahead.Peek)
 }
 
 // aloneMax bounds the batches one Dispatch runs alone: the engine looks at
@@ -128,6 +143,7 @@ type Engine struct {
 	out        []TimerSlot // timer slots handed back in this iteration
 	inbox      *inbox      // completions posted by other goroutines
 	watched    int         // descriptors registered by the host
+	peek       PeekHandle  // how the host looks at the reactor (Lookahead.Peek)
 	lastYield  float64     // Now() at the last yield
 	sinceLook  int         // iterations since maybeYield last looked at the clock
 	yield      func()      // runtime.Gosched; tests count calls instead
@@ -163,6 +179,9 @@ func NewEngine(host Host, resolution float64) (*Engine, error) {
 // NewEngineWithReactor is NewEngine with a given reactor (tests use fakes).
 func NewEngineWithReactor(host Host, r Reactor, resolution float64) *Engine {
 	e := &Engine{host: host, reactor: r, resolution: resolution, yield: runtime.Gosched, inbox: newInbox()}
+	if p, ok := r.(Peeker); ok {
+		e.peek = p.PeekHandle()
+	}
 	if b, ok := host.(EventBufferer); ok {
 		e.events = b.EventBuffer()
 	} else {
@@ -232,9 +251,10 @@ func (e *Engine) RunOnce() error {
 	e.stats.TimersFired += uint64(due)
 	done := e.inbox.take()
 	alone, err := e.host.Dispatch(e.events[:n], e.out, done, released, e.lookahead())
-	e.stats.Iterations += uint64(alone)
-	e.stats.WaitsSkipped += uint64(alone)
-	e.sinceLook += 1 + alone
+	e.stats.Iterations += uint64(alone.Batches)
+	e.stats.Waits += uint64(alone.Polled)
+	e.stats.WaitsSkipped += uint64(alone.Batches - alone.Polled)
+	e.sinceLook += 1 + alone.Batches
 	if e.tracing {
 		e.record(Iteration{WaitStart: start, WaitEnd: end, Events: int32(n), Timers: int32(due),
 			Completions: int32(len(done)), Blocking: int32(boolInt(released))})
@@ -245,7 +265,7 @@ func (e *Engine) RunOnce() error {
 // lookahead is what the host needs to run the batches after this one by
 // itself (Lookahead); none while a trace records every iteration.
 func (e *Engine) lookahead() Lookahead {
-	ahead := Lookahead{NextTimer: math.Inf(1), Posted: &e.inbox.nonEmpty}
+	ahead := Lookahead{NextTimer: math.Inf(1), Posted: &e.inbox.nonEmpty, Peek: e.peek}
 	if top, ok := e.timers.Top(); ok {
 		ahead.NextTimer = top.When
 	}

@@ -68,3 +68,22 @@ func TestEngineWithRealReactor(t *testing.T) {
 		t.Fatalf("the wake-up was reported as events %v", got)
 	}
 }
+
+// The epoll reactor can be looked at (poll.PeekEpoll), and the engine
+// hands its PeekHandle to the host in every Lookahead.
+func TestLookaheadNamesTheEpollReactorsPeekHandle(t *testing.T) {
+	h := newFakeHost(t)
+	h.ready = true
+	e, err := core.NewEngine(h, 1e-9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if err := e.RunOnce(); err != nil {
+		t.Fatal(err)
+	}
+	want := e.Reactor().(core.Peeker).PeekHandle()
+	if got := lastAhead(t, h).Peek; got != want || want.Kind != core.PeekEpoll {
+		t.Fatalf("peek %+v, want the epoll reactor's, %+v", got, want)
+	}
+}

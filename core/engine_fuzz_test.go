@@ -280,7 +280,7 @@ func (h *fzHost) checkTimeout(timeout time.Duration, tw float64) {
 	}
 }
 
-func (h *fzHost) Dispatch(events []core.Event, timers []core.TimerSlot, done []core.Completion, reacquire bool, ahead core.Lookahead) (int, error) {
+func (h *fzHost) Dispatch(events []core.Event, timers []core.TimerSlot, done []core.Completion, reacquire bool, ahead core.Lookahead) (core.Alone, error) {
 	if !h.inIter || h.dispatched {
 		h.t.Fatal("Dispatch called outside RunOnce or twice in one iteration")
 	}
@@ -346,7 +346,7 @@ func (h *fzHost) Dispatch(events []core.Event, timers []core.TimerSlot, done []c
 	h.checkLookahead(ahead)
 	// What the engine was given is overwritten from now on.
 	fzPoisonTimers(h.ntBuf)
-	return 0, nil
+	return core.Alone{}, nil
 }
 
 // checkLookahead checks what the engine tells the host for running batches

@@ -38,6 +38,7 @@ type fakeHost struct {
 	dispatches []dispatchCall
 	aheads     []core.Lookahead     // what each successful Dispatch was told
 	alone      int                  // batches each Dispatch reports it ran alone (at most allowed)
+	polled     int                  // of those, the ones it reports it polled for (at most alone)
 	onDispatch func(core.Lookahead) // called at the end of each successful Dispatch
 }
 
@@ -103,7 +104,7 @@ func (h *fakeHost) Release()               { *h.log = append(*h.log, "release") 
 func (h *fakeHost) Reacquire()             { *h.log = append(*h.log, "reacquire") }
 func (h *fakeHost) Stopping() bool         { return h.stopping }
 
-func (h *fakeHost) Dispatch(events []core.Event, timers []core.TimerSlot, done []core.Completion, reacquire bool, ahead core.Lookahead) (int, error) {
+func (h *fakeHost) Dispatch(events []core.Event, timers []core.TimerSlot, done []core.Completion, reacquire bool, ahead core.Lookahead) (core.Alone, error) {
 	if reacquire {
 		h.Reacquire()
 	}
@@ -123,14 +124,14 @@ func (h *fakeHost) Dispatch(events []core.Event, timers []core.TimerSlot, done [
 		h.stopping = true
 	}
 	if h.failAt > 0 && len(h.dispatches) == h.failAt {
-		return 0, errDispatch
+		return core.Alone{}, errDispatch
 	}
 	h.aheads = append(h.aheads, ahead)
-	alone := min(h.alone, ahead.Batches)
+	batches := min(h.alone, ahead.Batches)
 	if h.onDispatch != nil {
 		h.onDispatch(ahead)
 	}
-	return alone, nil
+	return core.Alone{Batches: batches, Polled: min(h.polled, batches)}, nil
 }
 
 // last is the most recent Dispatch call.
@@ -768,12 +769,12 @@ func (h *busyHost) Reacquire()                         {}
 func (h *busyHost) Stopping() bool {
 	return len(h.yields) >= h.want || time.Now().After(h.deadline)
 }
-func (h *busyHost) Dispatch(_ []core.Event, _ []core.TimerSlot, _ []core.Completion, _ bool, ahead core.Lookahead) (int, error) {
+func (h *busyHost) Dispatch(_ []core.Event, _ []core.TimerSlot, _ []core.Completion, _ bool, ahead core.Lookahead) (core.Alone, error) {
 	h.iterations++
 	if h.alone {
-		return ahead.Batches, nil
+		return core.Alone{Batches: ahead.Batches}, nil
 	}
-	return 0, nil
+	return core.Alone{}, nil
 }
 
 func TestBusyRunYieldsToTheSchedulerEveryFewMilliseconds(t *testing.T) {

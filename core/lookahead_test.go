@@ -104,6 +104,36 @@ func TestBatchesRunAloneCountAsIterationsThatSkippedTheirWait(t *testing.T) {
 	}
 }
 
+func TestBatchesRunAloneAfterTheHostsPollCountAsIterationsThatWaited(t *testing.T) {
+	e, h, r := setup(t)
+	h.ready = true
+	h.alone, h.polled = 5, 3
+	before := e.Stats()
+	runOnce(t, e)
+	s := e.Stats()
+	if got := s.Iterations - before.Iterations; got != 6 {
+		t.Fatalf("iterations %d, want the engine's and 5 run alone", got)
+	}
+	if got := s.Waits - before.Waits; got != 3 {
+		t.Fatalf("waits %d, want the 3 the host made (its own was skipped)", got)
+	}
+	if got := s.WaitsSkipped - before.WaitsSkipped; got != 3 {
+		t.Fatalf("waits skipped %d, want the engine's and the 2 batches alone that made none", got)
+	}
+	if r.waits() != 0 {
+		t.Fatalf("%d waits made by the reactor, want none", r.waits())
+	}
+}
+
+func TestLookaheadNamesNoPeekForAReactorWithoutOne(t *testing.T) {
+	e, h, _ := setup(t)
+	h.ready = true
+	runOnce(t, e)
+	if got := lastAhead(t, h).Peek; got.Kind != core.PeekNone {
+		t.Fatalf("peek %+v from a reactor that cannot be looked at, want PeekNone", got)
+	}
+}
+
 func TestBusyRunWithBatchesAloneStillYields(t *testing.T) {
 	// Every Dispatch reports all the batches it may run alone: the engine
 	// counts them towards its look at the clock, so the goroutine is still

@@ -31,6 +31,21 @@ type Event = poll.Event
 // Reactor is the contract every backend implements (see poll.Backend).
 type Reactor = poll.Backend
 
+// Peeker is a reactor that code outside Go can look at (poll.Peeker).
+type Peeker = poll.Peeker
+
+// PeekHandle tells code outside Go how to look whether a wait would
+// report an event.
+type PeekHandle = poll.PeekHandle
+
+// PeekKind is how a PeekHandle is used.
+type PeekKind = poll.PeekKind
+
+const (
+	PeekNone  = poll.PeekNone
+	PeekEpoll = poll.PeekEpoll
+)
+
 // WakeHandle tells code outside Go how to wake a blocked wait.
 type WakeHandle = poll.WakeHandle
 

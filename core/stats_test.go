@@ -140,7 +140,7 @@ type countingHost struct {
 
 func (h *countingHost) CallbacksRun() uint64 { return h.n }
 
-func (h *countingHost) Dispatch(ev []core.Event, tm []core.TimerSlot, d []core.Completion, re bool, ahead core.Lookahead) (int, error) {
+func (h *countingHost) Dispatch(ev []core.Event, tm []core.TimerSlot, d []core.Completion, re bool, ahead core.Lookahead) (core.Alone, error) {
 	h.n += 3
 	return h.fakeHost.Dispatch(ev, tm, d, re, ahead)
 }

@@ -36,6 +36,8 @@ TOTALS = {
     "callback_ns",
     "slow_callbacks",
     "wakeups",
+    "looks_ahead",
+    "looks_ahead_ready",
 }
 GAUGES = {"ready", "timers", "descriptors", "lookups_in_flight"}
 TRANSPORT_COUNTS = {"reads", "read_bytes", "writes", "write_bytes", "writes_buffered"}

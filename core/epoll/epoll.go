@@ -189,6 +189,13 @@ func (p *Poller) WakeHandle() poll.WakeHandle {
 	return poll.WakeHandle{Kind: poll.WakeEventfd, Handle: uintptr(p.wakefd)}
 }
 
+// PeekHandle names the epoll descriptor (poll.PeekEpoll).
+func (p *Poller) PeekHandle() poll.PeekHandle {
+	return poll.PeekHandle{Kind: poll.PeekEpoll, Handle: uintptr(p.epfd)}
+}
+
+var _ poll.Peeker = (*Poller)(nil)
+
 // Wake makes a blocked Wait return; safe from any thread.
 func (p *Poller) Wake() error {
 	b := [8]byte{1}

@@ -5,6 +5,7 @@ package epoll
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -382,4 +383,96 @@ func TestTheWakersTokenIsRefused(t *testing.T) {
 	expect(t, wait(t, p, 0), nil) // a wake-up alone reports nothing
 	write(t, w)
 	expect(t, wait(t, p, 0), map[poll.Token]poll.Interest{5: readable})
+}
+
+// peekNow looks at the poller as its PeekHandle says (PeekEpoll), as the
+// C adapter does before running a batch alone.
+func peekNow(t *testing.T, p *Poller) bool {
+	t.Helper()
+	h := p.PeekHandle()
+	if h.Kind != poll.PeekEpoll {
+		t.Fatalf("peek kind %v, want PeekEpoll", h.Kind)
+	}
+	var ev [8]unix.EpollEvent // room for every event a test makes ready
+	n, err := unix.EpollWait(int(h.Handle), ev[:], 0)
+	if err != nil {
+		t.Fatalf("epoll_wait: %v", err)
+	}
+	return n > 0
+}
+
+// A look with room for every ready event leaves the order in which the
+// next Wait reports them as it was: the order they became ready in.
+func TestALookLeavesTheOrderOfTheNextWait(t *testing.T) {
+	p := newPoller(t)
+	fd := newFDs(t)
+	var writers []int
+	for tok := poll.Token(1); tok <= 4; tok++ {
+		r, w := fd.pipe(t)
+		if err := p.Register(r, tok, readable); err != nil {
+			t.Fatal(err)
+		}
+		writers = append(writers, w)
+	}
+	for _, i := range []int{2, 0, 3, 1} { // tokens 3, 1, 4, 2 become ready in this order
+		write(t, writers[i])
+	}
+	if !peekNow(t, p) {
+		t.Fatal("the look found nothing with four descriptors ready")
+	}
+	var events [8]poll.Event
+	n, err := p.Wait(events[:], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []poll.Token
+	for _, ev := range events[:n] {
+		order = append(order, ev.Token)
+	}
+	if want := []poll.Token{3, 1, 4, 2}; !slices.Equal(order, want) {
+		t.Fatalf("after a look the wait reported %v, want the order they became ready in, %v", order, want)
+	}
+}
+
+// A look finds something exactly while a zero-timeout Wait would report
+// something: a descriptor's readiness (still there after the look and
+// after a Wait, level-triggered) or a pending wake-up, and nothing once
+// both are consumed.
+func TestPeekFindsWhatAWaitWouldReport(t *testing.T) {
+	p := newPoller(t)
+	fd := newFDs(t)
+	r, w := fd.pipe(t)
+	if err := p.Register(r, 4, readable); err != nil {
+		t.Fatal(err)
+	}
+	if peekNow(t, p) {
+		t.Fatal("the look found an event with nothing ready")
+	}
+	write(t, w)
+	for i := 0; i < 2; i++ {
+		if !peekNow(t, p) {
+			t.Fatalf("the look found nothing with a descriptor ready (look %d)", i)
+		}
+	}
+	expect(t, wait(t, p, 0), map[poll.Token]poll.Interest{4: readable})
+	if !peekNow(t, p) {
+		t.Fatal("the look found nothing after a Wait left the descriptor ready")
+	}
+	var b [1]byte
+	if _, err := unix.Read(r, b[:]); err != nil {
+		t.Fatal(err)
+	}
+	if peekNow(t, p) {
+		t.Fatal("the look found an event once the descriptor was drained")
+	}
+	if err := p.Wake(); err != nil {
+		t.Fatal(err)
+	}
+	if !peekNow(t, p) {
+		t.Fatal("the look found nothing with a wake-up pending")
+	}
+	expect(t, wait(t, p, 0), nil)
+	if peekNow(t, p) {
+		t.Fatal("the look found an event after the Wait consumed the wake-up")
+	}
 }

@@ -49,6 +49,34 @@ type Event struct {
 	_     uint32
 }
 
+// PeekKind says how code outside Go (the C adapter) looks whether a
+// zero-timeout Wait would report an event, without calling into Go.
+type PeekKind uint32
+
+const (
+	// PeekNone: the backend cannot be looked at so.
+	PeekNone PeekKind = iota
+	// PeekEpoll: epoll_wait(Handle, events, maxevents, timeout 0)
+	// returns 0 while a zero-timeout Wait would report nothing, the
+	// waker's eventfd included. Readiness is level-triggered, so an event
+	// it returns is still there for the next Wait; but epoll puts it back
+	// behind those it did not return, so a look must have room for every
+	// event that can be ready (each registration's and the waker's), or
+	// it changes the order the next Wait reports them in.
+	PeekEpoll
+)
+
+// PeekHandle describes how to look at a backend (PeekKind).
+type PeekHandle struct {
+	Kind   PeekKind
+	Handle uintptr // the epoll descriptor
+}
+
+// Peeker is implemented by a backend that can be looked at (PeekHandle).
+type Peeker interface {
+	PeekHandle() PeekHandle
+}
+
 // WakeKind says how foreign code (the C adapter, on a thread Go does not
 // know) wakes a blocked Wait without calling into Go.
 type WakeKind uint32

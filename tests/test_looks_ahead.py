@@ -1,0 +1,292 @@
+"""The poll zloopgo's C adapter makes before a batch it runs alone
+(capi/dispatch.c, wait_would_find_nothing): with callbacks ready and a
+descriptor watched, asyncio polls once per iteration, and so does
+zloopgo, either in its Go engine or, without crossing into Go, by polling
+the epoll descriptor itself; after a poll that found a descriptor ready
+it leaves a few iterations to the engine (look_skips, doubling up to
+LOOK_BACKOFF_MAX, 64, while looks keep finding events).
+
+The differential test generates programs of socket pairs whose readers
+drain everything, one byte or nothing (a descriptor that stays ready),
+bytes sent between yields, chains of call_soon, readers added and removed,
+runs of yields long and short on both sides of the limits (31 batches
+alone per crossing, a pause of 64), and with up to 66 descriptors watched
+(a look takes the events of at most 64): every reader call and callback
+must fall in the same iteration, in the same order, as on asyncio (a
+look that took fewer events than were ready would reorder epoll's ready
+list). The zloopgo-only tests pin the
+counts: every iteration polls, and a descriptor that stays ready costs a
+bounded number of extra polls."""
+
+import asyncio
+import random
+import socket
+
+import pytest
+from helpers import FACTORIES, assert_same_observations
+
+import zloopgo
+
+PAIRS = 3
+PROGRAMS = 100
+SEED = 23
+
+
+def _program(rng):
+    """A list of steps: ("idle", count) first (socket pairs whose readers
+    are watched and never ready: the loop's own descriptor and these
+    bring the count watched around the 64 a look allows), then
+    ("send", pair, nbytes), ("mode", pair, mode), ("watch", pair, on),
+    ("chain", depth), ("yield", count)."""
+    steps = [("idle", rng.choice([0, 0, 0, 58, 59, 60, 61, 62]))]
+    for _ in range(rng.randint(10, 40)):
+        kind = rng.choice(["send", "send", "mode", "watch", "chain", "yield", "yield"])
+        if kind == "send":
+            steps.append(("send", rng.randrange(PAIRS), rng.choice([1, 3, 100])))
+        elif kind == "mode":
+            steps.append(("mode", rng.randrange(PAIRS), rng.choice(["all", "one", "none"])))
+        elif kind == "watch":
+            steps.append(("watch", rng.randrange(PAIRS), rng.random() < 0.7))
+        elif kind == "chain":
+            steps.append(("chain", rng.randint(1, 4)))
+        else:
+            # runs of yields short and long: under and over the 31 batches a
+            # crossing may run alone, and the backoff's 64
+            steps.append(("yield", rng.choice([1, 2, 5, 30, 31, 32, 33, 63, 64, 65, 130])))
+    return steps
+
+
+def _observations(loop_name, steps, counts=None):
+    """The program's observations; on zloopgo, its loop's counts are added
+    to `counts` if given."""
+    loop = FACTORIES[loop_name]()
+    log = []
+    tick = [0]  # yields so far: the iteration an observation falls in
+
+    async def main():
+        pairs = [socket.socketpair() for _ in range(PAIRS)]
+        for a, b in pairs:
+            a.setblocking(False)
+            b.setblocking(False)
+        mode = ["all"] * PAIRS
+        watched = [False] * PAIRS
+
+        def on_readable(i):
+            b = pairs[i][1]
+            if mode[i] == "none":
+                log.append((tick[0], "R", i, 0))
+                return
+            got = b.recv(1 << 16 if mode[i] == "all" else 1)
+            log.append((tick[0], "R", i, len(got)))
+
+        def chain(depth, name):
+            log.append((tick[0], "C", name, depth))
+            if depth > 1:
+                loop.call_soon(chain, depth - 1, name)
+
+        async def yields(count):
+            for _ in range(count):
+                await asyncio.sleep(0)
+                tick[0] += 1
+
+        idle = []
+        for n, step in enumerate(steps):
+            kind = step[0]
+            if kind == "idle":
+                idle = [socket.socketpair() for _ in range(step[1])]
+                for _, quiet in idle:
+                    loop.add_reader(quiet, log.append, "never")
+            elif kind == "send":
+                pairs[step[1]][0].send(b"x" * step[2])
+            elif kind == "mode":
+                mode[step[1]] = step[2]
+            elif kind == "watch":
+                i, on = step[1], step[2]
+                if on and not watched[i]:
+                    loop.add_reader(pairs[i][1], on_readable, i)
+                elif not on and watched[i]:
+                    loop.remove_reader(pairs[i][1])
+                watched[i] = on
+            elif kind == "chain":
+                loop.call_soon(chain, step[1], n)
+            else:
+                await yields(step[1])
+        await yields(3)
+        for i, (a, b) in enumerate(pairs):
+            if watched[i]:
+                loop.remove_reader(b)
+            a.close()
+            b.close()
+        for a, quiet in idle:
+            loop.remove_reader(quiet)
+            a.close()
+            quiet.close()
+        if counts is not None:
+            for key, value in zloopgo.stats(loop).items():
+                if isinstance(value, int):
+                    counts[key] = counts.get(key, 0) + value
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    return log
+
+
+@pytest.mark.parametrize("program", range(PROGRAMS))
+def test_generated_programs_see_descriptors_in_asyncios_iterations(program):
+    rng = random.Random(SEED * 1000 + program)
+    steps = _program(rng)
+    assert_same_observations("reader calls and callbacks by iteration", steps, _observations, steps)
+
+
+def test_the_generated_programs_make_looks_that_find_events_and_looks_that_do_not():
+    counts = {}
+    for program in range(20):
+        steps = _program(random.Random(SEED * 1000 + program))
+        _observations("zloopgo", steps, counts)
+    assert counts["looks_ahead_ready"] > 0
+    assert counts["looks_ahead"] - counts["looks_ahead_ready"] > 1000
+
+
+def _yielding_with_a_reader(drain, n):
+    """n yields with one socket pair's reader watched; the reader drains
+    (or not) what one send put there. Returns the reader's calls and the
+    loop's counts."""
+    loop = zloopgo.new_event_loop()
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    b.setblocking(False)
+    calls = [0]
+
+    def on_readable():
+        calls[0] += 1
+        if drain:
+            b.recv(100)
+
+    async def main():
+        loop.add_reader(b, on_readable)
+        a.send(b"x")
+        await asyncio.sleep(0)
+        zloopgo.reset_stats(loop)
+        for _ in range(n):
+            await asyncio.sleep(0)
+        stats = zloopgo.stats(loop)
+        loop.remove_reader(b)
+        return stats
+
+    try:
+        stats = loop.run_until_complete(main())
+    finally:
+        loop.close()
+        a.close()
+        b.close()
+    return calls[0], stats
+
+
+def test_every_iteration_polls_while_a_descriptor_is_watched():
+    n = 3000
+    _, s = _yielding_with_a_reader(True, n)
+    assert s["waits_skipped"] == 0
+    # (the batches of the Dispatch still running are not counted yet)
+    assert s["waits"] == s["iterations"] >= n - 32
+    # the batches were run alone: all but about one iteration in 32 polled in C
+    assert s["looks_ahead"] >= s["iterations"] * 0.9
+    assert s["looks_ahead_ready"] == 0
+
+
+def test_a_descriptor_that_stays_ready_pauses_the_looks():
+    n = 3000
+    calls, s = _yielding_with_a_reader(False, n)
+    assert calls >= n  # its reader runs in every iteration, as asyncio's
+    assert s["waits_skipped"] == 0 and s["waits"] == s["iterations"]
+    # Each look finds it ready; the pause after one doubles up to 64
+    # Dispatch calls, so the extra polls stay near n / 64.
+    assert 0 < s["looks_ahead_ready"] <= n / 64 + 8
+    assert s["looks_ahead"] == s["looks_ahead_ready"]
+
+
+def test_the_looks_resume_once_the_descriptor_is_drained():
+    # The pause grows to its most while the descriptor stays ready; once
+    # drained, the looks resume within one pause and find nothing, which
+    # brings the pause back to one: a single later event (a byte the
+    # reader drains at once) then pauses the looks for one Dispatch call,
+    # not 64.
+    loop = zloopgo.new_event_loop()
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    b.setblocking(False)
+    drain = [False]
+
+    def on_readable():
+        if drain[0]:
+            b.recv(100)
+
+    async def yields(n):
+        for _ in range(n):
+            await asyncio.sleep(0)
+
+    async def main():
+        loop.add_reader(b, on_readable)
+        a.send(b"x")
+        await yields(1000)
+        drain[0] = True
+        zloopgo.reset_stats(loop)
+        await yields(200)
+        resumed = zloopgo.stats(loop)
+        a.send(b"y")
+        await yields(2)
+        zloopgo.reset_stats(loop)
+        await yields(300)
+        after_one = zloopgo.stats(loop)
+        loop.remove_reader(b)
+        return resumed, after_one
+
+    try:
+        resumed, after_one = loop.run_until_complete(main())
+    finally:
+        loop.close()
+        a.close()
+        b.close()
+    # at most one pause of 64 Dispatch calls, one iteration each, was left
+    assert resumed["looks_ahead"] - resumed["looks_ahead_ready"] >= (200 - 64) * 0.9
+    # all but the engine's own iterations (one in 32) looked
+    assert after_one["looks_ahead_ready"] == 0
+    assert after_one["looks_ahead"] >= 300 * 0.9
+
+
+@pytest.mark.parametrize("extra", [62, 63, 64])
+def test_a_loop_looks_ahead_while_it_watches_at_most_64_descriptors(extra):
+    # the loop's own descriptor, the one reader of _yielding_with_a_reader's
+    # kind and `extra` idle ones: 64, 65 or 66 watched
+    loop = zloopgo.new_event_loop()
+    idle = [socket.socketpair() for _ in range(extra)]
+    a, b = socket.socketpair()
+
+    async def main():
+        for _, quiet in idle:
+            loop.add_reader(quiet, print)
+        loop.add_reader(b, print)
+        await asyncio.sleep(0)
+        zloopgo.reset_stats(loop)
+        for _ in range(500):
+            await asyncio.sleep(0)
+        stats = zloopgo.stats(loop)
+        for _, quiet in idle:
+            loop.remove_reader(quiet)
+        loop.remove_reader(b)
+        return stats
+
+    try:
+        s = loop.run_until_complete(main())
+    finally:
+        loop.close()
+        for x, y in [*idle, (a, b)]:
+            x.close()
+            y.close()
+    assert s["descriptors"] == extra + 2
+    assert s["waits"] == s["iterations"] and s["waits_skipped"] == 0
+    if s["descriptors"] <= 64:
+        assert s["looks_ahead"] >= 500 * 0.9
+    else:
+        assert s["looks_ahead"] == 0
