@@ -138,6 +138,9 @@ void zl_reacquire(uintptr_t loop); /* take it back (after a failed wait) */
 int zl_grow_timers_out(uintptr_t loop, int64_t need);
 /* Grow done to hold at least `need` completions; -1 if out of memory. */
 int zl_grow_done(uintptr_t loop, int64_t need);
+/* Grow events to hold at least `need` events; -1 if out of memory (it is
+ * left as it was). Never called during zl_dispatch, which reads them. */
+int zl_grow_events(uintptr_t loop, int64_t need);
 /* Take the GIL back if `reacquire`, queue the handles of the first
  * `nevents` events and of the first `ntimers` slots of timers_out, settle
  * the first `ndone` completions of done, then run one batch of callbacks,

@@ -1,11 +1,12 @@
 /* The calls the engine makes into C (bridge.h): zl_release and
- * zl_reacquire around a blocking wait, zl_grow_timers_out and zl_grow_done
- * for the buffers the engine fills, and zl_dispatch, which queues what one
- * iteration found ready, routes the completions other goroutines posted to
- * their owner (lookups, file operations) and runs one batch of callbacks,
- * timing each one when slow-callback detection is on (stats.c turns it on);
- * then the batches of the iterations after it, as long as each would be an
- * iteration the engine only hands over (core.Lookahead).
+ * zl_reacquire around a blocking wait, zl_grow_timers_out, zl_grow_done
+ * and zl_grow_events for the buffers the engine fills, and zl_dispatch,
+ * which queues what one iteration found ready, routes the completions
+ * other goroutines posted to their owner (lookups, file operations) and
+ * runs one batch of callbacks, timing each one when slow-callback
+ * detection is on (stats.c turns it on); then the batches of the
+ * iterations after it, as long as each would be an iteration the engine
+ * only hands over (core.Lookahead).
  *
  * It knows the engine only through bridge.h; what a ready descriptor or a
  * due timer queues is fds.c's and timers.c's business, how a slow
@@ -62,6 +63,12 @@ int zl_grow_done(uintptr_t loop, int64_t need)
 {
     zl_loop *L = (zl_loop *)loop;
     return zl_grow_raw((void **)&L->sh.done, &L->sh.done_cap, 64, need, sizeof *L->sh.done);
+}
+
+int zl_grow_events(uintptr_t loop, int64_t need)
+{
+    zl_loop *L = (zl_loop *)loop;
+    return zl_grow_raw((void **)&L->sh.events, &L->sh.events_cap, 256, need, sizeof *L->sh.events);
 }
 
 /* ---- slow-callback detection ----

@@ -73,8 +73,12 @@ func (h *host) Clock() (float64, bool) {
 func (h *host) Release()   { C.zl_release(h.loop) }
 func (h *host) Reacquire() { C.zl_reacquire(h.loop) }
 
-// EventBuffer makes the engine write ready events straight into C memory.
-func (h *host) EventBuffer() []core.Event {
+// EventBuffer makes the engine write ready events straight into C memory,
+// grown to n if C can (else as it was).
+func (h *host) EventBuffer(n int) []core.Event {
+	if int64(n) > int64(h.shared.events_cap) {
+		C.zl_grow_events(h.loop, C.int64_t(n))
+	}
 	return unsafe.Slice((*core.Event)(unsafe.Pointer(h.shared.events)), int(h.shared.events_cap))
 }
 

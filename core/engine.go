@@ -128,10 +128,25 @@ const aloneMax = yieldCheckEvery - 1
 
 // EventBufferer is implemented by a host that wants ready events written
 // straight into memory it owns (the C adapter: then handing them over
-// passes no Go pointer across cgo).
+// passes no Go pointer across cgo). EventBuffer returns that memory with
+// room for at least n events if it can, else as it was (a wait then
+// reports no more than fit). The engine calls it when it is made and,
+// when the descriptors watched outgrow the buffer, before a wait: never
+// while the host is in Dispatch, which may still read the events.
 type EventBufferer interface {
-	EventBuffer() []Event
+	EventBuffer(n int) []Event
 }
+
+// minEvents is the room for events an engine starts with.
+const minEvents = 256
+
+// eventsFor is the room a wait needs to report every event that can be
+// ready at once, as asyncio's selectors do (their select asks for as
+// many as there are registrations): two per descriptor (kqueue reports
+// reading and writing apart) and the waker's. With less, the events
+// beyond the buffer wait for the next iteration, so callbacks asyncio
+// runs in one iteration would be spread over two.
+func eventsFor(watched int) int { return 2*watched + 1 }
 
 // Engine is one event loop's engine.
 type Engine struct {
@@ -143,6 +158,7 @@ type Engine struct {
 	out        []TimerSlot // timer slots handed back in this iteration
 	inbox      *inbox      // completions posted by other goroutines
 	watched    int         // descriptors registered by the host
+	eventsAsk  int         // the most room for events asked of the host so far
 	peek       PeekHandle  // how the host looks at the reactor (Lookahead.Peek)
 	lastYield  float64     // Now() at the last yield
 	sinceLook  int         // iterations since maybeYield last looked at the clock
@@ -183,9 +199,9 @@ func NewEngineWithReactor(host Host, r Reactor, resolution float64) *Engine {
 		e.peek = p.PeekHandle()
 	}
 	if b, ok := host.(EventBufferer); ok {
-		e.events = b.EventBuffer()
+		e.events = b.EventBuffer(minEvents)
 	} else {
-		e.events = make([]Event, 256)
+		e.events = make([]Event, minEvents)
 	}
 	return e
 }
@@ -224,9 +240,29 @@ func (e *Engine) maybeYield() {
 	}
 }
 
+// fitEvents gives the event buffer room for every event that can be
+// ready (eventsFor), asking the host once per size it needs.
+func (e *Engine) fitEvents() {
+	need := eventsFor(e.watched)
+	if need <= len(e.events) || need <= e.eventsAsk {
+		return
+	}
+	e.eventsAsk = need
+	if b, ok := e.host.(EventBufferer); ok {
+		e.events = b.EventBuffer(need)
+		return
+	}
+	n := len(e.events)
+	for n < need {
+		n *= 2
+	}
+	e.events = make([]Event, n)
+}
+
 // RunOnce runs one iteration.
 func (e *Engine) RunOnce() error {
 	e.out = e.out[:0]
+	e.fitEvents()
 	e.takeNewTimers()
 	e.dropCancelled()
 	fake, faked := e.host.Clock()

@@ -229,7 +229,9 @@ func (h *fzHost) MustNotBlock() bool     { return h.ready }
 func (h *fzHost) Quiet() bool            { return h.quiet }
 func (h *fzHost) Clock() (float64, bool) { return h.fakeNow, h.faked }
 func (h *fzHost) Stopping() bool         { return false }
-func (h *fzHost) EventBuffer() []core.Event {
+
+// EventBuffer never grows: the engine must go on with the buffer it has.
+func (h *fzHost) EventBuffer(int) []core.Event {
 	return h.events
 }
 

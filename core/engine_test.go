@@ -151,6 +151,7 @@ type fakeReactor struct {
 	waitErr  error
 	closed   bool
 	wakes    atomic.Int32
+	room     []int // the length of the buffer each Wait was given
 }
 
 func (r *fakeReactor) Register(int, core.DescriptorToken, core.Interest) error   { return nil }
@@ -163,6 +164,7 @@ func (r *fakeReactor) Close() error                                             
 func (r *fakeReactor) Wait(events []core.Event, timeout time.Duration) (int, error) {
 	*r.log = append(*r.log, fmt.Sprintf("wait(%v)", timeout))
 	r.timeouts = append(r.timeouts, timeout)
+	r.room = append(r.room, len(events))
 	if r.waitErr != nil {
 		return 0, r.waitErr
 	}

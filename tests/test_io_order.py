@@ -9,8 +9,10 @@ have made a descriptor ready (core/engine.go, Quiet); these tests pin
 the cases where it must not skip it."""
 
 import asyncio
+import resource
 import socket
 
+import pytest
 from helpers import FACTORIES, assert_same_observations
 
 
@@ -174,3 +176,42 @@ def test_a_read_that_frees_a_watched_writers_room_is_seen_by_the_next_poll():
         "60,000 bytes through 4 KiB buffers",
         _room_freed_observations,
     )
+
+
+@pytest.mark.parametrize("ready", [127, 128, 255, 256, 257, 600])
+def test_every_descriptor_ready_at_once_runs_in_one_iteration(loop, ready):
+    # asyncio's selector asks for as many events as it has registrations,
+    # so every reader ready at once runs in the iteration after the sends,
+    # in the order the sockets became ready; zloopgo's engine grows its
+    # event buffer with the descriptors watched (core/engine.go,
+    # eventsFor): 256 at first, the sizes around it and past a doubling.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = 2 * ready + 100
+    assert hard == resource.RLIM_INFINITY or hard >= need, (
+        f"RLIMIT_NOFILE's hard limit {hard} < {need}"
+    )
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, need), hard))
+    pairs = []
+    try:
+        pairs = [socket.socketpair() for _ in range(ready)]
+        log = []
+
+        async def main():
+            for i, (_, b) in enumerate(pairs):
+                b.setblocking(False)
+                loop.add_reader(b, lambda i=i, b=b: (b.recv(10), log.append(i)))
+            for a, _ in pairs:
+                a.send(b"x")
+            for tick in range(3):
+                log.append(f"tick{tick}")
+                await asyncio.sleep(0)
+            for _, b in pairs:
+                loop.remove_reader(b)
+
+        loop.run_until_complete(main())
+        assert log == ["tick0", "tick1", *range(ready), "tick2"]
+    finally:
+        for a, b in pairs:
+            a.close()
+            b.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
