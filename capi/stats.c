@@ -102,7 +102,9 @@ PyObject *zl_stats(PyObject *mod, PyObject *loop)
         put_u(d, "waits_full", g.waits_full - g0->waits_full) < 0 ||
         put_u(d, "events", g.events - g0->events) < 0 ||
         put_u(d, "timers_fired", g.timers_fired - g0->timers_fired) < 0 ||
-        put_u(d, "yields", g.yields - g0->yields) < 0)
+        put_u(d, "yields", g.yields - g0->yields) < 0 ||
+        put_u(d, "peeks", g.peeks - g0->peeks) < 0 ||
+        put_u(d, "peeks_found", g.peeks_found - g0->peeks_found) < 0)
         goto fail;
     /* gauges: what is there now */
     int64_t timers = g.timers_held + L->sh.new_timers_len - L->sh.cancelled_timers;

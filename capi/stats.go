@@ -65,6 +65,8 @@ func zlgo_engine_stats(id C.uintptr_t, out *C.zl_engine_stats) {
 	out.events = C.uint64_t(s.Events)
 	out.timers_fired = C.uint64_t(s.TimersFired)
 	out.yields = C.uint64_t(s.Yields)
+	out.peeks = C.uint64_t(s.Peeks)
+	out.peeks_found = C.uint64_t(s.PeeksFound)
 	out.poll_ns = C.int64_t(s.PollNs)
 	out.idle_ns = C.int64_t(s.IdleNs)
 	out.busy_ns = C.int64_t(s.BusyNs)

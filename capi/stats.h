@@ -14,7 +14,7 @@
 typedef struct {
     /* the engine's totals (core.Stats) */
     uint64_t iterations, waits, waits_blocking, waits_skipped, waits_full, events, timers_fired,
-        yields;
+        yields, peeks, peeks_found;
     int64_t poll_ns, idle_ns, busy_ns;
     /* the engine's gauges */
     int64_t timers_held; /* timers in the heap, cancelled ones not yet swept included */

@@ -15,9 +15,11 @@
 //  3. pick the poll timeout: zero if the host has ready work, else until the
 //     earliest timer, else forever;
 //  4. wait for descriptor events, with the host's lock (the GIL) released
-//     only if the wait may block; a wait that cannot block is skipped when
-//     nothing is watched or the host's last batch was quiet (it ran only
-//     callbacks that cannot have made a descriptor ready);
+//     only if the wait may block, and such a wait first looked at with a
+//     zero timeout, the lock kept, while those looks keep finding events;
+//     a wait that cannot block is skipped when nothing is watched or the
+//     host's last batch was quiet (it ran only callbacks that cannot have
+//     made a descriptor ready);
 //  5. pop the timers that are due;
 //  6. hand events, timer slots and completions to the host in one call,
 //     which runs the ready callbacks.

@@ -150,23 +150,25 @@ func eventsFor(watched int) int { return 2*watched + 1 }
 
 // Engine is one event loop's engine.
 type Engine struct {
-	host       Host
-	reactor    Reactor
-	resolution float64
-	timers     timerheap.Heap[TimerSlot]
-	events     []Event
-	out        []TimerSlot // timer slots handed back in this iteration
-	inbox      *inbox      // completions posted by other goroutines
-	watched    int         // descriptors registered by the host
-	eventsAsk  int         // the most room for events asked of the host so far
-	peek       PeekHandle  // how the host looks at the reactor (Lookahead.Peek)
-	lastYield  float64     // Now() at the last yield
-	sinceLook  int         // iterations since maybeYield last looked at the clock
-	yield      func()      // runtime.Gosched; tests count calls instead
-	stats      Stats       // stats.go
-	waitEnd    int64       // nanotime() after the last wait of this Run, 0 before the first
-	trace      []Iteration
-	tracing    bool
+	host        Host
+	reactor     Reactor
+	resolution  float64
+	timers      timerheap.Heap[TimerSlot]
+	events      []Event
+	out         []TimerSlot // timer slots handed back in this iteration
+	inbox       *inbox      // completions posted by other goroutines
+	watched     int         // descriptors registered by the host
+	eventsAsk   int         // the most room for events asked of the host so far
+	peekSkips   int         // waits that may block left to make without a look first (poll)
+	peekBackoff int         // peekSkips after the next look that finds nothing
+	peek        PeekHandle  // how the host looks at the reactor (Lookahead.Peek)
+	lastYield   float64     // Now() at the last yield
+	sinceLook   int         // iterations since maybeYield last looked at the clock
+	yield       func()      // runtime.Gosched; tests count calls instead
+	stats       Stats       // stats.go
+	waitEnd     int64       // nanotime() after the last wait of this Run, 0 before the first
+	trace       []Iteration
+	tracing     bool
 }
 
 // yieldEvery is how often a busy loop hands its goroutine back to the Go
@@ -387,7 +389,11 @@ func (e *Engine) timeout(now float64) time.Duration {
 // back. A wait that cannot block skips the system call when it can find
 // nothing a program could count on: no descriptor is registered (a
 // cross-thread wake-up needs no poll: its callback is already queued), or
-// the host says its last batch was quiet.
+// the host says its last batch was quiet. A wait that may block is made
+// first with a zero timeout, the lock kept, while such looks keep finding
+// events (peekFirst): then the events are there already, as when a client
+// and its server share the loop, and the wait costs neither the lock's
+// release nor the runtime's bookkeeping of a blocking system call.
 func (e *Engine) poll(timeout time.Duration) (n int, released bool, err error) {
 	switch {
 	case timeout == 0 && (e.watched == 0 || e.host.Quiet()):
@@ -396,6 +402,21 @@ func (e *Engine) poll(timeout time.Duration) (n int, released bool, err error) {
 	case timeout == 0:
 		n, err = e.reactor.Wait(e.events, 0)
 	default:
+		if e.peekFirst() {
+			n, err = e.reactor.Wait(e.events, 0)
+			e.stats.Peeks++
+			if err != nil || n > 0 {
+				e.peeked(err == nil)
+				break
+			}
+			e.peeked(false)
+			// The look may have drained a wake-up owed to a completion
+			// posted since the timeout was chosen: it must not sleep then.
+			if e.inbox.pending() {
+				break
+			}
+			e.stats.Waits++
+		}
 		e.host.Release()
 		released = true
 		n, err = e.reactor.Wait(e.events, timeout)
@@ -415,6 +436,38 @@ func (e *Engine) poll(timeout time.Duration) (n int, released bool, err error) {
 		e.stats.WaitsFull++
 	}
 	return n, released, nil
+}
+
+// peekMax bounds the waits that may block made without a look first,
+// after a look found nothing: an idle loop (a server between requests)
+// pays one look in that many sleeps at most.
+const peekMax = 64
+
+// peekFirst says whether this wait that may block is looked at first: the
+// descriptors watched could be ready, and no look that found nothing
+// asked to skip it.
+func (e *Engine) peekFirst() bool {
+	if e.watched == 0 {
+		return false
+	}
+	if e.peekSkips > 0 {
+		e.peekSkips--
+		return false
+	}
+	return true
+}
+
+// peeked records what a look found: after one that found nothing, the
+// next waits that may block (1, doubling up to peekMax while looks keep
+// finding nothing) are made without one.
+func (e *Engine) peeked(found bool) {
+	if found {
+		e.stats.PeeksFound++
+		e.peekBackoff = 1
+		return
+	}
+	e.peekSkips = max(e.peekBackoff, 1)
+	e.peekBackoff = min(2*e.peekSkips, peekMax)
 }
 
 func (e *Engine) popDue(now float64) {

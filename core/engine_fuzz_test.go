@@ -115,7 +115,8 @@ type fzHost struct {
 	t0         float64 // Now() before RunOnce
 	taken      []*fzTimer
 	released   bool
-	waited     bool
+	waited     bool // a wait that found events, or one that may block, was made
+	zeroEmpty  bool // a zero-timeout wait (or a look) found nothing
 	waitTO     time.Duration
 	batch      []core.Event // what the reactor wrote
 	dispatched bool
@@ -239,6 +240,9 @@ func (h *fzHost) Release() {
 	if h.released || h.waited {
 		h.t.Fatalf("Release called twice or after the wait (released %v, waited %v)", h.released, h.waited)
 	}
+	if h.zeroEmpty && h.zeroExpected(core.Now()) {
+		h.t.Fatal("Release after a zero-timeout wait the iteration wanted")
+	}
 	h.released = true
 }
 
@@ -290,7 +294,11 @@ func (h *fzHost) Dispatch(events []core.Event, timers []core.TimerSlot, done []c
 	if reacquire != h.released {
 		h.t.Fatalf("Dispatch(reacquire=%v) after Release called: %v", reacquire, h.released)
 	}
-	if !h.waited {
+	if !h.waited && h.zeroEmpty {
+		// A zero-timeout wait found nothing and no blocking one followed:
+		// it was the iteration's wait, not a look.
+		h.checkTimeout(0, core.Now())
+	} else if !h.waited {
 		// The wait was skipped: only allowed for a zero timeout with no
 		// descriptor watched or after a quiet batch.
 		if (h.watched != 0 && !h.quiet) || h.released {
@@ -399,23 +407,43 @@ func (r *fzReactor) WakeHandle() core.WakeHandle                               {
 func (r *fzReactor) Wake() error                                               { return nil }
 func (r *fzReactor) Close() error                                              { return nil }
 
+// Wait answers with the script. A zero-timeout wait without Release is
+// either the iteration's wait (when the model expects a zero timeout) or
+// the look before a wait that may block (Engine.poll): at most one, only
+// with a descriptor watched, and if it finds nothing the blocking wait
+// follows, after Release.
 func (r *fzReactor) Wait(events []core.Event, timeout time.Duration) (int, error) {
 	h := r.h
 	tw := core.Now()
 	if !h.inIter || h.waited || h.dispatched {
 		h.t.Fatal("Wait called outside RunOnce, twice, or after Dispatch")
 	}
-	h.waited = true
 	if unsafe.SliceData(events) != unsafe.SliceData(h.events) || len(events) != len(h.events) {
 		h.t.Fatalf("Wait got a buffer of %d events that is not the host's (%d)", len(events), len(h.events))
 	}
 	if (timeout != 0) != h.released {
 		h.t.Fatalf("wait(%v) with Release called: %v", timeout, h.released)
 	}
-	h.checkTimeout(timeout, tw)
 	n := copy(events, r.script)
 	h.batch = slices.Clone(events[:n])
+	if timeout == 0 {
+		look := !h.zeroExpected(tw)
+		if h.zeroEmpty || look && h.watched == 0 {
+			h.t.Fatalf("a second zero-timeout wait, or a look with nothing watched (%d)", h.watched)
+		}
+		h.waited, h.zeroEmpty = n > 0, n == 0
+		return n, nil
+	}
+	h.waited = true
+	h.checkTimeout(timeout, tw)
 	return n, nil
+}
+
+// zeroExpected: the model wants this iteration's wait made with a zero
+// timeout (work ready or a timer due).
+func (h *fzHost) zeroExpected(tw float64) bool {
+	top := h.earliest()
+	return h.ready || top != nil && (top.due(h.base) || top.key-tw < 1e-6)
 }
 
 // fzRunOnce runs one iteration with batch as the reactor's answer.
@@ -424,7 +452,7 @@ func fzRunOnce(t *testing.T, e *core.Engine, h *fzHost, r *fzReactor, batch []co
 		h.events[i] = fzPoisonEvent(i)
 	}
 	r.script = batch
-	h.inIter, h.dispatched, h.released, h.waited = true, false, false, false
+	h.inIter, h.dispatched, h.released, h.waited, h.zeroEmpty = true, false, false, false, false
 	h.batch, h.taken = nil, nil
 	h.t0 = core.Now()
 	if err := e.RunOnce(); err != nil {

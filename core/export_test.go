@@ -11,3 +11,7 @@ const (
 	YieldEvery      = yieldEvery
 	YieldCheckEvery = yieldCheckEvery
 )
+
+// SkipPeeks makes the next n waits that may block go without a look first
+// (Engine.poll), for tests of the blocking wait itself.
+func (e *Engine) SkipPeeks(n int) { e.peekSkips = n }

@@ -14,6 +14,8 @@ type Stats struct {
 	WaitsBlocking uint64 // of which might block (the host's lock released)
 	WaitsSkipped  uint64 // waits that could not block, skipped (nothing watched, quiet batch)
 	WaitsFull     uint64 // waits that filled the event buffer
+	Peeks         uint64 // waits that might block, made first with a zero timeout (counted in Waits)
+	PeeksFound    uint64 // of which found events: the wait that might block was not made
 	Events        uint64 // descriptor events the waits reported
 	TimersFired   uint64 // timers handed back as due
 	Yields        uint64 // hand-offs to the Go scheduler (busy loops, every 8 ms)

@@ -38,6 +38,8 @@ TOTALS = {
     "wakeups",
     "looks_ahead",
     "looks_ahead_ready",
+    "peeks",
+    "peeks_found",
 }
 GAUGES = {"ready", "timers", "descriptors", "lookups_in_flight"}
 TRANSPORT_COUNTS = {"reads", "read_bytes", "writes", "write_bytes", "writes_buffered"}
