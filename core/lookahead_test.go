@@ -85,43 +85,38 @@ func TestLookaheadsInboxWordIsSetByAPostAndClearedByTheTake(t *testing.T) {
 	}
 }
 
-func TestBatchesRunAloneCountAsIterationsThatSkippedTheirWait(t *testing.T) {
-	e, h, r := setup(t)
-	h.ready = true
-	h.alone = 5
-	before := e.Stats()
-	runOnce(t, e) // no descriptor watched: the engine's own wait is skipped too
-	runOnce(t, e)
-	s := e.Stats()
-	if got := s.Iterations - before.Iterations; got != 12 {
-		t.Fatalf("iterations %d, want 2 of the engine's and 10 run alone", got)
-	}
-	if got := s.WaitsSkipped - before.WaitsSkipped; got != 12 {
-		t.Fatalf("waits skipped %d, want 12", got)
-	}
-	if r.waits() != 0 {
-		t.Fatalf("%d waits made, want none", r.waits())
-	}
-}
-
-func TestBatchesRunAloneAfterTheHostsPollCountAsIterationsThatWaited(t *testing.T) {
-	e, h, r := setup(t)
-	h.ready = true
-	h.alone, h.polled = 5, 3
-	before := e.Stats()
-	runOnce(t, e)
-	s := e.Stats()
-	if got := s.Iterations - before.Iterations; got != 6 {
-		t.Fatalf("iterations %d, want the engine's and 5 run alone", got)
-	}
-	if got := s.Waits - before.Waits; got != 3 {
-		t.Fatalf("waits %d, want the 3 the host made (its own was skipped)", got)
-	}
-	if got := s.WaitsSkipped - before.WaitsSkipped; got != 3 {
-		t.Fatalf("waits skipped %d, want the engine's and the 2 batches alone that made none", got)
-	}
-	if r.waits() != 0 {
-		t.Fatalf("%d waits made by the reactor, want none", r.waits())
+func TestBatchesRunAloneCountAsIterationsThatWaitedOrSkippedTheirWait(t *testing.T) {
+	for _, c := range []struct {
+		name                            string
+		alone, polled                   int
+		iterations, waits, waitsSkipped uint64
+	}{
+		// no descriptor watched: the engine's own wait is skipped too
+		{"skipped", 5, 0, 2 + 10, 0, 2 + 10},
+		// the host made 3 of the 5 batches' waits (Lookahead.Peek)
+		{"polled", 5, 3, 2 + 10, 6, 2 + 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, h, r := setup(t)
+			h.ready = true
+			h.alone, h.polled = c.alone, c.polled
+			before := e.Stats()
+			runOnce(t, e)
+			runOnce(t, e)
+			s := e.Stats()
+			if got := s.Iterations - before.Iterations; got != c.iterations {
+				t.Fatalf("iterations %d, want %d (2 of the engine's, the rest run alone)", got, c.iterations)
+			}
+			if got := s.Waits - before.Waits; got != c.waits {
+				t.Fatalf("waits %d, want %d: the host's", got, c.waits)
+			}
+			if got := s.WaitsSkipped - before.WaitsSkipped; got != c.waitsSkipped {
+				t.Fatalf("waits skipped %d, want %d", got, c.waitsSkipped)
+			}
+			if r.waits() != 0 {
+				t.Fatalf("%d waits made by the reactor, want none", r.waits())
+			}
+		})
 	}
 }
 
