@@ -1,8 +1,8 @@
 // Tests of what the engine tells the host for running batches alone
 // (core.Lookahead) and of how it counts the batches the host reports:
 // the earliest deadline it holds, the inbox word other goroutines set,
-// none while a trace runs, and each batch alone an iteration whose wait
-// was skipped.
+// none while a trace runs, how to look at the reactor (Peek), and each
+// batch alone an iteration whose wait the host made or was skipped.
 package core_test
 
 import (
