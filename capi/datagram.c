@@ -103,6 +103,26 @@ static int exact_long(PyObject *v, long *out)
     return ok;
 }
 
+/* A tuple of n new references (NULL with an exception set if any is
+ * NULL, releasing the others), built without Py_BuildValue's parse of a
+ * format string for every datagram. */
+static PyObject *tuple_of(int n, PyObject **items)
+{
+    PyObject *t = NULL;
+    int complete = 1;
+    for (int i = 0; i < n; i++)
+        complete = complete && items[i] != NULL;
+    if (complete)
+        t = PyTuple_New(n);
+    for (int i = 0; i < n; i++) {
+        if (t != NULL)
+            PyTuple_SET_ITEM(t, i, items[i]); /* steals it */
+        else
+            Py_XDECREF(items[i]);
+    }
+    return t;
+}
+
 /* The address tuple the socket module makes for ss, or NULL with an
  * exception set; Py_None for an empty address. */
 static PyObject *address_of(const struct sockaddr_storage *ss, socklen_t len)
@@ -114,13 +134,16 @@ static PyObject *address_of(const struct sockaddr_storage *ss, socklen_t len)
         const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
         if (inet_ntop(AF_INET, &a->sin_addr, host, sizeof host) == NULL)
             return PyErr_SetFromErrno(PyExc_OSError);
-        return Py_BuildValue("si", host, ntohs(a->sin_port));
+        PyObject *items[] = {PyUnicode_FromString(host), PyLong_FromLong(ntohs(a->sin_port))};
+        return tuple_of(2, items);
     }
     const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
     if (inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host) == NULL)
         return PyErr_SetFromErrno(PyExc_OSError);
-    return Py_BuildValue("siII", host, ntohs(a->sin6_port), ntohl(a->sin6_flowinfo),
-                         a->sin6_scope_id);
+    PyObject *items[] = {PyUnicode_FromString(host), PyLong_FromLong(ntohs(a->sin6_port)),
+                         PyLong_FromUnsignedLong(ntohl(a->sin6_flowinfo)),
+                         PyLong_FromUnsignedLong(a->sin6_scope_id)};
+    return tuple_of(4, items);
 }
 
 /* After an OSError (set) from the socket: self._protocol.error_received(exc),
@@ -217,9 +240,9 @@ static PyObject *dg_read_ready(PyObject *self, PyObject *unused)
     Py_XSETREF(d->last_addr, Py_NewRef(addr));
     Py_DECREF(d);
     PyObject *protocol = zl_layout_get(&layout, self, D_PROTOCOL);
-    PyObject *r = protocol != NULL
-                      ? PyObject_CallMethodObjArgs(protocol, s_datagram_received, data, addr, NULL)
-                      : NULL;
+    PyObject *args[] = {protocol, data, addr}; /* protocol.datagram_received(data, addr) */
+    PyObject *r =
+        protocol != NULL ? PyObject_VectorcallMethod(s_datagram_received, args, 3, NULL) : NULL;
     Py_XDECREF(protocol);
     Py_DECREF(data);
     Py_DECREF(addr);
