@@ -269,8 +269,9 @@ static int nothing_else_due(zl_loop *L, const uint32_t *posted)
  * reports them in, and with it the order their callbacks run in. Hence
  * room for one more than the most descriptors watched (the waker), and
  * for more than are watched, should a descriptor closed while watched
- * linger in epoll through a duplicate. What it sees is still there for the engine's wait; a failed look (EINTR)
- * leaves the iteration to it too. */
+ * linger in epoll through a duplicate. What it sees is still there for
+ * the engine's wait; a failed look (EINTR) leaves the iteration to it
+ * too. */
 static int wait_would_find_nothing(zl_loop *L)
 {
 #ifdef __linux__
@@ -297,8 +298,8 @@ static int wait_would_find_nothing(zl_loop *L)
  * a look at the engine's epoll descriptor, made here as that wait, finds
  * nothing; no stop is asked for, and nothing else is due (nothing_else_due,
  * looked at again after that look, as the engine looks after its wait).
- * The batch then runs here, and the iteration costs no crossing into Go. A replaced
- * clock (zl_clock_sync) leaves every iteration to the engine. */
+ * The batch then runs here, and the iteration costs no crossing into Go.
+ * A replaced clock (zl_clock_sync) leaves every iteration to the engine. */
 static int next_is_alone(zl_loop *L, const uint32_t *posted)
 {
     if (L->sh.ready_len == 0 || L->sh.stopping || L->sh.faked)

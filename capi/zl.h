@@ -434,13 +434,22 @@ void zl_ready_clear(zl_loop *L);
 int zl_ready_traverse(zl_loop *L, visitproc visit, void *arg);
 void zl_ready_free(zl_loop *L);
 
+/* The slot after the last entry (the ring grown if it was full), which
+ * the caller fills and then counts; NULL with MemoryError set. */
+static inline zl_entry *zl_ready_tail(zl_loop *L)
+{
+    if (L->sh.ready_len == L->ready.cap && zl_ready_grow(L) < 0)
+        return NULL;
+    return &L->ready.ring[(L->ready.head + L->sh.ready_len) & (L->ready.cap - 1)];
+}
+
 static inline int zl_ready_push(zl_loop *L, zl_handle *h) /* steals h */
 {
-    if (L->sh.ready_len == L->ready.cap && zl_ready_grow(L) < 0) {
+    zl_entry *e = zl_ready_tail(L);
+    if (e == NULL) {
         Py_DECREF(h);
         return -1;
     }
-    zl_entry *e = &L->ready.ring[(L->ready.head + L->sh.ready_len) & (L->ready.cap - 1)];
     e->call = (PyObject *)h;
     e->flags = ZL_ENTRY_HANDLE;
     L->sh.ready_len++;
@@ -450,11 +459,11 @@ static inline int zl_ready_push(zl_loop *L, zl_handle *h) /* steals h */
 /* Queues call(arg) as a ZL_ENTRY_BARE entry; steals arg (even on failure). */
 static inline int zl_ready_push_bare(zl_loop *L, PyObject *call, PyObject *arg)
 {
-    if (L->sh.ready_len == L->ready.cap && zl_ready_grow(L) < 0) {
+    zl_entry *e = zl_ready_tail(L);
+    if (e == NULL) {
         Py_DECREF(arg);
         return -1;
     }
-    zl_entry *e = &L->ready.ring[(L->ready.head + L->sh.ready_len) & (L->ready.cap - 1)];
     e->call = Py_NewRef(call);
     e->arg = arg;
     e->context = NULL;
