@@ -15,6 +15,7 @@ import inspect
 import os
 import selectors
 import signal
+import socket
 import sys
 import threading
 from asyncio import (
@@ -274,13 +275,14 @@ class Loop(_engine.LoopCore, SockReceives, unix_events._UnixSelectorEventLoop):
             self, sock, protocol, waiter=None, *, extra=None, server=None, context=None
         ):
             self._ensure_fd_no_transport(sock)
-            return SocketTransport(self, sock, protocol, waiter, extra, server, context=context)
+            cls = _socket_transport_class(sock)
+            return cls(self, sock, protocol, waiter, extra, server, context=context)
 
     else:
 
         def _make_socket_transport(self, sock, protocol, waiter=None, *, extra=None, server=None):
             self._ensure_fd_no_transport(sock)
-            return SocketTransport(self, sock, protocol, waiter, extra, server)
+            return _socket_transport_class(sock)(self, sock, protocol, waiter, extra, server)
 
     if _tls.NATIVE_TLS:
         start_tls = _tls.start_tls
@@ -294,7 +296,8 @@ class Loop(_engine.LoopCore, SockReceives, unix_events._UnixSelectorEventLoop):
             self._ensure_fd_no_transport(rawsock)
         transport_options = {"context": how.pop("context")} if _TRANSPORT_TAKES_CONTEXT else {}
         ssl_protocol = _tls.protocol_class(self, protocol, sslcontext, waiter, *side, **how)
-        SocketTransport(self, rawsock, ssl_protocol, None, extra, server, **transport_options)
+        transport_class = _socket_transport_class(rawsock)
+        transport_class(self, rawsock, ssl_protocol, None, extra, server, **transport_options)
         return ssl_protocol._app_transport
 
     if _TRANSPORT_TAKES_CONTEXT:  # 3.15+
@@ -386,7 +389,13 @@ class Loop(_engine.LoopCore, SockReceives, unix_events._UnixSelectorEventLoop):
 
     def _make_datagram_transport(self, sock, protocol, address=None, waiter=None, extra=None):
         self._ensure_fd_no_transport(sock)
-        return DatagramTransport(self, sock, protocol, address, waiter, extra)
+        # a socket.socket subclass may have its own recvfrom and sendto: asyncio's calls them
+        cls = (
+            DatagramTransport
+            if type(sock) is socket.socket
+            else selector_events._SelectorDatagramTransport
+        )
+        return cls(self, sock, protocol, address, waiter, extra)
 
     def _add_callback(self, handle):
         # asyncio queues handles made outside call_soon (signal handlers)
@@ -496,6 +505,15 @@ else:
 
     def _awaiting_graph(handle):
         return None
+
+
+def _socket_transport_class(sock):
+    """zloopgo's transport for a socket.socket, whose reads and writes are
+    native system calls; asyncio's own for a subclass, whose recv and send
+    may be its own (asyncio's transport calls them)."""
+    if type(sock) is socket.socket:
+        return SocketTransport
+    return selector_events._SelectorSocketTransport
 
 
 def _run_unless_cancelled(handle):
