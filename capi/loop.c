@@ -236,6 +236,15 @@ static PyMethodDef loop_methods[] = {
     {"_zl_remove_writer", (PyCFunction)zl_loop_remove_writer, METH_O, NULL},
     {"_zl_watch_state", (PyCFunction)zl_loop_watch_state, METH_O, NULL},
     {"_zl_find_fileobj", (PyCFunction)zl_loop_find_fileobj, METH_O, NULL},
+    {"_zl_sock_recv", (PyCFunction)(void (*)(void))zl_loop_sock_recv_now, METH_FASTCALL, NULL},
+    {"_zl_sock_sendall", (PyCFunction)(void (*)(void))zl_loop_sock_sendall_now, METH_FASTCALL,
+     NULL},
+    {"_sock_recv", (PyCFunction)(void (*)(void))zl_loop_sock_recv_ready, METH_FASTCALL, NULL},
+    {"_sock_sendall", (PyCFunction)(void (*)(void))zl_loop_sock_sendall_ready, METH_FASTCALL, NULL},
+    {"_sock_read_done", (PyCFunction)(void (*)(void))zl_loop_sock_read_done,
+     METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"_sock_write_done", (PyCFunction)(void (*)(void))zl_loop_sock_write_done,
+     METH_FASTCALL | METH_KEYWORDS, NULL},
     {"_zl_run", (PyCFunction)loop_run_engine, METH_NOARGS, NULL},
     {"_zl_getaddrinfo", (PyCFunction)zl_loop_getaddrinfo, METH_VARARGS, NULL},
     {"_zl_getnameinfo", (PyCFunction)zl_loop_getnameinfo, METH_VARARGS, NULL},
@@ -270,7 +279,8 @@ PyTypeObject zl_LoopType = {
 
 int zl_loop_type_ready(void)
 {
-    if (zl_pending_ready() < 0 || zl_schedule_ready() < 0 || zl_tasks_ready() < 0)
+    if (zl_pending_ready() < 0 || zl_schedule_ready() < 0 || zl_tasks_ready() < 0 ||
+        zl_sockops_ready() < 0)
         return -1;
     return PyType_Ready(&zl_LoopType);
 }

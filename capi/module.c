@@ -38,6 +38,9 @@ static PyMethodDef module_methods[] = {
      "Make a descriptor's handle run in the given context itself."},
     {"context_layout_ok", zl_context_layout_ok, METH_NOARGS,
      "Whether PyContext's layout passed capi/context.c's self-test (handles share snapshots)."},
+    {"socket_layout_ok", zl_socket_layout_ok, METH_NOARGS,
+     "Whether a socket object's layout passed capi/sockops.c's self-test (system calls made "
+     "directly)."},
     {"build_info_json", build_info_json, METH_NOARGS, "Build facts from the Go side, as JSON."},
     {"file_op", (PyCFunction)(void (*)(void))zl_file_op, METH_FASTCALL,
      "Start a file operation on a file worker (capi/files.c)."},
@@ -85,7 +88,9 @@ PyMODINIT_FUNC PyInit__engine(void)
         PyModule_AddObjectRef(m, "TLSFastPaths", (PyObject *)&zl_TLSFastPathsType) < 0 ||
         PyModule_AddObjectRef(m, "TLSTransportFastPaths",
                               (PyObject *)&zl_TLSTransportFastPathsType) < 0 ||
-        PyModule_AddObjectRef(m, "DatagramState", (PyObject *)&zl_DatagramStateType) < 0) {
+        PyModule_AddObjectRef(m, "DatagramState", (PyObject *)&zl_DatagramStateType) < 0 ||
+        PyModule_AddIntConstant(m, "SOCK_SCRATCH_FROM", ZL_SOCK_SCRATCH_FROM) < 0 ||
+        PyModule_AddIntConstant(m, "SOCK_SCRATCH_LIMIT", ZL_SOCK_SCRATCH_LIMIT) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -24,12 +24,13 @@
  *  15 transport.c     the socket transport's native methods: reads, writes
  *  16 tls.c           the TLS protocol's and its app transport's native methods
  *  17 datagram.c      the datagram transport's native methods: receive, sendto
- *  18 resolver.c      name lookups on resolver threads
- *  19 files.c         file operations on worker goroutines, their bound
- *  20 dispatch.c      the engine's calls into C: one iteration's batch
- *  21 loop.c          the LoopCore type: making, running, closing a loop
- *  22 stats.c         zloopgo.stats(): the counters read, reset; slow-callback detection set
- *  23 module.c        the extension module
+ *  18 sockops.c       the loop's sock_recv and sock_sendall: asyncio's steps natively
+ *  19 resolver.c      name lookups on resolver threads
+ *  20 files.c         file operations on worker goroutines, their bound
+ *  21 dispatch.c      the engine's calls into C: one iteration's batch
+ *  22 loop.c          the LoopCore type: making, running, closing a loop
+ *  23 stats.c         zloopgo.stats(): the counters read, reset; slow-callback detection set
+ *  24 module.c        the extension module
  */
 #ifndef ZL_H
 #define ZL_H
@@ -632,6 +633,26 @@ static inline int zl_corked_any(const zl_loop *L) { return L->corked.len > 0; }
 /* Forgets the list (breaking a cycle, closing), pushing first. */
 void zl_corked_clear(zl_loop *L);
 void zl_corked_free(zl_loop *L);
+
+/* capi/sockops.c: LoopCore's sock_recv and sock_sendall steps */
+/* The receives from a plain socket that land in the loop's receive buffer,
+ * SCRATCH_FROM to SCRATCH_LIMIT bytes (the module's SOCK_SCRATCH_FROM and
+ * _LIMIT, which zloopgo's Python steps take too): from glibc's initial
+ * mmap threshold up to what the buffer, which keeps the size of its
+ * largest receive, may keep. */
+#define ZL_SOCK_SCRATCH_FROM (128 * 1024)
+#define ZL_SOCK_SCRATCH_LIMIT (1 << 20)
+int zl_sockops_ready(void);
+/* _engine.socket_layout_ok() */
+PyObject *zl_socket_layout_ok(PyObject *mod, PyObject *unused);
+PyObject *zl_loop_sock_recv_now(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zl_loop_sock_sendall_now(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zl_loop_sock_recv_ready(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zl_loop_sock_sendall_ready(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zl_loop_sock_read_done(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                                 PyObject *kwnames);
+PyObject *zl_loop_sock_write_done(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                                  PyObject *kwnames);
 
 /* capi/resolver.c */
 int zl_resolver_ready(void);

@@ -46,7 +46,7 @@ from pathlib import Path
 import pytest
 
 import zloopgo
-from zloopgo import _datagram, _engine, _loop, _pipes, _sockrecv, _tls, _transports
+from zloopgo import _datagram, _engine, _loop, _pipes, _sockmethods, _tls, _transports
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSION = sys.version.split()[0]
@@ -63,7 +63,11 @@ SCHEDULE = "capi/schedule.c (call_soon and the rest)"
 FDS = "capi/fds.c (descriptor watching) and zloopgo/_loop.py"
 HANDLES = "capi/handle.c and zloopgo/_loop.py's _handle_repr"
 DATAGRAM = "capi/datagram.c and zloopgo/_datagram.py (the native receive and sendto)"
-SOCK_RECV = "zloopgo/_sockrecv.py (asyncio's sock_recv and sock_recvfrom, but for the receive)"
+SOCK_METHODS = (
+    "zloopgo/_sockmethods.py (asyncio's sock_recv, sock_sendall and sock_recvfrom, but for the "
+    "receive and the adapter asked first)"
+)
+SOCK_OPS = "capi/sockops.c (asyncio's sock_recv and sock_sendall steps, natively)"
 PIPES = "zloopgo/_pipes.py (the read pipe transport's _read_ready, asyncio's own but for the read)"
 TLS = "capi/tls.c and zloopgo/_tls.py (the native TLS record path)"
 REVIEWED = {
@@ -124,12 +128,43 @@ REVIEWED = {
         {"39fbea6d93e5": "3.10.13-3.15.2"},
     ),
     "asyncio.selector_events.BaseSelectorEventLoop.sock_recv": (
-        SOCK_RECV,
+        f"{SOCK_METHODS}; {SOCK_OPS}",
         {"8c442e2bcc03": "3.10.13-3.15.2"},
     ),
     "asyncio.selector_events.BaseSelectorEventLoop._sock_recv": (
-        SOCK_RECV,
+        SOCK_OPS,
         {"9a0219ddec6f": "3.10.13-3.15.2"},
+    ),
+    "asyncio.selector_events.BaseSelectorEventLoop.sock_sendall": (
+        f"{SOCK_METHODS}; {SOCK_OPS}",
+        {"2a48123b3b5c": "3.10.13-3.15.2"},
+    ),
+    "asyncio.selector_events.BaseSelectorEventLoop._sock_sendall": (
+        SOCK_OPS,
+        {"f053a7d7d2de": "3.10.13-3.15.2"},
+    ),
+    "asyncio.selector_events.BaseSelectorEventLoop._sock_read_done": (
+        SOCK_OPS,
+        {"8305af992cf3": "3.10.13-3.15.2"},
+    ),
+    "asyncio.selector_events.BaseSelectorEventLoop._sock_write_done": (
+        SOCK_OPS,
+        {"c177fb9e1d5c": "3.10.13-3.15.2"},
+    ),
+    "asyncio.selector_events.BaseSelectorEventLoop._ensure_fd_no_transport": (
+        SOCK_OPS,
+        {
+            "463c7be16bb9": "3.10.13-3.12.1",
+            "8d2eb8ef6be3": "3.13.0-3.15.2 (_transports.get)",
+        },
+    ),
+    "asyncio.selector_events.BaseSelectorEventLoop.remove_reader": (
+        SOCK_OPS,
+        {"0ac86e604af7": "3.10.13-3.15.2"},
+    ),
+    "asyncio.selector_events.BaseSelectorEventLoop.remove_writer": (
+        SOCK_OPS,
+        {"b4c238695afd": "3.10.13-3.15.2"},
     ),
     "asyncio.selector_events.BaseSelectorEventLoop._add_reader": (
         FDS,
@@ -246,11 +281,11 @@ REVIEWED = {
 }
 if sys.version_info >= (3, 11):  # sock_recvfrom is new in 3.11
     REVIEWED["asyncio.selector_events.BaseSelectorEventLoop.sock_recvfrom"] = (
-        SOCK_RECV,
+        SOCK_METHODS,
         {"6610b224f760": "3.11.7-3.15.2"},
     )
     REVIEWED["asyncio.selector_events.BaseSelectorEventLoop._sock_recvfrom"] = (
-        SOCK_RECV,
+        SOCK_METHODS,
         {"d16609fc1e31": "3.11.7-3.15.2"},
     )
 
@@ -361,25 +396,47 @@ def test_code_zloopgo_does_again_is_the_code_it_was_checked_against(name):
     )
 
 
+def _without_adapter_first(src):
+    """A SockMethods method's source without its first statements, which
+    ask the adapter (self._zl_sock_...) and return what it answered."""
+    lines = src.splitlines(keepends=True)
+    asks = [i for i, line in enumerate(lines) if "self._zl_sock_" in line]
+    if not asks:
+        return src
+    rest = next(i for i, line in enumerate(lines) if "base_events._check_ssl_socket" in line)
+    return "".join(lines[: asks[0]] + lines[rest:])
+
+
 @pytest.mark.parametrize(
     ("name", "receive", "asyncios_receive"),
     [
         ("sock_recv", "_recv(self, sock, n)", "sock.recv(n)"),
-        ("_sock_recv", "_recv(self, sock, n)", "sock.recv(n)"),
+        ("sock_sendall", None, None),
         ("sock_recvfrom", "_recvfrom(self, sock, bufsize)", "sock.recvfrom(bufsize)"),
         ("_sock_recvfrom", "_recvfrom(self, sock, bufsize)", "sock.recvfrom(bufsize)"),
     ],
 )
-def test_zloopgos_sock_receives_are_asyncios_but_for_the_receive(name, receive, asyncios_receive):
+def test_zloopgos_sock_methods_are_asyncios_but_for_the_receive(name, receive, asyncios_receive):
     theirs = getattr(selector_events.BaseSelectorEventLoop, name, None)
-    ours = _sockrecv.SockReceives.__dict__.get(name)
+    ours = _sockmethods.SockMethods.__dict__.get(name)
     assert (ours is None) == (theirs is None), f"{name}: asyncio has it, zloopgo not, or back"
     if theirs is None:
         return
-    src = inspect.getsource(ours)
-    call = re.compile(r"(?<![\w.])" + re.escape(receive))
-    assert len(call.findall(src)) == 1, f"{name} should call {receive} once"
-    assert fingerprint_source(call.sub(asyncios_receive, src)) == fingerprint(theirs)
+    src = _without_adapter_first(inspect.getsource(ours))
+    if receive is not None:
+        call = re.compile(r"(?<![\w.])" + re.escape(receive))
+        assert len(call.findall(src)) == 1, f"{name} should call {receive} once"
+        src = call.sub(asyncios_receive, src)
+    assert fingerprint_source(src) == fingerprint(theirs)
+
+
+@pytest.mark.parametrize(
+    "name", ["_sock_recv", "_sock_sendall", "_sock_read_done", "_sock_write_done"]
+)
+def test_the_callbacks_of_sock_recv_and_sock_sendall_are_the_adapters(name):
+    # capi/sockops.c does these (REVIEWED pins asyncio's code they follow):
+    # asyncio's steps in Python (zloopgo/_sockmethods.py) hand them on too
+    assert getattr(_loop.Loop, name) is getattr(_engine.LoopCore, name)
 
 
 def test_the_stream_fast_path_is_on_exactly_where_its_code_was_checked():
@@ -925,9 +982,27 @@ C_NAMES = {
         "_paused",
         "_limit",
     },
-    "future": {"cancelled", "set_result", "set_exception", "done"},
+    "future": {"cancelled", "set_result", "set_exception", "done", "add_done_callback"},
     "reader_transport": {"pause_reading"},
-    "loop": {"time", "slow_callback_duration"},
+    "loop": {
+        "time",
+        "slow_callback_duration",
+        # capi/sockops.c: asyncio's sock_recv and sock_sendall steps
+        "_ensure_fd_no_transport",
+        "_transports",
+        "_sock_recv",
+        "_sock_sendall",
+        "_sock_read_done",
+        "_sock_write_done",
+        "remove_reader",
+        "remove_writer",
+    },
+    # capi/sockops.c: a socket's methods it calls, the dict a
+    # WeakValueDictionary (loop._transports) keeps its references in, and
+    # the keyword asyncio binds _sock_read_done's handle with
+    "socket": {"fileno", "recv", "recv_into", "send"},
+    "weak_value_dict": {"data"},
+    "done_keywords": {"handle"},
     "asyncio_modules": {"Future", "Task"},
     "task_keywords": {"loop", "name", "context"},
     "call_keywords": {"context"},
@@ -1038,6 +1113,8 @@ def test_names_the_c_adapter_reads_exist_on_asyncios_objects():
             "future": fut,
             "reader_transport": transport,
             "loop": loop,
+            "socket": peer,
+            "weak_value_dict": loop._transports,
         }
         missing = [
             f"{kind}.{name}"
@@ -1059,6 +1136,9 @@ def test_names_the_c_adapter_reads_exist_on_asyncios_objects():
         )
         assert wanted <= set(task_params), sorted(task_params)
         assert "context" in inspect.signature(base_events.BaseEventLoop.call_soon).parameters
+        for name in ("_sock_read_done", "_sock_write_done"):
+            done_params = inspect.signature(getattr(selector_events.BaseSelectorEventLoop, name))
+            assert C_NAMES["done_keywords"] <= set(done_params.parameters), name
         source = inspect.getsource(selector_events)
         for message in C_NAMES["messages"]:
             assert message in source, f"asyncio no longer says {message!r}"

@@ -33,7 +33,7 @@ from . import _engine, _tls
 from ._datagram import DatagramTransport
 from ._numeric_addr import numeric_getaddrinfo
 from ._pipes import ReadPipeTransport
-from ._sockrecv import SockReceives
+from ._sockmethods import SockMethods
 from ._transports import SocketTransport
 
 # run_forever's steps, as this Python's BaseEventLoop.run_forever takes them
@@ -88,7 +88,7 @@ class _WatchedDescriptors:
         self._loop = None
 
 
-class Loop(_engine.LoopCore, SockReceives, unix_events._UnixSelectorEventLoop):
+class Loop(_engine.LoopCore, SockMethods, unix_events._UnixSelectorEventLoop):
     """An asyncio event loop run by zloopgo's Go engine."""
 
     def __init__(self, *, slow_callbacks=None):

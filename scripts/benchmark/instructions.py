@@ -111,6 +111,28 @@ async def main():
 loop.run_until_complete(main())
 """,
     ),
+    "sock_rtt": (
+        2000,
+        """
+import socket
+async def main():
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    b.setblocking(False)
+    async def echo():
+        while data := await loop.sock_recv(b, 1000000):
+            await loop.sock_sendall(b, data)
+    server = loop.create_task(echo())
+    payload = b"x" * 1024
+    for _ in range(n):
+        await loop.sock_sendall(a, payload)
+        await loop.sock_recv(a, 1000000)
+    a.close()
+    await server
+    b.close()
+loop.run_until_complete(main())
+""",
+    ),
     "udp_rtt": (
         2000,
         """

@@ -1,7 +1,15 @@
-"""The loop's sock_recv and sock_recvfrom: asyncio's own code
-(selector_events.BaseSelectorEventLoop), but for the receive, which lands
-in the scratch buffer the loop keeps and is copied into a bytes of what
-came.
+"""The loop's sock_recv, sock_sendall and sock_recvfrom: asyncio's own code
+(selector_events.BaseSelectorEventLoop), run first natively where the
+adapter can take its steps, and with every receive landing in a buffer
+the loop keeps, copied into a bytes of what came.
+
+sock_recv and sock_sendall ask the adapter first (capi/sockops.c): for
+zloopgo.Loop itself, a plain socket.socket and debug mode off, it takes
+asyncio's steps without a Python frame and returns what came, None (all
+sent) or the future to await; NotImplemented sends every other case
+through asyncio's steps below. The callbacks those steps hand to the loop
+and the future (_sock_recv, _sock_sendall, _sock_read_done,
+_sock_write_done) are the adapter's LoopCore methods.
 
 asyncio calls sock.recv(n): `await loop.sock_recv(sock, 1_000_000)` (what
 uvloop's echo server asks for) allocates a 1 MB bytes above glibc's mmap
@@ -12,25 +20,26 @@ received, against 2.2 µs with n = 64 KiB (docs/where-time-goes.md,
 exceptions (recv_into and recvfrom_into fail as recv and recvfrom do for
 the sizes taken here), the same order.
 Only a plain socket.socket (a subclass may override recv) and an int n
-from SCRATCH_FROM to SCRATCH_LIMIT take the scratch buffer; the rest is
-asyncio's recv (below glibc's first mmap threshold the allocation is
-cheaper than the scratch buffer's extra copy and calls). The
-methods are asyncio's, line for line, with that receive in place of
-sock.recv; tests/test_asyncio_internals.py pins the code they copy. This
-module knows asyncio's loop; nothing of the engine.
+from SCRATCH_FROM to SCRATCH_LIMIT take the scratch buffer here; the rest
+is asyncio's recv (below glibc's first mmap threshold the allocation is
+cheaper than the scratch buffer's extra copy and calls). The methods are
+asyncio's, line for line, with that receive in place of sock.recv and the
+adapter asked first; tests/test_asyncio_internals.py pins the code they
+copy. This module knows asyncio's loop; nothing of the engine.
 """
 
 import functools
 import socket
 from asyncio import base_events, selector_events
 
+from . import _engine
 from ._scratch import scratch_view
 
 # The receives that land in the scratch buffer: from glibc's initial mmap
 # threshold up to a size the buffer, which keeps the size of its largest
 # receive, may keep.
-SCRATCH_FROM = 128 * 1024
-SCRATCH_LIMIT = 1 << 20
+SCRATCH_FROM = _engine.SOCK_SCRATCH_FROM
+SCRATCH_LIMIT = _engine.SOCK_SCRATCH_LIMIT
 
 _BASE = selector_events.BaseSelectorEventLoop
 
@@ -56,9 +65,9 @@ def _recvfrom(loop, sock, n):
         return view[:nbytes].tobytes(), address
 
 
-class SockReceives:
-    """sock_recv and sock_recvfrom for zloopgo's Loop (a base before
-    asyncio's loop classes)."""
+class SockMethods:
+    """sock_recv, sock_sendall and sock_recvfrom for zloopgo's Loop (a base
+    before asyncio's loop classes)."""
 
     __slots__ = ()
 
@@ -69,6 +78,9 @@ class SockReceives:
         The maximum amount of data to be received at once is specified by
         nbytes.
         """
+        got = self._zl_sock_recv(sock, n)  # asyncio's steps below, natively
+        if got is not NotImplemented:
+            return got if type(got) is bytes else await got
         base_events._check_ssl_socket(sock)
         if self._debug and sock.gettimeout() != 0:
             raise ValueError("the socket must be non-blocking")
@@ -83,21 +95,40 @@ class SockReceives:
         fut.add_done_callback(functools.partial(self._sock_read_done, fd, handle=handle))
         return await fut
 
-    def _sock_recv(self, fut, sock, n):
-        # _sock_recv() can add itself as an I/O callback if the operation can't
-        # be done immediately. Don't use it directly, call sock_recv().
-        if fut.done():
+    async def sock_sendall(self, sock, data):
+        """Send data to the socket.
+
+        The socket must be connected to a remote socket.  This method
+        continues to send data from data until either all data has been
+        sent or an error occurs.  None is returned on success.  On error,
+        an exception is raised, and there is no way to determine how much
+        data, if any, was successfully processed by the receiving end of
+        the connection.
+        """
+        rest = self._zl_sock_sendall(sock, data)  # asyncio's steps below, natively
+        if rest is None:
             return
+        if rest is not NotImplemented:
+            return await rest
+        base_events._check_ssl_socket(sock)
+        if self._debug and sock.gettimeout() != 0:
+            raise ValueError("the socket must be non-blocking")
         try:
-            data = _recv(self, sock, n)
+            n = sock.send(data)
         except (BlockingIOError, InterruptedError):
-            return  # try again next time
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:  # noqa: BLE001 - as asyncio's
-            fut.set_exception(exc)
-        else:
-            fut.set_result(data)
+            n = 0
+
+        if n == len(data):
+            # all data sent
+            return
+
+        fut = self.create_future()
+        fd = sock.fileno()
+        self._ensure_fd_no_transport(fd)
+        # use a trick with a list in closure to store a mutable state
+        handle = self._add_writer(fd, self._sock_sendall, fut, sock, memoryview(data), [n])
+        fut.add_done_callback(functools.partial(self._sock_write_done, fd, handle=handle))
+        return await fut
 
     if hasattr(_BASE, "sock_recvfrom"):  # 3.11+
 

@@ -1,0 +1,573 @@
+/* The loop's sock_recv and sock_sendall, for zloopgo.Loop itself and a
+ * plain socket.socket outside debug mode: asyncio's steps
+ * (selector_events.BaseSelectorEventLoop.sock_recv and sock_sendall) made
+ * without a Python frame, and the four methods those steps hand to the
+ * loop and the future (_sock_recv, _sock_read_done, _sock_sendall,
+ * _sock_write_done) as LoopCore's, for every caller.
+ *
+ * The same calls happen in the same order as in asyncio's code: the
+ * receive or send at once, then, if the kernel cannot take it now, a
+ * future from create_future, the descriptor checked against the loop's
+ * transports, a reader (writer) handle whose callback is the loop's bound
+ * _sock_recv (_sock_sendall), and functools.partial(_sock_read_done, fd,
+ * handle=handle) added to the future, ahead of the task that awaits it.
+ * A socket.socket subclass, a loop class derived from zloopgo.Loop (it may
+ * override any of those methods) and debug mode take asyncio's Python
+ * steps (zloopgo/_sockmethods.py), which reach the methods below too.
+ *
+ * A plain socket's receive lands in the loop's receive buffer and only
+ * what came is copied out (asyncio's sock.recv(n) allocates n bytes
+ * first: above glibc's mmap threshold that maps and unmaps memory per
+ * call): up to ZL_SOCK_SCRATCH_LIMIT bytes from a non-blocking socket,
+ * ZL_SOCK_SCRATCH_FROM to _LIMIT from one in another mode (recv_into).
+ *
+ * A plain socket in non-blocking mode (timeout 0.0, as asyncio asks) is
+ * received from and sent to with the system calls themselves, as the
+ * socket module's recv and send make them for such a socket (EINTR
+ * retried after the signal handlers ran, the errno's OSError): a receive
+ * or send the kernel cannot take now then costs no BlockingIOError. That
+ * reads the socket object's descriptor and timeout from its C layout,
+ * which a self-test checks at import; without it, the methods are called.
+ *
+ * It knows asyncio's method and attribute names, the loop's descriptor
+ * table (fds.c), futures (tasks.c) and receive buffer (transport.c);
+ * nothing of the engine. */
+#include "zl.h"
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+/* The head of the socket module's socket object (Modules/socketmodule.h,
+ * PySocketSockObject, the same on CPython 3.10 to 3.15 on POSIX): what
+ * socket.fileno() and gettimeout() read. */
+typedef struct {
+    PyObject_HEAD
+    int sock_fd;
+    int sock_family;
+    int sock_type;
+    int sock_proto;
+    PyObject *(*errorhandler)(void);
+    int64_t sock_timeout; /* nanoseconds; 0: non-blocking, negative: blocking */
+} socket_head;
+
+static int layout_ok; /* the self-test of socket_head passed */
+
+static PyTypeObject *socket_type;     /* socket.socket */
+static PyObject *partial_type;        /* functools.partial */
+static PyTypeObject *weak_value_dict; /* weakref.WeakValueDictionary */
+static PyObject *s_recv, *s_recv_into, *s_send, *s_fileno, *s_done, *s_set_result, *s_set_exception,
+    *s_add_done_callback, *s_cancelled, *s_transports, *s_data, *s_ensure_fd_no_transport,
+    *s_remove_reader, *s_remove_writer, *s_sock_recv, *s_sock_sendall, *s_sock_read_done,
+    *s_sock_write_done, *kw_handle;
+
+/* zloopgo.Loop itself, whose solid base is LoopCore, outside debug mode,
+ * with a socket.socket: asyncio's steps may be taken here. A class derived
+ * from zloopgo.Loop has Loop as its base, and takes them in Python. */
+static int native_steps(zl_loop *L, PyObject *sock)
+{
+    return Py_TYPE(L)->tp_base == &zl_LoopType && !L->debug && Py_TYPE(sock) == socket_type;
+}
+
+/* The exception pending is one asyncio's steps take as "not now". */
+static int not_now(void)
+{
+    return PyErr_ExceptionMatches(PyExc_BlockingIOError) ||
+           PyErr_ExceptionMatches(PyExc_InterruptedError);
+}
+
+/* The call raised "not now": forgotten, 0; else -1, the exception kept. */
+static int not_now_or_error(void)
+{
+    if (!not_now())
+        return -1;
+    PyErr_Clear();
+    return 0;
+}
+
+/* sock's descriptor if it is a plain socket.socket in non-blocking mode
+ * whose layout is known, else -1. */
+static int nonblocking_fd(PyObject *sock)
+{
+    if (!layout_ok || Py_TYPE(sock) != socket_type)
+        return -1;
+    socket_head *s = (socket_head *)sock;
+    return s->sock_timeout == 0 ? s->sock_fd : -1;
+}
+
+/* The call failed with errno: the socket module's exception for it, or,
+ * for EAGAIN, nothing (0). EINTR never gets here. */
+static int errno_outcome(void)
+{
+    if (errno == EAGAIN || errno == EWOULDBLOCK)
+        return 0;
+    PyErr_SetFromErrno(PyExc_OSError);
+    return -1;
+}
+
+/* sock.recv(n): 1 with what came in *data, 0 when the kernel has nothing
+ * now (BlockingIOError or InterruptedError), -1 with the exception set. A
+ * plain socket's receive of at most ZL_SOCK_SCRATCH_LIMIT bytes lands in
+ * the loop's receive buffer (recv(2) itself when non-blocking, else
+ * recv_into), and what came is copied out. */
+static int recv_now(zl_loop *L, PyObject *sock, PyObject *n, PyObject **data)
+{
+    *data = NULL;
+    long size = PyLong_CheckExact(n) ? PyLong_AsLong(n) : -1;
+    if (size == -1 && PyErr_Occurred())
+        PyErr_Clear(); /* beyond a long: sock.recv words the error */
+    int fd = nonblocking_fd(sock);
+    int scratch = fd >= 0 ? size > 0 && size <= ZL_SOCK_SCRATCH_LIMIT
+                          : Py_TYPE(sock) == socket_type && size >= ZL_SOCK_SCRATCH_FROM &&
+                                size <= ZL_SOCK_SCRATCH_LIMIT;
+    if (!scratch) {
+        PyObject *args[3] = {sock, n, NULL};
+        *data = PyObject_VectorcallMethod(s_recv, args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        return *data != NULL ? 1 : not_now_or_error();
+    }
+    char *own, *buf = zl_rx_take(L, (size_t)size, &own);
+    if (buf == NULL)
+        return -1;
+    Py_ssize_t got = -1;
+    int r = -1;
+    if (fd >= 0) {
+        while ((got = recv(fd, buf, (size_t)size, 0)) < 0 && errno == EINTR)
+            if (PyErr_CheckSignals() < 0)
+                break;
+        if (got < 0 && errno != EINTR)
+            r = errno_outcome();
+    } else {
+        PyObject *view = PyMemoryView_FromMemory(buf, size, PyBUF_WRITE);
+        if (view != NULL) {
+            PyObject *call[3] = {sock, view, n};
+            PyObject *count = PyObject_VectorcallMethod(s_recv_into, call,
+                                                        3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+            Py_DECREF(view); /* socket.recv_into keeps no reference to it */
+            if (count != NULL) {
+                got = PyLong_AsSsize_t(count);
+                Py_DECREF(count);
+            } else {
+                r = not_now_or_error();
+            }
+        }
+    }
+    if (got >= 0) {
+        *data = PyBytes_FromStringAndSize(buf, got);
+        r = *data != NULL ? 1 : -1;
+    }
+    zl_rx_give_back(L, own);
+    return r;
+}
+
+/* sock.send(data): the bytes sent (0 when the kernel takes none now), or
+ * -1 with the exception set; a bytes to a plain non-blocking socket with
+ * send(2) itself. */
+static Py_ssize_t send_now(PyObject *sock, PyObject *data)
+{
+    int fd = nonblocking_fd(sock);
+    if (fd < 0 || !PyBytes_CheckExact(data)) {
+        PyObject *args[3] = {sock, data, NULL};
+        PyObject *n =
+            PyObject_VectorcallMethod(s_send, args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        if (n == NULL)
+            return not_now_or_error();
+        Py_ssize_t sent = PyLong_AsSsize_t(n);
+        Py_DECREF(n);
+        return sent;
+    }
+    Py_ssize_t sent;
+    while ((sent = send(fd, PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data), 0)) < 0 &&
+           errno == EINTR)
+        if (PyErr_CheckSignals() < 0)
+            return -1;
+    return sent >= 0 ? sent : errno_outcome();
+}
+
+/* fut.done(): 1, 0 or -1 with an exception set. */
+static int future_done(PyObject *fut)
+{
+    PyObject *r = PyObject_VectorcallMethod(s_done, &fut, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    if (r == NULL)
+        return -1;
+    int done = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    return done;
+}
+
+/* fut.set_result(value): 0, or -1 with an exception set. */
+static int future_set_result(PyObject *fut, PyObject *value)
+{
+    PyObject *args[2] = {fut, value};
+    PyObject *r =
+        PyObject_VectorcallMethod(s_set_result, args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* The pending exception, neither "not now" nor SystemExit or
+ * KeyboardInterrupt, goes to fut.set_exception as asyncio's `except
+ * BaseException as exc:` hands it: 0, or -1 with an exception set. */
+static int future_fail(PyObject *fut)
+{
+    PyObject *exc = zl_fetch_exception();
+    PyObject *r = zl_call_handling(fut, s_set_exception, exc, NULL);
+    Py_DECREF(exc);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* asyncio's _ensure_fd_no_transport(fd) for an int fd: a descriptor no
+ * entry of the loop's _transports names passes at once; any other asks
+ * asyncio's method, which raises RuntimeError for a transport not closing.
+ * 0, or -1 with an exception set. */
+static int ensure_no_transport(zl_loop *L, PyObject *fd)
+{
+    PyObject *transports = PyObject_GetAttr((PyObject *)L, s_transports);
+    if (transports == NULL)
+        return -1;
+    int ask = 1;
+    if (Py_TYPE(transports) == weak_value_dict) {
+        PyObject *data = PyObject_GetAttr(transports, s_data);
+        if (data != NULL && PyDict_CheckExact(data)) {
+            ask = PyDict_GetItemWithError(data, fd) != NULL || PyErr_Occurred();
+            PyErr_Clear(); /* an error of the lookup: asyncio's method meets it again */
+        }
+        Py_XDECREF(data);
+        PyErr_Clear();
+    }
+    Py_DECREF(transports);
+    if (!ask)
+        return 0;
+    PyObject *r = PyObject_CallMethodOneArg((PyObject *)L, s_ensure_fd_no_transport, fd);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* The rest of asyncio's sock_recv (which=0) or sock_sendall (which=1)
+ * once the kernel could not take it at once: the future, the reader or
+ * writer handle calling the loop's callback(fut, sock, arg, more), and
+ * the done callback that unwatches the descriptor. The future, or NULL. */
+static PyObject *wait_on(zl_loop *L, PyObject *sock, int which, PyObject *arg, PyObject *more)
+{
+    PyObject *fut = zl_loop_create_future(L, NULL);
+    if (fut == NULL)
+        return NULL;
+    PyObject *fd =
+        layout_ok && Py_TYPE(sock) == socket_type
+            ? PyLong_FromLong(((socket_head *)sock)->sock_fd)
+            : PyObject_VectorcallMethod(s_fileno, &sock, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    PyObject *callback = NULL, *handle = NULL, *done = NULL, *partial = NULL, *added = NULL;
+    if (fd == NULL || ensure_no_transport(L, fd) < 0)
+        goto out;
+    callback = PyObject_GetAttr((PyObject *)L, which ? s_sock_sendall : s_sock_recv);
+    if (callback == NULL)
+        goto out;
+    PyObject *watch[7] = {fd, fd, callback, fut, sock, arg, more};
+    handle = which ? zl_loop_add_writer(L, watch, 7) : zl_loop_add_reader(L, watch, 6);
+    if (handle == NULL)
+        goto out;
+    done = PyObject_GetAttr((PyObject *)L, which ? s_sock_write_done : s_sock_read_done);
+    if (done == NULL)
+        goto out;
+    PyObject *bind[3] = {done, fd, handle};
+    partial = PyObject_Vectorcall(partial_type, bind, 2, kw_handle);
+    if (partial == NULL)
+        goto out;
+    PyObject *add[2] = {fut, partial};
+    added = PyObject_VectorcallMethod(s_add_done_callback, add, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                      NULL);
+out:
+    Py_XDECREF(fd);
+    Py_XDECREF(callback);
+    Py_XDECREF(handle);
+    Py_XDECREF(done);
+    Py_XDECREF(partial);
+    if (added == NULL) {
+        Py_DECREF(fut);
+        return NULL;
+    }
+    Py_DECREF(added);
+    return fut;
+}
+
+/* _zl_sock_recv(sock, n): asyncio's sock_recv up to its await: what came,
+ * or the future of what will come; NotImplemented where asyncio's Python
+ * steps must be taken (native_steps). */
+PyObject *zl_loop_sock_recv_now(zl_loop *L, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "_zl_sock_recv expects (sock, n)");
+        return NULL;
+    }
+    if (!native_steps(L, args[0]))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *data;
+    int r = recv_now(L, args[0], args[1], &data);
+    if (r != 0)
+        return data;
+    return wait_on(L, args[0], 0, args[1], NULL);
+}
+
+/* _zl_sock_sendall(sock, data): asyncio's sock_sendall up to its await:
+ * None when the kernel took every byte at once, else the future of the
+ * rest; NotImplemented where asyncio's Python steps must be taken. */
+PyObject *zl_loop_sock_sendall_now(zl_loop *L, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "_zl_sock_sendall expects (sock, data)");
+        return NULL;
+    }
+    PyObject *sock = args[0], *data = args[1];
+    if (!native_steps(L, sock))
+        Py_RETURN_NOTIMPLEMENTED;
+    Py_ssize_t sent = send_now(sock, data);
+    if (sent < 0)
+        return NULL;
+    /* asyncio's `n == len(data)` */
+    Py_ssize_t len = PyObject_Length(data);
+    if (len < 0)
+        return NULL;
+    if (sent == len)
+        Py_RETURN_NONE;
+    PyObject *view = PyMemoryView_FromObject(data);
+    PyObject *pos = view != NULL ? Py_BuildValue("[n]", sent) : NULL;
+    PyObject *fut = pos != NULL ? wait_on(L, sock, 1, view, pos) : NULL;
+    Py_XDECREF(view);
+    Py_XDECREF(pos);
+    return fut;
+}
+
+/* _sock_recv(fut, sock, n): asyncio's reader callback of sock_recv. */
+PyObject *zl_loop_sock_recv_ready(zl_loop *L, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "_sock_recv() takes 3 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *fut = args[0], *data;
+    int done = future_done(fut);
+    if (done != 0)
+        return done < 0 ? NULL : Py_NewRef(Py_None);
+    int r = recv_now(L, args[1], args[2], &data);
+    if (r == 0)
+        Py_RETURN_NONE; /* try again next time */
+    if (r < 0) {
+        if (PyErr_ExceptionMatches(PyExc_SystemExit) ||
+            PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
+            return NULL;
+        return future_fail(fut) < 0 ? NULL : Py_NewRef(Py_None);
+    }
+    r = future_set_result(fut, data);
+    Py_DECREF(data);
+    return r < 0 ? NULL : Py_NewRef(Py_None);
+}
+
+/* _sock_sendall(fut, sock, view, pos): asyncio's writer callback of
+ * sock_sendall, pos[0] the bytes of view sent so far. */
+PyObject *zl_loop_sock_sendall_ready(zl_loop *L, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "_sock_sendall() takes 4 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *fut = args[0], *sock = args[1], *view = args[2], *pos = args[3];
+    int done = future_done(fut);
+    if (done != 0) /* cancellation can be scheduled on the previous iteration */
+        return done < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *zero = PyLong_FromLong(0);
+    PyObject *start = zero != NULL ? PyObject_GetItem(pos, zero) : NULL;
+    Py_XDECREF(zero);
+    if (start == NULL)
+        return NULL;
+    /* sock.send(view[start:]) and the except clauses around it */
+    PyObject *slice = PySlice_New(start, NULL, NULL);
+    PyObject *rest = slice != NULL ? PyObject_GetItem(view, slice) : NULL;
+    Py_XDECREF(slice);
+    PyObject *n = NULL;
+    if (rest != NULL) {
+        PyObject *call[3] = {sock, rest, NULL};
+        n = PyObject_VectorcallMethod(s_send, call, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        Py_DECREF(rest);
+    }
+    if (n == NULL) {
+        Py_DECREF(start);
+        if (not_now()) {
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        if (PyErr_ExceptionMatches(PyExc_SystemExit) ||
+            PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
+            return NULL;
+        return future_fail(fut) < 0 ? NULL : Py_NewRef(Py_None);
+    }
+    /* start += n; all sent: set_result(None), else pos[0] = start */
+    PyObject *sent = PyNumber_InPlaceAdd(start, n);
+    Py_DECREF(start);
+    Py_DECREF(n);
+    if (sent == NULL)
+        return NULL;
+    Py_ssize_t len = PyObject_Length(view);
+    PyObject *length = len < 0 ? NULL : PyLong_FromSsize_t(len);
+    int all = length == NULL ? -1 : PyObject_RichCompareBool(sent, length, Py_EQ);
+    Py_XDECREF(length);
+    int r = -1;
+    if (all > 0) {
+        r = future_set_result(fut, Py_None);
+    } else if (all == 0) {
+        zero = PyLong_FromLong(0);
+        r = zero != NULL ? PyObject_SetItem(pos, zero, sent) : -1;
+        Py_XDECREF(zero);
+    }
+    Py_DECREF(sent);
+    return r < 0 ? NULL : Py_NewRef(Py_None);
+}
+
+/* asyncio's _sock_read_done / _sock_write_done(fd, fut, handle=None):
+ * unless the handle was cancelled (another reader took its place), the
+ * loop's remove_reader (remove_writer) for fd. zloopgo.Loop's own is
+ * asyncio's _ensure_fd_no_transport and the descriptor table's removal. */
+static PyObject *unwatch_when_done(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                                   PyObject *kwnames, int which)
+{
+    Py_ssize_t nkw = kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject *handle = nargs == 3 ? args[2] : Py_None;
+    if (nargs + nkw > 3 || nargs < 2 ||
+        (nkw == 1 && PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "handle"))) {
+        PyErr_Format(PyExc_TypeError, "%s() takes (fd, fut, handle=None)",
+                     which ? "_sock_write_done" : "_sock_read_done");
+        return NULL;
+    }
+    if (nkw == 1)
+        handle = args[nargs];
+    PyObject *fd = args[0];
+    if (handle != Py_None) {
+        int cancelled;
+        if (Py_TYPE(handle) == zl_HandleType) {
+            cancelled = ((zl_handle *)handle)->cancelled;
+        } else {
+            PyObject *r = PyObject_VectorcallMethod(s_cancelled, &handle,
+                                                    1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+            cancelled = r == NULL ? -1 : PyObject_IsTrue(r);
+            Py_XDECREF(r);
+        }
+        if (cancelled != 0)
+            return cancelled < 0 ? NULL : Py_NewRef(Py_None);
+    }
+    PyObject *r;
+    if (Py_TYPE(L)->tp_base == &zl_LoopType) {
+        r = ensure_no_transport(L, fd) < 0 ? NULL
+            : which                        ? zl_loop_remove_writer(L, fd)
+                                           : zl_loop_remove_reader(L, fd);
+    } else {
+        r = PyObject_CallMethodOneArg((PyObject *)L, which ? s_remove_writer : s_remove_reader, fd);
+    }
+    if (r == NULL)
+        return NULL;
+    Py_DECREF(r);
+    Py_RETURN_NONE;
+}
+
+PyObject *zl_loop_sock_read_done(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                                 PyObject *kwnames)
+{
+    return unwatch_when_done(L, args, PyVectorcall_NARGS(nargs), kwnames, 0);
+}
+
+PyObject *zl_loop_sock_write_done(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                                  PyObject *kwnames)
+{
+    return unwatch_when_done(L, args, PyVectorcall_NARGS(nargs), kwnames, 1);
+}
+
+static PyObject *import_attr(const char *module, const char *name)
+{
+    PyObject *m = PyImport_ImportModule(module);
+    if (m == NULL)
+        return NULL;
+    PyObject *v = PyObject_GetAttrString(m, name);
+    Py_DECREF(m);
+    return v;
+}
+
+/* settimeout(value) on sock, then whether the layout's timeout reads
+ * `expect` (any negative number for a negative expect). */
+static int timeout_reads(PyObject *sock, PyObject *value, int64_t expect)
+{
+    PyObject *r = PyObject_CallMethod(sock, "settimeout", "O", value);
+    Py_XDECREF(r);
+    int64_t t = ((socket_head *)sock)->sock_timeout;
+    return r != NULL && (expect < 0 ? t < 0 : t == expect);
+}
+
+/* Whether socket_head is where this CPython keeps a socket's descriptor,
+ * family, type and timeout: read off a fresh UDP socket set three ways. */
+static int check_layout(void)
+{
+    if (socket_type->tp_basicsize < (Py_ssize_t)sizeof(socket_head))
+        return 0;
+    PyObject *sock = PyObject_CallFunction((PyObject *)socket_type, "ii", AF_INET, SOCK_DGRAM);
+    if (sock == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    socket_head *h = (socket_head *)sock;
+    PyObject *fileno = PyObject_CallMethod(sock, "fileno", NULL);
+    PyObject *half = PyFloat_FromDouble(2.5), *zero = PyFloat_FromDouble(0.0);
+    int ok = fileno != NULL && half != NULL && zero != NULL &&
+             PyLong_AsLong(fileno) == h->sock_fd && h->sock_family == AF_INET &&
+             h->sock_type == SOCK_DGRAM && timeout_reads(sock, half, 2500000000) &&
+             timeout_reads(sock, Py_None, -1) && timeout_reads(sock, zero, 0);
+    Py_XDECREF(fileno);
+    Py_XDECREF(half);
+    Py_XDECREF(zero);
+    PyObject *r = PyObject_CallMethod(sock, "close", NULL);
+    Py_XDECREF(r);
+    Py_DECREF(sock);
+    PyErr_Clear();
+    return ok;
+}
+
+/* _engine.socket_layout_ok(): whether the self-test passed (the system
+ * calls are made directly). */
+PyObject *zl_socket_layout_ok(PyObject *mod, PyObject *unused)
+{
+    return PyBool_FromLong(layout_ok);
+}
+
+int zl_sockops_ready(void)
+{
+    static const zl_name names[] = {
+        {&s_recv, "recv"},
+        {&s_recv_into, "recv_into"},
+        {&s_send, "send"},
+        {&s_fileno, "fileno"},
+        {&s_done, "done"},
+        {&s_set_result, "set_result"},
+        {&s_set_exception, "set_exception"},
+        {&s_add_done_callback, "add_done_callback"},
+        {&s_cancelled, "cancelled"},
+        {&s_transports, "_transports"},
+        {&s_data, "data"},
+        {&s_ensure_fd_no_transport, "_ensure_fd_no_transport"},
+        {&s_remove_reader, "remove_reader"},
+        {&s_remove_writer, "remove_writer"},
+        {&s_sock_recv, "_sock_recv"},
+        {&s_sock_sendall, "_sock_sendall"},
+        {&s_sock_read_done, "_sock_read_done"},
+        {&s_sock_write_done, "_sock_write_done"},
+    };
+    if (zl_intern_names(names, sizeof names / sizeof names[0]) < 0)
+        return -1;
+    kw_handle = Py_BuildValue("(s)", "handle");
+    socket_type = (PyTypeObject *)import_attr("socket", "socket");
+    partial_type = import_attr("functools", "partial");
+    weak_value_dict = (PyTypeObject *)import_attr("weakref", "WeakValueDictionary");
+    if (kw_handle == NULL || socket_type == NULL || partial_type == NULL || weak_value_dict == NULL)
+        return -1;
+    if (!PyType_Check(socket_type) || !PyType_Check(weak_value_dict)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "socket.socket and weakref.WeakValueDictionary must be classes");
+        return -1;
+    }
+    layout_ok = check_layout();
+    return 0;
+}

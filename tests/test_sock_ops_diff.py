@@ -1,0 +1,352 @@
+"""Generated programs over loop.sock_recv and loop.sock_sendall, run on
+asyncio and on zloopgo, compared observation by observation. zloopgo takes
+asyncio's steps natively (capi/sockops.c) for zloopgo.Loop itself, a plain
+socket.socket and debug mode off, and makes the system calls itself when
+that socket is non-blocking; every other case takes asyncio's steps in
+Python (zloopgo/_sockmethods.py). The programs walk both sides of each of
+those limits:
+
+- the loop: zloopgo.Loop, or a class derived from it (asyncio: the
+  selector loop, or a class derived from it); debug mode in a third of
+  the programs (a blocking socket is refused there);
+- the socket: a Unix stream pair, a TCP loopback pair (its peer can reset
+  the connection), a UDP pair (receives cut datagrams, a send too large
+  fails), a socket.socket subclass whose recv and send are its own; in
+  non-blocking mode or with a timeout (the socket module's own methods,
+  which wait up to the timeout);
+- n: 1, 1000, 64 KiB, the receive buffer's limits and one byte either
+  side, 0, negative, beyond a C long, a float, True;
+- what sock_sendall sends: bytes of 0, 1 and 1000 bytes, of more than the
+  kernel holds (the writer waits for the peer to read), a bytearray, a
+  memoryview of ints (its len() counts items, not bytes), a str and an
+  int (TypeError);
+- receives and sends that wait, two waiting on one socket, a waiting one
+  cancelled (also in the iteration that finds its socket ready, so that
+  its callback runs with the future done), the peer reading, closed or
+  reset while one waits, the
+  socket given to a transport (RuntimeError from then on).
+
+After each step the program runs the loop SETTLE iterations. Observed:
+what each step returned, every task's outcome (data by length and digest,
+the exception's type, errno and text) or that it still waits, the order
+the tasks finished in, whether the socket is watched for reading or
+writing, what the peer received, the subclass's own calls and the
+exception handler's calls. Both loops must see the same for each of
+ZL_SOCK_OPS_PROGRAMS generated programs per socket kind (seeded; 40 by
+default).
+"""
+
+import array
+import asyncio
+import hashlib
+import os
+import random
+import socket
+import struct
+
+import pytest
+from helpers import FACTORIES, assert_same_observations
+
+import zloopgo
+from zloopgo import _engine
+
+PROGRAMS = int(os.environ.get("ZL_SOCK_OPS_PROGRAMS", "40"))
+STEPS = 16
+SETTLE = 6
+FROM, LIMIT = _engine.SOCK_SCRATCH_FROM, _engine.SOCK_SCRATCH_LIMIT
+SIZES = [1, 1000, 65536, FROM - 1, FROM, LIMIT, LIMIT + 1, 0, -1, 2**70, 2.5, True]
+PAYLOADS = {
+    "empty": b"",
+    "one": b"a",
+    "small": bytes(range(250)) * 4,
+    "large": b"L" * 3_000_000,  # more than a socket pair's buffers hold
+    "bytearray": bytearray(b"B" * 3000),
+    "ints": memoryview(array.array("i", range(700))),  # 700 items, 2800 bytes
+    "str": "text",
+    "int": 42,
+}
+UDP_PAYLOADS = ["empty", "one", "small", "bytearray", "ints", "too_large", "str"]
+KINDS = ["unix", "tcp", "udp", "subclass"]
+
+
+class OwnMethods(socket.socket):
+    """A socket whose recv and send are its own: it records each call."""
+
+    calls = None
+
+    def recv(self, n, *flags):
+        self.calls.append(("own recv", n if type(n) is int else repr(n)))
+        return super().recv(n, *flags)
+
+    def send(self, data, *flags):
+        self.calls.append(("own send", type(data).__name__))
+        return super().send(data, *flags)
+
+
+class Overrides:
+    """What a derived loop class overrides of the methods asyncio's steps
+    call: each call is recorded in `calls`, then the loop's own runs."""
+
+    calls = None
+
+    def create_future(self):
+        self.calls.append("create_future")
+        return super().create_future()
+
+    def _sock_recv(self, fut, sock, n):
+        self.calls.append("_sock_recv")
+        return super()._sock_recv(fut, sock, n)
+
+    def _sock_sendall(self, fut, sock, view, pos):
+        self.calls.append("_sock_sendall")
+        return super()._sock_sendall(fut, sock, view, pos)
+
+    def remove_reader(self, fd):
+        self.calls.append("remove_reader")
+        return super().remove_reader(fd)
+
+    def remove_writer(self, fd):
+        self.calls.append("remove_writer")
+        return super().remove_writer(fd)
+
+
+class DerivedZloopgo(Overrides, zloopgo.Loop):
+    """A loop class derived from zloopgo's: asyncio's steps run in Python."""
+
+
+class DerivedAsyncio(Overrides, asyncio.SelectorEventLoop):
+    pass
+
+
+DERIVED = {"asyncio": DerivedAsyncio, "zloopgo": DerivedZloopgo}
+
+
+def describe(exc):
+    text = str(exc)
+    if isinstance(exc, RuntimeError) and "is used by transport" in text:
+        # each loop names its own transport class, and has its own descriptors
+        text = "File descriptor ... is used by transport"
+    return (type(exc).__name__, getattr(exc, "errno", None), text)
+
+
+def handler_call(context):
+    """An exception handler's call: the callback's method (each loop names
+    its class and descriptors) and the exception."""
+    callback = context["message"].split("(")[0].rsplit(".", 1)[-1]
+    exc = context.get("exception")
+    return ("handler", callback, None if exc is None else describe(exc))
+
+
+def digest(data):
+    return (len(data), hashlib.sha256(data).hexdigest()[:8])
+
+
+def pair(kind):
+    """(our socket, the peer): ours non-blocking, the peer too."""
+    if kind in ("unix", "subclass"):
+        a, b = socket.socketpair()
+        if kind == "subclass":
+            a = OwnMethods(a.family, a.type, fileno=a.detach())
+    elif kind == "tcp":
+        with socket.create_server(("127.0.0.1", 0)) as listener:
+            b = socket.create_connection(listener.getsockname())
+            a, _ = listener.accept()
+    else:
+        a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        b = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        a.bind(("127.0.0.1", 0))
+        b.bind(("127.0.0.1", 0))
+        a.connect(b.getsockname())
+        b.connect(a.getsockname())
+    a.setblocking(False)
+    b.setblocking(False)
+    return a, b
+
+
+def make_program(rng, kind, debug):
+    steps = []
+    payloads = UDP_PAYLOADS if kind == "udp" else list(PAYLOADS)
+    for _ in range(STEPS):
+        r = rng.random()
+        if r < 0.22:
+            steps.append(("recv", rng.choice(SIZES)))
+        elif r < 0.44:
+            steps.append(("sendall", rng.choice(payloads)))
+        elif r < 0.56:
+            steps.append(("peer_send", rng.choice([1, 1000, 65536, 200_000])))
+        elif r < 0.68:
+            steps.append(("peer_recv", rng.choice([1, 1000, 1 << 20])))
+        elif r < 0.72:
+            steps.append(("cancel", rng.randrange(3)))
+        elif r < 0.76:
+            steps.append(("then_cancel", rng.choice(["peer_send", "peer_recv"])))
+        elif r < 0.81:
+            steps.append(("timeout", rng.choice([0.0, 0.005])))
+        elif r < 0.85 and debug:
+            steps.append(("blocking", rng.choice(["recv", "sendall"])))
+        elif r < 0.89 and kind != "udp":
+            steps.append(("transport",))
+        elif r < 0.94:
+            steps.append(("close_peer",))
+        elif kind == "tcp":
+            steps.append(("reset_peer",))
+    return steps
+
+
+def outcome(task):
+    if not task.done():
+        return "waiting"
+    if task.cancelled():
+        return "cancelled"
+    exc = task.exception()
+    if exc is not None:
+        return describe(exc)
+    result = task.result()
+    return None if result is None else digest(result)
+
+
+def watched(loop, sock):
+    """Whether the loop watches sock for reading and for writing."""
+    try:
+        key = loop._selector.get_key(sock.fileno())
+    except (KeyError, ValueError):
+        return (False, False)
+    return (key.data[0] is not None, key.data[1] is not None)
+
+
+class Quiet(asyncio.Protocol):
+    pass
+
+
+def payload(name):
+    if name == "too_large":
+        return b"T" * 70_000  # beyond a UDP datagram's 65,507 bytes
+    return PAYLOADS[name]
+
+
+async def run_program(loop, kind, steps):
+    log = []
+    loop.set_exception_handler(lambda _loop, ctx: log.append(handler_call(ctx)))
+    ours, peer = pair(kind)
+    if kind == "subclass":
+        ours.calls = log
+    if isinstance(loop, Overrides):
+        loop.calls = log
+    tasks, finished = [], []
+    peer_open, transport = True, None
+    for index, step in enumerate(steps):
+        op = step[0]
+        result = None
+        if op == "recv":
+            task = loop.create_task(loop.sock_recv(ours, step[1]))
+        elif op == "sendall":
+            task = loop.create_task(loop.sock_sendall(ours, payload(step[1])))
+        if op in ("recv", "sendall"):
+            number = len(tasks)
+            task.add_done_callback(lambda _t, number=number: finished.append(number))
+            tasks.append(task)
+        elif op == "peer_send":
+            if peer_open:
+                try:
+                    result = peer.send(bytes([index + 1]) * step[1])
+                except OSError as exc:
+                    result = describe(exc)
+        elif op == "peer_recv":
+            if peer_open:
+                try:
+                    result = digest(peer.recv(step[1]))
+                except OSError as exc:
+                    result = describe(exc)
+        elif op == "cancel":
+            waiting = [t for t in tasks if not t.done()]
+            if waiting:
+                waiting[step[1] % len(waiting)].cancel()
+        elif op == "then_cancel" and peer_open:
+            # the peer makes our socket ready, and a waiting task is
+            # cancelled in the iteration whose poll finds it so: its
+            # reader or writer callback then runs with the future done
+            try:
+                if step[1] == "peer_send":
+                    peer.send(b"c" * 100)
+                else:
+                    peer.recv(1 << 20)
+            except OSError as exc:
+                result = describe(exc)
+            await asyncio.sleep(0)
+            waiting = [t for t in tasks if not t.done()]
+            if waiting:
+                waiting[0].cancel()
+        elif op == "timeout":
+            if ours.fileno() != -1:
+                ours.settimeout(step[1])
+        elif op == "blocking" and ours.fileno() != -1:
+            ours.setblocking(True)
+            try:
+                if step[1] == "recv":
+                    await loop.sock_recv(ours, 10)
+                else:
+                    await loop.sock_sendall(ours, b"x")
+                result = "returned"
+            except (ValueError, OSError) as exc:
+                result = describe(exc)
+            finally:
+                if ours.fileno() != -1:
+                    ours.setblocking(False)
+        elif op == "transport":
+            if transport is None and ours.fileno() != -1:
+                try:
+                    transport, _ = await loop.create_connection(Quiet, sock=ours)
+                    result = "transport"
+                except (OSError, RuntimeError, ValueError) as exc:
+                    result = describe(exc)
+        elif op == "close_peer":
+            if peer_open:
+                peer.close()
+                peer_open = False
+        elif op == "reset_peer" and peer_open:
+            # a zero linger: the close sends a reset
+            peer.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            peer.close()
+            peer_open = False
+        for _ in range(SETTLE):
+            await asyncio.sleep(0)
+        state = watched(loop, ours) if transport is None else "transport"
+        log.append((step, result, tuple(outcome(t) for t in tasks), tuple(finished), state))
+    for t in tasks:
+        t.cancel()
+    for _ in range(SETTLE):
+        await asyncio.sleep(0)
+    log.append(("end", watched(loop, ours) if transport is None else "transport"))
+    if transport is not None:
+        transport.abort()
+        await asyncio.sleep(0)
+    ours.close()
+    if peer_open:
+        peer.close()
+    return log
+
+
+def observe(loop_name, kind, steps, debug, derived):
+    loop = DERIVED[loop_name]() if derived else FACTORIES[loop_name]()
+    loop.set_debug(debug)
+    try:
+        return loop.run_until_complete(run_program(loop, kind, steps))
+    finally:
+        loop.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_generated_sock_programs_observe_what_asyncio_observes(kind):
+    rng = random.Random(repr(("sock_ops", kind)))
+    for n in range(PROGRAMS):
+        debug, derived = n % 3 == 0, n % 4 == 1
+        steps = make_program(rng, kind, debug)
+        assert_same_observations(
+            f"program {n} ({kind}, debug={debug}, derived={derived})",
+            steps,
+            observe,
+            kind,
+            steps,
+            debug,
+            derived,
+        )
