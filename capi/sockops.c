@@ -130,10 +130,11 @@ static int recv_now(zl_loop *L, PyObject *sock, PyObject *n, PyObject **data)
     Py_ssize_t got = -1;
     int r = -1;
     if (fd >= 0) {
+        int interrupted = 0; /* a signal handler raised: its exception stands */
         while ((got = recv(fd, buf, (size_t)size, 0)) < 0 && errno == EINTR)
-            if (PyErr_CheckSignals() < 0)
+            if ((interrupted = PyErr_CheckSignals() < 0))
                 break;
-        if (got < 0 && errno != EINTR)
+        if (got < 0 && !interrupted)
             r = errno_outcome();
     } else {
         PyObject *view = PyMemoryView_FromMemory(buf, size, PyBUF_WRITE);
