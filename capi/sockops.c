@@ -1,9 +1,9 @@
-/* The loop's sock_recv and sock_sendall, for zloopgo.Loop itself and a
- * plain socket.socket outside debug mode: asyncio's steps
- * (selector_events.BaseSelectorEventLoop.sock_recv and sock_sendall) made
- * without a Python frame, and the four methods those steps hand to the
- * loop and the future (_sock_recv, _sock_read_done, _sock_sendall,
- * _sock_write_done) as LoopCore's, for every caller.
+/* The loop's sock_recv, sock_recv_into and sock_sendall, for zloopgo.Loop
+ * itself and a plain socket.socket outside debug mode: asyncio's steps
+ * (selector_events.BaseSelectorEventLoop's methods of those names) made
+ * without a Python frame, and the methods those steps hand to the loop
+ * and the future (_sock_recv, _sock_recv_into, _sock_read_done,
+ * _sock_sendall, _sock_write_done) as LoopCore's, for every caller.
  *
  * The same calls happen in the same order as in asyncio's code: the
  * receive or send at once, then, if the kernel cannot take it now, a
@@ -57,8 +57,8 @@ static PyObject *partial_type;        /* functools.partial */
 static PyTypeObject *weak_value_dict; /* weakref.WeakValueDictionary */
 static PyObject *s_recv, *s_recv_into, *s_send, *s_fileno, *s_done, *s_set_result, *s_set_exception,
     *s_add_done_callback, *s_cancelled, *s_transports, *s_data, *s_ensure_fd_no_transport,
-    *s_remove_reader, *s_remove_writer, *s_sock_recv, *s_sock_sendall, *s_sock_read_done,
-    *s_sock_write_done, *kw_handle;
+    *s_remove_reader, *s_remove_writer, *s_sock_recv, *s_sock_recv_into, *s_sock_sendall,
+    *s_sock_read_done, *s_sock_write_done, *kw_handle;
 
 /* zloopgo.Loop itself, whose solid base is LoopCore, outside debug mode,
  * with a socket.socket: asyncio's steps may be taken here. A class derived
@@ -183,6 +183,43 @@ static Py_ssize_t send_now(PyObject *sock, PyObject *data)
     return sent >= 0 ? sent : errno_outcome();
 }
 
+/* recv(2) on fd into view (released): recv_into_now's outcome. */
+static int recv_into_view(int fd, Py_buffer *view, PyObject **count)
+{
+    Py_ssize_t got;
+    int interrupted = 0; /* a signal handler raised: its exception stands */
+    while ((got = recv(fd, view->buf, (size_t)view->len, 0)) < 0 && errno == EINTR)
+        if ((interrupted = PyErr_CheckSignals() < 0))
+            break;
+    int r = got >= 0 ? 1 : interrupted ? -1 : errno_outcome();
+    PyBuffer_Release(view);
+    if (r == 1 && (*count = PyLong_FromSsize_t(got)) == NULL)
+        r = -1;
+    return r;
+}
+
+/* sock.recv_into(buf): 1 with the byte count in *count, 0 when the kernel
+ * has nothing now, -1 with the exception set; recv(2) itself for a plain
+ * non-blocking socket and a non-empty buffer that takes writes in place
+ * (what the socket's recv_into asks of it), else the socket's method,
+ * which also words why a buffer will not do (and returns 0 for an empty
+ * one, where recv(2) would wait for data). */
+static int recv_into_now(PyObject *sock, PyObject *buf, PyObject **count)
+{
+    *count = NULL;
+    Py_buffer view;
+    int fd = nonblocking_fd(sock);
+    if (fd >= 0 && PyObject_GetBuffer(buf, &view, PyBUF_WRITABLE) == 0) {
+        if (view.len > 0)
+            return recv_into_view(fd, &view, count);
+        PyBuffer_Release(&view);
+    }
+    PyErr_Clear();
+    PyObject *args[3] = {sock, buf, NULL};
+    *count = PyObject_VectorcallMethod(s_recv_into, args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    return *count != NULL ? 1 : not_now_or_error();
+}
+
 /* fut.done(): 1, 0 or -1 with an exception set. */
 static int future_done(PyObject *fut)
 {
@@ -243,11 +280,13 @@ static int ensure_no_transport(zl_loop *L, PyObject *fd)
     return r == NULL ? -1 : 0;
 }
 
-/* The rest of asyncio's sock_recv (which=0) or sock_sendall (which=1)
- * once the kernel could not take it at once: the future, the reader or
- * writer handle calling the loop's callback(fut, sock, arg, more), and
- * the done callback that unwatches the descriptor. The future, or NULL. */
-static PyObject *wait_on(zl_loop *L, PyObject *sock, int which, PyObject *arg, PyObject *more)
+/* The rest of asyncio's sock_recv or sock_recv_into (which=0, reading)
+ * or sock_sendall (which=1, writing) once the kernel could not take it at
+ * once: the future, the reader or writer handle calling the loop's method
+ * `callback`(fut, sock, arg[, more]), and the done callback that unwatches
+ * the descriptor. The future, or NULL. */
+static PyObject *wait_on(zl_loop *L, PyObject *sock, int which, PyObject *callback_name,
+                         PyObject *arg, PyObject *more)
 {
     PyObject *fut = zl_loop_create_future(L, NULL);
     if (fut == NULL)
@@ -259,7 +298,7 @@ static PyObject *wait_on(zl_loop *L, PyObject *sock, int which, PyObject *arg, P
     PyObject *callback = NULL, *handle = NULL, *done = NULL, *partial = NULL, *added = NULL;
     if (fd == NULL || ensure_no_transport(L, fd) < 0)
         goto out;
-    callback = PyObject_GetAttr((PyObject *)L, which ? s_sock_sendall : s_sock_recv);
+    callback = PyObject_GetAttr((PyObject *)L, callback_name);
     if (callback == NULL)
         goto out;
     PyObject *watch[7] = {fd, fd, callback, fut, sock, arg, more};
@@ -305,7 +344,25 @@ PyObject *zl_loop_sock_recv_now(zl_loop *L, PyObject *const *args, Py_ssize_t na
     int r = recv_now(L, args[0], args[1], &data);
     if (r != 0)
         return data;
-    return wait_on(L, args[0], 0, args[1], NULL);
+    return wait_on(L, args[0], 0, s_sock_recv, args[1], NULL);
+}
+
+/* _zl_sock_recv_into(sock, buf): asyncio's sock_recv_into up to its
+ * await: the bytes received into buf, or the future of that count;
+ * NotImplemented where asyncio's Python steps must be taken. */
+PyObject *zl_loop_sock_recv_into_now(zl_loop *L, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "_zl_sock_recv_into expects (sock, buf)");
+        return NULL;
+    }
+    if (!native_steps(L, args[0]))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *count;
+    int r = recv_into_now(args[0], args[1], &count);
+    if (r != 0)
+        return count;
+    return wait_on(L, args[0], 0, s_sock_recv_into, args[1], NULL);
 }
 
 /* _zl_sock_sendall(sock, data): asyncio's sock_sendall up to its await:
@@ -331,10 +388,29 @@ PyObject *zl_loop_sock_sendall_now(zl_loop *L, PyObject *const *args, Py_ssize_t
         Py_RETURN_NONE;
     PyObject *view = PyMemoryView_FromObject(data);
     PyObject *pos = view != NULL ? Py_BuildValue("[n]", sent) : NULL;
-    PyObject *fut = pos != NULL ? wait_on(L, sock, 1, view, pos) : NULL;
+    PyObject *fut = pos != NULL ? wait_on(L, sock, 1, s_sock_sendall, view, pos) : NULL;
     Py_XDECREF(view);
     Py_XDECREF(pos);
     return fut;
+}
+
+/* What asyncio's reader callbacks do with a receive's outcome r (from
+ * recv_now or recv_into_now) while fut waits: nothing for "not now" (try
+ * again next time), SystemExit and KeyboardInterrupt raised, any other
+ * exception to fut.set_exception, else fut.set_result(value) (stolen). */
+static PyObject *settle_receive(PyObject *fut, int r, PyObject *value)
+{
+    if (r == 0)
+        Py_RETURN_NONE;
+    if (r < 0) {
+        if (PyErr_ExceptionMatches(PyExc_SystemExit) ||
+            PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
+            return NULL;
+        return future_fail(fut) < 0 ? NULL : Py_NewRef(Py_None);
+    }
+    r = future_set_result(fut, value);
+    Py_DECREF(value);
+    return r < 0 ? NULL : Py_NewRef(Py_None);
 }
 
 /* _sock_recv(fut, sock, n): asyncio's reader callback of sock_recv. */
@@ -344,22 +420,28 @@ PyObject *zl_loop_sock_recv_ready(zl_loop *L, PyObject *const *args, Py_ssize_t 
         PyErr_Format(PyExc_TypeError, "_sock_recv() takes 3 arguments (%zd given)", nargs);
         return NULL;
     }
-    PyObject *fut = args[0], *data;
-    int done = future_done(fut);
+    PyObject *data;
+    int done = future_done(args[0]);
     if (done != 0)
         return done < 0 ? NULL : Py_NewRef(Py_None);
     int r = recv_now(L, args[1], args[2], &data);
-    if (r == 0)
-        Py_RETURN_NONE; /* try again next time */
-    if (r < 0) {
-        if (PyErr_ExceptionMatches(PyExc_SystemExit) ||
-            PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
-            return NULL;
-        return future_fail(fut) < 0 ? NULL : Py_NewRef(Py_None);
+    return settle_receive(args[0], r, data);
+}
+
+/* _sock_recv_into(fut, sock, buf): asyncio's reader callback of
+ * sock_recv_into. */
+PyObject *zl_loop_sock_recv_into_ready(zl_loop *L, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "_sock_recv_into() takes 3 arguments (%zd given)", nargs);
+        return NULL;
     }
-    r = future_set_result(fut, data);
-    Py_DECREF(data);
-    return r < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *count;
+    int done = future_done(args[0]);
+    if (done != 0)
+        return done < 0 ? NULL : Py_NewRef(Py_None);
+    int r = recv_into_now(args[1], args[2], &count);
+    return settle_receive(args[0], r, count);
 }
 
 /* _sock_sendall(fut, sock, view, pos): asyncio's writer callback of
@@ -552,6 +634,7 @@ int zl_sockops_ready(void)
         {&s_remove_reader, "remove_reader"},
         {&s_remove_writer, "remove_writer"},
         {&s_sock_recv, "_sock_recv"},
+        {&s_sock_recv_into, "_sock_recv_into"},
         {&s_sock_sendall, "_sock_sendall"},
         {&s_sock_read_done, "_sock_read_done"},
         {&s_sock_write_done, "_sock_write_done"},

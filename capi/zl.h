@@ -24,7 +24,7 @@
  *  15 transport.c     the socket transport's native methods: reads, writes
  *  16 tls.c           the TLS protocol's and its app transport's native methods
  *  17 datagram.c      the datagram transport's native methods: receive, sendto
- *  18 sockops.c       the loop's sock_recv and sock_sendall: asyncio's steps natively
+ *  18 sockops.c       the loop's sock_recv, sock_recv_into, sock_sendall: asyncio's steps natively
  *  19 resolver.c      name lookups on resolver threads
  *  20 files.c         file operations on worker goroutines, their bound
  *  21 dispatch.c      the engine's calls into C: one iteration's batch
@@ -634,7 +634,7 @@ static inline int zl_corked_any(const zl_loop *L) { return L->corked.len > 0; }
 void zl_corked_clear(zl_loop *L);
 void zl_corked_free(zl_loop *L);
 
-/* capi/sockops.c: LoopCore's sock_recv and sock_sendall steps */
+/* capi/sockops.c: LoopCore's sock_recv, sock_recv_into and sock_sendall steps */
 /* The receives from a plain socket that land in the loop's receive buffer,
  * SCRATCH_FROM to SCRATCH_LIMIT bytes (the module's SOCK_SCRATCH_FROM and
  * _LIMIT, which zloopgo's Python steps take too): from glibc's initial
@@ -648,6 +648,8 @@ PyObject *zl_socket_layout_ok(PyObject *mod, PyObject *unused);
 PyObject *zl_loop_sock_recv_now(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_loop_sock_sendall_now(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_loop_sock_recv_ready(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zl_loop_sock_recv_into_now(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zl_loop_sock_recv_into_ready(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_loop_sock_sendall_ready(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_loop_sock_read_done(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
                                  PyObject *kwnames);

@@ -64,10 +64,10 @@ FDS = "capi/fds.c (descriptor watching) and zloopgo/_loop.py"
 HANDLES = "capi/handle.c and zloopgo/_loop.py's _handle_repr"
 DATAGRAM = "capi/datagram.c and zloopgo/_datagram.py (the native receive and sendto)"
 SOCK_METHODS = (
-    "zloopgo/_sockmethods.py (asyncio's sock_recv, sock_sendall and sock_recvfrom, but for the "
-    "receive and the adapter asked first)"
+    "zloopgo/_sockmethods.py (asyncio's sock_recv, sock_recv_into, sock_sendall and "
+    "sock_recvfrom, but for the receive and the adapter asked first)"
 )
-SOCK_OPS = "capi/sockops.c (asyncio's sock_recv and sock_sendall steps, natively)"
+SOCK_OPS = "capi/sockops.c (asyncio's sock_recv, sock_recv_into and sock_sendall steps, natively)"
 PIPES = "zloopgo/_pipes.py (the read pipe transport's _read_ready, asyncio's own but for the read)"
 TLS = "capi/tls.c and zloopgo/_tls.py (the native TLS record path)"
 REVIEWED = {
@@ -134,6 +134,14 @@ REVIEWED = {
     "asyncio.selector_events.BaseSelectorEventLoop._sock_recv": (
         SOCK_OPS,
         {"9a0219ddec6f": "3.10.13-3.15.2"},
+    ),
+    "asyncio.selector_events.BaseSelectorEventLoop.sock_recv_into": (
+        f"{SOCK_METHODS}; {SOCK_OPS}",
+        {"f9035a186775": "3.10.13-3.15.2"},
+    ),
+    "asyncio.selector_events.BaseSelectorEventLoop._sock_recv_into": (
+        SOCK_OPS,
+        {"2c9e4a4d0368": "3.10.13-3.15.2"},
     ),
     "asyncio.selector_events.BaseSelectorEventLoop.sock_sendall": (
         f"{SOCK_METHODS}; {SOCK_OPS}",
@@ -411,6 +419,7 @@ def _without_adapter_first(src):
     ("name", "receive", "asyncios_receive"),
     [
         ("sock_recv", "_recv(self, sock, n)", "sock.recv(n)"),
+        ("sock_recv_into", None, None),
         ("sock_sendall", None, None),
         ("sock_recvfrom", "_recvfrom(self, sock, bufsize)", "sock.recvfrom(bufsize)"),
         ("_sock_recvfrom", "_recvfrom(self, sock, bufsize)", "sock.recvfrom(bufsize)"),
@@ -431,7 +440,8 @@ def test_zloopgos_sock_methods_are_asyncios_but_for_the_receive(name, receive, a
 
 
 @pytest.mark.parametrize(
-    "name", ["_sock_recv", "_sock_sendall", "_sock_read_done", "_sock_write_done"]
+    "name",
+    ["_sock_recv", "_sock_recv_into", "_sock_sendall", "_sock_read_done", "_sock_write_done"],
 )
 def test_the_callbacks_of_sock_recv_and_sock_sendall_are_the_adapters(name):
     # capi/sockops.c does these (REVIEWED pins asyncio's code they follow):
@@ -991,6 +1001,7 @@ C_NAMES = {
         "_ensure_fd_no_transport",
         "_transports",
         "_sock_recv",
+        "_sock_recv_into",
         "_sock_sendall",
         "_sock_read_done",
         "_sock_write_done",

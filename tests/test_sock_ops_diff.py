@@ -1,6 +1,6 @@
-"""Generated programs over loop.sock_recv, sock_sendall and sock_recvfrom,
-run on asyncio and on zloopgo, compared observation by observation.
-zloopgo takes sock_recv's and sock_sendall's steps natively
+"""Generated programs over loop.sock_recv, sock_recv_into, sock_sendall and
+sock_recvfrom, run on asyncio and on zloopgo, compared observation by
+observation. zloopgo takes the first three's steps natively
 (capi/sockops.c) for zloopgo.Loop itself, a plain socket.socket and debug
 mode off, and makes the system calls itself when that socket is
 non-blocking; every other case, and sock_recvfrom, takes asyncio's steps
@@ -21,6 +21,8 @@ of each of those limits:
 - n: 1, 1000, 64 KiB, the receive buffer's limits and one byte either
   side, 0, negative, beyond a C long, a float, True, a str;
 - on the UDP pair, sock_recvfrom beside sock_recv (3.11+);
+- what sock_recv_into receives into: a bytearray, an empty one, a slice of
+  one, a memoryview of ints, a bytes (TypeError: read-only);
 - what sock_sendall sends: bytes of 0, 1 and 1000 bytes, of more than the
   kernel holds (the writer waits for the peer to read), a bytearray, a
   memoryview of ints (its len() counts items, not bytes), a str and an
@@ -73,6 +75,13 @@ PAYLOADS = {
     "str": "text",
     "int": 42,
 }
+INTO = {
+    "bytearray": lambda: bytearray(1000),
+    "empty": lambda: bytearray(),
+    "slice": lambda: memoryview(bytearray(4096))[100:1100],
+    "ints": lambda: memoryview(array.array("i", bytes(2000))),
+    "bytes": lambda: bytes(100),
+}
 UDP_PAYLOADS = ["empty", "one", "small", "bytearray", "ints", "too_large", "str"]
 KINDS = ["unix", "tcp", "udp", "subclass"]
 RECVFROM = sys.version_info >= (3, 11)
@@ -105,6 +114,10 @@ class Overrides:
     def _sock_recv(self, fut, sock, n):
         self.calls.append("_sock_recv")
         return super()._sock_recv(fut, sock, n)
+
+    def _sock_recv_into(self, fut, sock, buf):
+        self.calls.append("_sock_recv_into")
+        return super()._sock_recv_into(fut, sock, buf)
 
     def _sock_sendall(self, fut, sock, view, pos):
         self.calls.append("_sock_sendall")
@@ -177,9 +190,11 @@ def make_program(rng, kind, debug):
     payloads = UDP_PAYLOADS if kind == "udp" else list(PAYLOADS)
     for _ in range(STEPS):
         r = rng.random()
-        if r < 0.22:
+        if r < 0.16:
             op = "recvfrom" if RECVFROM and kind == "udp" and rng.random() < 0.5 else "recv"
             steps.append((op, rng.choice(SIZES)))
+        elif r < 0.22:
+            steps.append(("recv_into", rng.choice(list(INTO))))
         elif r < 0.44:
             steps.append(("sendall", rng.choice(payloads)))
         elif r < 0.56:
@@ -203,7 +218,7 @@ def make_program(rng, kind, debug):
     return steps
 
 
-def outcome(task, roles):
+def outcome(task, roles, buffers):
     if not task.done():
         return "waiting"
     if task.cancelled():
@@ -212,6 +227,8 @@ def outcome(task, roles):
     if exc is not None:
         return describe(exc)
     result = task.result()
+    if task in buffers:  # recv_into's count, and what its buffer holds
+        return (result, digest(bytes(memoryview(buffers[task]).cast("B"))))
     if isinstance(result, tuple):
         data, address = result
         return (*digest(data), roles.get(address, "?"))
@@ -246,7 +263,7 @@ async def run_program(loop, kind, steps):
     if isinstance(loop, Overrides):
         loop.calls = log
     roles = {peer.getsockname(): "peer"} if kind == "udp" else {}
-    tasks, finished = [], []
+    tasks, finished, buffers = [], [], {}
     peer_open, transport = True, None
     for index, step in enumerate(steps):
         op = step[0]
@@ -255,9 +272,13 @@ async def run_program(loop, kind, steps):
             task = loop.create_task(loop.sock_recv(ours, step[1]))
         elif op == "recvfrom":
             task = loop.create_task(loop.sock_recvfrom(ours, step[1]))
+        elif op == "recv_into":
+            buffer = INTO[step[1]]()
+            task = loop.create_task(loop.sock_recv_into(ours, buffer))
+            buffers[task] = buffer
         elif op == "sendall":
             task = loop.create_task(loop.sock_sendall(ours, payload(step[1])))
-        if op in ("recv", "recvfrom", "sendall"):
+        if op in ("recv", "recvfrom", "recv_into", "sendall"):
             number = len(tasks)
             task.add_done_callback(lambda _t, number=number: finished.append(number))
             tasks.append(task)
@@ -332,7 +353,9 @@ async def run_program(loop, kind, steps):
         for _ in range(SETTLE):
             await asyncio.sleep(0)
         state = watched(loop, ours) if transport is None else "transport"
-        log.append((step, result, tuple(outcome(t, roles) for t in tasks), tuple(finished), state))
+        log.append(
+            (step, result, tuple(outcome(t, roles, buffers) for t in tasks), tuple(finished), state)
+        )
     for t in tasks:
         t.cancel()
     for _ in range(SETTLE):

@@ -1,15 +1,17 @@
-"""The loop's sock_recv, sock_sendall and sock_recvfrom: asyncio's own code
-(selector_events.BaseSelectorEventLoop), run first natively where the
-adapter can take its steps, and with every receive landing in a buffer
-the loop keeps, copied into a bytes of what came.
+"""The loop's sock_recv, sock_recv_into, sock_sendall and sock_recvfrom:
+asyncio's own code (selector_events.BaseSelectorEventLoop), run first
+natively where the adapter can take its steps, and with every receive of
+a bytes landing in a buffer the loop keeps, copied into a bytes of what
+came.
 
-sock_recv and sock_sendall ask the adapter first (capi/sockops.c): for
-zloopgo.Loop itself, a plain socket.socket and debug mode off, it takes
-asyncio's steps without a Python frame and returns what came, None (all
-sent) or the future to await; NotImplemented sends every other case
-through asyncio's steps below. The callbacks those steps hand to the loop
-and the future (_sock_recv, _sock_sendall, _sock_read_done,
-_sock_write_done) are the adapter's LoopCore methods.
+sock_recv, sock_recv_into and sock_sendall ask the adapter first
+(capi/sockops.c): for zloopgo.Loop itself, a plain socket.socket and debug
+mode off, it takes asyncio's steps without a Python frame and returns what
+came, the count received, None (all sent) or the future to await;
+NotImplemented sends every other case through asyncio's steps below. The
+callbacks those steps hand to the loop and the future (_sock_recv,
+_sock_recv_into, _sock_sendall, _sock_read_done, _sock_write_done) are
+the adapter's LoopCore methods.
 
 asyncio calls sock.recv(n): `await loop.sock_recv(sock, 1_000_000)` (what
 uvloop's echo server asks for) allocates a 1 MB bytes above glibc's mmap
@@ -66,8 +68,8 @@ def _recvfrom(loop, sock, n):
 
 
 class SockMethods:
-    """sock_recv, sock_sendall and sock_recvfrom for zloopgo's Loop (a base
-    before asyncio's loop classes)."""
+    """sock_recv, sock_recv_into, sock_sendall and sock_recvfrom for zloopgo's
+    Loop (a base before asyncio's loop classes)."""
 
     __slots__ = ()
 
@@ -92,6 +94,29 @@ class SockMethods:
         fd = sock.fileno()
         self._ensure_fd_no_transport(fd)
         handle = self._add_reader(fd, self._sock_recv, fut, sock, n)
+        fut.add_done_callback(functools.partial(self._sock_read_done, fd, handle=handle))
+        return await fut
+
+    async def sock_recv_into(self, sock, buf):
+        """Receive data from the socket.
+
+        The received data is written into *buf* (a writable buffer).
+        The return value is the number of bytes written.
+        """
+        got = self._zl_sock_recv_into(sock, buf)  # asyncio's steps below, natively
+        if got is not NotImplemented:
+            return got if type(got) is int else await got
+        base_events._check_ssl_socket(sock)
+        if self._debug and sock.gettimeout() != 0:
+            raise ValueError("the socket must be non-blocking")
+        try:
+            return sock.recv_into(buf)
+        except (BlockingIOError, InterruptedError):
+            pass
+        fut = self.create_future()
+        fd = sock.fileno()
+        self._ensure_fd_no_transport(fd)
+        handle = self._add_reader(fd, self._sock_recv_into, fut, sock, buf)
         fut.add_done_callback(functools.partial(self._sock_read_done, fd, handle=handle))
         return await fut
 
