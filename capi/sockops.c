@@ -329,17 +329,26 @@ out:
     return fut;
 }
 
+/* The start the three entries below share: 1 to take asyncio's steps
+ * here, 0 when they must be taken in Python (native_steps), -1 with
+ * TypeError unless the entry was given two arguments. */
+static int entry(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, const char *signature)
+{
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "expects %s", signature);
+        return -1;
+    }
+    return native_steps(L, args[0]);
+}
+
 /* _zl_sock_recv(sock, n): asyncio's sock_recv up to its await: what came,
  * or the future of what will come; NotImplemented where asyncio's Python
  * steps must be taken (native_steps). */
 PyObject *zl_loop_sock_recv_now(zl_loop *L, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "_zl_sock_recv expects (sock, n)");
-        return NULL;
-    }
-    if (!native_steps(L, args[0]))
-        Py_RETURN_NOTIMPLEMENTED;
+    int go = entry(L, args, nargs, "_zl_sock_recv(sock, n)");
+    if (go <= 0)
+        return go < 0 ? NULL : Py_NewRef(Py_NotImplemented);
     PyObject *data;
     int r = recv_now(L, args[0], args[1], &data);
     if (r != 0)
@@ -352,12 +361,9 @@ PyObject *zl_loop_sock_recv_now(zl_loop *L, PyObject *const *args, Py_ssize_t na
  * NotImplemented where asyncio's Python steps must be taken. */
 PyObject *zl_loop_sock_recv_into_now(zl_loop *L, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "_zl_sock_recv_into expects (sock, buf)");
-        return NULL;
-    }
-    if (!native_steps(L, args[0]))
-        Py_RETURN_NOTIMPLEMENTED;
+    int go = entry(L, args, nargs, "_zl_sock_recv_into(sock, buf)");
+    if (go <= 0)
+        return go < 0 ? NULL : Py_NewRef(Py_NotImplemented);
     PyObject *count;
     int r = recv_into_now(args[0], args[1], &count);
     if (r != 0)
@@ -370,13 +376,10 @@ PyObject *zl_loop_sock_recv_into_now(zl_loop *L, PyObject *const *args, Py_ssize
  * rest; NotImplemented where asyncio's Python steps must be taken. */
 PyObject *zl_loop_sock_sendall_now(zl_loop *L, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "_zl_sock_sendall expects (sock, data)");
-        return NULL;
-    }
+    int go = entry(L, args, nargs, "_zl_sock_sendall(sock, data)");
+    if (go <= 0)
+        return go < 0 ? NULL : Py_NewRef(Py_NotImplemented);
     PyObject *sock = args[0], *data = args[1];
-    if (!native_steps(L, sock))
-        Py_RETURN_NOTIMPLEMENTED;
     Py_ssize_t sent = send_now(sock, data);
     if (sent < 0)
         return NULL;
