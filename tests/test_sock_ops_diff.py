@@ -173,6 +173,11 @@ def pair(kind):
         with socket.create_server(("127.0.0.1", 0)) as listener:
             b = socket.create_connection(listener.getsockname())
             a, _ = listener.accept()
+        # no Nagle: a small send queued behind a full window would
+        # otherwise wait for the delayed ACK of the bytes before it
+        # (40 ms), and what a receive finds would depend on timing
+        for end in (a, b):
+            end.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     else:
         a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         b = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
