@@ -60,25 +60,25 @@ static PyObject *s_recv, *s_recv_into, *s_send, *s_fileno, *s_done, *s_set_resul
     *s_remove_reader, *s_remove_writer, *s_sock_recv, *s_sock_recv_into, *s_sock_sendall,
     *s_sock_read_done, *s_sock_write_done, *kw_handle;
 
-/* zloopgo.Loop itself, whose solid base is LoopCore, outside debug mode,
- * with a socket.socket: asyncio's steps may be taken here. A class derived
- * from zloopgo.Loop has Loop as its base, and takes them in Python. */
+/* L is zloopgo.Loop itself, whose solid base is LoopCore; a class derived
+ * from it has Loop as its base and may override any method asyncio's
+ * steps call. */
+static int plain_loop(zl_loop *L) { return Py_TYPE(L)->tp_base == &zl_LoopType; }
+
+/* zloopgo.Loop itself outside debug mode, with a socket.socket: asyncio's
+ * steps may be taken here; anything else takes them in Python. */
 static int native_steps(zl_loop *L, PyObject *sock)
 {
-    return Py_TYPE(L)->tp_base == &zl_LoopType && !L->debug && Py_TYPE(sock) == socket_type;
+    return plain_loop(L) && !L->debug && Py_TYPE(sock) == socket_type;
 }
 
-/* The exception pending is one asyncio's steps take as "not now". */
-static int not_now(void)
-{
-    return PyErr_ExceptionMatches(PyExc_BlockingIOError) ||
-           PyErr_ExceptionMatches(PyExc_InterruptedError);
-}
-
-/* The call raised "not now": forgotten, 0; else -1, the exception kept. */
+/* The call raised what asyncio's steps take as "not now"
+ * (BlockingIOError, InterruptedError): forgotten, 0; else -1, the
+ * exception kept. */
 static int not_now_or_error(void)
 {
-    if (!not_now())
+    if (!PyErr_ExceptionMatches(PyExc_BlockingIOError) &&
+        !PyErr_ExceptionMatches(PyExc_InterruptedError))
         return -1;
     PyErr_Clear();
     return 0;
@@ -265,12 +265,10 @@ static int ensure_no_transport(zl_loop *L, PyObject *fd)
     int ask = 1;
     if (Py_TYPE(transports) == weak_value_dict) {
         PyObject *data = PyObject_GetAttr(transports, s_data);
-        if (data != NULL && PyDict_CheckExact(data)) {
+        if (data != NULL && PyDict_CheckExact(data))
             ask = PyDict_GetItemWithError(data, fd) != NULL || PyErr_Occurred();
-            PyErr_Clear(); /* an error of the lookup: asyncio's method meets it again */
-        }
         Py_XDECREF(data);
-        PyErr_Clear();
+        PyErr_Clear(); /* a failed lookup: asyncio's method meets it again */
     }
     Py_DECREF(transports);
     if (!ask)
@@ -397,11 +395,12 @@ PyObject *zl_loop_sock_sendall_now(zl_loop *L, PyObject *const *args, Py_ssize_t
     return fut;
 }
 
-/* What asyncio's reader callbacks do with a receive's outcome r (from
- * recv_now or recv_into_now) while fut waits: nothing for "not now" (try
- * again next time), SystemExit and KeyboardInterrupt raised, any other
- * exception to fut.set_exception, else fut.set_result(value) (stolen). */
-static PyObject *settle_receive(PyObject *fut, int r, PyObject *value)
+/* What asyncio's reader and writer callbacks do with an attempt's outcome
+ * r (1 done, 0 "not now", -1 an exception pending) while fut waits:
+ * nothing for "not now" (try again next time), SystemExit and
+ * KeyboardInterrupt raised, any other exception to fut.set_exception,
+ * else fut.set_result(value) (stolen). */
+static PyObject *settle(PyObject *fut, int r, PyObject *value)
 {
     if (r == 0)
         Py_RETURN_NONE;
@@ -428,7 +427,7 @@ PyObject *zl_loop_sock_recv_ready(zl_loop *L, PyObject *const *args, Py_ssize_t 
     if (done != 0)
         return done < 0 ? NULL : Py_NewRef(Py_None);
     int r = recv_now(L, args[1], args[2], &data);
-    return settle_receive(args[0], r, data);
+    return settle(args[0], r, data);
 }
 
 /* _sock_recv_into(fut, sock, buf): asyncio's reader callback of
@@ -444,7 +443,7 @@ PyObject *zl_loop_sock_recv_into_ready(zl_loop *L, PyObject *const *args, Py_ssi
     if (done != 0)
         return done < 0 ? NULL : Py_NewRef(Py_None);
     int r = recv_into_now(args[1], args[2], &count);
-    return settle_receive(args[0], r, count);
+    return settle(args[0], r, count);
 }
 
 /* _sock_sendall(fut, sock, view, pos): asyncio's writer callback of
@@ -476,14 +475,7 @@ PyObject *zl_loop_sock_sendall_ready(zl_loop *L, PyObject *const *args, Py_ssize
     }
     if (n == NULL) {
         Py_DECREF(start);
-        if (not_now()) {
-            PyErr_Clear();
-            Py_RETURN_NONE;
-        }
-        if (PyErr_ExceptionMatches(PyExc_SystemExit) ||
-            PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
-            return NULL;
-        return future_fail(fut) < 0 ? NULL : Py_NewRef(Py_None);
+        return settle(fut, not_now_or_error(), NULL);
     }
     /* start += n; all sent: set_result(None), else pos[0] = start */
     PyObject *sent = PyNumber_InPlaceAdd(start, n);
@@ -539,7 +531,7 @@ static PyObject *unwatch_when_done(zl_loop *L, PyObject *const *args, Py_ssize_t
             return cancelled < 0 ? NULL : Py_NewRef(Py_None);
     }
     PyObject *r;
-    if (Py_TYPE(L)->tp_base == &zl_LoopType) {
+    if (plain_loop(L)) {
         r = ensure_no_transport(L, fd) < 0 ? NULL
             : which                        ? zl_loop_remove_writer(L, fd)
                                            : zl_loop_remove_reader(L, fd);
