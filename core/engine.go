@@ -122,9 +122,10 @@ type Alone struct {
 }
 
 // aloneMax bounds the batches one Dispatch runs alone: the engine looks at
-// the clock for its yield (maybeYield) between Dispatch calls, and a
-// trace or a stats reader sees the loop's totals settle that often.
-const aloneMax = yieldCheckEvery - 1
+// the clock for its yield (maybeYield) between Dispatch calls, so a run of
+// heavy batches alone must not carry it far, and a trace or a stats reader
+// sees the loop's totals settle at least every aloneMax+1 iterations.
+const aloneMax = 31
 
 // EventBufferer is implemented by a host that wants ready events written
 // straight into memory it owns (the C adapter: then handing them over
@@ -162,8 +163,7 @@ type Engine struct {
 	peekSkips   int         // waits that may block left to make without a look first (poll)
 	peekBackoff int         // peekSkips after the next look that finds nothing
 	peek        PeekHandle  // how the host looks at the reactor (Lookahead.Peek)
-	lastYield   float64     // Now() at the last yield
-	sinceLook   int         // iterations since maybeYield last looked at the clock
+	lastYield   int64       // nanotime() after the last yield (maybeYield)
 	yield       func()      // runtime.Gosched; tests count calls instead
 	stats       Stats       // stats.go
 	waitEnd     int64       // nanotime() after the last wait of this Run, 0 before the first
@@ -174,15 +174,15 @@ type Engine struct {
 // yieldEvery is how often a busy loop hands its goroutine back to the Go
 // scheduler. Go's sysmon thread treats a goroutine that has not been
 // rescheduled for 10 ms as hogging its P: it signals the thread to preempt
-// it, may take its P, and then polls every 20 µs for a while — a few
-// thousand wake-ups a second on another core. A yield is not free either:
-// the goroutine is locked to the Python thread, so the scheduler hands the
-// P to another thread and back (tens of µs on a busy machine), which is
-// why it comes as rarely as still keeps sysmon quiet.
-const (
-	yieldEvery      = 0.008 // seconds: under sysmon's 10 ms
-	yieldCheckEvery = 32    // iterations between looks at the clock
-)
+// it, takes its P while it is in a call into the host (where it spends
+// most of its time) and then polls every 20 µs for a while — on one CPU
+// each poll is a context switch of the loop's thread. A yield is not free
+// either: the goroutine is locked to the Python thread, so the scheduler
+// hands the P to another thread and back, which is why it comes as rarely
+// as still keeps sysmon quiet. The margin below 10 ms is for the iteration
+// that is running when it falls due (the look comes at the start of the
+// next one): iterations up to 2 ms long keep within it.
+const yieldEvery = 8 * int64(time.Millisecond)
 
 // NewEngine opens a reactor for host. resolution is the clock's, in
 // seconds: a timer is due when its deadline is before now + resolution.
@@ -219,6 +219,7 @@ func (e *Engine) Watch(delta int) { e.watched += delta }
 // Run iterates until the host asks to stop or Dispatch fails.
 func (e *Engine) Run() error {
 	e.waitEnd = 0 // time between runs is not the loop's
+	e.lastYield = nanotime()
 	for {
 		if err := e.RunOnce(); err != nil {
 			return err
@@ -226,20 +227,23 @@ func (e *Engine) Run() error {
 		if e.host.Stopping() {
 			return nil
 		}
-		e.maybeYield()
 	}
 }
 
-func (e *Engine) maybeYield() {
-	if e.sinceLook < yieldCheckEvery {
-		return
+// maybeYield hands the goroutine to the Go scheduler when yieldEvery has
+// passed since it last did, by the clock reading now the iteration takes
+// anyway (so the look costs a comparison, and a long iteration cannot
+// carry the goroutine past sysmon's limit unseen). It returns the clock
+// after the yield, which the iteration goes on with.
+func (e *Engine) maybeYield(now int64) int64 {
+	if now-e.lastYield < yieldEvery {
+		return now
 	}
-	e.sinceLook = 0
-	if now := Now(); now-e.lastYield >= yieldEvery {
-		e.lastYield = now
-		e.stats.Yields++
-		e.yield()
-	}
+	e.stats.Yields++
+	e.yield()
+	now = nanotime()
+	e.lastYield = now
+	return now
 }
 
 // fitEvents gives the event buffer room for every event that can be
@@ -268,7 +272,7 @@ func (e *Engine) RunOnce() error {
 	e.takeNewTimers()
 	e.dropCancelled()
 	fake, faked := e.host.Clock()
-	start := nanotime()
+	start := e.maybeYield(nanotime())
 	if e.waitEnd != 0 {
 		e.stats.BusyNs += start - e.waitEnd
 	}
@@ -292,7 +296,6 @@ func (e *Engine) RunOnce() error {
 	e.stats.Iterations += uint64(alone.Batches)
 	e.stats.Waits += uint64(alone.Polled)
 	e.stats.WaitsSkipped += uint64(alone.Batches - alone.Polled)
-	e.sinceLook += 1 + alone.Batches
 	if e.tracing {
 		e.record(Iteration{WaitStart: start, WaitEnd: end, Events: int32(n), Timers: int32(due),
 			Completions: int32(len(done)), Blocking: int32(boolInt(released))})

@@ -764,7 +764,8 @@ type busyHost struct {
 	yields     []time.Time
 	want       int
 	iterations int
-	alone      bool // report every batch allowed alone as run
+	alone      bool          // report every batch allowed alone as run
+	slow       time.Duration // how long each Dispatch takes
 }
 
 func (h *busyHost) TakeNewTimers() []core.NewTimer     { return nil }
@@ -780,6 +781,9 @@ func (h *busyHost) Stopping() bool {
 }
 func (h *busyHost) Dispatch(_ []core.Event, _ []core.TimerSlot, _ []core.Completion, _ bool, ahead core.Lookahead) (core.Alone, error) {
 	h.iterations++
+	if h.slow > 0 {
+		time.Sleep(h.slow)
+	}
 	if h.alone {
 		return core.Alone{Batches: ahead.Batches}, nil
 	}
@@ -798,13 +802,42 @@ func TestBusyRunYieldsToTheSchedulerEveryFewMilliseconds(t *testing.T) {
 	}
 	// The engine spaces yields by its own clock reading, taken a moment
 	// before the hook records time.Now(): allow that moment's jitter.
-	every := time.Duration(core.YieldEvery * float64(time.Second))
 	for i := 1; i < len(h.yields); i++ {
-		if gap := h.yields[i].Sub(h.yields[i-1]); gap < every-time.Millisecond {
-			t.Errorf("yields %d and %d are %v apart, less than %v", i-1, i, gap, every)
+		if gap := h.yields[i].Sub(h.yields[i-1]); gap < core.YieldEvery-time.Millisecond {
+			t.Errorf("yields %d and %d are %v apart, less than %v", i-1, i, gap, core.YieldEvery)
 		}
 	}
-	if h.iterations < core.YieldCheckEvery*len(h.yields) {
-		t.Errorf("%d iterations for %d yields: the clock is read too often", h.iterations, len(h.yields))
+	if h.iterations < 10*len(h.yields) {
+		t.Errorf("%d iterations for %d yields: fast iterations should share a yield", h.iterations, len(h.yields))
+	}
+}
+
+func TestSlowIterationsYieldBeforeSysmonsTenMilliseconds(t *testing.T) {
+	// Each iteration takes at least 2 ms (a batch of heavy callbacks): the
+	// engine looks at the clock on every one, so a yield comes in the first
+	// iteration that starts YieldEvery after the last, and no stretch
+	// without one grows past the Go runtime's 10 ms by more than an
+	// iteration. Counted in iterations, which a slow machine's late
+	// wake-ups from the sleep can only make fewer.
+	slow := 2 * time.Millisecond
+	h := &busyHost{deadline: time.Now().Add(10 * time.Second), want: 6, slow: slow}
+	var at []int // iterations dispatched at each yield
+	e := core.NewEngineWithReactor(h, &fakeReactor{log: new([]string)}, 1e-9)
+	e.SetYield(func() {
+		h.yields = append(h.yields, time.Now())
+		at = append(at, h.iterations)
+	})
+	if err := e.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.yields) < h.want {
+		t.Fatalf("%d yields in 10 s of 2 ms iterations, want %d", len(h.yields), h.want)
+	}
+	most := int(core.YieldEvery/slow) + 1
+	for i := 1; i < len(at); i++ {
+		if n := at[i] - at[i-1]; n > most {
+			t.Fatalf("%d iterations of at least %v between yields %d and %d, want at most %d (yields after iterations %v)",
+				n, slow, i-1, i, most, at)
+		}
 	}
 }
