@@ -42,10 +42,69 @@ static PyObject *general_create_task(zl_loop *L, PyObject *const *args, Py_ssize
     return r;
 }
 
+/* Task(coro, **kwargs), called by this loop's own thread while it runs:
+ * Task finds it as the running loop, so loop= can go, and with no keyword
+ * left the call builds no keyword dict (Task has no vectorcall). */
+static int on_running_thread(zl_loop *L)
+{
+    return L->run_tstate != NULL && L->run_tstate == PyThreadState_Get();
+}
+
+static PyObject *new_task(PyObject *const *stack, Py_ssize_t nkw, PyObject *kwnames)
+{
+    PyObject *task_type = PyObject_GetAttr(zl_tasks_module, str_Task);
+    if (task_type == NULL)
+        return NULL;
+    PyObject *task = PyObject_Vectorcall(task_type, stack, 1, nkw > 0 ? kwnames : NULL);
+    Py_DECREF(task_type);
+    return task;
+}
+
+#if PY_VERSION_HEX >= 0x030E0000
+/* The most keywords create_task passes on to Task without asyncio's method. */
+#define TASK_KEYWORDS_MAX 6
+
+/* 3.14+'s create_task(coro, **kwargs): asyncio's
+ * tasks.Task(coro, loop=self, **kwargs), every keyword Task takes
+ * (eager_start=, name=, context=) and any it refuses, which Task words.
+ * A keyword named loop (asyncio's call then has two) or more keywords than
+ * fit here go to asyncio's own method. */
+PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames)
+{
+    nargs = PyVectorcall_NARGS(nargs);
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (L->task_factory != NULL || L->debug || nargs != 1 || nkw > TASK_KEYWORDS_MAX)
+        return general_create_task(L, args, nargs, kwnames);
+    for (Py_ssize_t i = 0; i < nkw; i++)
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, i), "loop") == 0)
+            return general_create_task(L, args, nargs, kwnames);
+    if (zl_check_closed(L) < 0)
+        return NULL;
+    if (on_running_thread(L)) /* Task(coro, **kwargs): the arguments as they came */
+        return new_task(args, nkw, kwnames);
+    if (nkw == 0) {
+        PyObject *stack[2] = {args[0], (PyObject *)L};
+        return new_task(stack, 1, kw_loop);
+    }
+    PyObject *stack[TASK_KEYWORDS_MAX + 2] = {args[0], (PyObject *)L};
+    PyObject *names = PyTuple_New(nkw + 1);
+    if (names == NULL)
+        return NULL;
+    PyTuple_SET_ITEM(names, 0, Py_NewRef(PyTuple_GET_ITEM(kw_loop, 0)));
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyTuple_SET_ITEM(names, i + 1, Py_NewRef(PyTuple_GET_ITEM(kwnames, i)));
+        stack[i + 2] = args[i + 1];
+    }
+    PyObject *task = new_task(stack, nkw + 1, names);
+    Py_DECREF(names);
+    return task;
+}
+#else
 /* create_task(coro, *, name=None, context=None): asyncio's
  * tasks.Task(coro, loop=self, name=name, context=context). With a task
- * factory, in debug mode or with any other argument (3.14's eager_start=),
- * asyncio's own Python method runs instead. */
+ * factory, in debug mode or with any other argument, asyncio's own Python
+ * method runs instead (and words the error). */
 PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames)
 {
@@ -64,7 +123,7 @@ PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t narg
         else if (PyUnicode_CompareWithASCIIString(key, "context") == 0)
             context = args[1 + i];
 #endif
-        else /* eager_start= (3.14+) or a mistake: asyncio's own method answers */
+        else /* a mistake: asyncio's own method answers */
             return general_create_task(L, args, nargs, kwnames);
     }
     if (zl_check_closed(L) < 0)
@@ -82,25 +141,17 @@ PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t narg
         names = kw_loop_context;
         stack[n++] = context;
     }
-    /* Called by this loop's own thread while it runs, Task(coro) finds it
-     * as the running loop: loop= can go, and with no keyword left the call
-     * builds no keyword dict (Task has no vectorcall). */
-    PyObject **call = stack;
-    if (L->run_tstate != NULL && L->run_tstate == PyThreadState_Get()) {
-        call = stack + 1;
-        call[0] = args[0];
-        names = names == kw_loop_name_context ? kw_name_context
-                : names == kw_loop_name       ? kw_name
-                : names == kw_loop_context    ? kw_context
-                                              : NULL;
-    }
-    PyObject *task_type = PyObject_GetAttr(zl_tasks_module, str_Task);
-    if (task_type == NULL)
-        return NULL;
-    PyObject *task = PyObject_Vectorcall(task_type, call, 1, names);
-    Py_DECREF(task_type);
-    return task;
+    if (!on_running_thread(L))
+        return new_task(stack, PyTuple_GET_SIZE(names), names);
+    /* loop= goes (on_running_thread) */
+    stack[1] = args[0];
+    names = names == kw_loop_name_context ? kw_name_context
+            : names == kw_loop_name       ? kw_name
+            : names == kw_loop_context    ? kw_context
+                                          : NULL;
+    return new_task(stack + 1, names ? PyTuple_GET_SIZE(names) : 0, names);
 }
+#endif
 
 PyObject *zl_loop_get_task_factory(zl_loop *L, void *c)
 {

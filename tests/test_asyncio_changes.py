@@ -198,6 +198,61 @@ def test_create_task_eager_start(loop):
 
 
 @needs_314
+def test_create_task_keywords_before_the_loop_runs(loop):
+    # Created outside a running loop, an eager task cannot start at once
+    # (Task asks loop.is_running()): it runs in the first iteration, in the
+    # order created, with its name and in its context.
+    order = []
+    ctx = contextvars.copy_context()
+    ctx.run(VAR.set, "given")
+
+    async def child(tag):
+        order.append((tag, VAR.get()))
+        return tag
+
+    eager = loop.create_task(child("eager"), eager_start=True, name="e", context=ctx)
+    lazy = loop.create_task(child("lazy"), eager_start=False)
+    plain = loop.create_task(child("plain"), name="p")
+    assert not eager.done() and order == []
+    assert eager.get_name() == "e" and plain.get_name() == "p"
+    loop.run_until_complete(asyncio.gather(eager, lazy, plain))
+    assert order == [("eager", "given"), ("lazy", "unset"), ("plain", "unset")]
+
+
+@needs_314
+def test_create_task_keywords_from_another_thread_of_a_running_loop(loop):
+    # Not the loop's own thread: Task is given loop= with the keywords. An
+    # eager start there is refused by Task itself (the loop runs, but not
+    # in that thread), and the coroutine is left to its caller.
+    made = {}
+    ctx = contextvars.copy_context()
+    ctx.run(VAR.set, "given")
+
+    async def child():
+        return asyncio.get_running_loop(), VAR.get()
+
+    async def main():
+        def other_thread():
+            made["task"] = loop.create_task(child(), name="t", context=ctx)
+            eager = child()
+            try:
+                loop.create_task(eager, eager_start=True, name="e")
+            except RuntimeError as exc:
+                made["refused"] = str(exc)
+            finally:
+                eager.close()
+
+        t = threading.Thread(target=other_thread)
+        t.start()
+        t.join()
+        return await made["task"]
+
+    assert loop.run_until_complete(main()) == (loop, "given")
+    assert made["task"].get_name() == "t" and made["task"].get_loop() is loop
+    assert re.fullmatch(r"loop <.*> is not the running loop", made["refused"])
+
+
+@needs_314
 def test_create_task_eager_start_false_overrides_the_eager_factory(loop):
     loop.set_task_factory(asyncio.eager_task_factory)
 
@@ -264,8 +319,23 @@ def _asyncio_error(call):
         lambda lp, c: lp.create_task(c, "positional"),
         lambda lp, c: lp.create_task(c, name="a", context=None, bogus=1),
         lambda lp, c: lp.create_task(c, context=contextvars.copy_context(), eager=1),
+        lambda lp, c: lp.create_task(c, loop=lp),
+        lambda lp, c: lp.create_task(c, eager_start=True, loop=None),
+        lambda lp, c: lp.create_task(c, a=1, b=2, d=3, e=4, f=5, g=6, h=7),
+        lambda lp, c: lp.create_task(c, a=1, b=2, d=3, e=4, f=5, g=6),
+        lambda lp, c: lp.create_task(c, name="n", eager_start=True, bogus=1),
     ],
-    ids=["unknown-keyword", "extra-positional", "three-keywords", "context-and-unknown"],
+    ids=[
+        "unknown-keyword",
+        "extra-positional",
+        "three-keywords",
+        "context-and-unknown",
+        "loop-keyword",
+        "eager-and-loop",
+        "seven-keywords",
+        "six-keywords",
+        "eager-and-unknown",
+    ],
 )
 def test_create_task_refuses_what_asyncio_refuses(loop, call):
     expected = _asyncio_error(call)
