@@ -146,6 +146,26 @@ static PyObject *address_of(const struct sockaddr_storage *ss, socklen_t len)
     return tuple_of(4, items);
 }
 
+/* The address tuple of the datagram just received from ss (a new
+ * reference, or NULL with an exception set), kept in d as the last
+ * sender's. A datagram from the same sockaddr as the last one, byte for
+ * byte (a client's every datagram to a server, a server's every reply),
+ * gets the very tuple made for that one: address_of would make an equal
+ * one, of the same types (only `is` could tell them apart; both are
+ * immutable), and sendto finds it by identity. */
+static PyObject *sender_address(zl_datagram *d, const struct sockaddr_storage *ss, socklen_t len)
+{
+    if (d->last_addr != NULL && len == d->last_len && memcmp(ss, &d->last, len) == 0)
+        return Py_NewRef(d->last_addr);
+    PyObject *addr = address_of(ss, len);
+    if (addr == NULL)
+        return NULL;
+    memcpy(&d->last, ss, len);
+    d->last_len = len;
+    Py_XSETREF(d->last_addr, Py_NewRef(addr));
+    return addr;
+}
+
 /* After an OSError (set) from the socket: self._protocol.error_received(exc),
  * inside the handling of exc, as asyncio's `except OSError as exc:`. */
 static PyObject *to_error_received(PyObject *self)
@@ -229,16 +249,12 @@ static PyObject *dg_read_ready(PyObject *self, PyObject *unused)
         PyErr_SetFromErrno(PyExc_OSError);
         return to_error_received(self);
     }
-    PyObject *addr = address_of(&ss, len);
+    PyObject *addr = sender_address(d, &ss, len);
+    Py_DECREF(d);
     if (addr == NULL) {
-        Py_DECREF(d);
         Py_DECREF(data);
         return to_fatal_error(self);
     }
-    memcpy(&d->last, &ss, len);
-    d->last_len = len;
-    Py_XSETREF(d->last_addr, Py_NewRef(addr));
-    Py_DECREF(d);
     PyObject *protocol = zl_layout_get(&layout, self, D_PROTOCOL);
     PyObject *args[] = {protocol, data, addr}; /* protocol.datagram_received(data, addr) */
     PyObject *r =
