@@ -77,16 +77,21 @@ static int class_unchanged(PyTypeObject *type, unsigned int *version, PyObject *
 }
 
 /* obj.name is still the class's method fn, bound to obj (an attribute set
- * on the instance would override it). Asked through ordinary attribute
- * lookup, so that an instance's dictionary is never materialized. */
+ * on the instance would override it). Asked as a method call asks
+ * (_PyObject_GetMethod), which looks in the instance's dictionary
+ * without materializing it and makes no bound method when the class's
+ * function is what obj.name gives. */
 static int bound_method_is(PyObject *obj, PyObject *name, PyObject *fn)
 {
-    PyObject *m = PyObject_GetAttr(obj, name);
+    PyObject *m = NULL;
+    int unbound = _PyObject_GetMethod(obj, name, &m);
     if (m == NULL) {
         PyErr_Clear();
         return 0;
     }
-    int same = PyMethod_Check(m) && PyMethod_GET_FUNCTION(m) == fn && PyMethod_GET_SELF(m) == obj;
+    int same = unbound ? m == fn
+                       : PyMethod_Check(m) && PyMethod_GET_FUNCTION(m) == fn &&
+                             PyMethod_GET_SELF(m) == obj;
     Py_DECREF(m);
     return same;
 }

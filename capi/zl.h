@@ -41,6 +41,16 @@
 #include "bridge.h"
 #include "stats.h"
 
+/* CPython's method lookup without a bound method: 1 and the function in
+ * *method when type(obj) has it as a method and nothing on the instance
+ * overrides it, else 0 and the attribute itself (a new reference either
+ * way; NULL with an exception set if there is none). Declared by the
+ * public headers up to 3.12 and exported, with the same signature, by
+ * 3.13 to 3.15, whose internal header declares it. */
+#if PY_VERSION_HEX >= 0x030D0000
+PyAPI_FUNC(int) _PyObject_GetMethod(PyObject *obj, PyObject *name, PyObject **method);
+#endif
+
 /* Arguments up to this many are stored inside the handle (no tuple). */
 #define ZL_INLINE_ARGS 3
 
