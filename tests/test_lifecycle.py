@@ -46,6 +46,59 @@ def test_is_running_inside_coroutine(loop):
     assert not loop.is_running()
 
 
+def test_is_running_follows_thread_id(loop):
+    # asyncio's is_running() is `self._thread_id is not None`: the thread
+    # id is there while the loop runs, gone after (also after a run that
+    # raised), and whatever is set there is what is_running() reads.
+    seen = []
+
+    def cb():
+        seen.append((loop.is_running(), loop._thread_id == threading.get_ident()))
+        raise SystemExit(3)
+
+    assert loop._thread_id is None
+    loop.call_soon(cb)
+    with pytest.raises(SystemExit):
+        loop.run_forever()
+    assert seen == [(True, True)]
+    assert loop._thread_id is None and loop.is_running() is False
+    loop._thread_id = 12345
+    assert loop.is_running() is True
+    loop._thread_id = None
+    assert loop.is_running() is False
+
+
+def test_a_subclass_is_running_is_what_an_eager_task_asks(loop_factory):
+    # Task(eager_start=True) asks loop.is_running(): a class derived from
+    # the loop that answers otherwise is heard.
+    if sys.version_info < (3, 12):
+        pytest.skip("eager_start is new in 3.12")
+    base_loop = loop_factory()
+    base = type(base_loop)
+    base_loop.close()
+
+    class NeverRunning(base):
+        def is_running(self):
+            return False
+
+    lp = NeverRunning()
+    order = []
+
+    async def child():
+        order.append("child")
+
+    async def main():
+        task = asyncio.Task(child(), loop=lp, eager_start=True)
+        order.append("created")
+        await task
+
+    try:
+        lp.run_until_complete(main())
+    finally:
+        lp.close()
+    assert order == ["created", "child"]
+
+
 def test_close_twice(loop):
     loop.close()
     loop.close()
