@@ -48,7 +48,7 @@
  * public headers up to 3.12 and exported, with the same signature, by
  * 3.13 to 3.15, whose internal header declares it. */
 #if PY_VERSION_HEX >= 0x030D0000
-PyAPI_FUNC(int) _PyObject_GetMethod(PyObject *obj, PyObject *name, PyObject **method);
+extern int _PyObject_GetMethod(PyObject *obj, PyObject *name, PyObject **method);
 #endif
 
 /* Arguments up to this many are stored inside the handle (no tuple). */
