@@ -212,6 +212,31 @@ async def main():
 loop.run_until_complete(main())
 """,
     ),
+    "aiohttp_request": (
+        500,
+        """
+from aiohttp import web
+async def plaintext(request):
+    return web.Response(body=b"Hello, World!", content_type="text/plain")
+async def main():
+    app = web.Application()
+    app.add_routes([web.get("/plaintext", plaintext)])
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    for _ in range(n):
+        writer.write(b"GET /plaintext HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n")
+        head = await reader.readuntil(b"\\r\\n\\r\\n")
+        assert head.startswith(b"HTTP/1.1 200") and b"Content-Length: 13" in head, head
+        await reader.readexactly(13)
+    writer.close()
+    await runner.cleanup()
+loop.run_until_complete(main())
+""",
+    ),
 }
 
 
