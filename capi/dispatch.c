@@ -259,19 +259,19 @@ static int nothing_else_due(zl_loop *L, const uint32_t *posted)
  * itself. */
 #define LOOK_EVENTS_MAX 64
 
+#ifdef __linux__
 /* epoll's event bits as the engine's interest bits, as core/epoll reports
  * them (fromEpoll): an error or hang-up makes both sides ready. */
 static uint32_t interest_of(uint32_t e)
 {
     uint32_t in = 0;
-#ifdef __linux__
     if (e & ~(uint32_t)EPOLLIN)
         in |= 2; /* poll.Writable */
     if (e & ~(uint32_t)EPOLLOUT)
         in |= 1; /* poll.Readable */
-#endif
     return in;
 }
+#endif
 
 /* The engine's zero-timeout wait, made here on its epoll descriptor
  * (core.Lookahead.Peek): the events ready, at most LOOK_EVENTS_MAX + 1 in
