@@ -310,7 +310,8 @@ static int look(zl_loop *L, struct epoll_event *seen)
  * block when none is. Such a wait is looked at here (look), and the
  * iteration runs here if the look found events or, with callbacks ready,
  * nothing; a look for a wait that may block that finds nothing leaves it
- * to the engine (which then makes it without a look: alone_looked_empty).
+ * to the engine, which then makes it without a look of its own
+ * (alone_looked_empty), as it does while such looks are paused.
  * No stop may be asked for and nothing else may be due (nothing_else_due,
  * asked again after the look, as the engine looks after its wait), and an
  * iteration with events does not start once the engine is due to yield.
@@ -325,8 +326,9 @@ static int64_t next_alone(zl_loop *L, const uint32_t *posted)
     int polls = L->sh.watched != 0 && !(ready && L->sh.quiet);
     if (polls && (L->sh.epoll_fd < 0 || L->sh.watched > LOOK_EVENTS_MAX))
         return -1;
-    if (!ready && L->look_skips > 0) {
+    if (!ready && L->look_skips > 0) { /* paused: the engine's wait goes unlooked too */
         L->look_skips--;
+        L->sh.alone_looked_empty = 1;
         return -1;
     }
     if (!nothing_else_due(L, posted))

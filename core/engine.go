@@ -129,7 +129,8 @@ type Alone struct {
 	Polled  int // of those, the ones whose wait the host made (Lookahead.Peek)
 	Events  int // the events those waits handed over
 	// LookedEmpty says that the host, last thing before it returned, looked
-	// at the reactor for a wait that may block and found nothing: the
+	// at the reactor for a wait that may block and found nothing, or
+	// skipped that look because its looks found nothing lately: the
 	// engine's next wait then goes without a look of its own.
 	LookedEmpty bool
 }
