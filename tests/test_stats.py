@@ -38,7 +38,6 @@ TOTALS = {
     "wakeups",
     "looks_ahead",
     "looks_ahead_ready",
-    "looks_ahead_left",
     "peeks",
     "peeks_found",
 }
