@@ -127,6 +127,11 @@ typedef struct {
         new_timers_first; /* C: the earliest deadline among new_timers (NaN sticks), +Inf if none;
                               * reset by whoever empties new_timers */
     double resolution;    /* C, at creation: the clock resolution the engine was given */
+    double yield_by;      /* Go, before each zl_dispatch: core.Lookahead.YieldBy (seconds) */
+    int64_t alone_events; /* C, in zl_dispatch: the events its own waits handed over */
+    int32_t alone_looked_empty; /* C, in zl_dispatch: its last look, for a wait that may
+                                 * block, found nothing (core.Alone.LookedEmpty) */
+    int32_t pad4;
 } zl_shared;
 
 /* Called by the engine (capi/engine.go); implemented in capi/dispatch.c.
@@ -147,8 +152,10 @@ int zl_grow_events(uintptr_t loop, int64_t need);
  * and up to alone_max more while each is an iteration the engine would
  * only hand over (core.Lookahead; `posted` is the engine's inbox word, a
  * Go pointer valid for the call, nonzero while completions wait), counted
- * in alone_ran, those it looked at epoll_fd for in alone_polled. Returns 0, or
- * -1 with a Python exception set. */
+ * in alone_ran, those whose wait it made at epoll_fd in alone_polled, the
+ * events those waits handed over in alone_events; alone_looked_empty if it
+ * returns after a look for a wait that may block found nothing. Returns 0,
+ * or -1 with a Python exception set. */
 int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone, int reacquire,
                 const uint32_t *posted);
 

@@ -246,75 +246,126 @@ static int nothing_else_due(zl_loop *L, const uint32_t *posted)
     return not_due(L, first, now) && not_due(L, next_new, now);
 }
 
-/* The most Dispatch calls that do not look ahead after a look found events
- * (look_skips): on a busy server most looks would, and each is a system
- * call the engine's own wait then repeats. The pause doubles while looks
- * keep finding events, up to this, and is back to one after a look that
- * found none. */
+/* The most waits that may block made by the engine without a look here
+ * first, after such a look found nothing (look_skips): an idle loop (a
+ * server between requests) would otherwise pay a look before every
+ * sleep. The pause doubles while looks keep finding nothing, up to this,
+ * and is back to none after a look that found events. */
 #define LOOK_BACKOFF_MAX 64
 
 /* The most descriptors a loop may watch and still look ahead: a look
  * takes every event that is ready into a buffer of this many on the stack
- * (wait_would_find_nothing); with more watched, the engine makes every
- * iteration's wait itself. */
+ * (look), and with more watched the engine makes every iteration's wait
+ * itself. */
 #define LOOK_EVENTS_MAX 64
 
-/* Whether the engine's zero-timeout wait would find nothing: a look at its
- * epoll descriptor (core.Lookahead.Peek), an epoll_wait with a zero timeout,
- * a third of what a poll(2) of that descriptor costs (about 110 against
- * 290 ns here). It must take every event that is ready, as asyncio's
- * selector does: epoll puts an event it returns back at the end of its
- * ready list (level-triggered), behind those it did not return, so a
- * look that took fewer would change the order the engine's wait then
- * reports them in, and with it the order their callbacks run in. Hence
- * room for one more than the most descriptors watched (the waker), and
- * for more than are watched, should a descriptor closed while watched
- * linger in epoll through a duplicate. What it sees is still there for
- * the engine's wait; a failed look (EINTR) leaves the iteration to it
- * too. */
-static int wait_would_find_nothing(zl_loop *L)
+#ifdef __linux__
+/* epoll's event bits as the engine's interest bits, as core/epoll reports
+ * them (fromEpoll): an error or hang-up makes both sides ready. */
+static uint32_t interest_of(uint32_t e)
 {
+    uint32_t in = 0;
+    if (e & ~(uint32_t)EPOLLIN)
+        in |= 2; /* poll.Writable */
+    if (e & ~(uint32_t)EPOLLOUT)
+        in |= 1; /* poll.Readable */
+    return in;
+}
+#endif
+
+/* The engine's zero-timeout wait, made here on its epoll descriptor
+ * (core.Lookahead.Peek): the events ready, at most LOOK_EVENTS_MAX + 1 in
+ * `seen`, or -1 when the engine must make the wait itself — the look
+ * failed (EINTR), its buffer filled (more may be ready), or the engine's
+ * waker is among them (its wait drains it). It must take every event that
+ * is ready, as asyncio's selector does: epoll puts an event it returns
+ * back at the end of its ready list (level-triggered), behind those it
+ * did not return, so a look that took fewer would change the order the
+ * engine's wait then reports them in. Hence room for one more than the
+ * most descriptors watched (the waker). What a look leaves to the engine
+ * is still there for its wait, in the same order. About 110 ns here,
+ * against 290 for a poll(2) of the descriptor. */
+#ifdef __linux__
+static int look(zl_loop *L, struct epoll_event *seen)
+{
+    int n = epoll_wait(L->sh.epoll_fd, seen, LOOK_EVENTS_MAX + 1, 0);
+    L->counters.looks_ahead++;
+    if (n > 0)
+        L->counters.looks_ahead_ready++;
+    if (n < 0 || n > LOOK_EVENTS_MAX || n > L->sh.events_cap)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (seen[i].data.u64 == UINT64_MAX) /* poll.ReservedToken: the waker */
+            return -1;
+    return n;
+}
+#endif
+
+/* Whether the next iteration is one the engine would only hand over, and
+ * if so its events, queued here (core.Lookahead): the number queued (0
+ * for a batch that skips its wait, or whose wait found nothing), or -1
+ * to leave the iteration to the engine. The engine would make no wait at
+ * all when callbacks are ready and nothing is watched or this batch was
+ * quiet; a zero-timeout wait when callbacks are ready; a wait that may
+ * block when none is. Such a wait is looked at here (look), and the
+ * iteration runs here if the look found events or, with callbacks ready,
+ * nothing; a look for a wait that may block that finds nothing leaves it
+ * to the engine, which then makes it without a look of its own
+ * (alone_looked_empty), as it does while such looks are paused.
+ * No stop may be asked for and nothing else may be due (nothing_else_due,
+ * asked again after the look, as the engine looks after its wait), and an
+ * iteration with events does not start once the engine is due to yield.
+ * A replaced clock (zl_clock_sync) leaves every iteration to the engine. */
+static int64_t next_alone(zl_loop *L, const uint32_t *posted)
+{
+    if (L->sh.stopping || L->sh.faked)
+        return -1;
+    int ready = L->sh.ready_len > 0;
+    if (!ready && L->sh.watched == 0) /* only a timer or a wake-up can end its wait */
+        return -1;
+    int polls = L->sh.watched != 0 && !(ready && L->sh.quiet);
+    if (polls && (L->sh.epoll_fd < 0 || L->sh.watched > LOOK_EVENTS_MAX))
+        return -1;
+    if (!ready && L->look_skips > 0) { /* paused: the engine's wait goes unlooked too */
+        L->look_skips--;
+        L->sh.alone_looked_empty = 1;
+        return -1;
+    }
+    if (!nothing_else_due(L, posted))
+        return -1;
+    if (!polls)
+        return 0;
 #ifdef __linux__
     struct epoll_event seen[LOOK_EVENTS_MAX + 1];
-    int n = epoll_wait(L->sh.epoll_fd, seen, LOOK_EVENTS_MAX + 1, 0);
+    int n = look(L, seen);
 #else
     int n = -1; /* never reached: only the epoll reactor can be looked at */
 #endif
-    L->counters.looks_ahead++;
-    if (n == 0) {
-        L->look_backoff = 1;
-        return 1;
+    if (n < 0 || !nothing_else_due(L, posted)) {
+        L->counters.looks_ahead_left++;
+        return -1;
     }
-    if (n > 0)
-        L->counters.looks_ahead_ready++;
-    L->look_skips = L->look_backoff > 0 ? L->look_backoff : 1;
-    L->look_backoff = L->look_skips * 2 > LOOK_BACKOFF_MAX ? LOOK_BACKOFF_MAX : L->look_skips * 2;
-    return 0;
-}
-
-/* Whether the next iteration would only hand the engine's next batch over
- * (core.Lookahead): callbacks are ready, so its wait could not block; the
- * wait would find nothing, as nothing is watched, this batch was quiet, or
- * a look at the engine's epoll descriptor, made here as that wait, finds
- * nothing; no stop is asked for, and nothing else is due (nothing_else_due,
- * looked at again after that look, as the engine looks after its wait).
- * The batch then runs here, and the iteration costs no crossing into Go.
- * A replaced clock (zl_clock_sync) leaves every iteration to the engine. */
-static int next_is_alone(zl_loop *L, const uint32_t *posted)
-{
-    if (L->sh.ready_len == 0 || L->sh.stopping || L->sh.faked)
-        return 0;
-    int polls = L->sh.watched != 0 && !L->sh.quiet; /* the engine's wait would not be skipped */
-    if (polls && (L->sh.epoll_fd < 0 || L->sh.watched > LOOK_EVENTS_MAX || L->look_skips > 0))
-        return 0;
-    if (!nothing_else_due(L, posted))
-        return 0;
-    if (!polls)
-        return 1;
-    if (!wait_would_find_nothing(L) || !nothing_else_due(L, posted))
-        return 0;
+    if (n == 0 && !ready) {
+        L->counters.looks_ahead_left++;
+        L->sh.alone_looked_empty = 1;
+        L->look_skips = L->look_backoff > 0 ? L->look_backoff : 1;
+        L->look_backoff =
+            L->look_skips * 2 > LOOK_BACKOFF_MAX ? LOOK_BACKOFF_MAX : L->look_skips * 2;
+        return -1;
+    }
+    if (!ready)
+        L->look_backoff = 0;
+    if (n > 0 && zl_monotonic() >= L->sh.yield_by) {
+        L->counters.looks_ahead_left++;
+        return -1;
+    }
     L->sh.alone_polled++;
-    return 1;
+    L->sh.alone_events += n;
+#ifdef __linux__
+    for (int i = 0; i < n; i++)
+        zl_fd_ready(L, seen[i].data.u64, interest_of(seen[i].events));
+#endif
+    return n;
 }
 
 int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone, int reacquire,
@@ -323,8 +374,8 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone,
     zl_loop *L = (zl_loop *)loop;
     L->sh.alone_ran = 0;
     L->sh.alone_polled = 0;
-    if (L->look_skips > 0)
-        L->look_skips--;
+    L->sh.alone_events = 0;
+    L->sh.alone_looked_empty = 0;
     if (reacquire)
         zl_reacquire(loop);
     zl_event *events = L->sh.events;
@@ -340,10 +391,13 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone,
         return -1;
     int rc = run_batch(L, nevents);
     /* Each further batch is an iteration of its own, as the engine would
-     * have run it: signals are looked at before it, as above. */
-    while (rc == 0 && L->sh.alone_ran < L->sh.alone_max && next_is_alone(L, posted)) {
+     * have run it: its events queued, then signals looked at, as above. */
+    while (rc == 0 && L->sh.alone_ran < L->sh.alone_max) {
+        int64_t n = next_alone(L, posted);
+        if (n < 0)
+            break;
         L->sh.alone_ran++;
-        rc = PyErr_CheckSignals() < 0 ? -1 : run_batch(L, 0);
+        rc = PyErr_CheckSignals() < 0 ? -1 : run_batch(L, n);
     }
     return rc;
 }

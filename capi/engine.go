@@ -104,6 +104,7 @@ func (h *host) Dispatch(events []core.Event, timers []core.TimerSlot, done []cor
 		again = 1
 	}
 	h.shared.next_timer = C.double(ahead.NextTimer)
+	h.shared.yield_by = C.double(ahead.YieldBy)
 	h.shared.alone_max = C.int64_t(ahead.Batches)
 	h.shared.epoll_fd = -1
 	if ahead.Peek.Kind == core.PeekEpoll {
@@ -111,7 +112,8 @@ func (h *host) Dispatch(events []core.Event, timers []core.TimerSlot, done []cor
 	}
 	rc := C.zl_dispatch(h.loop, C.int64_t(len(events)), C.int64_t(len(timers)), C.int64_t(len(done)), again,
 		(*C.uint32_t)(unsafe.Pointer(ahead.Posted)))
-	alone := core.Alone{Batches: int(h.shared.alone_ran), Polled: int(h.shared.alone_polled)}
+	alone := core.Alone{Batches: int(h.shared.alone_ran), Polled: int(h.shared.alone_polled),
+		Events: int(h.shared.alone_events), LookedEmpty: h.shared.alone_looked_empty != 0}
 	if rc != 0 {
 		return alone, errPython
 	}

@@ -127,7 +127,8 @@ PyObject *zl_stats(PyObject *mod, PyObject *loop)
         put_u(d, "slow_callbacks", c->slow - c0->slow) < 0 ||
         put_u(d, "wakeups", c->wakeups - c0->wakeups) < 0 ||
         put_u(d, "looks_ahead", c->looks_ahead - c0->looks_ahead) < 0 ||
-        put_u(d, "looks_ahead_ready", c->looks_ahead_ready - c0->looks_ahead_ready) < 0)
+        put_u(d, "looks_ahead_ready", c->looks_ahead_ready - c0->looks_ahead_ready) < 0 ||
+        put_u(d, "looks_ahead_left", c->looks_ahead_left - c0->looks_ahead_left) < 0)
         goto fail;
     /* the Go runtime's, for the process */
     if (put(d, "go", go_runtime(&g)) < 0)

@@ -217,9 +217,10 @@ typedef struct {
         timed_ns;     /* dispatch.c: callbacks timed (slow-callback detection), their time */
     uint64_t slow;    /* dispatch.c: of which slow, reported */
     uint64_t wakeups; /* schedule.c: wake-ups call_soon_threadsafe wrote to the reactor */
-    uint64_t looks_ahead,
-        looks_ahead_ready; /* dispatch.c: looks at the epoll descriptor before a batch
-                            * alone, of which found an event (the engine then waited) */
+    uint64_t looks_ahead, looks_ahead_ready,
+        looks_ahead_left; /* dispatch.c: looks at the epoll descriptor for an iteration
+                           * alone, of which found an event, and those after which
+                           * the engine made the iteration's wait itself */
 } zl_counters;
 
 /* stats.c: whether callbacks are timed, and the copies reset_stats() took. */
@@ -241,8 +242,8 @@ struct zl_loop {
     void *waker;          /* how call_soon_threadsafe wakes the reactor (capi/waker), or NULL */
     atomic_int polling;   /* the loop thread sleeps in the reactor (dispatch.c) */
     atomic_int wake_sent; /* a wake-up was written during this sleep (schedule.c) */
-    int32_t look_skips;   /* dispatch.c: Dispatch calls left that look ahead by no poll */
-    int32_t look_backoff; /* dispatch.c: look_skips after the next poll that finds events */
+    int32_t look_skips;   /* dispatch.c: waits that may block left to the engine unlooked */
+    int32_t look_backoff; /* dispatch.c: look_skips after the next look that finds nothing */
     PyThreadState *saved_tstate; /* while it sleeps (dispatch.c) */
     PyThreadState *run_tstate;   /* the thread running the loop, while it runs */
     PyObject *debug_value;       /* what set_debug() was given, if not a bool (its truth: debug) */

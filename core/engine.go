@@ -112,13 +112,27 @@ type Lookahead struct {
 	Batches int
 	// Peek is how to look at the reactor (poll.PeekHandle); with
 	// PeekNone a batch whose wait would not be skipped never runs alone.
+	// With it, the host may also make a wait that may block itself when
+	// a look finds events ready (no waker among them): it then hands the
+	// events over as the engine's wait would, in the order the reactor
+	// reports them, and runs their batch as that iteration.
 	Peek PeekHandle
+	// YieldBy is the monotonic time, in seconds (Now()), at which the
+	// engine is due to yield (maybeYield): the host runs no iteration of
+	// events alone after it, so the yield is not held up by a run of them.
+	YieldBy float64
 }
 
 // Alone is what a Dispatch reports of the batches it ran by itself.
 type Alone struct {
 	Batches int // each an iteration
 	Polled  int // of those, the ones whose wait the host made (Lookahead.Peek)
+	Events  int // the events those waits handed over
+	// LookedEmpty says that the host, last thing before it returned, looked
+	// at the reactor for a wait that may block and found nothing, or
+	// skipped that look because its looks found nothing lately: the
+	// engine's next wait then goes without a look of its own.
+	LookedEmpty bool
 }
 
 // aloneMax bounds the batches one Dispatch runs alone: the engine looks at
@@ -296,6 +310,10 @@ func (e *Engine) RunOnce() error {
 	e.stats.Iterations += uint64(alone.Batches)
 	e.stats.Waits += uint64(alone.Polled)
 	e.stats.WaitsSkipped += uint64(alone.Batches - alone.Polled)
+	e.stats.Events += uint64(alone.Events)
+	if alone.LookedEmpty && e.peekSkips == 0 {
+		e.peekSkips = 1
+	}
 	if e.tracing {
 		e.record(Iteration{WaitStart: start, WaitEnd: end, Events: int32(n), Timers: int32(due),
 			Completions: int32(len(done)), Blocking: int32(boolInt(released))})
@@ -306,7 +324,8 @@ func (e *Engine) RunOnce() error {
 // lookahead is what the host needs to run the batches after this one by
 // itself (Lookahead); none while a trace records every iteration.
 func (e *Engine) lookahead() Lookahead {
-	ahead := Lookahead{NextTimer: math.Inf(1), Posted: &e.inbox.nonEmpty, Peek: e.peek}
+	ahead := Lookahead{NextTimer: math.Inf(1), Posted: &e.inbox.nonEmpty, Peek: e.peek,
+		YieldBy: float64(e.lastYield+yieldEvery) / 1e9}
 	if top, ok := e.timers.Top(); ok {
 		ahead.NextTimer = top.When
 	}

@@ -39,6 +39,8 @@ type fakeHost struct {
 	aheads     []core.Lookahead     // what each successful Dispatch was told
 	alone      int                  // batches each Dispatch reports it ran alone (at most allowed)
 	polled     int                  // of those, the ones it reports it polled for (at most alone)
+	events     int                  // the events it reports those waits handed over
+	lookEmpty  bool                 // it reports its last look found nothing (Alone.LookedEmpty)
 	onDispatch func(core.Lookahead) // called at the end of each successful Dispatch
 }
 
@@ -131,7 +133,7 @@ func (h *fakeHost) Dispatch(events []core.Event, timers []core.TimerSlot, done [
 	if h.onDispatch != nil {
 		h.onDispatch(ahead)
 	}
-	return core.Alone{Batches: batches, Polled: min(h.polled, batches)}, nil
+	return core.Alone{Batches: batches, Polled: min(h.polled, batches), Events: h.events, LookedEmpty: h.lookEmpty}, nil
 }
 
 // last is the most recent Dispatch call.

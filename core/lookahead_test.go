@@ -7,6 +7,7 @@ package core_test
 
 import (
 	"math"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -117,6 +118,58 @@ func TestBatchesRunAloneCountAsIterationsThatWaitedOrSkippedTheirWait(t *testing
 				t.Fatalf("%d waits made by the reactor, want none", r.waits())
 			}
 		})
+	}
+}
+
+func TestEventsTheHostsWaitsHandedOverAreCounted(t *testing.T) {
+	e, h, _ := setup(t)
+	h.ready = true
+	h.alone, h.polled, h.events = 4, 4, 7
+	before := e.Stats()
+	runOnce(t, e)
+	if got := e.Stats().Events - before.Events; got != 7 {
+		t.Fatalf("events %d, want the 7 the host's waits handed over", got)
+	}
+}
+
+func TestAWaitAfterTheHostLookedEmptyGoesWithoutALook(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		lookEmpty bool
+		want      []time.Duration // the reactor's waits: the first iteration's, then the second's
+	}{
+		{"looked empty", true, []time.Duration{0, -1}},
+		{"did not look", false, []time.Duration{0, 0, -1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, h, r := setup(t)
+			e.Watch(1)
+			h.ready = true
+			h.lookEmpty = c.lookEmpty
+			runOnce(t, e) // callbacks ready: a zero-timeout wait
+			h.ready = false
+			h.lookEmpty = false
+			runOnce(t, e) // a wait that may block: looked at first unless the host just did
+			if !slices.Equal(r.timeouts, c.want) {
+				t.Fatalf("waits %v, want %v", r.timeouts, c.want)
+			}
+		})
+	}
+}
+
+func TestLookaheadSaysWhenTheEngineIsDueToYield(t *testing.T) {
+	e, h, _ := setup(t)
+	h.ready = true
+	h.stopAfter = 1
+	start := core.Now()
+	if err := e.Run(); err != nil {
+		t.Fatal(err)
+	}
+	end := core.Now()
+	got := lastAhead(t, h).YieldBy
+	every := core.YieldEvery.Seconds()
+	if got < start+every || got > end+every {
+		t.Fatalf("yield by %v, want %v after the run's start (%v to %v)", got, every, start, end)
 	}
 }
 

@@ -38,6 +38,7 @@ TOTALS = {
     "wakeups",
     "looks_ahead",
     "looks_ahead_ready",
+    "looks_ahead_left",
     "peeks",
     "peeks_found",
 }
