@@ -313,8 +313,8 @@ static int look(zl_loop *L, struct epoll_event *seen)
  * to the engine, which then makes it without a look of its own
  * (alone_looked_empty), as it does while such looks are paused.
  * No stop may be asked for and nothing else may be due (nothing_else_due,
- * asked again after the look, as the engine looks after its wait), and an
- * iteration with events does not start once the engine is due to yield.
+ * asked again after the look, as the engine looks after its wait), and no
+ * look is made once the engine is due to yield.
  * A replaced clock (zl_clock_sync) leaves every iteration to the engine. */
 static int64_t next_alone(zl_loop *L, const uint32_t *posted)
 {
@@ -335,6 +335,11 @@ static int64_t next_alone(zl_loop *L, const uint32_t *posted)
         return -1;
     if (!polls)
         return 0;
+    /* The engine's yield comes at the start of an iteration it runs: a look
+     * made now would find events only for the engine's wait to find them
+     * again after the yield (a system call twice). */
+    if (zl_monotonic() >= L->sh.yield_by)
+        return -1;
 #ifdef __linux__
     struct epoll_event seen[LOOK_EVENTS_MAX + 1];
     int n = look(L, seen);
@@ -355,10 +360,6 @@ static int64_t next_alone(zl_loop *L, const uint32_t *posted)
     }
     if (!ready)
         L->look_backoff = 0;
-    if (n > 0 && zl_monotonic() >= L->sh.yield_by) {
-        L->counters.looks_ahead_left++;
-        return -1;
-    }
     L->sh.alone_polled++;
     L->sh.alone_events += n;
 #ifdef __linux__

@@ -118,8 +118,9 @@ type Lookahead struct {
 	// reports them, and runs their batch as that iteration.
 	Peek PeekHandle
 	// YieldBy is the monotonic time, in seconds (Now()), at which the
-	// engine is due to yield (maybeYield): the host runs no iteration of
-	// events alone after it, so the yield is not held up by a run of them.
+	// engine is due to yield (maybeYield): the host makes no look after
+	// it, so the yield is not held up by a run of iterations, and the
+	// events a look found are not polled again by the engine's wait.
 	YieldBy float64
 }
 
