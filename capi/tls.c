@@ -164,13 +164,56 @@ PyObject *zl_set_tls(PyObject *mod, PyObject *args)
 
 /* ---- small steps ---- */
 
+/* a op b as Python compares them (1, 0 or -1): two exact ints that fit a
+ * long are compared here (the counts and marks of every record), anything
+ * else by PyObject_RichCompareBool. */
+static int compare(PyObject *a, PyObject *b, int op)
+{
+    if (PyLong_CheckExact(a) && PyLong_CheckExact(b)) {
+        int a_over, b_over;
+        long x = PyLong_AsLongAndOverflow(a, &a_over);
+        long y = PyLong_AsLongAndOverflow(b, &b_over);
+        if (a_over == 0 && b_over == 0) { /* an exact int cannot fail to convert */
+            switch (op) {
+            case Py_LT:
+                return x < y;
+            case Py_LE:
+                return x <= y;
+            case Py_GT:
+                return x > y;
+            case Py_GE:
+                return x >= y;
+            case Py_EQ:
+                return x == y;
+            default:
+                return x != y;
+            }
+        }
+    }
+    return PyObject_RichCompareBool(a, b, op);
+}
+
+/* state == member for an SSLProtocolState member: identity decides when
+ * state is a member of the same class and that class compares as object
+ * does (Enum defines no __eq__: a member equals only itself), which is
+ * what == then finds; anything else asks ==. 1, 0 or -1. */
+static int same_state(PyObject *state, PyObject *member)
+{
+    if (state == member)
+        return 1;
+    if (Py_TYPE(state) == Py_TYPE(member) &&
+        Py_TYPE(state)->tp_richcompare == PyBaseObject_Type.tp_richcompare)
+        return 0;
+    return PyObject_RichCompareBool(state, member, Py_EQ);
+}
+
 /* self._state == member: 1, 0, or -1 */
 static int state_is(PyObject *self, PyObject *member)
 {
     PyObject *state = get_field(self, F_STATE);
     if (state == NULL)
         return -1;
-    int r = PyObject_RichCompareBool(state, member, Py_EQ);
+    int r = same_state(state, member);
     Py_DECREF(state);
     return r;
 }
@@ -292,7 +335,7 @@ static int mark_crossed(PyObject *self, PyObject *size, int high_f, int low_f, i
     PyObject *high = get_field(self, high_f);
     if (high == NULL)
         return -1;
-    int over = PyObject_RichCompareBool(size, high, Py_GE);
+    int over = compare(size, high, Py_GE);
     Py_DECREF(high);
     if (over < 0)
         return -1;
@@ -304,7 +347,7 @@ static int mark_crossed(PyObject *self, PyObject *size, int high_f, int low_f, i
     PyObject *low = get_field(self, low_f);
     if (low == NULL)
         return -1;
-    int under = PyObject_RichCompareBool(size, low, Py_LE);
+    int under = compare(size, low, Py_LE);
     Py_DECREF(low);
     if (under < 0)
         return -1;
@@ -443,7 +486,7 @@ static int write_one(PyObject *self)
     Py_ssize_t data_len = PyObject_Size(data);
     if (data_len < 0 || (len = PyLong_FromSsize_t(data_len)) == NULL)
         goto done;
-    int partial = PyObject_RichCompareBool(count, len, Py_LT);
+    int partial = compare(count, len, Py_LT);
     if (partial < 0)
         goto done;
     if (partial) {
@@ -487,7 +530,7 @@ static PyObject *write_appdata(PyObject *self, PyObject *list_of_data)
     int closed = 0;
     PyObject *closed_states[] = {st_flushing, st_shutdown, st_unwrapped};
     for (int i = 0; i < 3 && !closed; i++) {
-        closed = PyObject_RichCompareBool(state, closed_states[i], Py_EQ);
+        closed = same_state(state, closed_states[i]);
         if (closed < 0) {
             Py_DECREF(state);
             return NULL;
@@ -689,8 +732,8 @@ static PyObject *get_buffer(PyObject *self, PyObject *n)
     PyObject *max_size = PyObject_GetAttr(self, s_max_size);
     if (max_size == NULL)
         goto fail;
-    int low = PyObject_RichCompareBool(want, zero, Py_LE);
-    int high = low == 0 ? PyObject_RichCompareBool(want, max_size, Py_GT) : 0;
+    int low = compare(want, zero, Py_LE);
+    int high = low == 0 ? compare(want, max_size, Py_GT) : 0;
     if (low < 0 || high < 0)
         goto fail;
     if (low || high)
@@ -703,7 +746,7 @@ static PyObject *get_buffer(PyObject *self, PyObject *n)
     if (have < 0)
         goto fail;
     PyObject *have_obj = PyLong_FromSsize_t(have);
-    int short_ = have_obj ? PyObject_RichCompareBool(have_obj, want, Py_LT) : -1;
+    int short_ = have_obj ? compare(have_obj, want, Py_LT) : -1;
     Py_XDECREF(have_obj);
     if (short_ < 0)
         goto fail;

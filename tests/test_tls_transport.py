@@ -11,6 +11,7 @@ import ssl
 import sys
 
 import pytest
+from helpers import FACTORIES, assert_same_observations
 
 import zloopgo
 from zloopgo import _transports
@@ -214,3 +215,69 @@ def test_tls_handshake_failure_raises_the_same_error(loop, tls_contexts):
     verify_code, handled = loop.run_until_complete(main())
     assert verify_code != 0
     assert handled == []
+
+
+class _FlowRecorder(asyncio.Protocol):
+    def __init__(self):
+        self.events = []
+
+    def pause_writing(self):
+        self.events.append("pause")
+
+    def resume_writing(self):
+        self.events.append("resume")
+
+    def data_received(self, data):
+        self.events.append(("data", len(data)))
+
+
+def _marks_observations(loop_name, tls_contexts, high, low):
+    """What a client sees writing over TLS with write-buffer marks of any
+    number type: the native marks compare exact ints that fit a C long
+    themselves and leave floats and larger ints to Python's comparison."""
+    server_ctx, client_ctx = tls_contexts
+
+    async def main():
+        async def echo(reader, writer):
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(echo, "127.0.0.1", 0, ssl=server_ctx)
+        port = server.sockets[0].getsockname()[1]
+        transport, proto = await asyncio.get_running_loop().create_connection(
+            _FlowRecorder, "127.0.0.1", port, ssl=client_ctx, server_hostname="localhost"
+        )
+        seen = []
+        try:
+            transport.set_write_buffer_limits(high=high, low=low)
+        except Exception as exc:  # noqa: BLE001 - a refusal is an observation
+            seen.append(("refused", type(exc).__name__, str(exc)))
+        seen.append(("limits", transport.get_write_buffer_limits()))
+        for size in (1, 1000, 20000):
+            transport.write(b"z" * size)
+            seen.append(("wrote", size, transport.get_write_buffer_size(), list(proto.events)))
+            for _ in range(20):
+                await asyncio.sleep(0)
+            seen.append(("after", size, transport.get_write_buffer_size(), list(proto.events)))
+        transport.close()
+        server.close()
+        await server.wait_closed()
+        return seen
+
+    loop = FACTORIES[loop_name]()
+    try:
+        return loop.run_until_complete(main())
+    finally:
+        loop.close()
+
+
+@pytest.mark.parametrize(
+    "high, low",
+    [(0, 0), (0.0, None), (1.5, 0.5), (1 << 70, 1 << 69), (-(1 << 70), None), (10**4, 10**4 + 1)],
+)
+def test_tls_write_marks_of_any_number_type_behave_as_asyncios(tls_contexts, high, low):
+    assert_same_observations(
+        f"marks {high!r}, {low!r}", [], _marks_observations, tls_contexts, high, low
+    )
