@@ -122,7 +122,8 @@ typedef struct {
     int32_t epoll_fd;     /* Go, before each zl_dispatch: the descriptor of core.Lookahead.Peek
                        * when it is core.PeekEpoll, else -1 */
     int32_t pad3;
-    int64_t watched; /* Go, in zlgo_watch: the descriptors the engine watches */
+    int64_t watched; /* the descriptors the engine's reactor watches, counted by whoever
+                      * changes them: Go in zlgo_watch, C in fds.c's reactor_watch */
     double
         new_timers_first; /* C: the earliest deadline among new_timers (NaN sticks), +Inf if none;
                               * reset by whoever empties new_timers */
@@ -131,7 +132,8 @@ typedef struct {
     int64_t alone_events; /* C, in zl_dispatch: the events its own waits handed over */
     int32_t alone_looked_empty; /* C, in zl_dispatch: its last look, for a wait that may
                                  * block, found nothing (core.Alone.LookedEmpty) */
-    int32_t pad4;
+    int32_t watch_delta;        /* C, in zl_dispatch: the change to `watched` its own epoll_ctl
+                          * calls made (core.Alone.Watched) */
 } zl_shared;
 
 /* Called by the engine (capi/engine.go); implemented in capi/dispatch.c.

@@ -369,10 +369,10 @@ static int64_t next_alone(zl_loop *L, const uint32_t *posted)
     return n;
 }
 
-int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone, int reacquire,
-                const uint32_t *posted)
+static int dispatch_batches(zl_loop *L, int64_t nevents, int64_t ntimers, int64_t ndone,
+                            int reacquire, const uint32_t *posted)
 {
-    zl_loop *L = (zl_loop *)loop;
+    uintptr_t loop = (uintptr_t)L;
     L->sh.alone_ran = 0;
     L->sh.alone_polled = 0;
     L->sh.alone_events = 0;
@@ -400,5 +400,18 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone,
         L->sh.alone_ran++;
         rc = PyErr_CheckSignals() < 0 ? -1 : run_batch(L, n);
     }
+    return rc;
+}
+
+/* While it runs, sh.epoll_fd is the engine's, which fds.c's reactor_watch
+ * may change itself (core.Lookahead.Peek), counting in sh.watch_delta. */
+int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone, int reacquire,
+                const uint32_t *posted)
+{
+    zl_loop *L = (zl_loop *)loop;
+    L->sh.watch_delta = 0;
+    L->dispatching = 1;
+    int rc = dispatch_batches(L, nevents, ntimers, ndone, reacquire, posted);
+    L->dispatching = 0;
     return rc;
 }

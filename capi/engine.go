@@ -113,7 +113,8 @@ func (h *host) Dispatch(events []core.Event, timers []core.TimerSlot, done []cor
 	rc := C.zl_dispatch(h.loop, C.int64_t(len(events)), C.int64_t(len(timers)), C.int64_t(len(done)), again,
 		(*C.uint32_t)(unsafe.Pointer(ahead.Posted)))
 	alone := core.Alone{Batches: int(h.shared.alone_ran), Polled: int(h.shared.alone_polled),
-		Events: int(h.shared.alone_events), LookedEmpty: h.shared.alone_looked_empty != 0}
+		Events: int(h.shared.alone_events), LookedEmpty: h.shared.alone_looked_empty != 0,
+		Watched: int(h.shared.watch_delta)}
 	if rc != 0 {
 		return alone, errPython
 	}
@@ -194,6 +195,7 @@ func zlgo_watch(id C.uintptr_t, fd C.int, old, new C.uint32_t) C.int {
 	le := mustEngineFor(id)
 	e := le.engine
 	r := e.Reactor()
+	before := e.Watched()
 	var err error
 	switch {
 	case old == 0 && new == 0:
@@ -208,7 +210,7 @@ func zlgo_watch(id C.uintptr_t, fd C.int, old, new C.uint32_t) C.int {
 	default:
 		err = r.Reregister(int(fd), core.DescriptorToken(fd), core.Interest(new))
 	}
-	le.host.shared.watched = C.int64_t(e.Watched())
+	le.host.shared.watched += C.int64_t(e.Watched() - before)
 	if err != nil {
 		return errnoOf(err)
 	}

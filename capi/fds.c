@@ -2,15 +2,19 @@
  * handles and the object it was first registered by, answering as
  * asyncio's selector does (add_reader and the rest, _zl_watch_state,
  * _zl_find_fileobj), and the queueing of a ready descriptor's handles.
- * The kernel is asked (through the engine, zlgo_watch) only when the
- * watched mask changes.
+ * The kernel is asked only when the watched mask changes: through the
+ * engine (zlgo_watch), or, while a batch runs on an epoll engine, by an
+ * epoll_ctl of its own (reactor_watch).
  *
- * It knows nothing of the reactor behind zlgo_watch, of timers or of the
+ * It knows nothing of the reactor but epoll's calls, of timers or of the
  * order callbacks run in. */
 #include "zl.h"
 #include "_cgo_export.h"
 #include <errno.h>
 #include <limits.h>
+#ifdef __linux__
+#include <sys/epoll.h>
+#endif
 
 /* A descriptor argument as a C int: beyond int's range, the OverflowError
  * asyncio's selector gets from epoll. */
@@ -75,6 +79,36 @@ static void fd_forget(zl_loop *L, zl_fdwatch *w)
     Py_XDECREF(fileobj);
 }
 
+/* The reactor's change of fd's interest from old to new (0: not watched),
+ * 0 or an errno. While zl_dispatch runs a batch and the engine's reactor
+ * is epoll, it is made here, as core/epoll makes it (the descriptor as its
+ * token, EPOLLIN for reading, EPOLLOUT for writing, a removal the kernel
+ * refuses with ENOENT or EBADF not an error, the descriptor no longer
+ * counted whatever the kernel said), with the count kept in sh.watched and
+ * its change reported to the engine when the dispatch returns
+ * (core.Alone.Watched): sock_recv's add_reader and remove_reader then cost
+ * no crossing into Go. Otherwise the engine makes it (zlgo_watch). */
+static int reactor_watch(zl_loop *L, int fd, uint32_t old, uint32_t new)
+{
+#ifdef __linux__
+    if (L->dispatching && L->sh.epoll_fd >= 0 && old != new) {
+        struct epoll_event ev = {.events =
+                                     ((new & 1u) ? EPOLLIN : 0u) | ((new & 2u) ? EPOLLOUT : 0u),
+                                 .data.u64 = (uint64_t)fd};
+        int op = old == 0 ? EPOLL_CTL_ADD : new == 0 ? EPOLL_CTL_DEL : EPOLL_CTL_MOD;
+        int err = epoll_ctl(L->sh.epoll_fd, op, fd, &ev) < 0 ? errno : 0;
+        int delta = op == EPOLL_CTL_ADD ? err == 0 : op == EPOLL_CTL_DEL ? -1 : 0;
+        L->sh.watched += delta;
+        L->sh.watch_delta += delta;
+        if (op == EPOLL_CTL_DEL && (err == ENOENT || err == EBADF))
+            err = 0;
+        L->counters.watches_native++;
+        return err;
+    }
+#endif
+    return zlgo_watch(L->engine, fd, old, new);
+}
+
 /* Tells the reactor that fd's interest goes from its current mask to
  * `new`, as asyncio's selector does: no system call when the mask stays
  * the same; a descriptor the kernel refuses to change is forgotten
@@ -94,11 +128,11 @@ static int change_watch(zl_loop *L, int fd, zl_fdwatch *w, uint32_t new)
         return 0;
     if (zl_check_not_forked() < 0)
         return -1;
-    int err = zlgo_watch(L->engine, fd, old, new);
+    int err = reactor_watch(L, fd, old, new);
     if (err == 0 || new == 0)
         return 0;
     if (old != 0) {
-        (void)zlgo_watch(L->engine, fd, old, 0);
+        (void)reactor_watch(L, fd, old, 0);
         fd_forget(L, w);
     }
     errno = err;
@@ -138,7 +172,7 @@ static PyObject *add_watch(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, 
         return NULL;
     }
     if (w == &unwatched && (w = fd_slot(L, fd)) == NULL) {
-        (void)zlgo_watch(L->engine, fd, mask, 0);
+        (void)reactor_watch(L, fd, mask, 0);
         Py_DECREF(h);
         return NULL;
     }

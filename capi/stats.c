@@ -109,7 +109,7 @@ PyObject *zl_stats(PyObject *mod, PyObject *loop)
     /* gauges: what is there now */
     int64_t timers = g.timers_held + L->sh.new_timers_len - L->sh.cancelled_timers;
     if (put_i(d, "ready", L->sh.ready_len) < 0 || put_i(d, "timers", timers) < 0 ||
-        put_i(d, "descriptors", g.watched) < 0 ||
+        put_i(d, "descriptors", L->sh.watched) < 0 ||
         put_i(d, "lookups_in_flight", zl_lookups_waiting(L)) < 0)
         goto fail;
     /* what the adapter counts */
@@ -128,7 +128,8 @@ PyObject *zl_stats(PyObject *mod, PyObject *loop)
         put_u(d, "wakeups", c->wakeups - c0->wakeups) < 0 ||
         put_u(d, "looks_ahead", c->looks_ahead - c0->looks_ahead) < 0 ||
         put_u(d, "looks_ahead_ready", c->looks_ahead_ready - c0->looks_ahead_ready) < 0 ||
-        put_u(d, "looks_ahead_left", c->looks_ahead_left - c0->looks_ahead_left) < 0)
+        put_u(d, "looks_ahead_left", c->looks_ahead_left - c0->looks_ahead_left) < 0 ||
+        put_u(d, "watches_native", c->watches_native - c0->watches_native) < 0)
         goto fail;
     /* the Go runtime's, for the process */
     if (put(d, "go", go_runtime(&g)) < 0)

@@ -218,9 +218,11 @@ typedef struct {
     uint64_t slow;    /* dispatch.c: of which slow, reported */
     uint64_t wakeups; /* schedule.c: wake-ups call_soon_threadsafe wrote to the reactor */
     uint64_t looks_ahead, looks_ahead_ready,
-        looks_ahead_left; /* dispatch.c: looks at the epoll descriptor for an iteration
+        looks_ahead_left;    /* dispatch.c: looks at the epoll descriptor for an iteration
                            * alone, of which found an event, and those after which
                            * the engine made the iteration's wait itself */
+    uint64_t watches_native; /* fds.c: changes of a descriptor's interest made by an
+                              * epoll_ctl of the adapter's own (reactor_watch) */
 } zl_counters;
 
 /* stats.c: whether callbacks are timed, and the copies reset_stats() took. */
@@ -244,6 +246,7 @@ struct zl_loop {
     atomic_int wake_sent; /* a wake-up was written during this sleep (schedule.c) */
     int32_t look_skips;   /* dispatch.c: waits that may block left to the engine unlooked */
     int32_t look_backoff; /* dispatch.c: look_skips after the next look that finds nothing */
+    char dispatching;     /* dispatch.c: zl_dispatch is running (sh.epoll_fd is the engine's) */
     PyThreadState *saved_tstate; /* while it sleeps (dispatch.c) */
     PyThreadState *run_tstate;   /* the thread running the loop, while it runs */
     PyObject *debug_value;       /* what set_debug() was given, if not a bool (its truth: debug) */

@@ -115,7 +115,10 @@ type Lookahead struct {
 	// With it, the host may also make a wait that may block itself when
 	// a look finds events ready (no waker among them): it then hands the
 	// events over as the engine's wait would, in the order the reactor
-	// reports them, and runs their batch as that iteration.
+	// reports them, and runs their batch as that iteration. During the
+	// Dispatch it may also change what descriptors the reactor watches
+	// itself, with the reactor's own system calls and tokens, reporting
+	// the change to their count in Alone.Watched.
 	Peek PeekHandle
 	// YieldBy is the monotonic time, in seconds (Now()), at which the
 	// engine is due to yield (maybeYield): the host makes no look after
@@ -134,6 +137,9 @@ type Alone struct {
 	// skipped that look because its looks found nothing lately: the
 	// engine's next wait then goes without a look of its own.
 	LookedEmpty bool
+	// Watched is the change to the count of descriptors watched that the
+	// host made itself through Lookahead.Peek (added to Watched()).
+	Watched int
 }
 
 // aloneMax bounds the batches one Dispatch runs alone: the engine looks at
@@ -312,6 +318,7 @@ func (e *Engine) RunOnce() error {
 	e.stats.Waits += uint64(alone.Polled)
 	e.stats.WaitsSkipped += uint64(alone.Batches - alone.Polled)
 	e.stats.Events += uint64(alone.Events)
+	e.watched += alone.Watched
 	if alone.LookedEmpty && e.peekSkips == 0 {
 		e.peekSkips = 1
 	}

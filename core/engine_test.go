@@ -41,6 +41,7 @@ type fakeHost struct {
 	polled     int                  // of those, the ones it reports it polled for (at most alone)
 	events     int                  // the events it reports those waits handed over
 	lookEmpty  bool                 // it reports its last look found nothing (Alone.LookedEmpty)
+	watched    int                  // the change to the descriptors watched it reports it made
 	onDispatch func(core.Lookahead) // called at the end of each successful Dispatch
 }
 
@@ -133,7 +134,8 @@ func (h *fakeHost) Dispatch(events []core.Event, timers []core.TimerSlot, done [
 	if h.onDispatch != nil {
 		h.onDispatch(ahead)
 	}
-	return core.Alone{Batches: batches, Polled: min(h.polled, batches), Events: h.events, LookedEmpty: h.lookEmpty}, nil
+	return core.Alone{Batches: batches, Polled: min(h.polled, batches), Events: h.events, LookedEmpty: h.lookEmpty,
+		Watched: h.watched}, nil
 }
 
 // last is the most recent Dispatch call.

@@ -132,6 +132,28 @@ func TestEventsTheHostsWaitsHandedOverAreCounted(t *testing.T) {
 	}
 }
 
+func TestDescriptorsTheHostWatchedItselfAreCounted(t *testing.T) {
+	e, h, r := setup(t)
+	h.ready = true
+	h.watched = 2 // two descriptors watched by the host's own calls
+	runOnce(t, e)
+	if got := e.Watched(); got != 2 {
+		t.Fatalf("watched %d, want the 2 the host reported", got)
+	}
+	h.watched = -2 // and both removed the same way: no descriptor left
+	runOnce(t, e)
+	if got := e.Watched(); got != 0 {
+		t.Fatalf("watched %d, want 0", got)
+	}
+	// with none watched, a zero-timeout wait skips the system call
+	waits := len(r.timeouts)
+	h.watched = 0
+	runOnce(t, e)
+	if len(r.timeouts) != waits {
+		t.Fatalf("the reactor waited with no descriptor watched: %v", r.timeouts)
+	}
+}
+
 func TestAWaitAfterTheHostLookedEmptyGoesWithoutALook(t *testing.T) {
 	for _, c := range []struct {
 		name      string

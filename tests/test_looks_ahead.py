@@ -220,6 +220,7 @@ def test_no_look_is_made_when_the_engine_is_due_to_yield():
     # iteration it runs. A look made when the yield is due would find the
     # descriptor ready only for the engine's wait to poll it again.
     calls, s = _yielding_with_a_reader(False, 150, busy=0.001)
+    assert calls >= 150
     assert s["yields"] >= 5
     assert s["looks_ahead_left"] == 0
     assert s["events"] == s["iterations"]

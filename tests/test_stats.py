@@ -39,6 +39,7 @@ TOTALS = {
     "looks_ahead",
     "looks_ahead_ready",
     "looks_ahead_left",
+    "watches_native",
     "peeks",
     "peeks_found",
 }
