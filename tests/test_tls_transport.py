@@ -238,14 +238,7 @@ def _marks_observations(loop_name, tls_contexts, high, low):
     server_ctx, client_ctx = tls_contexts
 
     async def main():
-        async def echo(reader, writer):
-            while data := await reader.read(65536):
-                writer.write(data)
-                await writer.drain()
-            writer.close()
-
-        server = await asyncio.start_server(echo, "127.0.0.1", 0, ssl=server_ctx)
-        port = server.sockets[0].getsockname()[1]
+        server, port = await _echo_server(server_ctx)
         transport, proto = await asyncio.get_running_loop().create_connection(
             _FlowRecorder, "127.0.0.1", port, ssl=client_ctx, server_hostname="localhost"
         )
