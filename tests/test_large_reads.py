@@ -5,8 +5,11 @@ gets the bytes in order, exactly sized, and a bytes object it may keep.
 The zloopgo-only test checks that both paths are really taken."""
 
 import asyncio
+import fcntl
 import os
 import socket
+import struct
+import termios
 
 from helpers import accepted_pair
 
@@ -21,6 +24,11 @@ async def _drain_until(got, total):
             return
         await asyncio.sleep(0.001)
     raise AssertionError(f"only {sum(len(d) for d in got if d)} of {total} bytes arrived")
+
+
+def _waiting(sock):
+    """The bytes waiting to be read from sock (FIONREAD)."""
+    return struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0" * 4))[0]
 
 
 def _send_all(peer, data):
@@ -118,7 +126,14 @@ def test_zloopgo_switches_between_scratch_and_direct_reads():
             for payload in (BULK, b"tiny", BULK, b"tiny"):
                 total = sum(len(d) for d, _ in reads if d)
                 if len(payload) > 4096:
-                    await loop.run_in_executor(None, _send_all, peer, payload)
+                    # reading paused until 128 KiB wait in the socket, so that
+                    # the next read is large however the threads are scheduled
+                    transport.pause_reading()
+                    sent = loop.run_in_executor(None, _send_all, peer, payload)
+                    while not sent.done() and _waiting(ours) < 128 * 1024:
+                        await asyncio.sleep(0.001)
+                    transport.resume_reading()
+                    await sent
                 else:
                     peer.send(payload)
                 while sum(len(d) for d, _ in reads if d) < total + len(payload):
