@@ -71,7 +71,6 @@ func zlgo_engine_stats(id C.uintptr_t, out *C.zl_engine_stats) {
 	out.idle_ns = C.int64_t(s.IdleNs)
 	out.busy_ns = C.int64_t(s.BusyNs)
 	out.timers_held = C.int64_t(e.TimersHeld())
-	out.watched = C.int64_t(e.Watched())
 	goRuntime(out)
 }
 

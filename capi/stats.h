@@ -18,7 +18,6 @@ typedef struct {
     int64_t poll_ns, idle_ns, busy_ns;
     /* the engine's gauges */
     int64_t timers_held; /* timers in the heap, cancelled ones not yet swept included */
-    int64_t watched;     /* descriptors registered */
     /* the Go runtime's, for the whole process (runtime/metrics); -1 where
      * this Go has no such metric */
     int64_t goroutines, gc_cycles, heap_bytes, memory_bytes, gomaxprocs, cgo_calls, threads;
