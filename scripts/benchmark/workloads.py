@@ -10,6 +10,7 @@ import asyncio
 import collections
 import itertools
 import operator
+import os
 import resource
 import shutil
 import socket
@@ -26,9 +27,25 @@ _ru0 = None
 _t0 = 0.0
 
 
+def _perf_control(command):
+    """Tells a `perf record --control fifo:CTL,ACK` watching this process
+    (ZL_BENCH_PERF_CTL=CTL,ACK, set by benchmark.timesplit) to enable or
+    disable its events, and waits for its ack: perf then samples only the
+    measured part. Does nothing without the variable."""
+    fifos = os.environ.get("ZL_BENCH_PERF_CTL")
+    if not fifos:
+        return
+    ctl, ack = fifos.split(",")
+    with open(ctl, "w") as f:
+        f.write(command + "\n")
+    with open(ack) as f:
+        f.readline()
+
+
 def _start():
     """Starts the clock of the measured part (and its rusage reading)."""
     global _ru0, _t0
+    _perf_control("enable")
     _ru0 = resource.getrusage(resource.RUSAGE_SELF)
     _t0 = time.perf_counter()
 
@@ -43,6 +60,7 @@ def _stop():
         nivcsw=ru.ru_nivcsw - _ru0.ru_nivcsw,
         cpu_seconds=(ru.ru_utime - _ru0.ru_utime) + (ru.ru_stime - _ru0.ru_stime),
     )
+    _perf_control("disable")
     return dt
 
 

@@ -1,0 +1,111 @@
+"""scripts/benchmark/timesplit.py: which column a perf sample lands in,
+how `perf report` rows are read, and the workloads' perf control (the
+measured part enables and disables perf's events through fifos, waiting
+for each ack). perf itself is not needed here."""
+
+import os
+import sys
+import threading
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
+
+from benchmark import timesplit, workloads
+
+ENGINE = "_engine.cpython-314-x86_64-linux-gnu.so"
+
+
+@pytest.mark.parametrize(
+    "dso, symbol, expected",
+    [
+        ("[kernel.kallsyms]", "fdget", "kernel"),
+        ("python3.14", "0x000000000045260a", "interpreter"),
+        ("libpython3.13.so.1.0", "_PyEval_EvalFrameDefault", "interpreter"),
+        ("_asyncio.cpython-314-x86_64-linux-gnu.so", "task_step", "_asyncio"),
+        (ENGINE, "zl_dispatch", "adapter (C)"),
+        (ENGINE, "remove_watch.part.0", "adapter (C)"),
+        (ENGINE, "read_step.isra.0", "adapter (C)"),
+        (ENGINE, "0x0000000000012570", "adapter (C)"),
+        (ENGINE, "runtime.mallocgc", "Go"),
+        (ENGINE, "main.(*host).Dispatch", "Go"),
+        (ENGINE, "github.com/zloopgo/zloopgo/core.(*Engine).RunOnce", "Go"),
+        (ENGINE, "golang.org/x/sys/unix.EpollWait", "Go"),
+        (ENGINE, "internal/runtime/atomic.(*Uint32).Load", "Go"),
+        (ENGINE, "crosscall2", "Go"),
+        (ENGINE, "x_cgo_thread_start", "Go"),
+        ("_zuvloop.cpython-314-x86_64-linux-gnu.so", "handle_run", "loop's own"),
+        ("loop.cpython-314-x86_64-linux-gnu.so", "__pyx_f_6uvloop", "loop's own"),
+        ("_loop.cpython-314-x86_64-linux-gnu.so", "rsloop::run", "loop's own"),
+        ("libc.so.6", "__memcpy_avx_unaligned_erms", "libc"),
+        ("ld-linux-x86-64.so.2", "_dl_lookup_symbol_x", "libc"),
+        ("[vdso]", "__vdso_clock_gettime", "libc"),
+        ("libcrypto.so.3", "aesni_gcm_encrypt", "other"),
+    ],
+)
+def test_each_sample_lands_in_the_column_of_what_ran(dso, symbol, expected):
+    assert timesplit.column(dso, symbol) == expected
+
+
+def test_report_rows_give_samples_object_and_symbol():
+    report = "\n".join(
+        [
+            "# Samples: 5K of event 'cpu-clock'",
+            "#",
+            "      1160  [kernel.kallsyms]  [k] _copy_to_iter",
+            "        29  python3.14         [.] 0x00000000001952c6",
+            f"        12  {ENGINE}  [.] main.(*host).Dispatch",
+            "",
+            "not a row",
+        ]
+    )
+    assert list(timesplit._samples(report)) == [
+        (1160, "[kernel.kallsyms]", "_copy_to_iter"),
+        (29, "python3.14", "0x00000000001952c6"),
+        (12, ENGINE, "main.(*host).Dispatch"),
+    ]
+
+
+def test_the_measured_part_enables_and_disables_perf_and_waits_for_its_acks(tmp_path, monkeypatch):
+    ctl, ack = tmp_path / "ctl", tmp_path / "ack"
+    os.mkfifo(ctl)
+    os.mkfifo(ack)
+    monkeypatch.setenv("ZL_BENCH_PERF_CTL", f"{ctl},{ack}")
+    heard = []
+    acked = threading.Event()
+
+    def perf():
+        # as perf does: both fifos held open read-write, one ack per command
+        c = os.open(ctl, os.O_RDWR)
+        a = os.open(ack, os.O_RDWR)
+        try:
+            with os.fdopen(os.dup(c)) as commands:
+                for _ in range(2):
+                    heard.append(commands.readline().strip())
+                    if heard[-1] == "disable":
+                        acked.wait(5)  # _stop must not return before the ack
+                    os.write(a, b"ack\n")
+        finally:
+            os.close(c)
+            os.close(a)
+
+    t = threading.Thread(target=perf)
+    t.start()
+    workloads._start()
+    assert heard == ["enable"]  # the clock starts after perf's ack
+    finished = []
+    stopper = threading.Thread(target=lambda: finished.append(workloads._stop()))
+    stopper.start()
+    stopper.join(0.2)
+    assert finished == []  # still waiting for the disable's ack
+    acked.set()
+    stopper.join(5)
+    t.join(5)
+    assert heard == ["enable", "disable"]
+    assert len(finished) == 1 and finished[0] >= 0
+
+
+def test_without_the_variable_the_measured_part_does_not_touch_perf(monkeypatch):
+    monkeypatch.delenv("ZL_BENCH_PERF_CTL", raising=False)
+    workloads._start()
+    assert workloads._stop() >= 0
