@@ -220,7 +220,8 @@ static int run_batch(zl_loop *L, int64_t nevents)
         zl_pending_forget(L, h);
         zl_handle_release(h);
     }
-    L->sh.quiet = zl_fds_take_watch_changed(L) || L->fds.writers > 0 ? 0 : quiet;
+    int watched_anew = zl_fds_take_watch_changed(L);
+    L->sh.quiet = zl_fds_only_self_pipe(L) || (!watched_anew && L->fds.writers == 0 && quiet);
     if (rc == 0 && zl_clock_sync(L) < 0) /* for the next iteration */
         rc = -1;
     return rc;

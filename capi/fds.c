@@ -264,8 +264,49 @@ PyObject *zl_loop_find_fileobj(zl_loop *L, PyObject *fileobj)
 
 void zl_fds_release_all(zl_loop *L)
 {
+    L->fds.self_pipe = -1;
+    Py_CLEAR(L->fds.self_pipe_reader);
+    Py_CLEAR(L->fds.signal_handlers);
     for (int fd = 0; fd < L->fds.cap; fd++)
         fd_forget(L, &L->fds.entries[fd]);
+}
+
+/* _zl_set_self_pipe(fd, signal_handlers): fd is the loop's self-pipe, which
+ * asyncio watched for reading when the loop was made (_read_from_self,
+ * the handle watching it now), and signal_handlers the dict its
+ * add_signal_handler fills. */
+PyObject *zl_loop_set_self_pipe(zl_loop *L, PyObject *const *args, Py_ssize_t nargs)
+{
+    int fd;
+    if (nargs != 2 || (fd = as_fd(args[0])) < 0 || !PyDict_Check(args[1])) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "expected the self-pipe's descriptor and a dict");
+        return NULL;
+    }
+    if (fd >= L->fds.cap || L->fds.entries[fd].reader == NULL) {
+        PyErr_Format(PyExc_ValueError, "descriptor %d is not watched for reading", fd);
+        return NULL;
+    }
+    L->fds.self_pipe = fd;
+    Py_XSETREF(L->fds.self_pipe_reader, Py_NewRef((PyObject *)L->fds.entries[fd].reader));
+    Py_XSETREF(L->fds.signal_handlers, Py_NewRef(args[1]));
+    Py_RETURN_NONE;
+}
+
+/* Whether the one descriptor the kernel watches for the loop is its
+ * self-pipe, still read by asyncio's own handle, while no signal handler
+ * is set. Then that handle, if it ran, would read bytes nobody handles (a
+ * wake-up's, or a signal's without a handler: asyncio does not even route
+ * those to it) and do nothing a program can see: a wait that cannot block
+ * has nothing to report (dispatch.c, run_batch). */
+int zl_fds_only_self_pipe(zl_loop *L)
+{
+    int fd = L->fds.self_pipe;
+    PyObject *handlers = L->fds.signal_handlers;
+    return L->sh.watched == 1 && fd >= 0 && fd < L->fds.cap &&
+           (PyObject *)L->fds.entries[fd].reader == L->fds.self_pipe_reader &&
+           L->fds.entries[fd].writer == NULL && handlers != NULL && PyDict_CheckExact(handlers) &&
+           PyDict_GET_SIZE(handlers) == 0;
 }
 
 /* A ready descriptor queues its handles, as asyncio's _process_events:
@@ -296,6 +337,8 @@ void zl_fd_ready(zl_loop *L, uint64_t fd, uint32_t mask)
 
 int zl_fds_traverse(zl_loop *L, visitproc visit, void *arg)
 {
+    Py_VISIT(L->fds.self_pipe_reader);
+    Py_VISIT(L->fds.signal_handlers);
     for (int fd = 0; fd < L->fds.cap; fd++) {
         Py_VISIT(L->fds.entries[fd].reader);
         Py_VISIT(L->fds.entries[fd].writer);

@@ -99,6 +99,7 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (L == NULL)
         return NULL;
     zl_timers_init(L);
+    L->fds.self_pipe = -1; /* until zloopgo.Loop names it */
     int ready = zl_ready_init(L);
     L->sh.events_cap = 256;
     L->sh.events = PyMem_RawCalloc(L->sh.events_cap, sizeof(zl_event));
@@ -235,6 +236,7 @@ static PyMethodDef loop_methods[] = {
     {"_zl_remove_reader", (PyCFunction)zl_loop_remove_reader, METH_O, NULL},
     {"_zl_remove_writer", (PyCFunction)zl_loop_remove_writer, METH_O, NULL},
     {"_zl_watch_state", (PyCFunction)zl_loop_watch_state, METH_O, NULL},
+    {"_zl_set_self_pipe", (PyCFunction)(void (*)(void))zl_loop_set_self_pipe, METH_FASTCALL, NULL},
     {"_zl_find_fileobj", (PyCFunction)zl_loop_find_fileobj, METH_O, NULL},
     {"_zl_sock_recv", (PyCFunction)(void (*)(void))zl_loop_sock_recv_now, METH_FASTCALL, NULL},
     {"_zl_sock_sendall", (PyCFunction)(void (*)(void))zl_loop_sock_sendall_now, METH_FASTCALL,

@@ -152,8 +152,11 @@ typedef struct {
 typedef struct {
     zl_fdwatch *entries;
     int64_t cap;
-    char watch_changed; /* a descriptor was watched for more since the last batch */
-    int64_t writers;    /* descriptors watched for writing */
+    char watch_changed;         /* a descriptor was watched for more since the last batch */
+    int64_t writers;            /* descriptors watched for writing */
+    int self_pipe;              /* the loop's self-pipe (asyncio's _ssock), or -1 */
+    PyObject *self_pipe_reader; /* the handle asyncio made for it (_read_from_self) */
+    PyObject *signal_handlers;  /* the loop's _signal_handlers dict */
 } zl_fd_table;
 
 /* Transports whose last send in the running callback carried MSG_MORE,
@@ -587,6 +590,8 @@ PyObject *zl_loop_find_fileobj(zl_loop *L, PyObject *fileobj);
 /* Whether a descriptor was watched for more since the last call (it may
  * be ready already: the next wait must not be skipped); resets it. */
 int zl_fds_take_watch_changed(zl_loop *L);
+int zl_fds_only_self_pipe(zl_loop *L);
+PyObject *zl_loop_set_self_pipe(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
 
 /* capi/dispatch.c: the engine's calls into C, declared in bridge.h */
 int zl_dispatch_ready(void);

@@ -378,3 +378,109 @@ def test_zloopgo_many_signals_from_threads():
         """,
     )
     check(proc, "seen 50")
+
+
+def test_a_signal_before_the_first_handler_does_not_reach_it(loop, sigusr1_restored):
+    # A signal with a Python handler and no loop handler, then the loop's
+    # first handler for it, some iterations later: asyncio routes nothing to
+    # its self-pipe before add_signal_handler, so the handler hears only the
+    # signal sent after it. zloopgo's run makes the self-pipe the wakeup fd
+    # and skips the waits that cannot block while only the self-pipe is
+    # watched (capi/fds.c, zl_fds_only_self_pipe): the first signal's byte
+    # is still there when the handler is set, and must not reach it.
+    signal.signal(signal.SIGUSR1, lambda *a: None)
+    calls = []
+
+    async def spin():
+        for _ in range(5):
+            await asyncio.sleep(0)
+
+    async def main():
+        os.kill(os.getpid(), signal.SIGUSR1)
+        await spin()
+        loop.add_signal_handler(signal.SIGUSR1, calls.append, "handled")
+        await spin()
+        before = list(calls)
+        os.kill(os.getpid(), signal.SIGUSR1)
+        await spin()
+        return before, list(calls)
+
+    try:
+        assert loop.run_until_complete(main()) == ([], ["handled"])
+    finally:
+        loop.remove_signal_handler(signal.SIGUSR1)
+
+
+def test_zloopgo_polls_only_what_a_program_could_see(sigusr1_restored):
+    # Waits that cannot block: skipped while the loop's self-pipe is all it
+    # watches and no signal handler is set (its reader would do nothing a
+    # program sees); made on every iteration once a handler is set or
+    # another descriptor is watched, as asyncio's.
+    import socket
+
+    import zloopgo
+
+    loop = zloopgo.new_event_loop()
+
+    def waits(n):
+        async def spin():
+            for _ in range(n):
+                await asyncio.sleep(0)
+
+        before = zloopgo.stats(loop)
+        loop.run_until_complete(spin())
+        after = zloopgo.stats(loop)
+        return after["waits"] - before["waits"], after["waits_skipped"] - before["waits_skipped"]
+
+    a, b = socket.socketpair()
+    try:
+        made, skipped = waits(100)
+        assert made <= 2 and skipped >= 99  # the first iteration may poll
+        loop.add_signal_handler(signal.SIGUSR1, lambda: None)
+        made, skipped = waits(100)
+        assert made >= 100 and skipped <= 1
+        loop.remove_signal_handler(signal.SIGUSR1)
+        assert waits(100)[1] >= 99
+        loop.add_reader(a, lambda: None)  # another descriptor: polled
+        made, skipped = waits(100)
+        assert made >= 100 and skipped <= 1
+        loop.remove_reader(a)
+        assert waits(100)[1] >= 99
+    finally:
+        loop.close()
+        a.close()
+        b.close()
+
+
+def test_signals_without_a_handler_never_fill_the_self_pipe_loudly(loop_name):
+    # Thousands of signals with a Python handler and no loop handler while
+    # the loop only yields: asyncio routes none to its self-pipe; zloopgo's
+    # run makes it the wakeup fd and, watching nothing else, reads it only
+    # when it waits. A self-pipe that fills (a small buffer here) must drop
+    # the bytes without CPython's "Exception ignored when trying to write to
+    # the signal wakeup fd", on both loops; and the loop still hears the
+    # signals its first handler is set for afterwards.
+    proc = run_script(
+        loop_name,
+        """
+        loop = factory()
+        loop._csock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1024)
+        heard = []
+        signal.signal(signal.SIGUSR1, lambda *a: heard.append(1))
+
+        async def main():
+            for _ in range(5000):
+                os.kill(os.getpid(), signal.SIGUSR1)
+                await asyncio.sleep(0)
+            got = loop.create_future()
+            loop.add_signal_handler(signal.SIGUSR1, got.set_result, "handled")
+            os.kill(os.getpid(), signal.SIGUSR1)
+            return await asyncio.wait_for(got, 10)
+
+        print(loop.run_until_complete(main()), len(heard))
+        loop.remove_signal_handler(signal.SIGUSR1)
+        loop.close()
+        """,
+    )
+    check(proc, "handled 5000")
+    assert "wakeup fd" not in proc.stderr, proc.stderr

@@ -93,6 +93,10 @@ class Loop(_engine.LoopCore, SockMethods, unix_events._UnixSelectorEventLoop):
 
     def __init__(self, *, slow_callbacks=None):
         super().__init__(selector=_WatchedDescriptors(self))
+        # the self-pipe asyncio made and watches: while it is all that is
+        # watched and no signal handler is set, a wait that cannot block has
+        # nothing to report (capi/fds.c, zl_fds_only_self_pipe)
+        self._zl_set_self_pipe(self._ssock.fileno(), self._signal_handlers)
         # where receives land before what came is copied out (zloopgo/_scratch.py)
         self._zl_read_scratch = bytearray()
         # Who else hears of each slow callback (zloopgo.instrument's spans):
@@ -164,11 +168,39 @@ class Loop(_engine.LoopCore, SockMethods, unix_events._UnixSelectorEventLoop):
         if threading.current_thread() is not threading.main_thread():
             return False
         mine = self._csock.fileno()
-        old = signal.set_wakeup_fd(mine)
+        # Without a signal handler nobody reads what signals write there
+        # while only the self-pipe is watched (no poll is made between
+        # iterations then): a full self-pipe must drop the bytes silently,
+        # as asyncio, which sets no wakeup fd then, prints nothing either.
+        # add_signal_handler sets it as asyncio does.
+        old = signal.set_wakeup_fd(mine, warn_on_full_buffer=False)
         if old not in (-1, mine):
             signal.set_wakeup_fd(old)  # the application's own: left alone
             return False
         return old == -1
+
+    def add_signal_handler(self, sig, callback, *args):
+        """asyncio's add_signal_handler. The first handler set finds the
+        self-pipe as asyncio's would: without the bytes of signals that came
+        while no handler was set. asyncio routes none there then; zloopgo's
+        run does (the self-pipe is the wakeup fd, _claim_wakeup_fd), and
+        skips the waits that cannot block while the self-pipe is all it
+        watches (capi/fds.c, zl_fds_only_self_pipe), so such bytes may still
+        be there: read here and dropped, as asyncio's reader would have
+        found no handler for them."""
+        if not self._signal_handlers and self._ssock is not None:
+            self._zl_drain_self_pipe()
+        return super().add_signal_handler(sig, callback, *args)
+
+    def _zl_drain_self_pipe(self):
+        while True:
+            try:
+                if not self._ssock.recv(4096):
+                    return
+            except InterruptedError:
+                continue
+            except OSError:  # BlockingIOError: empty
+                return
 
     def close(self):
         """Close the loop: asyncio's steps (its _closed set first, its self-pipe
