@@ -11,6 +11,7 @@ adapter's Python-facing methods; it knows nothing of Go.
 """
 
 import asyncio
+import contextlib
 import inspect
 import os
 import selectors
@@ -95,8 +96,12 @@ class Loop(_engine.LoopCore, SockMethods, unix_events._UnixSelectorEventLoop):
         super().__init__(selector=_WatchedDescriptors(self))
         # the self-pipe asyncio made and watches: while it is all that is
         # watched and no signal handler is set, a wait that cannot block has
-        # nothing to report (capi/fds.c, zl_fds_only_self_pipe)
-        self._zl_set_self_pipe(self._ssock.fileno(), self._signal_handlers)
+        # nothing to report (capi/fds.c, zl_fds_only_self_pipe). A subclass
+        # that makes no such self-pipe keeps every poll.
+        ssock = getattr(self, "_ssock", None)
+        if isinstance(ssock, socket.socket):
+            with contextlib.suppress(AttributeError, TypeError, ValueError):
+                self._zl_set_self_pipe(ssock.fileno(), self._signal_handlers)
         # where receives land before what came is copied out (zloopgo/_scratch.py)
         self._zl_read_scratch = bytearray()
         # Who else hears of each slow callback (zloopgo.instrument's spans):
