@@ -177,8 +177,8 @@ class Loop(_engine.LoopCore, SockMethods, unix_events._UnixSelectorEventLoop):
         # while only the self-pipe is watched (no poll is made between
         # iterations then): a full self-pipe must drop the bytes silently,
         # as asyncio, which sets no wakeup fd then, prints nothing either.
-        # add_signal_handler sets it as asyncio does.
-        old = signal.set_wakeup_fd(mine, warn_on_full_buffer=False)
+        # With one, it warns as asyncio's add_signal_handler set it to.
+        old = signal.set_wakeup_fd(mine, warn_on_full_buffer=bool(self._signal_handlers))
         if old not in (-1, mine):
             signal.set_wakeup_fd(old)  # the application's own: left alone
             return False
