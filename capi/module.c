@@ -32,8 +32,7 @@ static PyMethodDef module_methods[] = {
     {"set_asyncio", zl_set_asyncio, METH_VARARGS,
      "Install asyncio.futures, asyncio.tasks and BaseEventLoop.create_task."},
     {"set_threadsafe_handle", zl_set_threadsafe_handle, METH_VARARGS,
-     "Make 3.14+'s call_soon_threadsafe return (type, lock_factory) handles; returns their "
-     "runner."},
+     "Make 3.14+'s call_soon_threadsafe return handles of (type,); returns their runner."},
     {"set_handle_context", zl_set_handle_context, METH_VARARGS,
      "Make a descriptor's handle run in the given context itself."},
     {"context_layout_ok", zl_context_layout_ok, METH_NOARGS,
@@ -68,11 +67,11 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__engine(void)
 {
-    if (zl_handle_types_ready() < 0 || zl_timer_handle_type_ready() < 0 ||
-        zl_loop_type_ready() < 0 || zl_transport_type_ready() < 0 || zl_datagram_type_ready() < 0 ||
-        zl_tls_ready() < 0 || zl_streamfeed_ready() < 0 || zl_context_ready() < 0 ||
-        zl_clock_ready() < 0 || zl_resolver_ready() < 0 || zl_dispatch_ready() < 0 ||
-        zl_files_ready() < 0)
+    if (zl_handle_lock_type_ready() < 0 || zl_handle_types_ready() < 0 ||
+        zl_timer_handle_type_ready() < 0 || zl_loop_type_ready() < 0 ||
+        zl_transport_type_ready() < 0 || zl_datagram_type_ready() < 0 || zl_tls_ready() < 0 ||
+        zl_streamfeed_ready() < 0 || zl_context_ready() < 0 || zl_clock_ready() < 0 ||
+        zl_resolver_ready() < 0 || zl_dispatch_ready() < 0 || zl_files_ready() < 0)
         return NULL;
     if (zl_runtime_ready() < 0)
         return NULL;

@@ -127,25 +127,26 @@ PyObject *zl_loop_call_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
 /* ---- 3.14+'s call_soon_threadsafe: asyncio's own _ThreadSafeHandle ----
  *
  * 3.14 returns an asyncio.events._ThreadSafeHandle, whose cancel(),
- * cancelled() and _run take its RLock, so that cancelling from another
+ * cancelled() and _run take its lock, so that cancelling from another
  * thread waits for a running callback. The handle made here is an
  * instance of that very class (CPython's tests check isinstance), its
- * slots filled as its __init__ fills them outside debug mode, and it runs
- * as its _run does: the lock held, cancellation looked at again, then
+ * slots filled as its __init__ fills them outside debug mode, except that
+ * its _lock is a HandleLock (handle_lock.c) where asyncio makes a
+ * threading.RLock: recursive as that is, taken the same way by the `with`
+ * of cancel() and cancelled(), and by this file without a method call. It
+ * runs as its _run does: the lock held, cancellation looked at again, then
  * context.run(callback, *args). Its cancel(), cancelled() and repr stay
  * asyncio's Python methods. Debug mode takes zloopgo's Python edge
- * (asyncio's steps, traceback and all). Set once at import. */
+ * (asyncio's steps, traceback, RLock and all). Set once at import. */
 static struct {
-    PyTypeObject *type;          /* events._ThreadSafeHandle, or NULL before 3.14 */
-    PyObject *lock_factory;      /* what makes its _lock (threading's C RLock) */
-    PyObject *acquire, *release; /* that lock type's methods, unbound */
-    PyObject *runner;            /* run_threadsafe as a callable */
+    PyTypeObject *type; /* events._ThreadSafeHandle, or NULL before 3.14 */
+    PyObject *runner;   /* run_threadsafe as a callable */
     Py_ssize_t callback, args, cancelled, loop, source_traceback, repr, context, lock; /* offsets */
 } threadsafe;
 
 static PyObject *str_threadsafe_python; /* "_zl_call_soon_threadsafe_python" */
-static PyObject *str_acquire;           /* "acquire" */
-static PyObject *str_release;           /* "release" */
+static PyObject *str_enter;             /* "__enter__" */
+static PyObject *str_exit;              /* "__exit__" */
 
 #define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
 
@@ -163,6 +164,26 @@ static Py_ssize_t slot_offset(PyTypeObject *type, const char *name)
         PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", type->tp_name, name);
     Py_DECREF(d);
     return offset;
+}
+
+/* `with lock:`'s entry and exit: a HandleLock's own functions, or the
+ * methods of what else is there (asyncio's RLock in debug mode). */
+static int enter_lock(PyObject *lock)
+{
+    if (zl_is_handle_lock(lock))
+        return zl_handle_lock_acquire(lock);
+    PyObject *r = PyObject_CallMethodNoArgs(lock, str_enter);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+static int exit_lock(PyObject *lock)
+{
+    if (zl_is_handle_lock(lock))
+        return zl_handle_lock_release(lock);
+    PyObject *r = PyObject_CallMethodObjArgs(lock, str_exit, Py_None, Py_None, Py_None, NULL);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
 }
 
 /* handle._run of a _ThreadSafeHandle, after the loop's own look at
@@ -184,12 +205,10 @@ static PyObject *run_threadsafe(PyObject *unused, PyObject *handle)
         PyObject_IsTrue(SLOT(handle, threadsafe.cancelled)) != 0)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     PyObject *lock = Py_NewRef(SLOT(handle, threadsafe.lock));
-    PyObject *r = PyObject_Vectorcall(threadsafe.acquire, &lock, 1, NULL);
-    if (r == NULL) {
+    if (enter_lock(lock) < 0) {
         Py_DECREF(lock);
         return NULL;
     }
-    Py_DECREF(r);
     int failed = 0;
     PyObject *flag = SLOT(handle, threadsafe.cancelled);
     int cancelled = flag == Py_False ? 0 : PyObject_IsTrue(flag);
@@ -218,8 +237,8 @@ static PyObject *run_threadsafe(PyObject *unused, PyObject *handle)
                    !PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
             /* Handle._run's report, naming this handle */
             PyObject *exc = zl_fetch_exception();
-            r = PyObject_CallMethodObjArgs((PyObject *)L, str_callback_error_name, handle, exc,
-                                           NULL);
+            PyObject *r = PyObject_CallMethodObjArgs((PyObject *)L, str_callback_error_name, handle,
+                                                     exc, NULL);
             Py_XDECREF(exc);
             if (r == NULL)
                 failed = 1;
@@ -230,17 +249,15 @@ static PyObject *run_threadsafe(PyObject *unused, PyObject *handle)
     }
     /* the with statement's exit: the lock goes whatever happened */
     PyObject *pending = failed ? zl_fetch_exception() : NULL;
-    r = PyObject_Vectorcall(threadsafe.release, &lock, 1, NULL);
+    int released = exit_lock(lock);
     Py_DECREF(lock);
     if (pending != NULL) {
-        Py_XDECREF(r);
+        if (released < 0)
+            PyErr_Clear();
         zl_restore_exception(pending);
         return NULL;
     }
-    if (r == NULL)
-        return NULL;
-    Py_DECREF(r);
-    return Py_NewRef(Py_None);
+    return released < 0 ? NULL : Py_NewRef(Py_None);
 }
 
 static PyMethodDef run_threadsafe_def = {"_zl_run_threadsafe", run_threadsafe, METH_O,
@@ -248,8 +265,8 @@ static PyMethodDef run_threadsafe_def = {"_zl_run_threadsafe", run_threadsafe, M
 
 PyObject *zl_set_threadsafe_handle(PyObject *mod, PyObject *args)
 {
-    PyObject *type, *lock_factory;
-    if (!PyArg_ParseTuple(args, "O!O", &PyType_Type, &type, &lock_factory))
+    PyObject *type;
+    if (!PyArg_ParseTuple(args, "O!", &PyType_Type, &type))
         return NULL;
     PyTypeObject *t = (PyTypeObject *)type;
     Py_ssize_t offsets[8];
@@ -262,24 +279,11 @@ PyObject *zl_set_threadsafe_handle(PyObject *mod, PyObject *args)
         PyErr_Format(PyExc_TypeError, "%s has a __dict__", t->tp_name);
         return NULL;
     }
-    /* the methods `with lock` calls, looked up once on a lock's type */
-    PyObject *sample = PyObject_CallNoArgs(lock_factory);
-    if (sample == NULL)
+    PyObject *runner = PyCFunction_New(&run_threadsafe_def, NULL);
+    if (runner == NULL)
         return NULL;
-    PyObject *acquire = PyObject_GetAttr((PyObject *)Py_TYPE(sample), str_acquire);
-    PyObject *release = acquire ? PyObject_GetAttr((PyObject *)Py_TYPE(sample), str_release) : NULL;
-    Py_DECREF(sample);
-    PyObject *runner = release ? PyCFunction_New(&run_threadsafe_def, NULL) : NULL;
-    if (runner == NULL) {
-        Py_XDECREF(acquire);
-        Py_XDECREF(release);
-        return NULL;
-    }
-    Py_XSETREF(threadsafe.acquire, acquire);
-    Py_XSETREF(threadsafe.release, release);
     Py_XSETREF(threadsafe.runner, runner);
     Py_XSETREF(threadsafe.type, (PyTypeObject *)Py_NewRef(type));
-    Py_XSETREF(threadsafe.lock_factory, Py_NewRef(lock_factory));
     threadsafe.callback = offsets[0];
     threadsafe.args = offsets[1];
     threadsafe.cancelled = offsets[2];
@@ -301,7 +305,7 @@ static PyObject *threadsafe_handle_new(zl_loop *L, PyObject *callback, PyObject 
     for (Py_ssize_t i = 0; i < nargs; i++)
         PyTuple_SET_ITEM(argt, i, Py_NewRef(args[i]));
     context = context == NULL || context == Py_None ? PyContext_CopyCurrent() : Py_NewRef(context);
-    PyObject *lock = context ? PyObject_CallNoArgs(threadsafe.lock_factory) : NULL;
+    PyObject *lock = context ? zl_handle_lock_new() : NULL;
     PyObject *h = lock ? threadsafe.type->tp_alloc(threadsafe.type, 0) : NULL;
     if (h == NULL) {
         Py_DECREF(argt);
@@ -323,9 +327,7 @@ static PyObject *threadsafe_handle_new(zl_loop *L, PyObject *callback, PyObject 
      * 20,000 queued, callgrind). The loop's traversal goes through the
      * handle while only the queue holds it (ready.c); running it
      * (run_threadsafe) or closing the loop (zl_ready_clear) puts it back.
-     * The lock refers to nothing the collector could follow. */
-    if (PyObject_IS_GC(lock) && PyObject_GC_IsTracked(lock))
-        PyObject_GC_UnTrack(lock);
+     * The lock refers to nothing and is not the collector's. */
     PyObject_GC_UnTrack(h);
     return h;
 }
@@ -517,11 +519,11 @@ int zl_schedule_ready(void)
     str_debug_schedule = PyUnicode_InternFromString("_zl_debug_schedule");
     str_context = PyUnicode_InternFromString("context");
     str_threadsafe_python = PyUnicode_InternFromString("_zl_call_soon_threadsafe_python");
-    str_acquire = PyUnicode_InternFromString("acquire");
-    str_release = PyUnicode_InternFromString("release");
+    str_enter = PyUnicode_InternFromString("__enter__");
+    str_exit = PyUnicode_InternFromString("__exit__");
     str_callback_error_name = PyUnicode_InternFromString("_zl_callback_error");
     if (str_context == NULL || str_debug_schedule == NULL || str_threadsafe_python == NULL ||
-        str_acquire == NULL || str_release == NULL || str_callback_error_name == NULL)
+        str_enter == NULL || str_exit == NULL || str_callback_error_name == NULL)
         return -1;
     return 0;
 }

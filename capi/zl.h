@@ -12,25 +12,26 @@
  *   3 clock.c         loop.time(), the program's replacement if any
  *   4 context.c       context snapshots, the spare context
  *   5 corked.c        segments held back by MSG_MORE, pushed out after a callback
- *   6 handle.c        Handle: making, running and cancelling a call
- *   7 ready.c         the ready queue of handles and their calls
- *   8 pending.c       the last handle made, looked at again; the collector hook
- *   9 timers.c        timer slots, shared with the engine
- *  10 timer_handle.c  TimerHandle
- *  11 schedule.c      call_soon, call_soon_threadsafe, call_later, call_at
- *  12 tasks.c         create_future, create_task
- *  13 fds.c           the descriptor table
- *  14 streamfeed.c    a stream's reads straight into its StreamReader
- *  15 transport.c     the socket transport's native methods: reads, writes
- *  16 tls.c           the TLS protocol's and its app transport's native methods
- *  17 datagram.c      the datagram transport's native methods: receive, sendto
- *  18 sockops.c       the loop's sock_recv, sock_recv_into, sock_sendall: asyncio's steps natively
- *  19 resolver.c      name lookups on resolver threads
- *  20 files.c         file operations on worker goroutines, their bound
- *  21 dispatch.c      the engine's calls into C: one iteration's batch
- *  22 loop.c          the LoopCore type: making, running, closing a loop
- *  23 stats.c         zloopgo.stats(): the counters read, reset; slow-callback detection set
- *  24 module.c        the extension module
+ *   6 handle_lock.c   the lock of 3.14's _ThreadSafeHandle, lighter than an RLock
+ *   7 handle.c        Handle: making, running and cancelling a call
+ *   8 ready.c         the ready queue of handles and their calls
+ *   9 pending.c       the last handle made, looked at again; the collector hook
+ *  10 timers.c        timer slots, shared with the engine
+ *  11 timer_handle.c  TimerHandle
+ *  12 schedule.c      call_soon, call_soon_threadsafe, call_later, call_at
+ *  13 tasks.c         create_future, create_task
+ *  14 fds.c           the descriptor table
+ *  15 streamfeed.c    a stream's reads straight into its StreamReader
+ *  16 transport.c     the socket transport's native methods: reads, writes
+ *  17 tls.c           the TLS protocol's and its app transport's native methods
+ *  18 datagram.c      the datagram transport's native methods: receive, sendto
+ *  19 sockops.c       the loop's sock_recv, sock_recv_into, sock_sendall: asyncio's steps natively
+ *  20 resolver.c      name lookups on resolver threads
+ *  21 files.c         file operations on worker goroutines, their bound
+ *  22 dispatch.c      the engine's calls into C: one iteration's batch
+ *  23 loop.c          the LoopCore type: making, running, closing a loop
+ *  24 stats.c         zloopgo.stats(): the counters read, reset; slow-callback detection set
+ *  25 module.c        the extension module
  */
 #ifndef ZL_H
 #define ZL_H
@@ -380,6 +381,19 @@ PyObject *zl_set_repr_hook(PyObject *mod, PyObject *fn);
 PyObject *zl_set_asyncio(PyObject *mod, PyObject *args);
 PyObject *zl_forked_child_flag(PyObject *mod, PyObject *unused);
 
+/* capi/handle_lock.c: the recursive lock a _ThreadSafeHandle of the
+ * adapter's holds in `_lock` */
+int zl_handle_lock_type_ready(void);
+/* A new lock, free. */
+PyObject *zl_handle_lock_new(void);
+/* Whether obj is such a lock. */
+int zl_is_handle_lock(PyObject *obj);
+/* Takes it for the calling thread, waiting with the GIL released while
+ * another holds it: 0, or -1 with an exception set (a signal handler's). */
+int zl_handle_lock_acquire(PyObject *lock);
+/* Gives it back once: 0, or -1 (RuntimeError) if this thread holds it not. */
+int zl_handle_lock_release(PyObject *lock);
+
 /* capi/handle.c */
 /* pending: it goes to the ready queue or a timer slot, which hold it off
  * the collector's lists; else it is tracked at once. */
@@ -553,8 +567,8 @@ void zl_pending_loop_removed(zl_loop *L);
 
 /* capi/schedule.c: call_soon, call_soon_threadsafe, call_later, call_at */
 int zl_schedule_ready(void);
-/* Installs (events._ThreadSafeHandle, the RLock factory) for 3.14+'s
- * call_soon_threadsafe; returns the callable that runs one such handle. */
+/* Installs (events._ThreadSafeHandle,) for 3.14+'s call_soon_threadsafe;
+ * returns the callable that runs one such handle. */
 PyObject *zl_set_threadsafe_handle(PyObject *mod, PyObject *args);
 /* Forgets the keyword tuple it remembers (breaking a cycle, closing). */
 void zl_schedule_clear(zl_loop *L);

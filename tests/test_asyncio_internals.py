@@ -1042,9 +1042,9 @@ C_NAMES = {
     },
     # zloopgo/_datagram.py's, which capi/datagram.c reads
     "zloopgo_datagram": {"_zl_dgram", "_zl_read_ready_python", "_zl_sendto_python"},
-    # 3.14's _ThreadSafeHandle._lock (threading's RLock), which the native
-    # runner takes and releases as _ThreadSafeHandle._run does
-    "threadsafe_lock": {"acquire", "release"},
+    # the lock of a _ThreadSafeHandle asyncio made (threading's RLock, debug
+    # mode), which the native runner enters and leaves as _run's `with` does
+    "threadsafe_lock": {"__enter__", "__exit__"},
     # capi/tls.c: what it reads on asyncio's SSLProtocol (3.11+), on its
     # _SSLProtocolTransport, SSLProtocolState's members, the MemoryBIOs,
     # ssl.SSLObject, the backlog (a deque) and bytes

@@ -57,14 +57,11 @@ _SSL_ENSURES_FD = sys.version_info >= (3, 12)
 # and run take a lock: cancelling from another thread waits for a running
 # callback to return.
 _THREADSAFE_HANDLE = getattr(events, "_ThreadSafeHandle", None)
-# The adapter makes and runs those handles itself (capi/schedule.c); the
-# lock is what threading.RLock() returns, its C RLock when there is one.
+# The adapter makes and runs those handles itself (capi/schedule.c), with a
+# recursive lock of its own in _lock (capi/handle_lock.c).
 _RUN_THREADSAFE = None
 if _THREADSAFE_HANDLE is not None:
-    _RUN_THREADSAFE = _engine.set_threadsafe_handle(
-        _THREADSAFE_HANDLE,
-        threading._CRLock if threading._CRLock is not None else threading.RLock,
-    )
+    _RUN_THREADSAFE = _engine.set_threadsafe_handle(_THREADSAFE_HANDLE)
 
 
 class _WatchedDescriptors:

@@ -1,0 +1,259 @@
+"""The lock in the `_lock` slot of the handle 3.14+'s call_soon_threadsafe
+returns: zloopgo puts its own recursive lock there (capi/handle_lock.c)
+where asyncio puts a threading.RLock. Generated programs of two threads
+take, release and ask that lock on both loops' handles, bad arguments
+included, and every result, exception type and message must be the same;
+then the waits: one bounded by a timeout, one ended by a release from the
+other thread, one ended by a signal handler that raises, and a cancel()
+that waits for the running callback while its thread holds the GIL
+elsewhere."""
+
+import asyncio
+import queue
+import random
+import signal
+import threading
+import time
+
+import pytest
+
+import zloopgo
+
+pytestmark = pytest.mark.skipif(
+    not hasattr(asyncio.events, "_ThreadSafeHandle"),
+    reason="the _ThreadSafeHandle and its lock are 3.14+'s",
+)
+
+
+class _NoTruth:
+    def __bool__(self):
+        raise ZeroDivisionError("no truth value")
+
+
+BAD_ARGUMENTS = [
+    ((_NoTruth(),), {}),
+    ((), {"timeout": -2}),
+    ((), {"timeout": -1.5}),
+    ((False, 1), {}),
+    ((False,), {"timeout": 0}),
+    ((), {"timeout": float("nan")}),
+    ((), {"timeout": "a"}),
+    ((), {"timeout": None}),
+    ((1, 2, 3), {}),
+    ((), {"foo": 1}),
+    ((True,), {"blocking": True}),
+    ((), {"timeout": 1e300}),
+    ((), {"timeout": float("inf")}),
+    ((), {"timeout": 10**30}),
+]
+
+
+def _observe(call):
+    try:
+        return repr(call())
+    except Exception as exc:  # noqa: BLE001 (the observation is the exception itself)
+        return f"{type(exc).__name__}: {exc}"
+
+
+class _Worker:
+    """A second thread that runs the steps it is given, one at a time."""
+
+    def __init__(self):
+        self._steps = queue.Queue()
+        self._results = queue.Queue()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self):
+        while (step := self._steps.get()) is not None:
+            self._results.put(_observe(step))
+
+    def run(self, step):
+        self._steps.put(step)
+        return self._results.get(timeout=30)
+
+    def stop(self):
+        self._steps.put(None)
+        self._thread.join(30)
+
+
+def _program(rng, length):
+    """Steps (thread, op, args, kwargs), blocking ones only where a model of
+    the lock says they would not wait forever."""
+    owner, count, steps = None, 0, []
+    for _ in range(length):
+        thread = rng.choice(("main", "other"))
+        free_or_own = owner in (None, thread)
+        op = rng.choice(
+            ["acquire", "acquire", "release", "release", "enter", "exit"]
+            + ["locked", "owned", "try", "timed", "bad"]
+        )
+        if op in ("acquire", "enter") and not free_or_own:
+            op = "timed"
+        args, kwargs = (), {}
+        if op == "try":
+            op, args = "acquire", (False,)
+        elif op == "timed":
+            op, kwargs = "acquire", {"timeout": rng.choice((0, 0.001, 0.01))}
+        elif op == "bad":
+            op, (args, kwargs) = "acquire", rng.choice(BAD_ARGUMENTS)
+        steps.append((thread, op, args, kwargs))
+        # the model: every acquire but a bad one takes the lock when free or own
+        takes = op == "enter" or (op == "acquire" and (args, kwargs) not in BAD_ARGUMENTS)
+        if takes and free_or_own:
+            owner, count = thread, count + 1
+        elif op in ("release", "exit") and owner == thread:
+            count -= 1
+            owner = owner if count else None
+    return steps
+
+
+def _run(lock, steps):
+    worker = _Worker()
+    seen = []
+    try:
+        for thread, op, args, kwargs in steps:
+            if op == "acquire":
+
+                def step(a=args, k=kwargs):
+                    return lock.acquire(*a, **k)
+
+            elif op == "enter":
+                step = lock.__enter__
+            elif op == "exit":
+
+                def step():
+                    return lock.__exit__(None, None, None)
+
+            elif op == "owned":
+                step = lock._is_owned
+            else:
+                step = getattr(lock, op)
+            seen.append(_observe(step) if thread == "main" else worker.run(step))
+            seen.append(repr(lock.locked()))
+    finally:
+        worker.stop()
+    return seen
+
+
+def _locks():
+    loops = [asyncio.SelectorEventLoop(), zloopgo.new_event_loop()]
+    try:
+        handles = [loop.call_soon_threadsafe(print) for loop in loops]
+        for h in handles:
+            h.cancel()
+        return [h._lock for h in handles]
+    finally:
+        for loop in loops:
+            loop.close()
+
+
+def test_zloopgo_puts_its_own_lock_in_the_handle():
+    theirs, ours = _locks()
+    assert type(theirs) is type(threading.RLock())
+    assert type(ours).__name__ == "HandleLock"
+    assert repr(ours).startswith("<unlocked zloopgo._engine.HandleLock object owner=0 count=0 at ")
+    with pytest.raises(TypeError):
+        type(ours)()
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_generated_programs_see_the_same_lock(seed):
+    steps = _program(random.Random(seed), 14)
+    theirs, ours = _locks()
+    assert _run(ours, steps) == _run(theirs, steps), steps
+
+
+def test_every_bad_argument_fails_as_rlocks():
+    theirs, ours = _locks()
+    for args, kwargs in BAD_ARGUMENTS:
+        expected = _observe(lambda a=args, k=kwargs: theirs.acquire(*a, **k))
+        assert _observe(lambda a=args, k=kwargs: ours.acquire(*a, **k)) == expected, (args, kwargs)
+        for lock in (theirs, ours):
+            while lock._is_owned():
+                lock.release()
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["asyncio", "zloopgo"])
+def test_a_timed_wait_ends_false_and_a_release_ends_a_wait(which):
+    lock = _locks()[which]
+    holding, release = threading.Event(), threading.Event()
+
+    def hold():
+        with lock:
+            holding.set()
+            release.wait(30)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    holding.wait(30)
+    t0 = time.monotonic()
+    assert lock.acquire(timeout=0.05) is False
+    assert time.monotonic() - t0 >= 0.05
+    threading.Timer(0.05, release.set).start()
+    assert lock.acquire() is True  # waits for the release
+    assert release.is_set()
+    lock.release()
+    t.join(30)
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["asyncio", "zloopgo"])
+def test_a_signal_handler_that_raises_ends_a_wait(which):
+    lock = _locks()[which]
+    holding, release = threading.Event(), threading.Event()
+
+    class Woken(Exception):
+        pass
+
+    def handler(signum, frame):
+        raise Woken
+
+    def hold():
+        with lock:
+            holding.set()
+            release.wait(30)
+
+    previous = signal.signal(signal.SIGALRM, handler)
+    t = threading.Thread(target=hold)
+    t.start()
+    try:
+        holding.wait(30)
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
+        with pytest.raises(Woken):
+            lock.acquire()
+        assert not lock._is_owned()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        release.set()
+        t.join(30)
+
+
+def test_cancel_from_a_thread_waits_while_the_callback_runs_python():
+    """The callback keeps the GIL busy (no sleep): the waiting cancel()
+    still gets its turn only once the callback has returned."""
+    loop = zloopgo.new_event_loop()
+    started, order = threading.Event(), []
+
+    def callback():
+        started.set()
+        end = time.monotonic() + 0.1
+        while time.monotonic() < end:
+            pass
+        order.append("callback returned")
+
+    def other():
+        h = loop.call_soon_threadsafe(callback)
+        started.wait(30)
+        h.cancel()
+        order.append("cancel returned")
+        loop.call_soon_threadsafe(loop.stop)
+
+    t = threading.Thread(target=other)
+    t.start()
+    try:
+        loop.run_forever()
+    finally:
+        t.join(30)
+        loop.close()
+    assert order == ["callback returned", "cancel returned"]
