@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestOneWakeUpPerBatchOfPosts(t *testing.T) {
@@ -41,6 +42,49 @@ func TestOneWakeUpPerBatchOfPosts(t *testing.T) {
 	}
 	if in.pending() || len(in.take()) != 0 {
 		t.Fatal("a refused post reached the inbox")
+	}
+}
+
+// The wake-up runs with mu released, so that the loop it wakes can take
+// at once; close waits for a wake-up under way, and none starts after it.
+func TestTheWakeUpRunsOutsideTheLockAndBeforeClose(t *testing.T) {
+	in := newInbox()
+	free := false
+	in.post(Completion{Request: 1}, func() error {
+		if in.mu.TryLock() {
+			free = true
+			in.mu.Unlock()
+		}
+		return nil
+	})
+	if !free {
+		t.Fatal("the wake-up ran while the poster held the inbox's lock")
+	}
+	in.take()
+
+	waking, release := make(chan struct{}), make(chan struct{})
+	woke := make(chan struct{})
+	go in.post(Completion{Request: 2}, func() error {
+		close(waking)
+		<-release
+		close(woke)
+		return nil
+	})
+	<-waking
+	closed := make(chan []Completion)
+	go func() { closed <- in.close() }()
+	select {
+	case <-closed:
+		t.Fatal("close returned while a wake-up was under way")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if orphans := <-closed; !slices.Equal(orphans, []Completion{{Request: 2}}) {
+		t.Fatalf("close returned %v, want request 2", orphans)
+	}
+	<-woke
+	if in.post(Completion{Request: 3}, func() error { t.Error("a wake-up after close"); return nil }) {
+		t.Fatal("a post after close was accepted")
 	}
 }
 
