@@ -129,30 +129,16 @@ int zl_handle_lock_release(PyObject *lock)
 
 /* A timeout in nanoseconds as RLock's acquire converts one (rounded
  * away from zero): 0, or -1 with its exception set. 3.15 takes any real
- * number as a double first; 3.14 a float or an integer. */
+ * number as a double; 3.14 a float or an integer. */
 static int timeout_ns(PyObject *obj, int64_t *ns)
 {
     double d;
-#if PY_VERSION_HEX >= 0x030F0000
-    if (!PyFloat_Check(obj)) {
-        d = PyFloat_AsDouble(obj);
-        if (d == -1.0 && PyErr_Occurred())
-            return -1;
-        obj = PyFloat_FromDouble(d);
-        if (obj == NULL)
-            return -1;
-        int r = timeout_ns(obj, ns);
-        Py_DECREF(obj);
-        return r;
-    }
-#endif
     if (PyFloat_Check(obj)) {
         d = PyFloat_AS_DOUBLE(obj);
-        if (isnan(d)) {
-            PyErr_SetString(PyExc_ValueError, "Invalid value NaN (not a number)");
-            return -1;
-        }
-        d *= 1e9;
+#if PY_VERSION_HEX >= 0x030F0000
+    } else if ((d = PyFloat_AsDouble(obj)) == -1.0 && PyErr_Occurred()) {
+        return -1;
+#else
     } else if (PyIndex_Check(obj)) {
         long long seconds = PyLong_AsLongLong(obj);
         if (seconds == -1 && PyErr_Occurred()) {
@@ -160,13 +146,19 @@ static int timeout_ns(PyObject *obj, int64_t *ns)
                 goto overflow;
             return -1;
         }
-        d = (double)seconds * 1e9;
+        d = (double)seconds;
     } else {
         PyErr_Format(PyExc_TypeError,
                      "'%.200s' object cannot be interpreted as an integer or float",
                      Py_TYPE(obj)->tp_name);
         return -1;
+#endif
     }
+    if (isnan(d)) {
+        PyErr_SetString(PyExc_ValueError, "Invalid value NaN (not a number)");
+        return -1;
+    }
+    d *= 1e9;
     d = d >= 0 ? ceil(d) : floor(d);
     if (!(d >= (double)INT64_MIN && d < -(double)INT64_MIN))
         goto overflow;

@@ -199,6 +199,9 @@ def test_a_timed_wait_ends_false_and_a_release_ends_a_wait(which):
 
 @pytest.mark.parametrize("which", [0, 1], ids=["asyncio", "zloopgo"])
 def test_a_signal_handler_that_raises_ends_a_wait(which):
+    """SIGUSR1, sent to the main thread by another after 50 ms: the test
+    sets its handler itself and leaves SIGALRM and the interval timer to
+    pytest-timeout."""
     lock = _locks()[which]
     holding, release = threading.Event(), threading.Event()
 
@@ -213,18 +216,20 @@ def test_a_signal_handler_that_raises_ends_a_wait(which):
             holding.set()
             release.wait(30)
 
-    previous = signal.signal(signal.SIGALRM, handler)
+    previous = signal.signal(signal.SIGUSR1, handler)
     t = threading.Thread(target=hold)
     t.start()
+    main = threading.main_thread().ident
+    kick = threading.Timer(0.05, signal.pthread_kill, (main, signal.SIGUSR1))
     try:
         holding.wait(30)
-        signal.setitimer(signal.ITIMER_REAL, 0.05)
+        kick.start()
         with pytest.raises(Woken):
             lock.acquire()
         assert not lock._is_owned()
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        kick.cancel()
+        signal.signal(signal.SIGUSR1, previous)
         release.set()
         t.join(30)
 
