@@ -22,9 +22,9 @@
 
 static PyObject *s_conn_lost, *s_sock_fd, *s_max_size, *s_protocol, *s_data_received,
     *s_fatal_error, *s_on_eof, *s_read_ready_cb, *s_eof, *s_empty_waiter, *s_buffer,
-    *s_write_python, *msg_read_error, *msg_data_received, *msg_write_error, *s_get_buffer,
-    *s_buffer_updated, *msg_get_buffer, *msg_buffer_updated, *minus_one, *s_loop, *s_buffer_rest,
-    *s_closing, *s_state, *s_sock;
+    *s_write_python, *s_read_python, *msg_read_error, *msg_data_received, *msg_write_error,
+    *s_get_buffer, *s_buffer_updated, *msg_get_buffer, *msg_buffer_updated, *minus_one, *s_loop,
+    *s_buffer_rest, *s_closing, *s_state, *s_sock;
 
 /* A transport whose last read was at least LARGE_READ bytes receives the
  * next one straight into a bytes of max_size, shrunk to what came: a bulk
@@ -78,14 +78,37 @@ static int field_int(PyObject *self, int f, long *out)
     return zl_layout_long(&layout, self, f, out);
 }
 
-static int attr_int(PyObject *self, PyObject *name, long *out)
+static PyObject *report_fatal(PyObject *self, PyObject *message);
+
+/* self.max_size, which asyncio reads for every recv, in *out: 1 when it is
+ * an int from 1 to LONG_MAX, which the native read takes; 0 for any other
+ * value (0 reads as EOF, a negative size, an int too large or not an int
+ * fail in recv), which asyncio's own read then handles with its messages;
+ * -1 with an exception set only for what the lookup raised that must
+ * propagate (SystemExit, KeyboardInterrupt); -2 when the lookup failed
+ * otherwise: asyncio reads max_size inside its `try:`, so that is a
+ * fatal read error, reported here, or nothing when it raised
+ * BlockingIOError or InterruptedError. */
+static int read_size(PyObject *self, long *out)
 {
-    PyObject *v = PyObject_GetAttr(self, name);
-    if (v == NULL)
-        return -1;
-    *out = PyLong_AsLong(v);
+    PyObject *v = PyObject_GetAttr(self, s_max_size);
+    if (v == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_BlockingIOError) &&
+            !PyErr_ExceptionMatches(PyExc_InterruptedError)) {
+            PyObject *r = report_fatal(self, msg_read_error);
+            if (r == NULL)
+                return -1;
+            Py_DECREF(r);
+        }
+        PyErr_Clear();
+        *out = 0;
+        return -2;
+    }
+    int overflow = 0;
+    if (!zl_small_int(v, out))
+        *out = PyLong_CheckExact(v) ? PyLong_AsLongAndOverflow(v, &overflow) : 0;
     Py_DECREF(v);
-    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+    return !overflow && *out > 0;
 }
 
 /* self._fatal_error(exc, message) with the pending exception as exc, as the
@@ -109,12 +132,26 @@ static PyObject *report_fatal(PyObject *self, PyObject *message)
     Py_RETURN_NONE;
 }
 
+static PyObject *read_ready_data_received(PyObject *self, PyObject *unused);
+static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused);
+
+/* asyncio's _read_ready: self._read_ready_cb(). When the callback is this
+ * transport's own native read method, bound to it (what set_protocol
+ * stores), the method's C function is called without a call through the
+ * bound method: the same function runs with the same self. */
 static PyObject *read_ready(PyObject *self, PyObject *unused)
 {
     PyObject *cb = get_field(self, F_READ_READY_CB);
     if (cb == NULL)
         return NULL;
-    PyObject *r = PyObject_CallNoArgs(cb);
+    PyObject *r;
+    PyCFunction direct = PyCFunction_Check(cb) && PyCFunction_GET_SELF(cb) == self
+                             ? PyCFunction_GET_FUNCTION(cb)
+                             : NULL;
+    if (direct == read_ready_data_received || direct == read_ready_get_buffer)
+        r = direct(self, NULL);
+    else
+        r = PyObject_CallNoArgs(cb);
     Py_DECREF(cb);
     return r;
 }
@@ -190,12 +227,13 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
     if (lost != 0)
         return lost < 0 ? NULL : Py_NewRef(Py_None);
     long fd, max_size;
-    if (field_int(self, F_SOCK_FD, &fd) < 0 || attr_int(self, s_max_size, &max_size) < 0)
+    int usual = read_size(self, &max_size);
+    if (usual == 0) /* asyncio's own read, for an unusual max_size */
+        return PyObject_CallMethodNoArgs(self, s_read_python);
+    if (usual < 0)
+        return usual == -1 ? NULL : Py_NewRef(Py_None);
+    if (field_int(self, F_SOCK_FD, &fd) < 0)
         return NULL;
-    if (max_size <= 0) {
-        PyErr_SetString(PyExc_ValueError, "negative buffersize in recv");
-        return report_fatal(self, msg_read_error);
-    }
     zl_transport *t = state_of(self);
     zl_loop *L = transport_loop(self);
     PyObject *data = NULL; /* the final object, when the read goes straight into it */
@@ -674,6 +712,7 @@ int zl_transport_type_ready(void)
         {&s_empty_waiter, "_empty_waiter"},
         {&s_buffer, "_buffer"},
         {&s_write_python, "_zl_write_python"},
+        {&s_read_python, "_zl_read_python"},
         {&msg_read_error, "Fatal read error on socket transport"},
         {&msg_data_received, "Fatal error: protocol.data_received() call failed."},
         {&msg_write_error, "Fatal write error on socket transport"},

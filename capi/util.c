@@ -85,7 +85,7 @@ int zl_layout_lookup_true(const zl_layout *layout, PyObject *self, int f)
     return r;
 }
 
-int zl_layout_long(const zl_layout *layout, PyObject *self, int f, long *out)
+int zl_layout_long_slow(const zl_layout *layout, PyObject *self, int f, long *out)
 {
     PyObject *v = zl_layout_get(layout, self, f);
     if (v == NULL)

@@ -338,6 +338,9 @@ static inline PyObject *zl_layout_slot(const zl_layout *layout, PyObject *self, 
  * the two below fall back to. */
 PyObject *zl_layout_lookup(const zl_layout *layout, PyObject *self, int f);
 int zl_layout_lookup_true(const zl_layout *layout, PyObject *self, int f);
+/* Field f as a C long by PyLong_AsLong, from its slot or looked up
+ * (zl_layout_long's general case). */
+int zl_layout_long_slow(const zl_layout *layout, PyObject *self, int f, long *out);
 /* Field f, from its slot or by attribute lookup: a new reference, or NULL
  * with an exception set. */
 static inline PyObject *zl_layout_get(const zl_layout *layout, PyObject *self, int f)
@@ -345,18 +348,44 @@ static inline PyObject *zl_layout_get(const zl_layout *layout, PyObject *self, i
     PyObject *v = zl_layout_slot(layout, self, f);
     return v != NULL ? Py_NewRef(v) : zl_layout_lookup(layout, self, f);
 }
+/* A one-digit int's value in *out, read from the object (1), or 0 when v
+ * is not an exact one-digit int (or the Python has no such API: 3.11),
+ * which PyLong_AsLong then converts: the fields read for every packet
+ * (a descriptor, a count of 0) are such ints, and the generic conversion
+ * costs several times the read. */
+static inline int zl_small_int(PyObject *v, long *out)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    if (PyLong_CheckExact(v) && PyUnstable_Long_IsCompact((PyLongObject *)v)) {
+        *out = (long)PyUnstable_Long_CompactValue((PyLongObject *)v);
+        return 1;
+    }
+#endif
+    (void)v;
+    (void)out;
+    return 0;
+}
 /* Field f's truth (1, 0) or -1 with an exception set. */
 static inline int zl_layout_true(const zl_layout *layout, PyObject *self, int f)
 {
     PyObject *v = zl_layout_slot(layout, self, f);
+    long small;
     if (v == Py_False || v == Py_None)
         return 0;
     if (v == Py_True)
         return 1;
-    return v != NULL ? PyObject_IsTrue(v) : zl_layout_lookup_true(layout, self, f);
+    if (v == NULL)
+        return zl_layout_lookup_true(layout, self, f);
+    return zl_small_int(v, &small) ? small != 0 : PyObject_IsTrue(v);
 }
 /* Field f as a C long in *out: 0, or -1 with an exception set. */
-int zl_layout_long(const zl_layout *layout, PyObject *self, int f, long *out);
+static inline int zl_layout_long(const zl_layout *layout, PyObject *self, int f, long *out)
+{
+    PyObject *v = zl_layout_slot(layout, self, f);
+    if (v != NULL && zl_small_int(v, out))
+        return 0;
+    return zl_layout_long_slow(layout, self, f, out);
+}
 /* A string the adapter interns once at import, and where it keeps it. */
 typedef struct {
     PyObject **slot;

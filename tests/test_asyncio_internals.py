@@ -1032,6 +1032,7 @@ C_NAMES = {
     "module": {"zloopgo"},
     "zloopgo": {
         "_zl_write_python",
+        "_zl_read_python",
         "_zl_state",
         "_zl_buffer_rest",
         "_zl_callback_error",

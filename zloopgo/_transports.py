@@ -89,6 +89,10 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
         # is not one contiguous buffer.
         selector_events._SelectorSocketTransport.write(self, data)
 
+    # asyncio's own read, for a max_size the native one does not take (not
+    # an int from 1 up: recv's own results and errors, asyncio's messages)
+    _zl_read_python = selector_events._SelectorSocketTransport._read_ready__data_received
+
 
 class _TransportSocket(trsock.TransportSocket):
     """asyncio's TransportSocket (what get_extra_info("socket") returns),

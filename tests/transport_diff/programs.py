@@ -40,6 +40,10 @@ Ops (t is a connection index):
     ["pause_reading", t]  ["resume_reading", t]  ["is_reading", t]
     ["write_eof", t]  ["can_write_eof", t]  ["close", t]  ["abort", t]
     ["is_closing", t]
+    ["max_size", t, value]     the socket transport's max_size (under TLS, the
+                               one sslproto reads from): how much each recv
+                               asks for; 0, negative, too large or not an int
+                               end the connection as recv's result does
     ["peer", t, action]        the peer acts now, inside the callback
     ["marker"]                 loop.call_soon(record a numbered marker)
     ["soon", ops]              loop.call_soon(a callback that runs ops)
@@ -94,6 +98,10 @@ LOWS = (None, 0, 1, 100, 16384, 100.0, 0.5, -1)
 RECV_SIZES = (1, 100, 4096, 65536, 1 << 20)
 SEND_SIZES = (1, 10, 1000, 4096, 40000)  # 40000: three TLS records in one send
 READ_SIZES = (-1, 0, 1, 10, 100, 65536)
+# transport.max_size: one-digit ints (below 2**30) and larger ones read
+# natively, the rest (0, negative, True, too large, not an int) by
+# asyncio's own read (capi/transport.c, read_size)
+MAX_SIZES = (1, 7, 1000, 4096, 65536, 262144, 1 << 30, 0, -1, True, 1 << 70, "x")
 
 
 def _size(draw, world):
@@ -143,12 +151,13 @@ _SYNC_OPS = (
     ("marker", 6),
     ("soon", 3),
     ("fin", 2),
+    ("max_size", 2),
 )
 # What Python code outside the protocol (a logging handler, the exception
 # handler, a finalizer) does: mostly write to a transport.
 _HOOK_OPS = (("write", 12), ("writelines", 1), ("is_closing", 2), ("close", 1), ("marker", 2))
 _STREAM_SYNC = ("write", "writelines", "size", "is_closing", "limits", "write_eof")
-_STREAM_SYNC += ("can_write_eof", "close", "peer", "marker", "soon", "fin")
+_STREAM_SYNC += ("can_write_eof", "close", "peer", "marker", "soon", "fin", "max_size")
 _STREAM_AWAIT = (
     ("drain", 10),
     ("wait_closed", 3),
@@ -198,6 +207,8 @@ def _op(draw, world, depth, name):
         return ["read", t, draw(st.sampled_from(READ_SIZES))]
     if name == "readexactly":
         return ["readexactly", t, draw(st.sampled_from(READ_SIZES[1:]))]
+    if name == "max_size":
+        return ["max_size", t, draw(st.sampled_from(MAX_SIZES))]
     return [name, t]
 
 

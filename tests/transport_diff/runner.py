@@ -419,6 +419,10 @@ class Runner:
             return _value(getattr(tr, name)())
         if name in ("write_eof", "can_write_eof", "close", "is_closing"):
             return _value(getattr(w, name)())
+        if name == "max_size":  # on the socket transport, under TLS too
+            raw = getattr(getattr(tr, "_ssl_protocol", None), "_transport", None) or tr
+            raw.max_size = op[2]
+            return None
         raise AssertionError(f"unknown op {op!r}")
 
     async def run_task_ops(self, k, ops):
