@@ -55,8 +55,13 @@ static int refresh(zl_loop *L)
     PyObject *time = PyObject_GetAttr((PyObject *)L, s_time);
     if (time == NULL)
         return -1;
+    /* LoopCore's method, or the copy of it zloopgo.Loop owns (zl_own_methods,
+     * util.c): a descriptor of the same C method */
+    PyObject *found = _PyType_Lookup(Py_TYPE(L), s_time); /* borrowed */
     int own = PyCFunction_Check(time) && PyCFunction_GET_SELF(time) == (PyObject *)L &&
-              _PyType_Lookup(Py_TYPE(L), s_time) == original_time;
+              found != NULL && Py_IS_TYPE(found, &PyMethodDescr_Type) &&
+              ((PyMethodDescrObject *)found)->d_method ==
+                  ((PyMethodDescrObject *)original_time)->d_method;
     L->clock.type_version = Py_TYPE(L)->tp_version_tag; /* the lookups gave it one */
     if (own) {
         Py_DECREF(time);

@@ -106,11 +106,14 @@ PyObject *zl_stats(PyObject *mod, PyObject *loop)
         put_u(d, "peeks", g.peeks - g0->peeks) < 0 ||
         put_u(d, "peeks_found", g.peeks_found - g0->peeks_found) < 0)
         goto fail;
-    /* gauges: what is there now */
+    /* gauges: what is there now (the clock as the next iteration reads it) */
+    if (zl_clock_check(L) < 0)
+        goto fail;
     int64_t timers = g.timers_held + L->sh.new_timers_len - L->sh.cancelled_timers;
     if (put_i(d, "ready", L->sh.ready_len) < 0 || put_i(d, "timers", timers) < 0 ||
         put_i(d, "descriptors", L->sh.watched) < 0 ||
-        put_i(d, "lookups_in_flight", zl_lookups_waiting(L)) < 0)
+        put_i(d, "lookups_in_flight", zl_lookups_waiting(L)) < 0 ||
+        put(d, "clock_native", PyBool_FromLong(L->clock.replacement == NULL)) < 0)
         goto fail;
     /* what the adapter counts */
     for (int k = 0; k < ZL_TRANSPORT_KINDS; k++)

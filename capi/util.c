@@ -45,6 +45,54 @@ PyObject *zl_call_handling(PyObject *obj, PyObject *name, PyObject *exc, PyObjec
     return r;
 }
 
+/* CPython's specialized calls of a C method (CALL_METHOD_DESCRIPTOR_*)
+ * apply only when the instance's type is exactly the type the method
+ * descriptor names; a method of a C base reached through a Python
+ * subclass takes the generic call instead (the subtype check, the
+ * vectorcall through the descriptor: ~5-8 ns a call). So the subclass gets
+ * descriptors of its own for the same C functions: the same code runs, and
+ * asyncio's Python that calls transport.write or loop.call_soon gets the
+ * specialized call. Only the adapter's own types' methods that cls
+ * resolves to (not ones a class between them overrides) are copied. */
+PyObject *zl_own_methods(PyObject *mod, PyObject *cls)
+{
+    if (!PyType_Check(cls) || !(((PyTypeObject *)cls)->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
+        PyErr_Format(PyExc_TypeError, "expected a class defined in Python, got %R", cls);
+        return NULL;
+    }
+    PyTypeObject *type = (PyTypeObject *)cls;
+    PyObject *owned = PyList_New(0);
+    PyObject *mro = type->tp_mro;
+    for (Py_ssize_t i = 1; owned != NULL && mro != NULL && i < PyTuple_GET_SIZE(mro); i++) {
+        PyTypeObject *base = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        if ((base->tp_flags & Py_TPFLAGS_HEAPTYPE) || base->tp_methods == NULL ||
+            strncmp(base->tp_name, "zloopgo._engine.", 16) != 0)
+            continue;
+        for (PyMethodDef *def = base->tp_methods; def->ml_name != NULL; def++) {
+            if (def->ml_flags & (METH_CLASS | METH_STATIC | METH_COEXIST))
+                continue;
+            PyObject *name = PyUnicode_InternFromString(def->ml_name);
+            if (name == NULL)
+                goto fail;
+            PyObject *found = _PyType_Lookup(type, name); /* borrowed */
+            int ours = found != NULL && Py_IS_TYPE(found, &PyMethodDescr_Type) &&
+                       ((PyMethodDescrObject *)found)->d_method == def &&
+                       PyDescr_TYPE(found) != type;
+            PyObject *descr = ours ? PyDescr_NewMethod(type, def) : NULL;
+            int failed = ours && (descr == NULL || PyObject_SetAttr(cls, name, descr) < 0 ||
+                                  PyList_Append(owned, name) < 0);
+            Py_XDECREF(descr);
+            Py_DECREF(name);
+            if (failed)
+                goto fail;
+        }
+    }
+    return owned;
+fail:
+    Py_DECREF(owned);
+    return NULL;
+}
+
 int zl_layout_record(zl_layout *layout, PyObject *cls)
 {
     if (!PyType_Check(cls)) {

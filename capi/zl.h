@@ -326,6 +326,10 @@ typedef struct {
 /* Records cls's offsets of every field: 0, or -1 with TypeError when one
  * is not an object slot of cls. */
 int zl_layout_record(zl_layout *layout, PyObject *cls);
+/* own_methods(cls): gives cls, a Python subclass of the adapter's types,
+ * method descriptors of its own for the C methods it inherits, so that
+ * CPython's specialized calls apply to them; the names, as a list. */
+PyObject *zl_own_methods(PyObject *mod, PyObject *cls);
 /* Field f of self, borrowed, or NULL (no error set) when self is not of
  * the recorded class or the slot is unset: then look the attribute up. */
 static inline PyObject *zl_layout_slot(const zl_layout *layout, PyObject *self, int f)

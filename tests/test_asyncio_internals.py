@@ -445,8 +445,9 @@ def test_zloopgos_sock_methods_are_asyncios_but_for_the_receive(name, receive, a
 )
 def test_the_callbacks_of_sock_recv_and_sock_sendall_are_the_adapters(name):
     # capi/sockops.c does these (REVIEWED pins asyncio's code they follow):
-    # asyncio's steps in Python (zloopgo/_sockmethods.py) hand them on too
-    assert getattr(_loop.Loop, name) is getattr(_engine.LoopCore, name)
+    # asyncio's steps in Python (zloopgo/_sockmethods.py) hand them on too.
+    # Loop owns a descriptor of LoopCore's C method (_engine.own_methods).
+    assert _is_own_copy(_loop.Loop, _engine.LoopCore, name)
 
 
 def test_the_stream_fast_path_is_on_exactly_where_its_code_was_checked():
@@ -648,19 +649,37 @@ def test_native_methods_match_asyncios_signatures(cls, name):
     )
 
 
+def _is_own_copy(cls, base, name):
+    """cls's name is the descriptor of base's C method that cls owns
+    (_engine.own_methods): a method descriptor of cls, named and documented
+    as base's."""
+    own, theirs = vars(cls).get(name), vars(base).get(name)
+    return (
+        type(own) is type(_engine.LoopCore.__dict__["call_soon"])
+        and own.__objclass__ is cls
+        and theirs is not None
+        and (own.__name__, own.__doc__) == (theirs.__name__, theirs.__doc__)
+    )
+
+
 def test_native_loop_methods_are_the_c_ones():
-    # The C methods of LoopCore come first in zloopgo.Loop's MRO.
+    # The C methods of LoopCore come first in zloopgo.Loop's MRO, each as
+    # Loop's own descriptor of it (the transports' likewise).
     owners = {
-        ASYNCIO_LOOP: zloopgo.Loop,
-        selector_events._SelectorSocketTransport: _transports.SocketTransport,
-        selector_events._SelectorDatagramTransport: _datagram.DatagramTransport,
+        ASYNCIO_LOOP: (zloopgo.Loop, _engine.LoopCore),
+        selector_events._SelectorSocketTransport: (
+            _transports.SocketTransport,
+            _engine.StreamFastPaths,
+        ),
+        selector_events._SelectorDatagramTransport: (
+            _datagram.DatagramTransport,
+            _engine.DatagramFastPaths,
+        ),
     }
     for cls, name in NATIVE_SIGNATURES:
-        klass, _value = _asyncio_method(owners[cls], name)
-        assert klass in (_engine.LoopCore, _engine.StreamFastPaths, _engine.DatagramFastPaths), (
-            name,
-            klass,
-        )
+        owner, base = owners[cls]
+        klass, _value = _asyncio_method(owner, name)
+        assert klass is owner and _is_own_copy(owner, base, name), (name, klass)
 
 
 # What zloopgo calls (by name) on asyncio's objects and modules, with the

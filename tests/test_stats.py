@@ -50,7 +50,12 @@ TRANSPORT_COUNTS = {"reads", "read_bytes", "writes", "write_bytes", "writes_buff
 def test_the_dict_has_every_documented_figure():
     with zloop() as loop:
         s = zloopgo.stats(loop)
-    assert set(s) == TOTALS | GAUGES | {"transports", "go", "slow_callback_detection"}
+    assert set(s) == TOTALS | GAUGES | {
+        "transports",
+        "go",
+        "slow_callback_detection",
+        "clock_native",
+    }
     assert set(s["transports"]) == {"tcp", "unix", "other"}
     for counts in s["transports"].values():
         assert set(counts) == TRANSPORT_COUNTS

@@ -74,3 +74,4 @@ class DatagramTransport(_engine.DatagramFastPaths, selector_events._SelectorData
 
 
 _engine.set_datagram_layout(DatagramTransport)
+_engine.own_methods(DatagramTransport)  # as SocketTransport's (_transports.py)

@@ -513,6 +513,11 @@ class Loop(_engine.LoopCore, SockMethods, unix_events._UnixSelectorEventLoop):
             listener(handle, start_ns, end_ns)
 
 
+# The C methods Loop inherits get descriptors of Loop's own, so that the
+# interpreter's specialized calls apply to loop.call_soon and the rest
+# (capi/util.c, zl_own_methods): the same functions run.
+_engine.own_methods(Loop)
+
 if "debug" in inspect.signature(format_helpers._format_callback_source).parameters:  # 3.13+
 
     def _format_callback(callback, args, debug):

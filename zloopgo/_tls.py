@@ -154,6 +154,10 @@ if NATIVE_TLS:
         SSLProtocol,
         _SSLProtocolTransport,
     )
+    # as SocketTransport's (_transports.py): the native methods as the
+    # classes' own descriptors
+    _engine.own_methods(SSLProtocol)
+    _engine.own_methods(_SSLProtocolTransport)
     protocol_class = SSLProtocol
 else:
     protocol_class = sslproto.SSLProtocol

@@ -111,6 +111,9 @@ class _TransportSocket(trsock.TransportSocket):
 
 
 _engine.set_transport_layout(SocketTransport)
+# write and is_closing as SocketTransport's own descriptors: asyncio's and
+# the program's calls of them get the interpreter's specialized call
+_engine.own_methods(SocketTransport)
 
 # Bytes read for an asyncio stream go straight into its StreamReader
 # (capi/streamfeed.c), which does what StreamReaderProtocol.data_received
