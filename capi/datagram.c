@@ -220,7 +220,7 @@ static PyObject *dg_read_ready(PyObject *self, PyObject *unused)
         Py_DECREF(d);
         return NULL;
     }
-    zl_loop *L = PyObject_TypeCheck(loop, &zl_LoopType) ? (zl_loop *)loop : NULL;
+    zl_loop *L = zl_is_loop(loop) ? (zl_loop *)loop : NULL;
     char *own, *into = zl_rx_take(L, (size_t)max_size, &own);
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;

@@ -194,8 +194,7 @@ static PyObject *run_threadsafe(PyObject *unused, PyObject *handle)
      * not trusted (the runner is reachable from Python) */
     if (!PyObject_TypeCheck(handle, threadsafe.type) ||
         SLOT(handle, threadsafe.cancelled) == NULL || SLOT(handle, threadsafe.lock) == NULL ||
-        SLOT(handle, threadsafe.loop) == NULL ||
-        !PyObject_TypeCheck(SLOT(handle, threadsafe.loop), &zl_LoopType)) {
+        SLOT(handle, threadsafe.loop) == NULL || !zl_is_loop(SLOT(handle, threadsafe.loop))) {
         PyErr_SetString(PyExc_TypeError, "not a _ThreadSafeHandle of a zloopgo loop");
         return NULL;
     }

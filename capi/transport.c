@@ -203,7 +203,7 @@ static zl_transport *state_of(PyObject *self)
 static zl_loop *transport_loop(PyObject *self)
 {
     PyObject *loop = slot_value(self, F_LOOP);
-    return loop != NULL && PyObject_TypeCheck(loop, &zl_LoopType) ? (zl_loop *)loop : NULL;
+    return loop != NULL && zl_is_loop(loop) ? (zl_loop *)loop : NULL;
 }
 
 /* The counters of t's kind on loop L (zl.h, zl_counters), or NULL. */

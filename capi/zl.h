@@ -296,6 +296,13 @@ typedef struct {
 extern PyTypeObject zl_TransportStateType;
 
 extern PyTypeObject zl_LoopType;
+/* obj is a zloopgo loop. zloopgo.Loop's solid base (tp_base) is LoopCore:
+ * looked at first, it spares the MRO walk of PyObject_TypeCheck on the
+ * paths that ask for every packet. */
+static inline int zl_is_loop(PyObject *obj)
+{
+    return Py_TYPE(obj)->tp_base == &zl_LoopType || PyObject_TypeCheck(obj, &zl_LoopType);
+}
 extern PyTypeObject *zl_HandleType; /* heap types (handle.c, timer_handle.c) */
 extern PyTypeObject *zl_TimerHandleType;
 extern PyTypeObject zl_StreamFastPathsType;
