@@ -239,13 +239,15 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
     PyObject *data = NULL; /* the final object, when the read goes straight into it */
     char *into, *own = NULL;
     int direct = t != NULL && t->large_reads && max_size > LARGE_READ;
+    /* A buffer of max_size that cannot be had is recv's MemoryError in
+     * asyncio, inside its `try:`: a fatal read error. */
     if (direct) {
         data = PyBytes_FromStringAndSize(NULL, max_size);
         if (data == NULL)
-            return NULL;
+            return report_fatal(self, msg_read_error);
         into = PyBytes_AS_STRING(data);
     } else if ((into = zl_rx_take(L, (size_t)max_size, &own)) == NULL) {
-        return NULL;
+        return report_fatal(self, msg_read_error);
     }
     ssize_t n;
     do {

@@ -1,8 +1,9 @@
 /* Helpers every other C file of the adapter may use: taking and restoring
  * the pending exception across the two ways CPython versions spell it,
- * calling a method as an `except` clause would, reading a class's slots
- * by their recorded offsets, interning a table of names at import, and
- * growing a raw buffer.
+ * calling a method as an `except` clause would, giving a Python subclass
+ * descriptors of its own for the C methods it inherits (own_methods),
+ * reading a class's slots by their recorded offsets, interning a table of
+ * names at import, and growing a raw buffer.
  *
  * Layer 1 (capi/zl.h): it calls nothing of the adapter and knows no
  * loop, handle or transport. */

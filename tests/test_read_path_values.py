@@ -84,18 +84,19 @@ def test_a_read_callback_bound_to_another_transport_reads_that_one(loop):
         loop.run_until_complete(asyncio.sleep(0))
 
 
-@pytest.mark.parametrize("max_size", [3, 2**30, True, 2**70, -1, "x", 3.0])
+@pytest.mark.parametrize("max_size", [3, 2**30, True, 2**62, 2**70, -1, "x", 3.0])
 def test_max_size_small_large_and_unusual(loop, max_size):
     """One-digit ints are read without PyLong_AsLong, larger ones with it:
     reads of at most max_size bytes either way. True, an int too large for
     recv, a negative one, a str or a float take asyncio's own read: recv's
     conversion (True reads one byte) or a fatal read error with recv's
-    exception, on both loops."""
+    exception, on both loops. 2**62 fits a C long but no buffer of that
+    size can be had: recv's MemoryError, a fatal read error too."""
     transport, protocol, peer = _connected(loop, Collect)
     transport.max_size = max_size
     data = bytes(range(200)) * 5
     try:
-        if max_size is True or (type(max_size) is int and max_size > 0 and max_size < 2**62):
+        if max_size is True or (type(max_size) is int and 0 < max_size < 2**62):
             assert _receive(loop, protocol, peer, data) == data
             assert max(map(len, protocol.chunks)) <= max_size
             return
@@ -105,7 +106,7 @@ def test_max_size_small_large_and_unusual(loop, max_size):
         assert transport.is_closing() and protocol.chunks == []
         context = handler.call_args[0][0]
         assert context["message"] == "Fatal read error on socket transport"
-        expected = {int: (OverflowError, ValueError), str: TypeError, float: TypeError}
+        expected = {int: (OverflowError, ValueError, MemoryError), str: TypeError, float: TypeError}
         assert isinstance(context["exception"], expected[type(max_size)])
     finally:
         transport.close()

@@ -99,9 +99,10 @@ RECV_SIZES = (1, 100, 4096, 65536, 1 << 20)
 SEND_SIZES = (1, 10, 1000, 4096, 40000)  # 40000: three TLS records in one send
 READ_SIZES = (-1, 0, 1, 10, 100, 65536)
 # transport.max_size: one-digit ints (below 2**30) and larger ones read
-# natively, the rest (0, negative, True, too large, not an int) by
-# asyncio's own read (capi/transport.c, read_size)
-MAX_SIZES = (1, 7, 1000, 4096, 65536, 262144, 1 << 30, 0, -1, True, 1 << 70, "x")
+# natively (1 << 62: no buffer that large can be had, recv's MemoryError),
+# the rest (0, negative, True, too large, not an int) by asyncio's own read
+# (capi/transport.c, read_size)
+MAX_SIZES = (1, 7, 1000, 4096, 65536, 262144, 1 << 30, 0, -1, True, 1 << 62, 1 << 70, "x")
 
 
 def _size(draw, world):
