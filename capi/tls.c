@@ -165,14 +165,18 @@ PyObject *zl_set_tls(PyObject *mod, PyObject *args)
 /* ---- small steps ---- */
 
 /* a op b as Python compares them (1, 0 or -1): two exact ints that fit a
- * long are compared here (the counts and marks of every record), anything
- * else by PyObject_RichCompareBool. */
+ * long are compared here (the counts and marks of every record; one-digit
+ * ones, the usual, read from the object: zl_small_int), anything else by
+ * PyObject_RichCompareBool. */
 static int compare(PyObject *a, PyObject *b, int op)
 {
     if (PyLong_CheckExact(a) && PyLong_CheckExact(b)) {
-        int a_over, b_over;
-        long x = PyLong_AsLongAndOverflow(a, &a_over);
-        long y = PyLong_AsLongAndOverflow(b, &b_over);
+        int a_over = 0, b_over = 0;
+        long x, y;
+        if (!zl_small_int(a, &x))
+            x = PyLong_AsLongAndOverflow(a, &a_over);
+        if (!zl_small_int(b, &y))
+            y = PyLong_AsLongAndOverflow(b, &b_over);
         if (a_over == 0 && b_over == 0) { /* an exact int cannot fail to convert */
             switch (op) {
             case Py_LT:

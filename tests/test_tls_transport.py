@@ -268,7 +268,17 @@ def _marks_observations(loop_name, tls_contexts, high, low):
 
 @pytest.mark.parametrize(
     "high, low",
-    [(0, 0), (0.0, None), (1.5, 0.5), (1 << 70, 1 << 69), (-(1 << 70), None), (10**4, 10**4 + 1)],
+    [
+        (0, 0),
+        (0.0, None),
+        (1.5, 0.5),
+        (1 << 70, 1 << 69),
+        (-(1 << 70), None),
+        (10**4, 10**4 + 1),
+        # past one digit (2**30) but within a C long: converted, not read
+        (1 << 40, (1 << 30) - 1),
+        ((1 << 30) - 1, 1 << 30),
+    ],
 )
 def test_tls_write_marks_of_any_number_type_behave_as_asyncios(tls_contexts, high, low):
     assert_same_observations(
