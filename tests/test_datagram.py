@@ -76,7 +76,7 @@ def test_every_size_arrives_whole_and_later_datagrams_leave_it_alone(loop):
     assert got == [(bytes, p, True) for p in PAYLOADS]
 
 
-@pytest.mark.parametrize("max_size", [1, 100, 1023, 1024, 1025, 300 * 1024, 0])
+@pytest.mark.parametrize("max_size", [1, 100, 1023, 1024, 1025, 300 * 1024, 0, True, 1 << 30])
 def test_max_size_truncates_as_asyncio(loop, max_size):
     payloads = [b"x" * 1024, b"y" * 2000, b"z"]
     got = loop.run_until_complete(receive(loop, payloads, max_size))
