@@ -96,11 +96,7 @@ static int exact_long(PyObject *v, long *out)
 {
     if (v == NULL)
         return -1;
-    int overflow = 0, ok = 1; /* a one-digit int (zl_small_int): read from the object */
-    if (!zl_small_int(v, out)) {
-        *out = PyLong_CheckExact(v) ? PyLong_AsLongAndOverflow(v, &overflow) : 0;
-        ok = PyLong_CheckExact(v) && !overflow;
-    }
+    int ok = zl_exact_long(v, out);
     Py_DECREF(v);
     return ok;
 }

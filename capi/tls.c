@@ -165,33 +165,25 @@ PyObject *zl_set_tls(PyObject *mod, PyObject *args)
 /* ---- small steps ---- */
 
 /* a op b as Python compares them (1, 0 or -1): two exact ints that fit a
- * long are compared here (the counts and marks of every record; one-digit
- * ones, the usual, read from the object: zl_small_int), anything else by
- * PyObject_RichCompareBool. */
+ * long are compared here (the counts and marks of every record:
+ * zl_exact_long), anything else by PyObject_RichCompareBool. */
 static int compare(PyObject *a, PyObject *b, int op)
 {
-    if (PyLong_CheckExact(a) && PyLong_CheckExact(b)) {
-        int a_over = 0, b_over = 0;
-        long x, y;
-        if (!zl_small_int(a, &x))
-            x = PyLong_AsLongAndOverflow(a, &a_over);
-        if (!zl_small_int(b, &y))
-            y = PyLong_AsLongAndOverflow(b, &b_over);
-        if (a_over == 0 && b_over == 0) { /* an exact int cannot fail to convert */
-            switch (op) {
-            case Py_LT:
-                return x < y;
-            case Py_LE:
-                return x <= y;
-            case Py_GT:
-                return x > y;
-            case Py_GE:
-                return x >= y;
-            case Py_EQ:
-                return x == y;
-            default:
-                return x != y;
-            }
+    long x, y;
+    if (zl_exact_long(a, &x) && zl_exact_long(b, &y)) {
+        switch (op) {
+        case Py_LT:
+            return x < y;
+        case Py_LE:
+            return x <= y;
+        case Py_GT:
+            return x > y;
+        case Py_GE:
+            return x >= y;
+        case Py_EQ:
+            return x == y;
+        default:
+            return x != y;
         }
     }
     return PyObject_RichCompareBool(a, b, op);

@@ -104,11 +104,9 @@ static int read_size(PyObject *self, long *out)
         *out = 0;
         return -2;
     }
-    int overflow = 0;
-    if (!zl_small_int(v, out))
-        *out = PyLong_CheckExact(v) ? PyLong_AsLongAndOverflow(v, &overflow) : 0;
+    int usual = zl_exact_long(v, out) && *out > 0;
     Py_DECREF(v);
-    return !overflow && *out > 0;
+    return usual;
 }
 
 /* self._fatal_error(exc, message) with the pending exception as exc, as the

@@ -376,6 +376,19 @@ static inline int zl_small_int(PyObject *v, long *out)
     (void)out;
     return 0;
 }
+/* v as a C long in *out: 1 when v is an exact int that fits one (read
+ * from the object when it is one digit), 0 otherwise (*out then says
+ * nothing). Never sets an exception. */
+static inline int zl_exact_long(PyObject *v, long *out)
+{
+    int overflow = 0;
+    if (zl_small_int(v, out))
+        return 1;
+    if (!PyLong_CheckExact(v))
+        return 0;
+    *out = PyLong_AsLongAndOverflow(v, &overflow);
+    return !overflow;
+}
 /* Field f's truth (1, 0) or -1 with an exception set. */
 static inline int zl_layout_true(const zl_layout *layout, PyObject *self, int f)
 {
