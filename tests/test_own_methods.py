@@ -46,8 +46,9 @@ def test_each_inherited_c_method_is_the_class_own_descriptor(cls, base):
     owned = set()
     for name in names:
         found = inspect.getattr_static(cls, name)
-        if type(found) is not method_descriptor:  # a Python override wins
-            assert name not in vars(base) or found is not vars(base)[name]
+        if type(found) is not method_descriptor:
+            # a Python override wins (none of these classes has one now;
+            # test_a_subclass_override_is_kept_and_called covers the case)
             continue
         assert found.__objclass__ is cls, name
         assert found.__qualname__ == f"{cls.__name__}.{name}"
