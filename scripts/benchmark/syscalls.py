@@ -4,6 +4,7 @@ the calls the Go runtime makes on its own clock (sysmon's sleeps, its
 futex hand-offs).
 
     python -m benchmark.syscalls [--loops zloopgo,uvloop] [--workload seed_tcp] [--size 20000]
+    python -m benchmark.syscalls --go-runtime --workload seed_tasks --size 200000
 
 Each loop runs the workload in a fresh interpreter (benchmark.worker), once
 with SIZE operations and once with none, pinned to one core (taskset -c 1)
@@ -11,9 +12,16 @@ and to two (taskset -c 0,1); the difference divided by SIZE is the count
 per operation, without start-up. Printed per 1,000 operations: every
 system call, those of the loop's own I/O (waits, sends, receives), and
 those no readiness-based loop makes per operation (futex, the sleeps,
-signals, yields): the Go runtime's, for zloopgo. Needs perf with the
-syscalls tracepoints (root, or kernel.perf_event_paranoid <= -1). It knows
-the loops only by the worker's names.
+signals, yields): the Go runtime's, for zloopgo; and the process's context
+switches. With --go-runtime, zloopgo's rows also count calls of the Go
+scheduler's functions in zloopgo's extension (uprobes, removed at the
+end): runtime.preemptone (sysmon finding the loop's goroutine not
+rescheduled for 10 ms), runtime.handoffp (a P handed to another thread:
+taken by sysmon, or the loop's yield), runtime.stoplockedm (the locked
+goroutine giving its thread's P up: the engine's yields) and runtime.startm
+(a thread woken or started). Needs perf with the syscalls tracepoints
+(root, or kernel.perf_event_paranoid <= -1), and root for the uprobes. It
+knows the loops only by the worker's names.
 """
 
 import argparse
@@ -27,13 +35,31 @@ from .harness import pin_prefix
 WAITS = ("epoll_wait", "epoll_pwait", "epoll_pwait2", "io_uring_enter")
 IO = WAITS + ("sendto", "recvfrom", "sendmsg", "recvmsg", "recvmmsg", "read", "readv", "write")
 RUNTIME = ("futex", "nanosleep", "clock_nanosleep", "tgkill", "sched_yield", "rt_sigreturn")
-EVENTS = ["raw_syscalls:sys_enter"] + [f"syscalls:sys_enter_{n}" for n in IO + RUNTIME]
+SWITCHES = "context-switches"
+EVENTS = ["raw_syscalls:sys_enter"] + [f"syscalls:sys_enter_{n}" for n in IO + RUNTIME] + [SWITCHES]
 PINS = {"one core": "1", "two cores": "0,1"}
 
+# --go-runtime: the Go scheduler's functions counted in zloopgo's extension
+GO_GROUP = "zlgo_runtime"
+GO_FUNCS = ("preemptone", "handoffp", "stoplockedm", "startm")
+GO_EVENTS = [f"{GO_GROUP}:{f}" for f in GO_FUNCS]
 
-def counts(loop, workload, size, pin, timeout):
+
+def parse_stat(text, events):
+    """{event: count} from `perf stat -x,` output, for the events asked;
+    None for an event perf could not count ("<not counted>",
+    "<not supported>")."""
+    got = {}
+    for line in text.splitlines():
+        parts = line.split(",")
+        if len(parts) > 2 and parts[2] in events:
+            got[parts[2]] = int(parts[0]) if parts[0].isdigit() else None
+    return got
+
+
+def counts(loop, workload, size, pin, timeout, events):
     """{event: count} for one worker run, or None with why."""
-    cmd = [*pin_prefix(pin), "perf", "stat", "-x,", "-o", "/dev/stderr", "-e", ",".join(EVENTS)]
+    cmd = [*pin_prefix(pin), "perf", "stat", "-x,", "-o", "/dev/stderr", "-e", ",".join(events)]
     cmd += [sys.executable, "-m", "benchmark.worker", loop, workload, str(size)]
     env = dict(os.environ, ZL_BENCH_GC="off")
     try:
@@ -42,24 +68,53 @@ def counts(loop, workload, size, pin, timeout):
         return None, "timed out"
     if "BENCH-RESULT" not in proc.stdout:
         return None, (proc.stderr.strip().splitlines() or ["no result"])[-1]
-    got = {}
-    for line in proc.stderr.splitlines():
-        parts = line.split(",")
-        if len(parts) > 2 and parts[2] in EVENTS:
-            got[parts[2]] = int(parts[0]) if parts[0].isdigit() else None
-    if not got or any(v is None for v in got.values()):
+    got = parse_stat(proc.stderr, events)
+    if set(got) != set(events) or any(v is None for v in got.values()):
         return None, "perf counted nothing (are the syscalls tracepoints readable?)"
     return got, ""
 
 
-def per_1000(loop, workload, size, pin, timeout):
-    full, why = counts(loop, workload, size, pin, timeout)
+def per_1000(loop, workload, size, pin, timeout, events):
+    full, why = counts(loop, workload, size, pin, timeout, events)
     if full is None:
         return None, why
-    empty, why = counts(loop, workload, 0, pin, timeout)
+    empty, why = counts(loop, workload, 0, pin, timeout, events)
     if empty is None:
         return None, why
-    return {e: (full[e] - empty[e]) * 1000 / size for e in EVENTS}, ""
+    return {e: (full[e] - empty[e]) * 1000 / size for e in events}, ""
+
+
+def row_events(loop, go_runtime):
+    """The events a loop's rows count: the Go scheduler's only where its
+    uprobes are, in zloopgo's extension."""
+    return EVENTS + (GO_EVENTS if go_runtime and loop == "zloopgo" else [])
+
+
+def remove_go_probes():
+    subprocess.run(["perf", "probe", "-q", "-d", f"{GO_GROUP}:*"], capture_output=True)
+
+
+def add_go_probes():
+    """Puts uprobes on GO_FUNCS in the zloopgo extension this interpreter
+    imports; exits with why when it cannot."""
+    found = subprocess.run(
+        [sys.executable, "-c", "import zloopgo._engine as e; print(e.__file__)"],
+        capture_output=True,
+        text=True,
+    )
+    if found.returncode != 0:
+        raise SystemExit("--go-runtime: zloopgo is not importable here")
+    so = found.stdout.strip()
+    remove_go_probes()
+    for f in GO_FUNCS:
+        added = subprocess.run(
+            ["perf", "probe", "-q", "-x", so, "--add", f"{GO_GROUP}:{f}=runtime.{f}"],
+            capture_output=True,
+            text=True,
+        )
+        if added.returncode != 0:
+            remove_go_probes()
+            raise SystemExit(f"--go-runtime: perf probe runtime.{f}: {added.stderr.strip()}")
 
 
 def name(event):
@@ -72,33 +127,56 @@ def main(argv=None):
     p.add_argument("--workload", default="seed_tcp")
     p.add_argument("--size", type=int, default=20000)
     p.add_argument("--timeout", type=float, default=120)
+    p.add_argument(
+        "--go-runtime",
+        action="store_true",
+        help="also count the Go scheduler's functions in zloopgo's rows (uprobes; root)",
+    )
     args = p.parse_args(argv)
     if shutil.which("perf") is None:
         raise SystemExit("perf is not installed")
+    if args.go_runtime:
+        add_go_probes()
+    try:
+        table(args)
+    finally:
+        if args.go_runtime:
+            remove_go_probes()
+
+
+def table(args):
     print(
         f"System calls per 1,000 operations of {args.workload} "
         f"(N={args.size:,}, minus a run of 0; GC off)"
     )
     print()
+    go = " | Go scheduler (zloopgo)" if args.go_runtime else ""
     print(
         "| loop | pinned | all | loop's I/O | of which waits "
-        "| runtime-style (futex, sleeps, signals, yields) | non-zero of those |"
+        f"| runtime-style (futex, sleeps, signals, yields) | non-zero of those "
+        f"| context switches{go} |"
     )
-    print("| --- | --- | ---: | ---: | ---: | ---: | --- |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | --- | ---: |" + (" --- |" if go else ""))
     for loop in [x for x in args.loops.split(",") if x]:
+        events = row_events(loop, args.go_runtime)
         for where, pin in PINS.items():
-            got, why = per_1000(loop, args.workload, args.size, pin, args.timeout)
+            got, why = per_1000(loop, args.workload, args.size, pin, args.timeout, events)
             if got is None:
-                print(f"| {loop} | {where} | — | — | — | — | {why} |")
+                missing = " — |" if go else ""
+                print(f"| {loop} | {where} | — | — | — | — | {why} | — |{missing}")
                 continue
             io = sum(got[f"syscalls:sys_enter_{n}"] for n in IO)
             waits = sum(got[f"syscalls:sys_enter_{n}"] for n in WAITS)
             rt = {n: got[f"syscalls:sys_enter_{n}"] for n in RUNTIME}
             shown = ", ".join(f"{n} {v:.1f}" for n, v in rt.items() if abs(v) >= 0.05) or "none"
             total = got["raw_syscalls:sys_enter"]
+            extra = ""
+            if go:
+                sched = [f"{e.split(':')[1]} {got[e]:.2f}" for e in GO_EVENTS if e in got]
+                extra = f" {', '.join(sched) or '—'} |"
             print(
                 f"| {loop} | {where} | {total:,.1f} | {io:,.1f} | {waits:,.1f} "
-                f"| {sum(rt.values()):,.1f} | {shown} |",
+                f"| {sum(rt.values()):,.1f} | {shown} | {got[SWITCHES]:,.1f} |{extra}",
                 flush=True,
             )
 
