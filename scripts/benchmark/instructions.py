@@ -237,6 +237,35 @@ async def main():
 loop.run_until_complete(main())
 """,
     ),
+    "uvicorn_request": (
+        500,
+        """
+import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.server import ServerState
+from benchmark.httpapp import app
+# what `uvicorn benchmark.httpapp:app --http httptools --no-access-log`
+# serves each connection with (uvicorn's Server.startup), without its
+# process: the protocol made on the loop under test
+config = uvicorn.Config(app, http="httptools", lifespan="off", access_log=False)
+config.load()
+state = ServerState()
+async def main():
+    server = await loop.create_server(
+        lambda: HttpToolsProtocol(config=config, server_state=state, app_state={}),
+        "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    for _ in range(n):
+        writer.write(b"GET /plaintext HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n")
+        head = await reader.readuntil(b"\\r\\n\\r\\n")
+        assert head.startswith(b"HTTP/1.1 200") and b"content-length: 13" in head, head
+        await reader.readexactly(13)
+    writer.close()
+    server.close()
+loop.run_until_complete(main())
+""",
+    ),
 }
 
 
