@@ -159,32 +159,20 @@ static PyObject *run_in_foreign_context(PyObject *context, PyObject *callback,
 }
 
 /* Calls callback(*args) in *context (first made the call's own if it is a
- * shared snapshot), as a callback of loop L: transports count its writes
- * and push out what their sends held back when it returns. The result,
- * or NULL with the callback's exception set. */
+ * shared snapshot), as a callback of loop L (counted for stats()). The
+ * result, or NULL with the callback's exception set. */
 PyObject *zl_run_call(zl_loop *L, PyObject *callback, PyObject *const *args, Py_ssize_t nargs,
                       PyObject **context, char *snapshot)
 {
     PyObject *res = NULL;
-    char outer = L->callbacks.running;
     if (!PyContext_CheckExact(*context)) {
-        L->callbacks.running = 1;
         L->callbacks.started++;
         res = run_in_foreign_context(*context, callback, args, nargs);
-        L->callbacks.running = outer;
-        if (zl_corked_any(L) && !outer)
-            zl_corked_push(L);
     } else if (own_context(L, context, snapshot) == 0 && PyContext_Enter(*context) == 0) {
         PyObject *ctx = *context;
         Py_ssize_t refs = Py_REFCNT(ctx);
-        L->callbacks.running = 1;
-        L->callbacks.started++; /* a transport's writes per callback (transport.c) */
+        L->callbacks.started++;
         res = PyObject_Vectorcall(callback, args, nargs, NULL);
-        L->callbacks.running = outer;
-        /* Segments its writes held back for a write that did not come
-         * leave now (corked.c). */
-        if (zl_corked_any(L) && !outer)
-            zl_corked_push(L);
         /* A reference the callback kept to its context (the Token of a
          * ContextVar.set holds one) may be the last to go: the context
          * must then be on the collector's lists, which its dealloc

@@ -5,7 +5,7 @@
  * and closing it. What the loop holds lives in one file each: the ready
  * queue (ready.c), timer slots (timers.c), scheduling (schedule.c),
  * futures and tasks (tasks.c), the descriptor table (fds.c), the engine's
- * calls into C (dispatch.c), the corked list (corked.c).
+ * calls into C (dispatch.c).
  *
  * It allocates and frees the buffers the engine fills (sh.events, and
  * sh.timers_out and sh.done, which dispatch.c grows); of every other
@@ -73,7 +73,6 @@ static void engine_close(zl_loop *L)
     zl_ready_clear(L);
     zl_timers_release_all(L);
     zl_fds_release_all(L);
-    zl_corked_clear(L);
     zl_context_cache_clear(L);
     /* A forked child must not call into the parent's Go runtime: it leaks
      * the engine's two descriptors and its waker instead. */
@@ -146,7 +145,6 @@ static int loop_traverse(zl_loop *L, visitproc visit, void *arg)
 static int loop_clear(zl_loop *L)
 {
     zl_pending_reset(L);
-    zl_corked_clear(L);
     zl_tasks_clear(L);
     Py_CLEAR(L->debug_value);
     zl_schedule_clear(L);
@@ -169,7 +167,6 @@ static void loop_dealloc(zl_loop *L)
     zl_handle_pools_free(L);
     zl_timers_free(L);
     zl_fds_free(L);
-    zl_corked_free(L);
     zl_rx_free(L);
     PyMem_RawFree(L->sh.events);
     PyMem_RawFree(L->sh.timers_out);

@@ -120,8 +120,6 @@ PyObject *zl_stats(PyObject *mod, PyObject *loop)
         if (put(kinds, kind_names[k], transport_counts(&c->transports[k], &c0->transports[k])) < 0)
             goto fail;
     if (put(d, "transports", Py_NewRef(kinds)) < 0 ||
-        put_u(d, "corked_sends", c->corked_sends - c0->corked_sends) < 0 ||
-        put_u(d, "corked_pushes", c->corked_pushes - c0->corked_pushes) < 0 ||
         put_u(d, "lookups_started", zl_lookups_queued(L) - L->stats.lookups_at_reset) < 0 ||
         put_u(d, "lookups_done", c->lookups_done - c0->lookups_done) < 0 ||
         put(d, "slow_callback_detection", PyBool_FromLong(L->stats.slow_callbacks)) < 0 ||

@@ -8,15 +8,12 @@
  * uses, so behaviour and messages are asyncio's.
  *
  * It knows asyncio's transport attributes by name; of the loop it knows
- * whether a callback is running (callbacks.running, callbacks.started), its
- * receive buffer and quiet-read flag, the list of corked transports it hands
- * a transport to (corked.c), and the counters of its reads and writes it
- * adds to (zl_counters.transports, corked_sends); it knows nothing of the
+ * its receive buffer and quiet-read flag and the counters of its reads
+ * and writes it adds to (zl_counters.transports); it knows nothing of the
  * engine. */
 #include "zl.h"
 #include <errno.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <structmember.h>
 #include <sys/socket.h>
 
@@ -399,60 +396,11 @@ void zl_transport_fed_quietly(PyObject *transport)
  * get_write_buffer_size(), drain() and the protocol's callbacks see what
  * they see on asyncio.
  *
- * One thing differs, below everything a program can see: on a TCP socket,
- * a write that this transport's previous writing callback was followed by
- * more writes in (an HTTP header, then its body) is sent with MSG_MORE.
- * The kernel takes the bytes and holds back the segment, so the write
- * that follows leaves with it in one packet; if no write follows, the
- * loop pushes the segment out when the callback returns (corked.c). Only
- * the moment the segment goes on the wire moves, within the one callback,
- * as it does for any socket the kernel corks. A program that corks the
- * socket itself (TCP_CORK through get_extra_info("socket"), or inherited
- * from the listening socket) turns this off for the transport. */
-
-/* zl_transport.cork; a new transport's fields are zero: not asked yet */
-enum { CORK_UNKNOWN = 0, CORK_NEVER, CORK_MAY };
-
-/* MSG_MORE and TCP_CORK are Linux's; where either is missing (macOS) no
- * send is held back and the corked list stays empty. ZL_HAVE_MSG_MORE is
- * for #if: glibc's MSG_MORE is an enum constant, which #if reads as 0. */
-#if defined(MSG_MORE) && defined(TCP_CORK)
-#define ZL_MSG_MORE MSG_MORE
-#define ZL_HAVE_MSG_MORE 1
-#else
-#define ZL_MSG_MORE 0
-#define ZL_HAVE_MSG_MORE 0
-#endif
-
-/* Whether this write should carry MSG_MORE: the transport's last writing
- * callback made more writes than this callback has made so far. Counts
- * the write. */
-static int predict_more(zl_transport *t, zl_loop *L, int fd)
-{
-    uint64_t now = zl_running_callback(L);
-    if (t->write_callback != now) {
-        t->writes_before = t->writes_now;
-        t->write_callback = now;
-        t->writes_now = 0;
-    }
-    t->writes_now++;
-    if (t->writes_now >= t->writes_before)
-        return 0;
-#if !ZL_HAVE_MSG_MORE
-    (void)fd;
-    return 0;
-#else
-    if (t->cork == CORK_UNKNOWN) {
-        /* once per transport: a TCP socket (others refuse TCP_CORK) that
-         * nobody corked */
-        int on = 1;
-        socklen_t len = sizeof on;
-        t->cork = getsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, &len) == 0 && on == 0 ? CORK_MAY
-                                                                                   : CORK_NEVER;
-    }
-    return t->cork == CORK_MAY;
-#endif
-}
+ * Every send is made without MSG_MORE: a segment held back for a write
+ * that follows would reach the peer only when the callback returns, and a
+ * peer read meanwhile (in the same callback, or by another process while
+ * the callback runs on) would find nothing where on asyncio it finds the
+ * bytes (tests/test_write_order.py). */
 
 /* Hands what a send left to _zl_buffer_rest, which buffers it as this
  * Python version's asyncio buffers the rest of a partial send: data of
@@ -476,16 +424,11 @@ static PyObject *send_now(PyObject *self, PyObject *data, Py_buffer *view)
         return NULL;
     zl_transport *t = state_of(self);
     zl_loop *owner = t != NULL ? transport_loop(self) : NULL;
-    /* the loop, if it is running a callback */
-    zl_loop *L = owner != NULL && zl_running_callback(owner) != 0 ? owner : NULL;
-    int more = L != NULL && t->cork != CORK_NEVER && predict_more(t, L, (int)fd);
-    if (more && zl_corked_reserve(L) < 0)
-        return NULL;
     ssize_t n;
     do {
         /* MSG_NOSIGNAL: a closed peer is an error on this transport,
          * never a SIGPIPE, whatever the process's SIGPIPE setting */
-        n = send((int)fd, view->buf, view->len, MSG_NOSIGNAL | (more ? ZL_MSG_MORE : 0));
+        n = send((int)fd, view->buf, view->len, MSG_NOSIGNAL);
     } while (n < 0 && errno == EINTR);
     int err = errno;
     zl_transport_counts *c = counts(owner, t);
@@ -494,15 +437,6 @@ static PyObject *send_now(PyObject *self, PyObject *data, Py_buffer *view)
         c->write_bytes += n > 0 ? (uint64_t)n : 0;
         /* what is left goes to asyncio's buffer (below) */
         c->writes_buffered += n != view->len && (n >= 0 || err == EAGAIN || err == EWOULDBLOCK);
-        owner->counters.corked_sends += more;
-    }
-    if (n >= 0 && t != NULL) {
-        /* a send without MSG_MORE pushes out whatever was held back */
-        t->corked = (char)more;
-        if (more && !t->listed) {
-            t->listed = 1;
-            zl_corked_add(L, t, (int)fd);
-        }
     }
     if (n < 0 && err != EAGAIN && err != EWOULDBLOCK) {
         errno = err;
@@ -512,6 +446,14 @@ static PyObject *send_now(PyObject *self, PyObject *data, Py_buffer *view)
     if (n == view->len)
         Py_RETURN_NONE;
     return buffer_rest(self, data, n < 0 ? 0 : n);
+}
+
+/* The buffer transport_write took: exported (a bytearray, a memoryview)
+ * or an exact bytes' own storage, which has nothing to release. */
+static void release_view(Py_buffer *view)
+{
+    if (view->obj != NULL)
+        PyBuffer_Release(view);
 }
 
 /* write(data): asyncio's checks; then, with nothing buffered, the data is
@@ -548,18 +490,25 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
         return NULL;
     }
     Py_buffer view;
-    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
+    if (PyBytes_CheckExact(data)) {
+        /* bytes are immutable and data is held for the call: their
+         * storage is what a buffer export would give, without one */
+        view = (Py_buffer){.buf = PyBytes_AS_STRING(data),
+                           .len = PyBytes_GET_SIZE(data),
+                           .readonly = 1,
+                           .itemsize = 1};
+    } else if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
         /* not one contiguous block (a strided memoryview): asyncio's own
          * write handles it, reporting send()'s failure as a fatal error */
         PyErr_Clear();
         return PyObject_CallMethodOneArg(self, s_write_python, data);
     }
     if (view.len == 0) {
-        PyBuffer_Release(&view);
+        release_view(&view);
         Py_RETURN_NONE;
     }
     if ((flag = field_true(self, F_CONN_LOST)) != 0) {
-        PyBuffer_Release(&view);
+        release_view(&view);
         return flag < 0 ? NULL : PyObject_CallMethodOneArg(self, s_write_python, data);
     }
     /* The socket is gone (the transport closed itself once its buffer was
@@ -567,17 +516,17 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
      * descriptor by now. asyncio's own write fails on the missing socket. */
     PyObject *sock = get_field(self, F_SOCK);
     if (sock == NULL) {
-        PyBuffer_Release(&view);
+        release_view(&view);
         return NULL;
     }
     Py_DECREF(sock);
     if (sock == Py_None) {
-        PyBuffer_Release(&view);
+        release_view(&view);
         return PyObject_CallMethodOneArg(self, s_write_python, data);
     }
     PyObject *buffer = get_field(self, F_BUFFER);
     if (buffer == NULL) {
-        PyBuffer_Release(&view);
+        release_view(&view);
         return NULL;
     }
     Py_ssize_t buffered = PyObject_Length(buffer);
@@ -593,7 +542,7 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
             c->writes_buffered++;
         r = buffer_rest(self, data, -1);
     }
-    PyBuffer_Release(&view);
+    release_view(&view);
     return r;
 }
 
@@ -604,15 +553,6 @@ static PyObject *transport_is_closing(PyObject *self, PyObject *unused)
 }
 
 /* ---- TransportState: zl_transport as a Python object ---- */
-
-/* cork_off(): the program set TCP_CORK on the socket itself, so no send
- * of this transport carries MSG_MORE from now on and the loop never
- * pushes its segments out: the program's cork stays as it set it. */
-static PyObject *state_cork_off(PyObject *self, PyObject *unused)
-{
-    ((zl_transport *)self)->cork = CORK_NEVER;
-    Py_RETURN_NONE;
-}
 
 static PyObject *state_large_reads(PyObject *self, void *c)
 {
@@ -640,11 +580,6 @@ static int state_set_kind(PyObject *self, PyObject *v, void *c)
     return 0;
 }
 
-static PyMethodDef state_methods[] = {
-    {"cork_off", state_cork_off, METH_NOARGS,
-     "The program corks the socket itself: never send with MSG_MORE."},
-    {NULL}};
-
 static PyGetSetDef state_getset[] = {
     /* the last read filled LARGE_READ bytes (tests/test_large_reads.py) */
     {"large_reads", state_large_reads, NULL, NULL, NULL},
@@ -660,7 +595,6 @@ PyTypeObject zl_TransportStateType = {
     .tp_basicsize = sizeof(zl_transport),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,
-    .tp_methods = state_methods,
     .tp_getset = state_getset,
 };
 

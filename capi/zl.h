@@ -11,27 +11,26 @@
  *   2 runtime.c       the fork guard; the hooks set at import
  *   3 clock.c         loop.time(), the program's replacement if any
  *   4 context.c       context snapshots, the spare context
- *   5 corked.c        segments held back by MSG_MORE, pushed out after a callback
- *   6 handle_lock.c   the lock of 3.14's _ThreadSafeHandle, lighter than an RLock
- *   7 handle.c        Handle: making, running and cancelling a call
- *   8 ready.c         the ready queue of handles and their calls
- *   9 pending.c       the last handle made, looked at again; the collector hook
- *  10 timers.c        timer slots, shared with the engine
- *  11 timer_handle.c  TimerHandle
- *  12 schedule.c      call_soon, call_soon_threadsafe, call_later, call_at
- *  13 tasks.c         create_future, create_task
- *  14 fds.c           the descriptor table
- *  15 streamfeed.c    a stream's reads straight into its StreamReader
- *  16 transport.c     the socket transport's native methods: reads, writes
- *  17 tls.c           the TLS protocol's and its app transport's native methods
- *  18 datagram.c      the datagram transport's native methods: receive, sendto
- *  19 sockops.c       the loop's sock_recv, sock_recv_into, sock_sendall: asyncio's steps natively
- *  20 resolver.c      name lookups on resolver threads
- *  21 files.c         file operations on worker goroutines, their bound
- *  22 dispatch.c      the engine's calls into C: one iteration's batch
- *  23 loop.c          the LoopCore type: making, running, closing a loop
- *  24 stats.c         zloopgo.stats(): the counters read, reset; slow-callback detection set
- *  25 module.c        the extension module
+ *   5 handle_lock.c   the lock of 3.14's _ThreadSafeHandle, lighter than an RLock
+ *   6 handle.c        Handle: making, running and cancelling a call
+ *   7 ready.c         the ready queue of handles and their calls
+ *   8 pending.c       the last handle made, looked at again; the collector hook
+ *   9 timers.c        timer slots, shared with the engine
+ *  10 timer_handle.c  TimerHandle
+ *  11 schedule.c      call_soon, call_soon_threadsafe, call_later, call_at
+ *  12 tasks.c         create_future, create_task
+ *  13 fds.c           the descriptor table
+ *  14 streamfeed.c    a stream's reads straight into its StreamReader
+ *  15 transport.c     the socket transport's native methods: reads, writes
+ *  16 tls.c           the TLS protocol's and its app transport's native methods
+ *  17 datagram.c      the datagram transport's native methods: receive, sendto
+ *  18 sockops.c       the loop's sock_recv, sock_recv_into, sock_sendall: asyncio's steps natively
+ *  19 resolver.c      name lookups on resolver threads
+ *  20 files.c         file operations on worker goroutines, their bound
+ *  21 dispatch.c      the engine's calls into C: one iteration's batch
+ *  22 loop.c          the LoopCore type: making, running, closing a loop
+ *  23 stats.c         zloopgo.stats(): the counters read, reset; slow-callback detection set
+ *  24 module.c        the extension module
  */
 #ifndef ZL_H
 #define ZL_H
@@ -160,13 +159,6 @@ typedef struct {
     PyObject *signal_handlers;  /* the loop's _signal_handlers dict */
 } zl_fd_table;
 
-/* Transports whose last send in the running callback carried MSG_MORE,
- * pushed out when it returns (corked.c). */
-typedef struct {
-    PyObject **items; /* their zl_transport states */
-    int64_t len, cap;
-} zl_corked_list;
-
 /* Where native reads land (transport.c). */
 typedef struct {
     char *buf; /* reads smaller than LARGE_READ, before they are copied out */
@@ -197,8 +189,7 @@ typedef struct {
 
 /* Callbacks as they run (handle.c). */
 typedef struct {
-    char running;     /* a callback is executing */
-    uint64_t started; /* callbacks started so far (transports count writes per callback) */
+    uint64_t started; /* callbacks started so far (stats.c, a trace's iterations) */
     zl_handle_pool handle_pool, timer_pool; /* freed handles for reuse */
 } zl_callbacks;
 
@@ -214,9 +205,7 @@ typedef struct {
 } zl_transport_counts;
 typedef struct {
     zl_transport_counts transports[ZL_TRANSPORT_KINDS]; /* transport.c */
-    uint64_t corked_sends;  /* transport.c: sends that carried MSG_MORE */
-    uint64_t corked_pushes; /* corked.c: segments held back, pushed out after the callback */
-    uint64_t lookups_done;  /* resolver.c: finished lookups settled */
+    uint64_t lookups_done;                              /* resolver.c: finished lookups settled */
     uint64_t timed,
         timed_ns;     /* dispatch.c: callbacks timed (slow-callback detection), their time */
     uint64_t slow;    /* dispatch.c: of which slow, reported */
@@ -262,7 +251,6 @@ struct zl_loop {
     zl_pending pending;        /* pending.c */
     zl_callbacks callbacks;    /* handle.c */
     zl_fd_table fds;           /* fds.c */
-    zl_corked_list corked;     /* corked.c */
     zl_receive rx;             /* transport.c */
     zl_context_cache contexts; /* context.c */
     zl_lookups lookups;        /* resolver.c */
@@ -280,14 +268,7 @@ struct zl_loop {
  * no other object. */
 typedef struct {
     PyObject_HEAD
-    uint64_t write_callback; /* loop's callbacks.started at this transport's last write */
-    int32_t writes_now;      /* write() calls in that callback */
-    int32_t writes_before;   /* write() calls in the writing callback before it */
-    int corked_fd;           /* the socket bytes were sent to with MSG_MORE */
-    char cork;               /* may sends carry MSG_MORE (transport.c) */
-    char corked;             /* bytes sent with MSG_MORE wait for a push */
-    char listed;             /* on the loop's corked list */
-    char large_reads;        /* the last read filled at least LARGE_READ bytes */
+    char large_reads; /* the last read filled at least LARGE_READ bytes */
     char kind;        /* ZL_KIND_*: the counters it adds to (set once by zloopgo's transport) */
     char fed_quietly; /* its protocol's last buffer_updated ran no program code and
                        * wrote nothing (tls.c says so: zl_transport_fed_quietly) */
@@ -467,12 +448,6 @@ PyObject *zl_handle_args(zl_handle *h);
 /* Frees the loop's pools of freed handles. */
 void zl_handle_pools_free(zl_loop *L);
 int zl_handle_run(zl_handle *h);
-/* The number of the callback running now (it counts from 1), or 0 when
- * none is: transports count their writes per callback. */
-static inline uint64_t zl_running_callback(const zl_loop *L)
-{
-    return L->callbacks.running ? L->callbacks.started : 0;
-}
 /* Callbacks started so far (stats.c). */
 static inline uint64_t zl_callbacks_started(const zl_loop *L) { return L->callbacks.started; }
 /* Runs a handle as the loop's batch does: zl_handle_run, or in debug mode
@@ -703,22 +678,6 @@ PyObject *zl_set_tls(PyObject *mod, PyObject *args);
 
 int zl_datagram_type_ready(void);
 PyObject *zl_set_datagram_layout(PyObject *mod, PyObject *cls);
-
-/* capi/corked.c: the loop's list of transports whose last send carried
- * MSG_MORE (see transport.c, "writes") */
-/* Makes room for one more transport; -1 with MemoryError set. */
-int zl_corked_reserve(zl_loop *L);
-/* Appends a transport's state (a new reference) in the room
- * zl_corked_reserve made; fd is its socket. */
-void zl_corked_add(zl_loop *L, zl_transport *state, int fd);
-/* The running callback returned: pushes out the segments still held back
- * and empties the list. A pending exception is kept. */
-void zl_corked_push(zl_loop *L);
-/* Some transport waits for zl_corked_push. */
-static inline int zl_corked_any(const zl_loop *L) { return L->corked.len > 0; }
-/* Forgets the list (breaking a cycle, closing), pushing first. */
-void zl_corked_clear(zl_loop *L);
-void zl_corked_free(zl_loop *L);
 
 /* capi/sockops.c: LoopCore's sock_recv, sock_recv_into and sock_sendall steps */
 /* The receives from a plain socket that land in the loop's receive buffer,

@@ -16,7 +16,7 @@ reference mid-loop:
 
 Each scenario runs in a fresh interpreter with a timeout; the finalizer's
 log of outcomes and what the transports' peers received must be
-asyncio's. The corked list (capi/corked.c) runs no Python code."""
+asyncio's."""
 
 import pytest
 from helpers import check, run_script

@@ -1,7 +1,7 @@
-"""Writes made by one callback leave together when it returns on zloopgo
-(capi/transport.c, "writes held within one callback"); these dual-run
-tests pin down that nothing a program can see changes: order, content,
-and what write_eof, writelines, close and abort see afterwards.
+"""Several writes made by one callback (capi/transport.c, "writes": each
+is its own send); these dual-run tests pin down that nothing a program
+can see differs from asyncio: order, content, and what write_eof,
+writelines, close and abort see afterwards.
 tests/test_write_order.py covers order under every size and flow control."""
 
 import asyncio

@@ -30,8 +30,6 @@ COUNTERS = [
     ("timers_fired", "zloopgo.loop.timers.fired", "{timer}", "Timers that came due", 1),
     ("slow_callbacks", "zloopgo.loop.slow_callbacks", "{callback}", "Slow callbacks", 1),
     ("lookups_done", "zloopgo.lookups.done", "{lookup}", "Name lookups finished", 1),
-    ("corked_sends", "zloopgo.writes.held", "{write}", "Sends held back with MSG_MORE", 1),
-    ("corked_pushes", "zloopgo.writes.pushed", "{push}", "Held sends pushed after a callback", 1),
 ]
 # per transport kind (the attribute zloopgo.transport.kind)
 TRANSPORT_COUNTERS = [

@@ -10,7 +10,7 @@ transport internals; it knows nothing of the engine.
 
 import socket
 import sys
-from asyncio import selector_events, streams, trsock
+from asyncio import selector_events, streams
 
 from . import _engine
 
@@ -51,15 +51,12 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
         # asyncio's class attribute _sock = None, which __del__ reads if
         # __init__ failed before setting it, is shadowed by the slot
         self._sock = None
-        # What the native methods keep per transport: writes per callback,
-        # whether sends may carry MSG_MORE, the size of the last read.
+        # What the native methods keep per transport: the size of the last
+        # read, the counters its reads and writes add to.
         self._zl_state = _engine.TransportState()
         super().__init__(*args, **kwargs)
         # which of zloopgo.stats()'s per-kind counters its reads and writes add to
         self._zl_state.kind = _KINDS.get(self._sock.family, _KIND_OTHER)
-        # A program that corks the socket itself keeps its cork: the
-        # native write then never sends with MSG_MORE (capi/transport.c).
-        self._extra["socket"] = _TransportSocket(self._sock, self._zl_state)
 
     def _zl_buffer_rest(self, data, sent):
         # What a send left, buffered as this Python version's asyncio
@@ -92,22 +89,6 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
     # asyncio's own read, for a max_size the native one does not take (not
     # an int from 1 up: recv's own results and errors, asyncio's messages)
     _zl_read_python = selector_events._SelectorSocketTransport._read_ready__data_received
-
-
-class _TransportSocket(trsock.TransportSocket):
-    """asyncio's TransportSocket (what get_extra_info("socket") returns),
-    which tells its transport when the program sets TCP_CORK."""
-
-    __slots__ = ("_zl_state",)
-
-    def __init__(self, sock, state):
-        super().__init__(sock)
-        self._zl_state = state
-
-    def setsockopt(self, *args, **kwargs):
-        if args[:2] == (socket.IPPROTO_TCP, getattr(socket, "TCP_CORK", None)):
-            self._zl_state.cork_off()
-        return super().setsockopt(*args, **kwargs)
 
 
 _engine.set_transport_layout(SocketTransport)
