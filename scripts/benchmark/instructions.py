@@ -36,6 +36,18 @@ FACTORIES = {
     },
 }
 
+# The HTTP ops' keep-alive client, on the same loop as the server on
+# `port`: n x GET /plaintext, each reply's head and 13-byte body read.
+_HTTP_CLIENT = """
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    for _ in range(n):
+        writer.write(b"GET /plaintext HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n")
+        head = await reader.readuntil(b"\\r\\n\\r\\n")
+        assert head.startswith(b"HTTP/1.1 200") and b"content-length: 13" in head.lower(), head
+        await reader.readexactly(13)
+    writer.close()
+"""
+
 # op -> (N, the body run with `loop` and `n` defined)
 OPS = {
     "call_soon": (
@@ -226,13 +238,9 @@ async def main():
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     port = runner.addresses[0][1]
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    for _ in range(n):
-        writer.write(b"GET /plaintext HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n")
-        head = await reader.readuntil(b"\\r\\n\\r\\n")
-        assert head.startswith(b"HTTP/1.1 200") and b"Content-Length: 13" in head, head
-        await reader.readexactly(13)
-    writer.close()
+"""
+        + _HTTP_CLIENT
+        + """
     await runner.cleanup()
 loop.run_until_complete(main())
 """,
@@ -255,13 +263,9 @@ async def main():
         lambda: HttpToolsProtocol(config=config, server_state=state, app_state={}),
         "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    for _ in range(n):
-        writer.write(b"GET /plaintext HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n")
-        head = await reader.readuntil(b"\\r\\n\\r\\n")
-        assert head.startswith(b"HTTP/1.1 200") and b"content-length: 13" in head, head
-        await reader.readexactly(13)
-    writer.close()
+"""
+        + _HTTP_CLIENT
+        + """
     server.close()
 loop.run_until_complete(main())
 """,
