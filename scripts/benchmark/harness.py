@@ -101,8 +101,8 @@ def sample(loop, wl, size, timeout, gc_off, pin=None):
             rec["value"] = size / secs if secs > 0 else float("inf")
         elif wl.metric == "ms":
             rec["value"] = secs * 1e3
-        else:
-            rec["value"] = secs / size * 1e9
+        else:  # ns per operation; a run of none has no such figure
+            rec["value"] = secs / size * 1e9 if size else None
         m = rec["meter"]
         if m and size:
             rec["csw_per_op"] = (m["nvcsw"] + m["nivcsw"]) / size

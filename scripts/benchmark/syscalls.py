@@ -29,11 +29,22 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 from .harness import pin_prefix
 
 WAITS = ("epoll_wait", "epoll_pwait", "epoll_pwait2", "io_uring_enter")
-IO = WAITS + ("sendto", "recvfrom", "sendmsg", "recvmsg", "recvmmsg", "read", "readv", "write")
+IO = WAITS + (
+    "sendto",
+    "recvfrom",
+    "sendmsg",
+    "recvmsg",
+    "recvmmsg",
+    "read",
+    "readv",
+    "write",
+    "writev",
+)
 RUNTIME = ("futex", "nanosleep", "clock_nanosleep", "tgkill", "sched_yield", "rt_sigreturn")
 SWITCHES = "context-switches"
 EVENTS = ["raw_syscalls:sys_enter"] + [f"syscalls:sys_enter_{n}" for n in IO + RUNTIME] + [SWITCHES]
@@ -58,17 +69,20 @@ def parse_stat(text, events):
 
 
 def counts(loop, workload, size, pin, timeout, events):
-    """{event: count} for one worker run, or None with why."""
-    cmd = [*pin_prefix(pin), "perf", "stat", "-x,", "-o", "/dev/stderr", "-e", ",".join(events)]
-    cmd += [sys.executable, "-m", "benchmark.worker", loop, workload, str(size)]
-    env = dict(os.environ, ZL_BENCH_GC="off")
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return None, "timed out"
-    if "BENCH-RESULT" not in proc.stdout:
-        return None, (proc.stderr.strip().splitlines() or ["no result"])[-1]
-    got = parse_stat(proc.stderr, events)
+    """{event: count} for one worker run, or None with why (the worker's
+    last line of stderr when it gave no result: perf writes to a file of
+    its own, so that line is the worker's)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".perf") as stat:
+        cmd = [*pin_prefix(pin), "perf", "stat", "-x,", "-o", stat.name, "-e", ",".join(events)]
+        cmd += [sys.executable, "-m", "benchmark.worker", loop, workload, str(size)]
+        env = dict(os.environ, ZL_BENCH_GC="off")
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        except subprocess.TimeoutExpired:
+            return None, "timed out"
+        if "BENCH-RESULT" not in proc.stdout:
+            return None, (proc.stderr.strip().splitlines() or ["no result"])[-1]
+        got = parse_stat(stat.read(), events)
     if set(got) != set(events) or any(v is None for v in got.values()):
         return None, "perf counted nothing (are the syscalls tracepoints readable?)"
     return got, ""
