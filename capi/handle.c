@@ -3,9 +3,11 @@
  * inline, and the contextvars.Context it runs in; it runs with one
  * vectorcall and no argument tuple. Handles are recycled through small
  * free lists and take part in the cyclic GC. They know their loop but not
- * the engine. */
+ * the engine. Handle subclasses asyncio.events.Handle (TimerHandle,
+ * timer_handle.c, asyncio.events.TimerHandle), so that isinstance() checks
+ * a program makes against asyncio's classes hold; every attribute and
+ * method asyncio's define is ours or reads ours. */
 #include "zl.h"
-#include <structmember.h>
 
 /* Up to this many freed handles of each type are kept for reuse, by the
  * loop they belonged to (two loops in two threads never share one): a
@@ -59,8 +61,10 @@ zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
         h = PyObject_GC_New(zl_handle, type);
         if (h == NULL)
             return NULL;
+        /* asyncio's part: NULL from now on, tp_clear leaves it so */
+        memset(h->asyncio_slots, 0, offsetof(zl_handle, loop) - offsetof(zl_handle, asyncio_slots));
     }
-    memset((char *)h + sizeof(PyObject), 0, type->tp_basicsize - sizeof(PyObject));
+    memset(&h->loop, 0, type->tp_basicsize - offsetof(zl_handle, loop));
     h->args = h->inline_args;
     if (nargs > INT32_MAX) {
         Py_DECREF(h);
@@ -100,7 +104,15 @@ zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
     return h;
 }
 
-int zl_handle_alone(zl_handle *h) { return Py_REFCNT(h) == 1 && h->weakreflist == NULL; }
+/* The handle's list of weak references: asyncio's Handle has one, in its
+ * __weakref__ slot up to 3.11, before the object from 3.12 (a negative
+ * tp_weaklistoffset, as CPython itself reads it). */
+static PyObject **weakrefs_of(zl_handle *h)
+{
+    return (PyObject **)((char *)h + Py_TYPE(h)->tp_weaklistoffset);
+}
+
+int zl_handle_alone(zl_handle *h) { return Py_REFCNT(h) == 1 && *weakrefs_of(h) == NULL; }
 
 int zl_visit_pending(zl_handle *h, visitproc visit, void *arg)
 {
@@ -283,9 +295,31 @@ zl_handle_debug *zl_handle_debug_info(zl_handle *h)
     return h->debug;
 }
 
+/* asyncio's slots are NULL unless a program stored there through
+ * asyncio's own member descriptors (handle.__class__.__mro__[1]._args
+ * .__set__, say); one test for all of them keeps the common case short. */
+static void clear_asyncio_slots(zl_handle *h)
+{
+    uintptr_t any = 0;
+    for (int i = 0; i < ZL_ASYNCIO_HANDLE_SLOTS; i++)
+        any |= (uintptr_t)h->asyncio_slots[i];
+    for (int i = 0; i < ZL_ASYNCIO_TIMER_SLOTS; i++)
+        any |= (uintptr_t)h->asyncio_timer_slots[i];
+    if (any == 0)
+        return;
+    for (int i = 0; i < ZL_ASYNCIO_HANDLE_SLOTS; i++)
+        Py_CLEAR(h->asyncio_slots[i]);
+    for (int i = 0; i < ZL_ASYNCIO_TIMER_SLOTS; i++)
+        Py_CLEAR(h->asyncio_timer_slots[i]);
+}
+
 int zl_handle_traverse(zl_handle *h, visitproc visit, void *arg)
 {
     Py_VISIT(Py_TYPE(h)); /* a heap type */
+    for (int i = 0; i < ZL_ASYNCIO_HANDLE_SLOTS; i++)
+        Py_VISIT(h->asyncio_slots[i]);
+    for (int i = 0; i < ZL_ASYNCIO_TIMER_SLOTS; i++)
+        Py_VISIT(h->asyncio_timer_slots[i]);
     Py_VISIT(h->loop);
     Py_VISIT(h->callback);
     Py_VISIT(h->context);
@@ -301,6 +335,7 @@ int zl_handle_traverse(zl_handle *h, visitproc visit, void *arg)
 int zl_handle_clear(zl_handle *h)
 {
     clear_call(h);
+    clear_asyncio_slots(h);
     PyObject *context = h->context;
     h->context = NULL;
     h->context_snapshot = 0;
@@ -321,7 +356,7 @@ int zl_handle_clear(zl_handle *h)
 void zl_handle_dealloc(zl_handle *h)
 {
     PyObject_GC_UnTrack(h);
-    if (h->weakreflist != NULL)
+    if (*weakrefs_of(h) != NULL)
         PyObject_ClearWeakRefs((PyObject *)h);
     PyTypeObject *type = Py_TYPE(h);
     zl_loop *L = (zl_loop *)Py_XNewRef((PyObject *)h->loop); /* alive until h is pooled */
@@ -337,13 +372,6 @@ void zl_handle_dealloc(zl_handle *h)
         type->tp_free((PyObject *)h);
     Py_DECREF(type); /* an instance of a heap type holds a reference to it */
     Py_XDECREF(L);
-}
-
-static PyObject *handle_repr(zl_handle *h)
-{
-    if (zl_repr_hook != NULL)
-        return PyObject_CallOneArg(zl_repr_hook, (PyObject *)h);
-    return PyUnicode_FromFormat("<%s object at %p>", Py_TYPE(h)->tp_name, h);
 }
 
 static PyObject *handle_cancel_method(zl_handle *h, PyObject *unused)
@@ -427,7 +455,7 @@ static int set_source_traceback(zl_handle *h, PyObject *v, void *c)
     return 0;
 }
 
-static PyMethodDef handle_methods[] = {
+PyMethodDef zl_handle_methods[] = {
     {"cancel", (PyCFunction)handle_cancel_method, METH_NOARGS, "Cancel the callback."},
     {"cancelled", (PyCFunction)handle_cancelled, METH_NOARGS, "Whether cancel() was called."},
     {"get_context", (PyCFunction)handle_get_context, METH_NOARGS,
@@ -435,7 +463,7 @@ static PyMethodDef handle_methods[] = {
     {"_run", (PyCFunction)handle_run_method, METH_NOARGS, "Run the callback now."},
     {NULL}};
 
-static PyGetSetDef handle_getset[] = {
+PyGetSetDef zl_handle_getset[] = {
     {"_callback", (getter)get_callback, NULL, NULL, NULL},
     {"_args", (getter)get_args, NULL, NULL, NULL},
     {"_cancelled", (getter)get_cancelled, NULL, NULL, NULL},
@@ -450,26 +478,55 @@ static PyGetSetDef handle_getset[] = {
  * __module__ is "zloopgo" (a static type has one only in a dotted name). */
 PyTypeObject *zl_HandleType;
 
-static PyMemberDef handle_members[] = {
-    {"__weaklistoffset__", T_PYSSIZET, offsetof(zl_handle, weakreflist), READONLY, NULL}, {NULL}};
-
 static PyType_Slot handle_slots[] = {
     {Py_tp_doc, "A callback scheduled with call_soon(), as asyncio.Handle."},
     {Py_tp_dealloc, zl_handle_dealloc},
     {Py_tp_traverse, zl_handle_traverse},
     {Py_tp_clear, zl_handle_clear},
-    {Py_tp_repr, handle_repr},
-    {Py_tp_methods, handle_methods},
-    {Py_tp_getset, handle_getset},
-    {Py_tp_members, handle_members},
+    {Py_tp_methods, zl_handle_methods},
+    {Py_tp_getset, zl_handle_getset},
     {0, NULL}};
 
 static PyType_Spec handle_spec = {
     .name = "zloopgo.Handle",
     .basicsize = sizeof(zl_handle),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
+    /* made by the loop alone: a handle made by calling the type would
+     * have no loop */
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE |
+             Py_TPFLAGS_DISALLOW_INSTANTIATION,
     .slots = handle_slots,
 };
+
+PyTypeObject *zl_asyncio_handle_base(const char *name, Py_ssize_t fields_at)
+{
+    PyObject *events = PyImport_ImportModule("asyncio.events");
+    if (events == NULL)
+        return NULL;
+    PyObject *base = PyObject_GetAttrString(events, name);
+    Py_DECREF(events);
+    if (base == NULL)
+        return NULL;
+    if (!PyType_Check(base)) {
+        Py_DECREF(base);
+        return (PyTypeObject *)PyErr_Format(PyExc_ImportError,
+                                            "zloopgo: asyncio.events.%s is not a class", name);
+    }
+    PyTypeObject *t = (PyTypeObject *)base;
+#if PY_VERSION_HEX < 0x030C0000
+    int weakrefs_as_built = t->tp_weaklistoffset == offsetof(zl_handle, asyncio_weakreflist);
+#else
+    int weakrefs_as_built = (t->tp_flags & Py_TPFLAGS_MANAGED_WEAKREF) != 0;
+#endif
+    if (t->tp_basicsize != fields_at || !weakrefs_as_built) {
+        PyErr_Format(PyExc_ImportError,
+                     "zloopgo: asyncio.events.%s's instance layout (%zd bytes, weak references "
+                     "at %zd) is not the one this build of zloopgo extends (%zd bytes)",
+                     name, t->tp_basicsize, t->tp_weaklistoffset, fields_at);
+        Py_DECREF(base);
+        return NULL;
+    }
+    return t;
+}
 
 int zl_handle_types_ready(void)
 {
@@ -478,7 +535,11 @@ int zl_handle_types_ready(void)
     str_run_debug = PyUnicode_InternFromString("_zl_run_debug");
     if (str_callback_error == NULL || str_run == NULL || str_run_debug == NULL)
         return -1;
-    zl_HandleType = (PyTypeObject *)PyType_FromSpec(&handle_spec);
+    PyTypeObject *base = zl_asyncio_handle_base("Handle", offsetof(zl_handle, asyncio_timer_slots));
+    if (base == NULL)
+        return -1;
+    zl_HandleType = (PyTypeObject *)PyType_FromSpecWithBases(&handle_spec, (PyObject *)base);
+    Py_DECREF(base);
     if (zl_HandleType == NULL)
         return -1;
     /* tp_name without the module, as a class defined in Python has it

@@ -18,7 +18,6 @@ static PyObject *build_info_json(PyObject *mod, PyObject *unused)
 }
 
 static PyMethodDef module_methods[] = {
-    {"set_repr_hook", zl_set_repr_hook, METH_O, "Install the function that formats handles."},
     {"own_methods", zl_own_methods, METH_O,
      "Give a Python subclass its own descriptors of the C methods it inherits; their names."},
     {"set_transport_layout", zl_set_transport_layout, METH_O,

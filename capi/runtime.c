@@ -12,7 +12,6 @@
 #include <pthread.h>
 
 int zl_forked_child;
-PyObject *zl_repr_hook;
 PyObject *zl_futures_module;
 PyObject *zl_tasks_module;
 PyObject *zl_base_create_task;
@@ -38,12 +37,6 @@ int zl_check_not_forked(void)
                     "child (do not run one in the parent before forking), or use the 'spawn' or "
                     "'forkserver' start method of multiprocessing.");
     return -1;
-}
-
-PyObject *zl_set_repr_hook(PyObject *mod, PyObject *fn)
-{
-    Py_XSETREF(zl_repr_hook, Py_NewRef(fn));
-    Py_RETURN_NONE;
 }
 
 PyObject *zl_set_asyncio(PyObject *mod, PyObject *args)

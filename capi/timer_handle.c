@@ -2,7 +2,9 @@
  * deadline and the engine slot it waits in (timers.c). Ordered by deadline
  * and equal to another timer with the same deadline, callback, arguments
  * and cancelled state, as asyncio.TimerHandle; cancelling one also marks
- * its slot for the engine.
+ * its slot for the engine. It subclasses asyncio.events.TimerHandle, not
+ * our Handle (a class has one layout to extend); handle.c's functions serve
+ * both, as the two begin alike (capi/zl.h).
  *
  * Above handle.c and timers.c (capi/zl.h); it knows nothing of when a
  * timer is due. */
@@ -103,16 +105,53 @@ static int timer_clear(zl_timer *h)
     return zl_handle_clear(&h->base);
 }
 
-static PyMethodDef timer_methods[] = {
+/* TimerHandle's own methods and attributes, then Handle's it does not
+ * define, added by add_handles_own before the type is made (room for
+ * them: handle.c's lists are shorter than ENTRIES_MAX). */
+#define ENTRIES_MAX 16
+static PyMethodDef timer_methods[ENTRIES_MAX] = {
     {"when", (PyCFunction)timer_when, METH_NOARGS, "The loop time the callback is due at."},
     {"cancel", (PyCFunction)timer_cancel_method, METH_NOARGS, "Cancel the callback."},
     {NULL}};
 
-static PyGetSetDef timer_getset[] = {
+static PyGetSetDef timer_getset[ENTRIES_MAX] = {
     {"_when", (getter)get_when, NULL, NULL, NULL},
     {"_scheduled", (getter)get_scheduled, NULL, NULL, NULL},
     {NULL},
 };
+
+static int named_in_methods(const char *name)
+{
+    for (PyMethodDef *m = timer_methods; m->ml_name != NULL; m++)
+        if (strcmp(m->ml_name, name) == 0)
+            return 1;
+    return 0;
+}
+
+static int add_handles_own(void)
+{
+    int n = 0;
+    while (timer_methods[n].ml_name != NULL)
+        n++;
+    for (PyMethodDef *m = zl_handle_methods; m->ml_name != NULL; m++)
+        if (!named_in_methods(m->ml_name)) {
+            if (n + 1 >= ENTRIES_MAX)
+                goto full;
+            timer_methods[n++] = *m;
+        }
+    n = 0;
+    while (timer_getset[n].name != NULL)
+        n++;
+    for (PyGetSetDef *g = zl_handle_getset; g->name != NULL; g++) {
+        if (n + 1 >= ENTRIES_MAX)
+            goto full;
+        timer_getset[n++] = *g;
+    }
+    return 0;
+full:
+    PyErr_SetString(PyExc_SystemError, "timer_handle.c: ENTRIES_MAX is too small");
+    return -1;
+}
 
 PyTypeObject *zl_TimerHandleType; /* a heap type, as Handle (handle.c) */
 
@@ -130,14 +169,19 @@ static PyType_Slot timer_slots[] = {
 static PyType_Spec timer_spec = {
     .name = "zloopgo.TimerHandle",
     .basicsize = sizeof(zl_timer),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_DISALLOW_INSTANTIATION,
     .slots = timer_slots,
 };
 
 int zl_timer_handle_type_ready(void)
 {
-    zl_TimerHandleType =
-        (PyTypeObject *)PyType_FromSpecWithBases(&timer_spec, (PyObject *)zl_HandleType);
+    if (timer_getset[2].name == NULL && add_handles_own() < 0)
+        return -1;
+    PyTypeObject *base = zl_asyncio_handle_base("TimerHandle", offsetof(zl_handle, loop));
+    if (base == NULL)
+        return -1;
+    zl_TimerHandleType = (PyTypeObject *)PyType_FromSpecWithBases(&timer_spec, (PyObject *)base);
+    Py_DECREF(base);
     if (zl_TimerHandleType == NULL)
         return -1;
     zl_TimerHandleType->tp_name = "TimerHandle"; /* as Handle's (handle.c) */

@@ -64,20 +64,35 @@ typedef struct {
 } zl_handle_pool;
 
 /* What only debug mode records about a handle, kept out of line so that
- * every handle stays small (112 bytes with the GC header). */
+ * every handle stays small. */
 typedef struct {
     PyObject *source_traceback; /* where the handle was created */
     PyObject *cancel_repr;      /* repr saved at cancel() */
 } zl_handle_debug;
 
+/* A handle is an asyncio.events.Handle (a TimerHandle an
+ * asyncio.events.TimerHandle), so it begins with their instance layout:
+ * Handle's seven slots (and up to 3.11 its weak reference list; from 3.12
+ * the interpreter keeps that before the object), then TimerHandle's two,
+ * which a Handle leaves unused so that both types have the fields below at
+ * one offset. Every slot's name is a getset of ours, so only asyncio's
+ * member descriptors, called explicitly, can store there; the slots are
+ * cleared with the handle. handle.c checks the layout against asyncio's
+ * when the types are made. */
+#define ZL_ASYNCIO_HANDLE_SLOTS 7
+#define ZL_ASYNCIO_TIMER_SLOTS 2
 struct zl_handle_s {
     PyObject_HEAD
+    PyObject *asyncio_slots[ZL_ASYNCIO_HANDLE_SLOTS];
+#if PY_VERSION_HEX < 0x030C0000
+    PyObject *asyncio_weakreflist; /* read through zl_handle_weakrefs */
+#endif
+    PyObject *asyncio_timer_slots[ZL_ASYNCIO_TIMER_SLOTS];
     zl_loop *loop;      /* strong reference */
     PyObject *callback; /* NULL once cancelled */
     PyObject *context;
     PyObject **args; /* points at inline_args or a PyMem block */
     PyObject *inline_args[ZL_INLINE_ARGS];
-    PyObject *weakreflist;
     zl_handle_debug *debug; /* NULL unless debug mode recorded something */
     int32_t nargs;
     char cancelled;
@@ -405,13 +420,11 @@ int zl_grow_raw(void **buf, int64_t *cap, int64_t first, int64_t need, size_t si
 
 /* capi/runtime.c (layer 2) */
 extern int zl_forked_child;           /* set in a child forked after the engine started */
-extern PyObject *zl_repr_hook;        /* zloopgo's handle repr function */
 extern PyObject *zl_futures_module;   /* asyncio.futures: Future is looked up per call */
 extern PyObject *zl_tasks_module;     /* asyncio.tasks: Task is looked up per call */
 extern PyObject *zl_base_create_task; /* asyncio's BaseEventLoop.create_task */
 int zl_runtime_ready(void);
 int zl_check_not_forked(void);
-PyObject *zl_set_repr_hook(PyObject *mod, PyObject *fn);
 PyObject *zl_set_asyncio(PyObject *mod, PyObject *args);
 PyObject *zl_forked_child_flag(PyObject *mod, PyObject *unused);
 
@@ -467,6 +480,16 @@ int zl_handle_report_exception(zl_handle *h);
 void zl_handle_give_call(zl_handle *h, zl_entry *e);
 void zl_handle_cancel(zl_handle *h);
 int zl_handle_types_ready(void);
+/* asyncio.events.<name> (Handle or TimerHandle), checked to have the
+ * instance layout zl_handle begins with, our fields at fields_at; NULL
+ * with ImportError set if it has not. */
+PyTypeObject *zl_asyncio_handle_base(const char *name, Py_ssize_t fields_at);
+/* What Handle defines, for TimerHandle to define too (it does not inherit
+ * them: its base is asyncio's TimerHandle): the methods and attributes,
+ * each list ending with an empty entry. The repr of both is asyncio's own
+ * __repr__ and _repr_info, which read ours. */
+extern PyMethodDef zl_handle_methods[];
+extern PyGetSetDef zl_handle_getset[];
 /* The handle's debug record, made on first use; NULL with MemoryError set. */
 zl_handle_debug *zl_handle_debug_info(zl_handle *h);
 

@@ -315,12 +315,14 @@ SLOTS = {
 
 
 def _summary(result):
-    """What a call returned, without addresses or loop-specific types."""
+    """What a call returned, without addresses or loop-specific types (a
+    handle counts by the asyncio class it is an instance of, as a program
+    checking it would see it)."""
     if result is None or isinstance(result, (bool, int, float, str)):
         return repr(result)
-    if isinstance(result, asyncio.TimerHandle) or type(result).__name__ == "TimerHandle":
+    if isinstance(result, asyncio.TimerHandle):
         return "TimerHandle"
-    if isinstance(result, asyncio.Handle) or type(result).__name__ == "Handle":
+    if isinstance(result, asyncio.Handle):
         return "Handle"
     if isinstance(result, asyncio.Task):
         return "Task"

@@ -5,6 +5,7 @@ of the callback and its arguments."""
 import asyncio
 import contextvars
 import gc
+import subprocess
 import sys
 import weakref
 
@@ -108,6 +109,94 @@ def test_timer_handle_has_when_plain_handle_does_not(loop):
     assert isinstance(t.when(), float)
     h.cancel()
     t.cancel()
+
+
+# ---- asyncio's classes ----------------------------------------------------
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
+def test_handles_are_instances_of_asyncios_classes(loop, method):
+    h = schedule(loop, method, my_named_callback)
+    timer = method in ("call_later", "call_at")
+    assert isinstance(h, asyncio.Handle) and issubclass(type(h), asyncio.Handle)
+    assert isinstance(h, asyncio.TimerHandle) is timer
+    assert issubclass(type(h), asyncio.TimerHandle) is timer
+    h.cancel()
+
+
+def test_a_timer_kept_behind_an_isinstance_check_is_cancelled(loop):
+    # what programs write: `if isinstance(self.handle, asyncio.TimerHandle):
+    # self.handle.cancel()` before scheduling the next one (a debounce)
+    fired = []
+    box = {"handle": None}
+
+    def poke(n):
+        if isinstance(box["handle"], asyncio.TimerHandle):
+            box["handle"].cancel()
+        box["handle"] = loop.call_later(0.01, fired.append, n)
+
+    for n in range(3):
+        poke(n)
+    loop.run_until_complete(asyncio.sleep(0.05))
+    assert fired == [2]
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
+def test_asyncios_own_methods_read_the_handle(loop, method):
+    h = schedule(loop, method, my_named_callback, 1)
+    info = h._repr_info()  # asyncio's, inherited
+    assert info[0] == type(h).__name__
+    assert repr(h) == "<" + " ".join(info) + ">"
+    assert asyncio.Handle.cancelled(h) is False
+    if isinstance(h, asyncio.TimerHandle):
+        assert asyncio.TimerHandle.when(h) == h.when()
+    h.cancel()
+    assert asyncio.Handle.cancelled(h) is True
+    assert "cancelled" in h._repr_info()
+
+
+@pytest.mark.parametrize("method", ["call_later", "call_at"])
+def test_a_cancelled_timers_repr_says_cancelled_before_when(loop, method):
+    # asyncio's TimerHandle._repr_info puts when= after "cancelled"
+    t = schedule(loop, method, my_named_callback)
+    t.cancel()
+    assert repr(t) == f"<TimerHandle cancelled when={t.when()}>"
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
+def test_a_handles_type_called_raises_type_error(loop, method):
+    # asyncio's wants its arguments; zloopgo's are made by the loop alone
+    # (one made by a call had no loop, and cancelling it crashed)
+    h = schedule(loop, method, my_named_callback)
+    with pytest.raises(TypeError):
+        type(h)()
+    h.cancel()
+
+
+@pytest.mark.parametrize(
+    "replacement, says",
+    [
+        ("class Handle:\n    __slots__ = ('_callback',)", "instance layout"),
+        ("Handle = 1", "is not a class"),
+    ],
+)
+def test_an_asyncio_handle_of_another_layout_fails_the_import(replacement, says):
+    # zloopgo's handles extend asyncio's layout, checked when its types are
+    # made: a Python whose asyncio.events.Handle differs gets an ImportError
+    body = (
+        "import asyncio.events as events\n"
+        f"{replacement}\n"
+        "events.Handle = Handle\n"
+        "import zloopgo\n"
+        "try:\n"
+        "    zloopgo.new_event_loop()\n"  # the engine is imported with the first loop
+        "except ImportError as exc:\n"
+        "    print('ImportError:', exc)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", body], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    assert out.startswith("ImportError: zloopgo: asyncio.events.Handle") and says in out, out
 
 
 # ---- get_context ----------------------------------------------------------

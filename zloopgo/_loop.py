@@ -560,24 +560,6 @@ def _run_unless_cancelled(handle):
         handle._run()
 
 
-def _handle_repr(handle):
-    """asyncio's Handle/TimerHandle repr for the native handles."""
-    if handle._repr is not None:
-        return handle._repr
-    info = [type(handle).__name__]
-    if handle._cancelled:
-        info.append("cancelled")
-    if isinstance(handle, _engine.TimerHandle):
-        info.insert(1, f"when={handle.when()}")
-    if handle._callback is not None:
-        info.append(_format_callback(handle._callback, handle._args, handle._loop.get_debug()))
-    if handle._source_traceback:
-        frame = handle._source_traceback[-1]
-        info.append(f"created at {frame[0]}:{frame[1]}")
-    return "<{}>".format(" ".join(info))
-
-
-_engine.set_repr_hook(_handle_repr)
 _engine.set_asyncio(futures, tasks, base_events.BaseEventLoop.create_task)
 
 __all__ = ["Loop"]
