@@ -497,7 +497,9 @@ static PyType_Spec handle_spec = {
     .slots = handle_slots,
 };
 
-PyTypeObject *zl_asyncio_handle_base(const char *name, Py_ssize_t fields_at)
+/* asyncio.events.<name>, checked to have the instance layout zl_handle
+ * begins with (our fields at fields_at); NULL with ImportError set if not. */
+static PyTypeObject *asyncio_handle_class(const char *name, Py_ssize_t fields_at)
 {
     PyObject *events = PyImport_ImportModule("asyncio.events");
     if (events == NULL)
@@ -528,6 +530,20 @@ PyTypeObject *zl_asyncio_handle_base(const char *name, Py_ssize_t fields_at)
     return t;
 }
 
+PyTypeObject *zl_handle_type_new(PyType_Spec *spec, const char *name, Py_ssize_t fields_at)
+{
+    PyTypeObject *base = asyncio_handle_class(name, fields_at);
+    if (base == NULL)
+        return NULL;
+    PyTypeObject *type = (PyTypeObject *)PyType_FromSpecWithBases(spec, (PyObject *)base);
+    Py_DECREF(base);
+    /* tp_name without the module, as a class defined in Python has it
+     * (setting __name__ does the same), for messages */
+    if (type != NULL)
+        type->tp_name = name;
+    return type;
+}
+
 int zl_handle_types_ready(void)
 {
     str_callback_error = PyUnicode_InternFromString("_zl_callback_error");
@@ -535,15 +551,7 @@ int zl_handle_types_ready(void)
     str_run_debug = PyUnicode_InternFromString("_zl_run_debug");
     if (str_callback_error == NULL || str_run == NULL || str_run_debug == NULL)
         return -1;
-    PyTypeObject *base = zl_asyncio_handle_base("Handle", offsetof(zl_handle, asyncio_timer_slots));
-    if (base == NULL)
-        return -1;
-    zl_HandleType = (PyTypeObject *)PyType_FromSpecWithBases(&handle_spec, (PyObject *)base);
-    Py_DECREF(base);
-    if (zl_HandleType == NULL)
-        return -1;
-    /* tp_name without the module, as a class defined in Python has it
-     * (setting __name__ does the same), for messages */
-    zl_HandleType->tp_name = "Handle";
-    return 0;
+    zl_HandleType =
+        zl_handle_type_new(&handle_spec, "Handle", offsetof(zl_handle, asyncio_timer_slots));
+    return zl_HandleType == NULL ? -1 : 0;
 }

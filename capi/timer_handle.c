@@ -177,13 +177,6 @@ int zl_timer_handle_type_ready(void)
 {
     if (timer_getset[2].name == NULL && add_handles_own() < 0)
         return -1;
-    PyTypeObject *base = zl_asyncio_handle_base("TimerHandle", offsetof(zl_handle, loop));
-    if (base == NULL)
-        return -1;
-    zl_TimerHandleType = (PyTypeObject *)PyType_FromSpecWithBases(&timer_spec, (PyObject *)base);
-    Py_DECREF(base);
-    if (zl_TimerHandleType == NULL)
-        return -1;
-    zl_TimerHandleType->tp_name = "TimerHandle"; /* as Handle's (handle.c) */
-    return 0;
+    zl_TimerHandleType = zl_handle_type_new(&timer_spec, "TimerHandle", offsetof(zl_handle, loop));
+    return zl_TimerHandleType == NULL ? -1 : 0;
 }

@@ -480,10 +480,11 @@ int zl_handle_report_exception(zl_handle *h);
 void zl_handle_give_call(zl_handle *h, zl_entry *e);
 void zl_handle_cancel(zl_handle *h);
 int zl_handle_types_ready(void);
-/* asyncio.events.<name> (Handle or TimerHandle), checked to have the
- * instance layout zl_handle begins with, our fields at fields_at; NULL
- * with ImportError set if it has not. */
-PyTypeObject *zl_asyncio_handle_base(const char *name, Py_ssize_t fields_at);
+/* The type of spec as a subclass of asyncio.events.<name> (Handle or
+ * TimerHandle), named <name>; NULL with ImportError set if asyncio's class
+ * has not the instance layout zl_handle begins with (our fields at
+ * fields_at). */
+PyTypeObject *zl_handle_type_new(PyType_Spec *spec, const char *name, Py_ssize_t fields_at);
 /* What Handle defines, for TimerHandle to define too (it does not inherit
  * them: its base is asyncio's TimerHandle): the methods and attributes,
  * each list ending with an empty entry. The repr of both is asyncio's own
