@@ -175,6 +175,8 @@ static PyType_Spec timer_spec = {
 
 int zl_timer_handle_type_ready(void)
 {
+    /* Handle's entries are added once: the slot after TimerHandle's own
+     * two attributes is empty until they are */
     if (timer_getset[2].name == NULL && add_handles_own() < 0)
         return -1;
     zl_TimerHandleType = zl_handle_type_new(&timer_spec, "TimerHandle", offsetof(zl_handle, loop));

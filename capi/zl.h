@@ -85,7 +85,7 @@ struct zl_handle_s {
     PyObject_HEAD
     PyObject *asyncio_slots[ZL_ASYNCIO_HANDLE_SLOTS];
 #if PY_VERSION_HEX < 0x030C0000
-    PyObject *asyncio_weakreflist; /* read through zl_handle_weakrefs */
+    PyObject *asyncio_weakreflist; /* read through weakrefs_of (handle.c) */
 #endif
     PyObject *asyncio_timer_slots[ZL_ASYNCIO_TIMER_SLOTS];
     zl_loop *loop;      /* strong reference */
