@@ -29,6 +29,28 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 os.environ.pop("ZLOOPGO_SLOW_CALLBACKS", None)
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--only-loop",
+        choices=sorted(FACTORIES),
+        help="run the dual-run tests on this loop only (scripts/test's sanitizer stage: "
+        "asyncio's half of a test exercises none of zloopgo's native code)",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    only = config.getoption("--only-loop")
+    if only is None:
+        return
+    kept, dropped = [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        (dropped if params.get("loop_name", only) != only else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 @pytest.fixture(params=sorted(FACTORIES))
 def loop_name(request):
     return request.param

@@ -27,6 +27,7 @@ import weakref
 from typing import ClassVar
 
 import pytest
+from helpers import check, run_script
 
 MiB = 1024 * 1024
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -261,6 +262,49 @@ def test_unclosed_loop_collected_releases_fds(loop_factory):
             warnings.simplefilter("ignore", ResourceWarning)  # unclosed loop
             collect()
     assert open_fds() == fds0
+
+
+def test_no_descriptor_opened_after_the_first_loop(loop_name):
+    """What a loop library opens once per process is open by the time its
+    first loop has closed: later loops, however much memory they churn,
+    leave no descriptor behind. zloopgo's Go runtime used to open its
+    poller (an epoll descriptor and an eventfd) the first time its
+    scavenger gave memory back, hundreds of loops into issue 39's soak; a
+    loop with 100,000 timers makes the scavenger run at once. In a fresh
+    interpreter, because in this one an earlier test has already made it
+    run."""
+    proc = run_script(
+        loop_name,
+        """
+        def noop():
+            pass
+
+        def descriptors():
+            links = set()
+            for fd in os.listdir("/proc/self/fd"):
+                try:
+                    links.add((int(fd), os.readlink(f"/proc/self/fd/{fd}")))
+                except OSError:  # the listing's own, closed by now
+                    pass
+            return links
+
+        factory().close()
+        before = descriptors()
+        for _ in range(3):
+            lp = factory()
+            timers = [lp.call_later(3600 + i * 1e-3, noop) for i in range(100_000)]
+            lp.call_soon(lp.stop)
+            lp.run_forever()  # the timers reach the scheduler
+            for timer in timers:
+                timer.cancel()
+            lp.call_soon(lp.stop)
+            lp.run_forever()
+            lp.close()
+            del timers
+        print("gained", sorted(descriptors() - before))
+        """,
+    )
+    check(proc, "gained []")
 
 
 def test_add_remove_reader_churn_memory_flat(loop):
