@@ -1,5 +1,6 @@
 """The aiohttp server of the application rows: aiohttp.web routes over
-benchmark/apps/handlers.py, the same paths as the Starlette app, on the
+benchmark/apps/handlers.py, the same paths as the Starlette app (and
+/exit), on the
 loop named on the command line:
 
     python -m benchmark.apps.aiohttp_app --port 8080 --loop zloopgo
@@ -13,7 +14,7 @@ import importlib
 
 from aiohttp import web
 
-from .handlers import Backend, count_of
+from .handlers import Backend, count_of, exit_soon
 
 MESSAGE = {"message": "Hello, World!"}
 BACKEND = web.AppKey("backend", Backend)
@@ -52,6 +53,11 @@ async def ready(request):
     return web.Response(text="ok")
 
 
+async def exit_now(request):
+    exit_soon()
+    return web.Response(text="bye")
+
+
 async def connect(app):
     app[BACKEND] = await Backend.connect()
     yield
@@ -77,6 +83,7 @@ def main(argv=None):
             web.get("/updates", updates),
             web.get("/cached", cached),
             web.get("/ready", ready),
+            web.get("/exit", exit_now),
         ]
     )
     web.run_app(app, host="127.0.0.1", port=a.port, loop=loop, print=None, access_log=None)

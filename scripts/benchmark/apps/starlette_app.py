@@ -5,7 +5,7 @@ test:
     uvicorn benchmark.apps.starlette_app:app --http httptools --loop L
 
     GET /json  /db  /queries?queries=N  /fortunes  /updates?queries=N
-        /cached?count=N  /ready
+        /cached?count=N  /ready  /exit (ends the process: apps/instructions.py)
 
 It knows Starlette's side of each row; the work is the handlers'.
 """
@@ -16,7 +16,7 @@ from starlette.applications import Starlette
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
-from .handlers import Backend, count_of
+from .handlers import Backend, count_of, exit_soon
 
 MESSAGE = {"message": "Hello, World!"}
 
@@ -63,6 +63,11 @@ async def ready(request):
     return PlainTextResponse("ok")
 
 
+async def exit_now(request):
+    exit_soon()
+    return PlainTextResponse("bye")
+
+
 app = Starlette(
     routes=[
         Route("/json", json_message),
@@ -72,6 +77,7 @@ app = Starlette(
         Route("/updates", updates),
         Route("/cached", cached),
         Route("/ready", ready),
+        Route("/exit", exit_now),
     ],
     lifespan=lifespan,
 )

@@ -5,10 +5,13 @@ test:
     uvicorn benchmark.apps.ws_app:app --ws websockets --loop L
 
     WS /ws  echoes each message (binary or text) as it came
-    GET /ready
+    GET /ready, GET /exit (ends the process: apps/instructions.py)
 
 It knows the ASGI WebSocket messages; nothing of the loops.
 """
+
+import asyncio
+import os
 
 
 async def app(scope, receive, send):
@@ -22,6 +25,8 @@ async def app(scope, receive, send):
                 await send({"type": "lifespan.shutdown.complete"})
                 return
     elif kind == "http":
+        if scope["path"] == "/exit":
+            asyncio.get_running_loop().call_later(0.05, os._exit, 0)  # as handlers.exit_soon
         await send(
             {
                 "type": "http.response.start",

@@ -10,6 +10,7 @@ package main
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -73,6 +74,8 @@ func run(opts options) (result, error) {
 	start := time.Now()
 	measureFrom := start.Add(opts.warmup)
 	end := measureFrom.Add(opts.duration)
+	remaining := atomic.Int64{}
+	remaining.Store(opts.requests)
 	var wg sync.WaitGroup
 	for i, w := range workers {
 		wg.Add(1)
@@ -84,6 +87,8 @@ func run(opts options) (result, error) {
 				every := time.Duration(float64(time.Second) * float64(opts.conns) / opts.rate)
 				first := start.Add(every * time.Duration(i) / time.Duration(opts.conns))
 				w.err = w.openLoop(first, every, measureFrom, end)
+			} else if opts.requests > 0 {
+				w.err = w.counted(&remaining)
 			} else {
 				w.err = w.closedLoop(measureFrom, end)
 			}
@@ -91,6 +96,9 @@ func run(opts options) (result, error) {
 	}
 	wg.Wait()
 	res := result{Mode: "closed", Conns: opts.conns, Seconds: opts.duration.Seconds()}
+	if opts.requests > 0 {
+		res.Mode, res.Seconds = "counted", time.Since(start).Seconds()
+	}
 	if opts.rate > 0 {
 		res.Mode, res.TargetRate = "open", opts.rate
 	}
@@ -163,6 +171,18 @@ func (w *worker) openLoop(due time.Time, every time.Duration, measureFrom, end t
 			w.late++
 		}
 		if err := w.one(from, due, measureFrom, end); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// counted makes requests until the shared count of remaining ones runs
+// out: an exact number of requests, for counts per request.
+func (w *worker) counted(remaining *atomic.Int64) error {
+	for remaining.Add(-1) >= 0 {
+		now := time.Now()
+		if err := w.one(now, now, now, now.Add(time.Hour)); err != nil {
 			return err
 		}
 	}

@@ -40,6 +40,7 @@ type options struct {
 	duration time.Duration
 	warmup   time.Duration
 	rate     float64
+	requests int64 // > 0: exactly this many, closed loop, then stop (no duration, no warm-up)
 	check    checker
 }
 
@@ -50,8 +51,12 @@ func main() {
 	warmup := flag.Duration("warmup", 250*time.Millisecond, "time driven the same way before measuring, not recorded")
 	rate := flag.Float64("rate", 0, "requests per second in total (open loop); 0: closed loop")
 	check := flag.String("check", "", "what every answer must be: "+checkKinds)
+	requests := flag.Int64("requests", 0, "exactly this many requests in all, closed loop (for instruction counts)")
 	flag.Parse()
 	opts, err := parseOptions(*raw, *conns, *duration, *warmup, *rate, *check)
+	if *requests > 0 {
+		opts.requests, opts.warmup, opts.rate = *requests, 0, 0
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "appload:", err)
 		os.Exit(2)
@@ -80,5 +85,5 @@ func parseOptions(raw string, conns int, duration, warmup time.Duration, rate fl
 	if (target.Scheme == "ws") != chk.echo {
 		return options{}, fmt.Errorf("-check %s does not fit a %s URL", check, target.Scheme)
 	}
-	return options{target, conns, duration, warmup, rate, chk}, nil
+	return options{target: target, conns: conns, duration: duration, warmup: warmup, rate: rate, check: chk}, nil
 }
