@@ -1,7 +1,8 @@
 """The whole benchmark for scripts/bench: for every Python section, the
 harness (seed 000's tables, GC off and on, the span), then on the
 network section(s) the echo matrices (bench_uvloop/run.py), the HTTP
-row and the file rows (benchmark/filebench.py); then one Markdown report
+row, the application rows (benchmark/apps/) and the file rows
+(benchmark/filebench.py); then one Markdown report
 with a section per Python, the JSON of every part, and a PNG chart per
 section, all in bench-results/. A full run (every part, no --quick, no
 harness arguments) also rewrites the tables of docs/benchmarks.md and its
@@ -86,8 +87,10 @@ def write_docs(run_dir, docs=DOCS):
 
     def image(m):
         name = os.path.basename(m.group(1))
-        version = name[len("chart-py") : -len(".png")]
-        return f"![Python {version}](bench/{name})\n\nThe chart above: {m.group(2)}"
+        alt = name[: -len(".png")]
+        if alt.startswith("chart-py"):
+            alt = "Python " + alt[len("chart-py") :]
+        return f"![{alt}](bench/{name})\n\nThe chart above: {m.group(2)}"
 
     text = re.sub(r"^Chart: `([^`]+)` \(in bench-results/\): (.*)$", image, text, flags=re.M)
     text = re.sub(r"\A# zloopgo benchmark\n", "# The last full run\n", text)
@@ -120,7 +123,11 @@ def main(argv):
         help="comma-separated X.Y of the sections that also run echo and HTTP",
     )
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--parts", default="harness,echo,http,files", help="of harness,echo,http,files")
+    p.add_argument(
+        "--parts",
+        default="harness,echo,http,apps,files",
+        help="of harness,echo,http,apps,files",
+    )
     p.add_argument("--installs", default="", help="X.Y=peers.json,... from benchmark.peers")
     p.add_argument("--zloopgo-source", default="the checkout")
     p.add_argument("--out", default=os.path.join(ROOT, "bench-results"))
@@ -204,6 +211,17 @@ def main(argv):
             report += [text, ""]
             timing.append((f"HTTP, Python {version}", secs))
             sec["files"]["http"] = latest(os.path.join(run_dir, f"http-{tag}-*.json"))
+        if minor in nets and "apps" in parts:
+            cmd = [python, "-m", "benchmark.apps", "--heading", "###", "--tag", tag]
+            cmd += ["--out", run_dir]
+            if a.quick:
+                cmd += ["--rounds", "1", "--duration", "0.3", "--latency-duration", "0.3"]
+            text, secs = run_part(
+                f"apps on {version}", cmd, env, SCRIPTS, os.path.join(run_dir, f"{tag}-apps.md")
+            )
+            report += [text, ""]
+            timing.append((f"apps, Python {version}", secs))
+            sec["files"]["apps"] = latest(os.path.join(run_dir, f"apps-{tag}-*.json"))
         if minor in nets and "files" in parts:
             cmd = [python, "-m", "benchmark.filebench", "--heading", "###", "--tag", tag]
             cmd += ["--out", run_dir] + (["--quick"] if a.quick else [])

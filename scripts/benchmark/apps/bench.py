@@ -1,0 +1,263 @@
+"""The application rows of scripts/bench (ZL_BENCH_PARTS=apps): TechEmpower's
+test types served by uvicorn + Starlette and by aiohttp.web in front of a
+real PostgreSQL and Redis, and a WebSocket echo served by uvicorn +
+websockets, on every loop that runs them; driven by the Go load generator
+in apps/load/, which checks every answer.
+
+    python -m benchmark.apps [--rounds 3] [--duration 0.75] [--contenders ...]
+
+(run from scripts/, as scripts/bench does). Two passes:
+
+1. throughput: the closed-loop maximum of each row. Each round starts a
+   fresh server per (server, loop), loops in rotated order, and measures
+   each of its rows (rows rotated too) for --duration seconds after a
+   warm-up; the server pinned to one CPU, the load generator, PostgreSQL
+   and Redis to the other;
+2. latency at a constant rate: each row at 50% and at 90% of asyncio's
+   median maximum on that row, open loop (requests go out on schedule
+   whether or not earlier ones were answered, latency counted from when a
+   request was due), p50/p99/p99.9 from an HDR histogram; one fresh server
+   per (server, loop).
+
+A wrong answer, a server that does not start or dies, and a client error
+are results (the sample's status), never a figure. It knows processes,
+rows and their samples; the report and charts are apps/report.py's.
+"""
+
+import argparse
+import functools
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+from .. import samples as runner
+from ..httpbench import uvicorn_loop
+from ..peers import PEERS
+from . import report, services
+from .rows import CONNS, SERVER_ROWS
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPTS = os.path.dirname(os.path.dirname(HERE))
+ROOT = os.path.dirname(SCRIPTS)
+LOOPS = ("asyncio", "zloopgo", *PEERS)
+log = runner.log
+
+READY_WITHIN = 15  # seconds for a server to answer /ready
+NEEDS = ("uvicorn", "httptools", "starlette", "jinja2", "asyncpg", "redis", "aiohttp", "websockets")
+
+
+def server_command(server, loop, port):
+    if server == "aiohttp":
+        return [sys.executable, "-m", "benchmark.apps.aiohttp_app", "--port", str(port)] + [
+            "--loop",
+            loop,
+        ]
+    app = (
+        "benchmark.apps.ws_app:app"
+        if server == "uvicorn-ws"
+        else "benchmark.apps.starlette_app:app"
+    )
+    cmd = [sys.executable, "-m", "uvicorn", app, "--app-dir", SCRIPTS, "--host", "127.0.0.1"]
+    cmd += ["--port", str(port), "--http", "httptools", "--loop", uvicorn_loop(loop)]
+    cmd += ["--ws", "websockets" if server == "uvicorn-ws" else "none"]
+    return cmd + ["--no-access-log", "--log-level", "warning", "--lifespan", "on"]
+
+
+def ready(port):
+    """True once the server answers; False before (a connection to a port
+    nobody listens on yet can connect to itself, and reads its own request
+    back as an answer: http.client's BadStatusLine)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/ready", timeout=0.5) as r:
+            return r.status == 200
+    except http.client.HTTPException:
+        return False
+
+
+def fetch_exit(port):
+    """GET /exit: the server ends its process (apps/instructions.py)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/exit", timeout=60) as r:
+        r.read()
+
+
+def load(opts, server, port, row, rate, duration):
+    """One appload run against the server: its result dict with status."""
+    _, path, check = row
+    scheme = "ws" if check.startswith("echo") else "http"
+    cmd = [*opts.pin_client, opts.appload, "-url", f"{scheme}://127.0.0.1:{port}{path}"]
+    cmd += ["-check", check, "-duration", f"{duration}s", "-warmup", f"{opts.warmup}s"]
+    cmd += ["-conns", str(CONNS[server]), "-rate", f"{rate:.1f}"]
+    out, rc = runner.run_client(cmd, duration + opts.warmup + 30)
+    if out is None:
+        return {"status": "timeout", "detail": "appload did not finish"}
+    found = [line for line in out.splitlines() if line.startswith("APPLOAD ")]
+    if rc != 0 or not found:
+        return {"status": "mismatch" if "APPLOAD-ERROR" in out else "error", "detail": out[-300:]}
+    return {"status": "ok", **json.loads(found[-1][len("APPLOAD ") :])}
+
+
+def serve(opts, server, loop, tmpdir, measure):
+    """Starts a fresh server for (server, loop) and calls measure(port) with
+    it; returns measure's samples, or one failed sample per row if the
+    server would not start or died."""
+    port = runner.free_port()
+    env = dict(os.environ, ZL_APPS_PG=opts.svc.pg_dsn, ZL_APPS_REDIS=opts.svc.redis_url)
+    out_path = os.path.join(tmpdir, f"{server}-{loop}.out")
+    cmd = [*opts.pin_server, *server_command(server, loop, port)]
+    if (server, loop) in opts.unable:
+        detail = f"not started again: {opts.unable[(server, loop)]}"
+        return [{"row": r[0], "status": "skipped", "detail": detail} for r in SERVER_ROWS[server]]
+    with runner.Server(cmd, out_path, env=env, cwd=SCRIPTS) as srv:
+        if not srv.wait_ready(lambda: ready(port), READY_WITHIN):
+            status, detail = srv.not_ready("answered /ready")
+            # a loop that cannot run this server is a result once; trying
+            # again in every round would only spend the part's time
+            opts.unable[(server, loop)] = f"{status} in its first start: {detail}"
+            return [{"row": r[0], "status": status, "detail": detail} for r in SERVER_ROWS[server]]
+        got = measure(port)
+        fate = {}
+        if not srv.finish(fate, 10):
+            for s in got:
+                if s["status"] == "ok":
+                    s.update(fate)
+    return got
+
+
+def measure_throughput(opts, server, rows, port):
+    return [{"row": row[0], **load(opts, server, port, row, 0, opts.duration)} for row in rows]
+
+
+def measure_latency(opts, server, rows, base, port):
+    out = []
+    for row in rows:
+        for share in opts.loads:
+            rate = share * base[row[0]]
+            s = load(opts, server, port, row, rate, opts.latency_duration)
+            out.append({"row": row[0], "load": share, "target": rate, **s})
+    return out
+
+
+def throughput_pass(opts, tmpdir):
+    found = []
+    for label, k in runner.rounds(0, opts.rounds):
+        for server in opts.servers:
+            rows = runner.rotate(list(SERVER_ROWS[server]), k)
+            for loop in runner.rotate(opts.contenders, k):
+                measure = functools.partial(measure_throughput, opts, server, rows)
+                for s in serve(opts, server, loop, tmpdir, measure):
+                    s.update(server=server, loop=loop, round=label, part="throughput")
+                    found.append(s)
+                    shown = f"{s['rate']:,.0f} req/s" if s["status"] == "ok" else s["status"]
+                    log(f"apps round {label}: {server} {s['row']} {loop} {shown}")
+                    if s["status"] != "ok":
+                        log(f"  {s.get('detail', '')[-200:]}")
+    return found
+
+
+def asyncio_max(samples, server, row):
+    rates = [
+        s["rate"]
+        for s in samples
+        if (s["server"], s["row"], s["loop"], s["status"]) == (server, row, "asyncio", "ok")
+    ]
+    return statistics.median(rates) if rates else None
+
+
+def latency_pass(opts, tmpdir, throughput):
+    found = []
+    for server in opts.servers:
+        base = {r[0]: asyncio_max(throughput, server, r[0]) for r in SERVER_ROWS[server]}
+        rows = [r for r in SERVER_ROWS[server] if base[r[0]]]
+        for loop in runner.rotate(opts.contenders, 1):
+            measure = functools.partial(measure_latency, opts, server, rows, base)
+            for s in serve(opts, server, loop, tmpdir, measure):
+                s.update(server=server, loop=loop, round="1", part="latency")
+                found.append(s)
+                shown = (
+                    f"p99 {s['p99_us']:,.0f} µs at {s['rate']:,.0f} req/s"
+                    if s["status"] == "ok"
+                    else s["status"]
+                )
+                log(f"apps latency: {server} {s['row']} {loop} {s.get('load', '')}: {shown}")
+    return found
+
+
+def build_appload(tmpdir):
+    exe = os.path.join(tmpdir, "appload")
+    subprocess.run(
+        ["go", "build", "-o", exe, "."], cwd=os.path.join(HERE, "load"), check=True, timeout=600
+    )
+    return exe
+
+
+def versions():
+    from importlib import metadata
+
+    out = {}
+    for d in NEEDS:
+        try:
+            out[d] = metadata.version(d)
+        except metadata.PackageNotFoundError:
+            out[d] = None
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--duration", type=float, default=0.75, help="seconds per throughput sample")
+    p.add_argument("--latency-duration", type=float, default=1.0, help="seconds per rate")
+    p.add_argument("--warmup", type=float, default=0.2, help="seconds before each measurement")
+    p.add_argument("--loads", default="0.5,0.9", help="shares of asyncio's maximum")
+    p.add_argument("--contenders", default=",".join(LOOPS))
+    p.add_argument("--servers", default="uvicorn,aiohttp,uvicorn-ws")
+    p.add_argument("--heading", default="##")
+    p.add_argument("--tag", default="")
+    p.add_argument("--out", default=os.path.join(ROOT, "bench-results"))
+    opts = p.parse_args(argv)
+    opts.loads = [float(x) for x in opts.loads.split(",") if x]
+    opts.servers = [s for s in opts.servers.split(",") if s in SERVER_ROWS]
+    opts.versions = versions()
+    lacking = [d for d, v in opts.versions.items() if v is None]
+    opts.skipped = services.missing() or (
+        f"not installed in this venv: {', '.join(lacking)}" if lacking else ""
+    )
+    wanted = [c for c in opts.contenders.split(",") if c in LOOPS]
+    opts.contenders, absent = runner.available(sys.executable, wanted)
+    opts.pin_server, opts.pin_client = runner.cpu_pair()
+    opts.unable = {}  # (server, loop) -> why it never started
+    t0 = time.monotonic()
+    found = []
+    if opts.skipped:
+        log(f"apps: skipped: {opts.skipped}")
+    else:
+        with tempfile.TemporaryDirectory(prefix="zl-apps-") as tmpdir:
+            opts.appload = build_appload(tmpdir)
+            with services.running(tmpdir, opts.pin_client) as svc:
+                opts.svc = svc
+                opts.services = svc.versions()
+                through = throughput_pass(opts, tmpdir)
+                found = through + latency_pass(opts, tmpdir, through)
+    elapsed = time.monotonic() - t0
+    os.makedirs(opts.out, exist_ok=True)
+    suffix = f"-{opts.tag}" if opts.tag else ""
+    pngs = report.charts(
+        opts, found, lambda kind: os.path.join(opts.out, f"chart-apps-{kind}{suffix}.png")
+    )
+    text = report.markdown(opts, found, absent, elapsed, pngs)
+    print(text)
+    base = runner.write_report(
+        opts.out,
+        "apps",
+        opts.tag,
+        text,
+        {"options": report.options_doc(opts), "absent": absent, "samples": found},
+    )
+    log(f"# wrote {base}.md and .json" + (f", {', '.join(pngs)}" if pngs else ""))
+    return 0
