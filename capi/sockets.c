@@ -11,44 +11,16 @@
  * and bytes would reach the wrong one. Asked here, a closed socket reads
  * -1 and the call fails with EBADF, as the socket's own method does.
  *
- * The layout is CPython's PySocketSockObject (Modules/socketmodule.h, the
- * same on CPython 3.10 to 3.15 on POSIX), which a self-test at import
- * checks; without it, or for anything but a plain socket.socket, callers
- * call the socket's methods. It knows the socket module; nothing of
- * loops, transports or the engine. */
+ * The layout is CPython's PySocketSockObject (zl_socket_head, zl.h, whose
+ * inline accessors read it), which the self-test here checks at import;
+ * without it, or for anything but a plain socket.socket, callers call the
+ * socket's methods. It knows the socket module; nothing of loops,
+ * transports or the engine. */
 #include "zl.h"
 #include <sys/socket.h>
 
-/* The head of the socket module's socket object: what socket.fileno() and
- * gettimeout() read. */
-typedef struct {
-    PyObject_HEAD
-    int sock_fd;
-    int sock_family;
-    int sock_type;
-    int sock_proto;
-    PyObject *(*errorhandler)(void);
-    int64_t sock_timeout; /* nanoseconds; 0: non-blocking, negative: blocking */
-} socket_head;
-
-static int layout_ok; /* the self-test of socket_head passed */
-
-PyTypeObject *zl_socket_type; /* socket.socket */
-
-int zl_socket_fd(PyObject *sock)
-{
-    if (!layout_ok || Py_TYPE(sock) != zl_socket_type)
-        return ZL_NOT_A_SOCKET;
-    return ((socket_head *)sock)->sock_fd;
-}
-
-int zl_socket_nonblocking_fd(PyObject *sock)
-{
-    if (!layout_ok || Py_TYPE(sock) != zl_socket_type)
-        return ZL_NOT_A_SOCKET;
-    socket_head *s = (socket_head *)sock;
-    return s->sock_timeout == 0 ? s->sock_fd : ZL_NOT_A_SOCKET;
-}
+PyTypeObject *zl_socket_type;
+int zl_socket_layout_known;
 
 /* settimeout(value) on sock, then whether the layout's timeout reads
  * `expect` (any negative number for a negative expect). */
@@ -56,23 +28,23 @@ static int timeout_reads(PyObject *sock, PyObject *value, int64_t expect)
 {
     PyObject *r = PyObject_CallMethod(sock, "settimeout", "O", value);
     Py_XDECREF(r);
-    int64_t t = ((socket_head *)sock)->sock_timeout;
+    int64_t t = ((zl_socket_head *)sock)->sock_timeout;
     return r != NULL && (expect < 0 ? t < 0 : t == expect);
 }
 
-/* Whether socket_head is where this CPython keeps a socket's descriptor,
+/* Whether zl_socket_head is where this CPython keeps a socket's descriptor,
  * family, type and timeout: read off a fresh UDP socket set three ways,
  * and its descriptor off it once closed. */
 static int check_layout(void)
 {
-    if (zl_socket_type->tp_basicsize < (Py_ssize_t)sizeof(socket_head))
+    if (zl_socket_type->tp_basicsize < (Py_ssize_t)sizeof(zl_socket_head))
         return 0;
     PyObject *sock = PyObject_CallFunction((PyObject *)zl_socket_type, "ii", AF_INET, SOCK_DGRAM);
     if (sock == NULL) {
         PyErr_Clear();
         return 0;
     }
-    socket_head *h = (socket_head *)sock;
+    zl_socket_head *h = (zl_socket_head *)sock;
     PyObject *fileno = PyObject_CallMethod(sock, "fileno", NULL);
     PyObject *half = PyFloat_FromDouble(2.5), *zero = PyFloat_FromDouble(0.0);
     int ok = fileno != NULL && half != NULL && zero != NULL &&
@@ -92,7 +64,7 @@ static int check_layout(void)
 
 PyObject *zl_socket_layout_ok(PyObject *mod, PyObject *unused)
 {
-    return PyBool_FromLong(layout_ok);
+    return PyBool_FromLong(zl_socket_layout_known);
 }
 
 int zl_sockets_ready(void)
@@ -108,6 +80,6 @@ int zl_sockets_ready(void)
         return -1;
     }
     Py_XSETREF(zl_socket_type, (PyTypeObject *)t);
-    layout_ok = check_layout();
+    zl_socket_layout_known = check_layout();
     return 0;
 }

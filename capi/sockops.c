@@ -72,7 +72,7 @@ static int not_now_or_error(void)
 
 /* sock's descriptor if it is a plain socket.socket in non-blocking mode
  * whose layout is known and which is open, else -1. */
-static int nonblocking_fd(PyObject *sock)
+static inline int nonblocking_fd(PyObject *sock)
 {
     int fd = zl_socket_nonblocking_fd(sock);
     return fd >= 0 ? fd : -1;
@@ -85,7 +85,7 @@ static int nonblocking_fd(PyObject *sock)
  * sock holds then, which a handler may have closed (-1: EBADF) or put in
  * another mode (the call then waits as the module's would, without the
  * GIL). The count, or -1 with errno set. */
-static Py_ssize_t sock_syscall(PyObject *sock, int fd, int sending, void *buf, size_t len)
+static inline Py_ssize_t sock_syscall(PyObject *sock, int fd, int sending, void *buf, size_t len)
 {
     int waits = 0; /* a handler made the socket blocking */
     for (;;) {

@@ -671,18 +671,42 @@ PyObject *zl_trace_start(PyObject *mod, PyObject *args);
 PyObject *zl_trace_take(PyObject *mod, PyObject *loop);
 
 /* capi/sockets.c: a socket.socket's descriptor and timeout, read from its
- * C layout at the moment of a system call (what its recv and send read) */
+ * C layout at the moment of a system call (what its recv and send read):
+ * the head of the socket module's PySocketSockObject (Modules/
+ * socketmodule.h, the same on CPython 3.10 to 3.15 on POSIX), which
+ * sockets.c checks at import. */
+typedef struct {
+    PyObject_HEAD
+    int sock_fd;
+    int sock_family;
+    int sock_type;
+    int sock_proto;
+    PyObject *(*errorhandler)(void);
+    int64_t sock_timeout; /* nanoseconds; 0: non-blocking, negative: blocking */
+} zl_socket_head;
 extern PyTypeObject *zl_socket_type; /* socket.socket, set at import */
+extern int zl_socket_layout_known;   /* zl_socket_head passed the self-test */
 /* What the two below give for anything but a plain socket.socket whose
- * layout passed the self-test: call the object's own methods. */
+ * layout is known: call the object's own methods. */
 #define ZL_NOT_A_SOCKET (-2)
 /* The descriptor sock holds now: -1 once it is closed (a system call on it
  * then fails with EBADF, as the socket's own methods do). */
-int zl_socket_fd(PyObject *sock);
+static inline int zl_socket_fd(PyObject *sock)
+{
+    if (!zl_socket_layout_known || Py_TYPE(sock) != zl_socket_type)
+        return ZL_NOT_A_SOCKET;
+    return ((zl_socket_head *)sock)->sock_fd;
+}
 /* The same for a socket in non-blocking mode (timeout 0.0), which one
  * system call serves as its recv and send serve it; ZL_NOT_A_SOCKET in
  * any other mode too. */
-int zl_socket_nonblocking_fd(PyObject *sock);
+static inline int zl_socket_nonblocking_fd(PyObject *sock)
+{
+    if (!zl_socket_layout_known || Py_TYPE(sock) != zl_socket_type)
+        return ZL_NOT_A_SOCKET;
+    const zl_socket_head *s = (const zl_socket_head *)sock;
+    return s->sock_timeout == 0 ? s->sock_fd : ZL_NOT_A_SOCKET;
+}
 int zl_sockets_ready(void);
 /* _engine.socket_layout_ok() */
 PyObject *zl_socket_layout_ok(PyObject *mod, PyObject *unused);
