@@ -68,6 +68,7 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__engine(void)
 {
+    zl_runtime_loaded();
     if (zl_sockets_ready() < 0 || zl_handle_lock_type_ready() < 0 || zl_handle_types_ready() < 0 ||
         zl_timer_handle_type_ready() < 0 || zl_loop_type_ready() < 0 ||
         zl_transport_type_ready() < 0 || zl_datagram_type_ready() < 0 || zl_tls_ready() < 0 ||

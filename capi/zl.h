@@ -425,6 +425,10 @@ extern PyObject *zl_futures_module;   /* asyncio.futures: Future is looked up pe
 extern PyObject *zl_tasks_module;     /* asyncio.tasks: Task is looked up per call */
 extern PyObject *zl_base_create_task; /* asyncio's BaseEventLoop.create_task */
 int zl_runtime_ready(void);
+/* Gives the thread that loaded the library its signal mask back (the
+ * library's initializer blocked the process-directed signals in it, so
+ * that Go's threads start with them blocked); first in the module's init. */
+void zl_runtime_loaded(void);
 int zl_check_not_forked(void);
 PyObject *zl_set_asyncio(PyObject *mod, PyObject *args);
 PyObject *zl_forked_child_flag(PyObject *mod, PyObject *unused);
