@@ -388,7 +388,7 @@ PyObject *zl_loop_call_soon_threadsafe(zl_loop *L, PyObject *const *args, Py_ssi
      * the parent's (the child's copy of `polling` may say it sleeps): the
      * handle is queued on the child's copy of the loop, which cannot run
      * there, and nothing is written. */
-    if (h != NULL && !zl_forked_child && atomic_load(&L->polling) &&
+    if (h != NULL && atomic_load(&L->polling) && !zl_forked_child &&
         !atomic_exchange(&L->wake_sent, 1)) {
         L->counters.wakeups++; /* under the GIL, as stats.c reads it */
         zl_waker_wake(L->waker);
