@@ -102,12 +102,12 @@ def test_a_udp_transport_whose_socket_was_closed_sends_nothing_to_its_old_number
     async def main():
         receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         receiver.bind(("127.0.0.1", 0))
-        transport, protocol = await loop.create_datagram_endpoint(
-            Datagrams, remote_addr=receiver.getsockname()
-        )
-        raw = transport._sock  # the program's own socket object, as with sock=
-        number = raw.fileno()
-        raw.close()
+        ours = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        ours.connect(receiver.getsockname())
+        ours.setblocking(False)
+        transport, protocol = await loop.create_datagram_endpoint(Datagrams, sock=ours)
+        number = ours.fileno()
+        ours.close()  # the program closes the socket it handed over
         taker, peer = take_number(number)
         transport.sendto(b"leak")
         await asyncio.sleep(0.01)
