@@ -18,6 +18,10 @@ from unittest import mock
 import pytest
 from helpers import FACTORIES
 
+pytestmark = pytest.mark.skipif(
+    sys.version_info < (3, 11), reason="3.10's SSLProtocol (the old one) has none of these methods"
+)
+
 # the methods of asyncio's SSLProtocol that the native path takes itself
 PROTOCOL_METHODS = [
     "_do_read",
