@@ -20,6 +20,11 @@
  * kernel cannot take now (EAGAIN, EINTR) goes to asyncio's sendto, which
  * tries again and buffers.
  *
+ * Both make their system call on the descriptor the transport's socket
+ * holds at that moment (sockets.c), never on the number kept in
+ * _sock_fd, which another socket may own by then; a transport whose _sock
+ * is gone or not a plain non-blocking socket takes asyncio's methods.
+ *
  * It knows asyncio's datagram transport attributes by name and the loop's
  * receive buffer (transport.c); nothing of the engine. */
 #include "zl.h"
@@ -28,16 +33,16 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-static PyObject *s_conn_lost, *s_max_size, *s_sock_fd, *s_protocol, *s_datagram_received,
+static PyObject *s_conn_lost, *s_max_size, *s_sock, *s_protocol, *s_datagram_received,
     *s_error_received, *s_fatal_error, *s_address, *s_buffer, *s_extra, *s_peername, *s_loop,
     *s_state, *s_read_python, *s_sendto_python, *msg_read_error;
 
 /* zloopgo's datagram class keeps these attributes in __slots__ (_extra is
  * asyncio's BaseTransport's own slot); set_datagram_layout() records their
  * offsets, so reading one is a load (zl_layout, util.c). */
-enum { D_CONN_LOST, D_SOCK_FD, D_PROTOCOL, D_ADDRESS, D_BUFFER, D_EXTRA, D_LOOP, D_STATE, D_COUNT };
-static PyObject **field_names[D_COUNT] = {&s_conn_lost, &s_sock_fd, &s_protocol, &s_address,
-                                          &s_buffer,    &s_extra,   &s_loop,     &s_state};
+enum { D_CONN_LOST, D_SOCK, D_PROTOCOL, D_ADDRESS, D_BUFFER, D_EXTRA, D_LOOP, D_STATE, D_COUNT };
+static PyObject **field_names[D_COUNT] = {&s_conn_lost, &s_sock,  &s_protocol, &s_address,
+                                          &s_buffer,    &s_extra, &s_loop,     &s_state};
 _Static_assert(D_COUNT <= ZL_LAYOUT_MAX, "too many datagram fields for a zl_layout");
 static zl_layout layout = {.n = D_COUNT, .names = field_names};
 
@@ -202,22 +207,28 @@ static PyObject *dg_read_ready(PyObject *self, PyObject *unused)
     int lost = zl_layout_true(&layout, self, D_CONN_LOST);
     if (lost != 0)
         return lost < 0 ? NULL : Py_NewRef(Py_None);
-    long max_size, fd;
-    int ok = exact_long(PyObject_GetAttr(self, s_max_size), &max_size);
-    if (ok <= 0 || max_size <= 0 || max_size > MAX_NATIVE_READ)
-        return ok < 0 ? NULL : read_python(self);
-    zl_datagram *d = state_of(self);
-    if (d == NULL)
-        return read_python(self);
-    if ((ok = exact_long(zl_layout_get(&layout, self, D_SOCK_FD), &fd)) <= 0) {
-        Py_DECREF(d);
+    /* asyncio's self._sock.recvfrom(self.max_size): the socket first */
+    PyObject *sock = zl_layout_get(&layout, self, D_SOCK);
+    if (sock == NULL)
+        return NULL;
+    long max_size;
+    int ok = zl_socket_nonblocking_fd(sock) != ZL_NOT_A_SOCKET
+                 ? exact_long(PyObject_GetAttr(self, s_max_size), &max_size)
+                 : 0;
+    zl_datagram *d = ok > 0 && max_size > 0 && max_size <= MAX_NATIVE_READ ? state_of(self) : NULL;
+    if (d == NULL) {
+        Py_DECREF(sock);
         return ok < 0 ? NULL : read_python(self);
     }
     PyObject *loop = zl_layout_get(&layout, self, D_LOOP);
     if (loop == NULL) {
+        Py_DECREF(sock);
         Py_DECREF(d);
         return NULL;
     }
+    /* the descriptor the socket holds now, after max_size's lookup */
+    int fd = zl_socket_fd(sock);
+    Py_DECREF(sock);
     zl_loop *L = zl_is_loop(loop) ? (zl_loop *)loop : NULL;
     char *own, *into = zl_rx_take(L, (size_t)max_size, &own);
     struct sockaddr_storage ss;
@@ -227,7 +238,7 @@ static PyObject *dg_read_ready(PyObject *self, PyObject *unused)
     if (into != NULL) {
         do {
             len = sizeof ss;
-            n = recvfrom((int)fd, into, (size_t)max_size, 0, (struct sockaddr *)&ss, &len);
+            n = recvfrom(fd, into, (size_t)max_size, 0, (struct sockaddr *)&ss, &len);
         } while (n < 0 && errno == EINTR);
         err = errno;
     }
@@ -347,16 +358,24 @@ static PyObject *dg_sendto(PyObject *self, PyObject *const *args, Py_ssize_t nar
     int connected = 0;
     zl_datagram *d = NULL;
     int ok = may_send(self, nargs == 2 ? args[1] : Py_None, &connected, &d);
-    long fd;
-    if (ok > 0 && (ok = exact_long(zl_layout_get(&layout, self, D_SOCK_FD), &fd)) <= 0)
+    /* asyncio sends through self._sock: None once the transport closed
+     * itself after flushing its buffer (_conn_lost stays 0 then, and
+     * _sock_fd may name another socket by now) and a socket the native
+     * send does not serve take asyncio's sendto, which fails or sends */
+    PyObject *sock = ok > 0 ? zl_layout_get(&layout, self, D_SOCK) : NULL;
+    int fd = sock != NULL ? zl_socket_nonblocking_fd(sock) : ZL_NOT_A_SOCKET;
+    Py_XDECREF(sock);
+    if (ok > 0 && (sock == NULL || fd == ZL_NOT_A_SOCKET)) {
+        ok = sock == NULL ? -1 : 0;
         Py_CLEAR(d);
+    }
     if (ok <= 0)
         return ok < 0 ? NULL : sendto_python(self, args, nargs, kwnames);
     ssize_t n;
     if (connected)
-        n = send((int)fd, PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data), 0);
+        n = send(fd, PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data), 0);
     else
-        n = sendto((int)fd, PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data), 0,
+        n = sendto(fd, PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data), 0,
                    (struct sockaddr *)&d->last, d->last_len);
     int err = errno;
     Py_XDECREF(d);
@@ -393,7 +412,7 @@ int zl_datagram_type_ready(void)
     static const zl_name names[] = {
         {&s_conn_lost, "_conn_lost"},
         {&s_max_size, "max_size"},
-        {&s_sock_fd, "_sock_fd"},
+        {&s_sock, "_sock"},
         {&s_protocol, "_protocol"},
         {&s_datagram_received, "datagram_received"},
         {&s_error_received, "error_received"},

@@ -39,7 +39,7 @@ static PyMethodDef module_methods[] = {
     {"context_layout_ok", zl_context_layout_ok, METH_NOARGS,
      "Whether PyContext's layout passed capi/context.c's self-test (handles share snapshots)."},
     {"socket_layout_ok", zl_socket_layout_ok, METH_NOARGS,
-     "Whether a socket object's layout passed capi/sockops.c's self-test (system calls made "
+     "Whether a socket object's layout passed capi/sockets.c's self-test (system calls made "
      "directly)."},
     {"build_info_json", build_info_json, METH_NOARGS, "Build facts from the Go side, as JSON."},
     {"file_op", (PyCFunction)(void (*)(void))zl_file_op, METH_FASTCALL,
@@ -68,7 +68,8 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__engine(void)
 {
-    if (zl_handle_lock_type_ready() < 0 || zl_handle_types_ready() < 0 ||
+    zl_runtime_loaded();
+    if (zl_sockets_ready() < 0 || zl_handle_lock_type_ready() < 0 || zl_handle_types_ready() < 0 ||
         zl_timer_handle_type_ready() < 0 || zl_loop_type_ready() < 0 ||
         zl_transport_type_ready() < 0 || zl_datagram_type_ready() < 0 || zl_tls_ready() < 0 ||
         zl_streamfeed_ready() < 0 || zl_context_ready() < 0 || zl_clock_ready() < 0 ||

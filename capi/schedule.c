@@ -383,8 +383,13 @@ PyObject *zl_loop_call_soon_threadsafe(zl_loop *L, PyObject *const *args, Py_ssi
     /* The caller holds the GIL, so the loop thread is either running Python
      * or about to (it will see the handle) or sleeping in the reactor,
      * which `polling` tells; only then is a wake-up needed, and only the
-     * first of that sleep (uv_async_send coalesces the same way). */
-    if (h != NULL && atomic_load(&L->polling) && !atomic_exchange(&L->wake_sent, 1)) {
+     * first of that sleep (uv_async_send coalesces the same way). In a
+     * child forked after the engine started, the reactor and its waker are
+     * the parent's (the child's copy of `polling` may say it sleeps): the
+     * handle is queued on the child's copy of the loop, which cannot run
+     * there, and nothing is written. */
+    if (h != NULL && atomic_load(&L->polling) && !zl_forked_child &&
+        !atomic_exchange(&L->wake_sent, 1)) {
         L->counters.wakeups++; /* under the GIL, as stats.c reads it */
         zl_waker_wake(L->waker);
     }

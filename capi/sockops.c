@@ -23,36 +23,22 @@
  *
  * A plain socket in non-blocking mode (timeout 0.0, as asyncio asks) is
  * received from and sent to with the system calls themselves, as the
- * socket module's recv and send make them for such a socket (EINTR
- * retried after the signal handlers ran, the errno's OSError): a receive
- * or send the kernel cannot take now then costs no BlockingIOError. That
- * reads the socket object's descriptor and timeout from its C layout,
- * which a self-test checks at import; without it, the methods are called.
+ * socket module's recv and send make them for such a socket: EINTR
+ * retried after the signal handlers ran, on the descriptor the socket
+ * holds then (a handler may have closed it: EBADF, as the module's retry
+ * gets), the errno's OSError. A receive or send the kernel cannot take now
+ * then costs no BlockingIOError. The descriptor and timeout are read from
+ * the socket object at each try (sockets.c); where its layout is unknown,
+ * the methods are called.
  *
  * It knows asyncio's method and attribute names, the loop's descriptor
- * table (fds.c), futures (tasks.c) and receive buffer (transport.c);
- * nothing of the engine. */
+ * table (fds.c), socket objects (sockets.c), futures (tasks.c) and the
+ * receive buffer (transport.c); nothing of the engine. */
 #include "zl.h"
 #include <errno.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-/* The head of the socket module's socket object (Modules/socketmodule.h,
- * PySocketSockObject, the same on CPython 3.10 to 3.15 on POSIX): what
- * socket.fileno() and gettimeout() read. */
-typedef struct {
-    PyObject_HEAD
-    int sock_fd;
-    int sock_family;
-    int sock_type;
-    int sock_proto;
-    PyObject *(*errorhandler)(void);
-    int64_t sock_timeout; /* nanoseconds; 0: non-blocking, negative: blocking */
-} socket_head;
-
-static int layout_ok; /* the self-test of socket_head passed */
-
-static PyTypeObject *socket_type;     /* socket.socket */
 static PyObject *partial_type;        /* functools.partial */
 static PyTypeObject *weak_value_dict; /* weakref.WeakValueDictionary */
 static PyObject *s_recv, *s_recv_into, *s_send, *s_fileno, *s_done, *s_set_result, *s_set_exception,
@@ -69,7 +55,7 @@ static int plain_loop(zl_loop *L) { return Py_TYPE(L)->tp_base == &zl_LoopType; 
  * steps may be taken here; anything else takes them in Python. */
 static int native_steps(zl_loop *L, PyObject *sock)
 {
-    return plain_loop(L) && !L->debug && Py_TYPE(sock) == socket_type;
+    return plain_loop(L) && !L->debug && Py_TYPE(sock) == zl_socket_type;
 }
 
 /* The call raised what asyncio's steps take as "not now"
@@ -85,13 +71,39 @@ static int not_now_or_error(void)
 }
 
 /* sock's descriptor if it is a plain socket.socket in non-blocking mode
- * whose layout is known, else -1. */
-static int nonblocking_fd(PyObject *sock)
+ * whose layout is known and which is open, else -1. */
+static inline int nonblocking_fd(PyObject *sock)
 {
-    if (!layout_ok || Py_TYPE(sock) != socket_type)
-        return -1;
-    socket_head *s = (socket_head *)sock;
-    return s->sock_timeout == 0 ? s->sock_fd : -1;
+    int fd = zl_socket_nonblocking_fd(sock);
+    return fd >= 0 ? fd : -1;
+}
+
+/* recv(2) (sending 0) or send(2) (sending 1) of len bytes at buf on fd,
+ * sock's descriptor in non-blocking mode, as the socket module's recv and
+ * send make it: interrupted by a signal, the handlers run (an exception
+ * of theirs ends it: -2) and the call is made again on the descriptor
+ * sock holds then, which a handler may have closed (-1: EBADF) or put in
+ * another mode (the call then waits as the module's would, without the
+ * GIL). The count, or -1 with errno set. */
+static inline Py_ssize_t sock_syscall(PyObject *sock, int fd, int sending, void *buf, size_t len)
+{
+    int waits = 0; /* a handler made the socket blocking */
+    for (;;) {
+        Py_ssize_t n;
+        if (waits) {
+            Py_BEGIN_ALLOW_THREADS;
+            n = sending ? send(fd, buf, len, 0) : recv(fd, buf, len, 0);
+            Py_END_ALLOW_THREADS;
+        } else {
+            n = sending ? send(fd, buf, len, 0) : recv(fd, buf, len, 0);
+        }
+        if (n >= 0 || errno != EINTR)
+            return n;
+        if (PyErr_CheckSignals() < 0)
+            return -2;
+        fd = zl_socket_fd(sock);
+        waits = zl_socket_nonblocking_fd(sock) == ZL_NOT_A_SOCKET;
+    }
 }
 
 /* The call failed with errno: the socket module's exception for it, or,
@@ -117,7 +129,7 @@ static int recv_now(zl_loop *L, PyObject *sock, PyObject *n, PyObject **data)
         PyErr_Clear(); /* beyond a long: sock.recv words the error */
     int fd = nonblocking_fd(sock);
     int scratch = fd >= 0 ? size > 0 && size <= ZL_SOCK_SCRATCH_LIMIT
-                          : Py_TYPE(sock) == socket_type && size >= ZL_SOCK_SCRATCH_FROM &&
+                          : Py_TYPE(sock) == zl_socket_type && size >= ZL_SOCK_SCRATCH_FROM &&
                                 size <= ZL_SOCK_SCRATCH_LIMIT;
     if (!scratch) {
         PyObject *args[3] = {sock, n, NULL};
@@ -130,12 +142,9 @@ static int recv_now(zl_loop *L, PyObject *sock, PyObject *n, PyObject **data)
     Py_ssize_t got = -1;
     int r = -1;
     if (fd >= 0) {
-        int interrupted = 0; /* a signal handler raised: its exception stands */
-        while ((got = recv(fd, buf, (size_t)size, 0)) < 0 && errno == EINTR)
-            if ((interrupted = PyErr_CheckSignals() < 0))
-                break;
-        if (got < 0 && !interrupted)
-            r = errno_outcome();
+        got = sock_syscall(sock, fd, 0, buf, (size_t)size);
+        if (got == -1)
+            r = errno_outcome(); /* -2: a signal handler's exception stands */
     } else {
         PyObject *view = PyMemoryView_FromMemory(buf, size, PyBUF_WRITE);
         if (view != NULL) {
@@ -175,23 +184,16 @@ static Py_ssize_t send_now(PyObject *sock, PyObject *data)
         Py_DECREF(n);
         return sent;
     }
-    Py_ssize_t sent;
-    while ((sent = send(fd, PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data), 0)) < 0 &&
-           errno == EINTR)
-        if (PyErr_CheckSignals() < 0)
-            return -1;
-    return sent >= 0 ? sent : errno_outcome();
+    Py_ssize_t sent =
+        sock_syscall(sock, fd, 1, PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data));
+    return sent >= 0 ? sent : sent == -1 ? errno_outcome() : -1;
 }
 
-/* recv(2) on fd into view (released): recv_into_now's outcome. */
-static int recv_into_view(int fd, Py_buffer *view, PyObject **count)
+/* recv(2) on sock's fd into view (released): recv_into_now's outcome. */
+static int recv_into_view(PyObject *sock, int fd, Py_buffer *view, PyObject **count)
 {
-    Py_ssize_t got;
-    int interrupted = 0; /* a signal handler raised: its exception stands */
-    while ((got = recv(fd, view->buf, (size_t)view->len, 0)) < 0 && errno == EINTR)
-        if ((interrupted = PyErr_CheckSignals() < 0))
-            break;
-    int r = got >= 0 ? 1 : interrupted ? -1 : errno_outcome();
+    Py_ssize_t got = sock_syscall(sock, fd, 0, view->buf, (size_t)view->len);
+    int r = got >= 0 ? 1 : got == -1 ? errno_outcome() : -1;
     PyBuffer_Release(view);
     if (r == 1 && (*count = PyLong_FromSsize_t(got)) == NULL)
         r = -1;
@@ -211,7 +213,7 @@ static int recv_into_now(PyObject *sock, PyObject *buf, PyObject **count)
     int fd = nonblocking_fd(sock);
     if (fd >= 0 && PyObject_GetBuffer(buf, &view, PyBUF_WRITABLE) == 0) {
         if (view.len > 0)
-            return recv_into_view(fd, &view, count);
+            return recv_into_view(sock, fd, &view, count);
         PyBuffer_Release(&view);
     }
     PyErr_Clear();
@@ -289,9 +291,10 @@ static PyObject *wait_on(zl_loop *L, PyObject *sock, int which, PyObject *callba
     PyObject *fut = zl_loop_create_future(L, NULL);
     if (fut == NULL)
         return NULL;
+    int known = zl_socket_fd(sock);
     PyObject *fd =
-        layout_ok && Py_TYPE(sock) == socket_type
-            ? PyLong_FromLong(((socket_head *)sock)->sock_fd)
+        known != ZL_NOT_A_SOCKET
+            ? PyLong_FromLong(known)
             : PyObject_VectorcallMethod(s_fileno, &sock, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     PyObject *callback = NULL, *handle = NULL, *done = NULL, *partial = NULL, *added = NULL;
     if (fd == NULL || ensure_no_transport(L, fd) < 0)
@@ -566,51 +569,6 @@ static PyObject *import_attr(const char *module, const char *name)
     return v;
 }
 
-/* settimeout(value) on sock, then whether the layout's timeout reads
- * `expect` (any negative number for a negative expect). */
-static int timeout_reads(PyObject *sock, PyObject *value, int64_t expect)
-{
-    PyObject *r = PyObject_CallMethod(sock, "settimeout", "O", value);
-    Py_XDECREF(r);
-    int64_t t = ((socket_head *)sock)->sock_timeout;
-    return r != NULL && (expect < 0 ? t < 0 : t == expect);
-}
-
-/* Whether socket_head is where this CPython keeps a socket's descriptor,
- * family, type and timeout: read off a fresh UDP socket set three ways. */
-static int check_layout(void)
-{
-    if (socket_type->tp_basicsize < (Py_ssize_t)sizeof(socket_head))
-        return 0;
-    PyObject *sock = PyObject_CallFunction((PyObject *)socket_type, "ii", AF_INET, SOCK_DGRAM);
-    if (sock == NULL) {
-        PyErr_Clear();
-        return 0;
-    }
-    socket_head *h = (socket_head *)sock;
-    PyObject *fileno = PyObject_CallMethod(sock, "fileno", NULL);
-    PyObject *half = PyFloat_FromDouble(2.5), *zero = PyFloat_FromDouble(0.0);
-    int ok = fileno != NULL && half != NULL && zero != NULL &&
-             PyLong_AsLong(fileno) == h->sock_fd && h->sock_family == AF_INET &&
-             h->sock_type == SOCK_DGRAM && timeout_reads(sock, half, 2500000000) &&
-             timeout_reads(sock, Py_None, -1) && timeout_reads(sock, zero, 0);
-    Py_XDECREF(fileno);
-    Py_XDECREF(half);
-    Py_XDECREF(zero);
-    PyObject *r = PyObject_CallMethod(sock, "close", NULL);
-    Py_XDECREF(r);
-    Py_DECREF(sock);
-    PyErr_Clear();
-    return ok;
-}
-
-/* _engine.socket_layout_ok(): whether the self-test passed (the system
- * calls are made directly). */
-PyObject *zl_socket_layout_ok(PyObject *mod, PyObject *unused)
-{
-    return PyBool_FromLong(layout_ok);
-}
-
 int zl_sockops_ready(void)
 {
     static const zl_name names[] = {
@@ -637,16 +595,13 @@ int zl_sockops_ready(void)
     if (zl_intern_names(names, sizeof names / sizeof names[0]) < 0)
         return -1;
     kw_handle = Py_BuildValue("(s)", "handle");
-    socket_type = (PyTypeObject *)import_attr("socket", "socket");
     partial_type = import_attr("functools", "partial");
     weak_value_dict = (PyTypeObject *)import_attr("weakref", "WeakValueDictionary");
-    if (kw_handle == NULL || socket_type == NULL || partial_type == NULL || weak_value_dict == NULL)
+    if (kw_handle == NULL || partial_type == NULL || weak_value_dict == NULL)
         return -1;
-    if (!PyType_Check(socket_type) || !PyType_Check(weak_value_dict)) {
-        PyErr_SetString(PyExc_TypeError,
-                        "socket.socket and weakref.WeakValueDictionary must be classes");
+    if (!PyType_Check(weak_value_dict)) {
+        PyErr_SetString(PyExc_TypeError, "weakref.WeakValueDictionary must be a class");
         return -1;
     }
-    layout_ok = check_layout();
     return 0;
 }

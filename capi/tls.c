@@ -22,11 +22,18 @@
  * method only when it has something to do). zloopgo's subclasses
  * (zloopgo/_tls.py) put these types first in their bases.
  *
- * Two shortcuts, neither visible: an ssl.SSLObject whose class is
- * unchanged since import is read and written through the _ssl object it
- * wraps, as its read and write methods do, without their Python frame;
- * and an asyncio.StreamReaderProtocol application takes what was read
- * through the stream fast path (streamfeed.c).
+ * Two shortcuts, neither visible: an ssl.SSLObject whose read (write)
+ * is still ssl's own is read (written) through the _ssl object it wraps,
+ * as that method does, without its Python frame; and an
+ * asyncio.StreamReaderProtocol application takes what was read through
+ * the stream fast path (streamfeed.c).
+ *
+ * Where asyncio calls a method of the protocol or of the SSL object
+ * (self._do_write(), self._sslobj.read(n)...), the native code takes the
+ * step itself only while that method is still the one it stands for:
+ * this type's native method, asyncio's or ssl's function. A method set on
+ * the instance (tracing, mock.patch.object) or replaced in a subclass or
+ * on ssl.SSLObject is called instead, as asyncio calls it (resolves_to).
  *
  * It knows asyncio.sslproto's attribute names; nothing of the loop or the
  * engine. */
@@ -39,7 +46,9 @@ static PyObject *s_state, *s_incoming, *s_outgoing, *s_sslobj, *s_ssl_buffer, *s
     *s_incoming_high_water, *s_incoming_low_water, *s_ssl_reading_paused, *s_data_received,
     *s_do_handshake, *s_do_flush, *s_do_shutdown, *s_call_eof_received, *s_start_shutdown,
     *s_fatal_error, *s_append, *s_join, *s_eof, *s_closed, *s_ssl_protocol, *s_write_appdata,
-    *s_is_closing, *msg_ssl_fatal, *zero, *empty_bytes;
+    *s_is_closing, *s_do_read_name, *s_do_read_copied, *s_do_read_buffered, *s_do_write,
+    *s_process_outgoing, *s_control_app_writing, *s_control_ssl_reading, *s_is_transport_closing,
+    *s_zl_replaced, *msg_ssl_fatal, *zero, *empty_bytes;
 
 /* zloopgo's SSLProtocol and AppTransport keep the attributes read for
  * every record in __slots__, whose offsets set_tls() records (zl_layout,
@@ -65,6 +74,7 @@ enum {
     F_INCOMING_HIGH_WATER,
     F_INCOMING_LOW_WATER,
     F_SSL_READING_PAUSED,
+    F_REPLACED,
     F_COUNT
 };
 static PyObject **field_names[F_COUNT] = {&s_state,
@@ -85,13 +95,24 @@ static PyObject **field_names[F_COUNT] = {&s_state,
                                           &s_app_writing_paused,
                                           &s_incoming_high_water,
                                           &s_incoming_low_water,
-                                          &s_ssl_reading_paused};
+                                          &s_ssl_reading_paused,
+                                          &s_zl_replaced};
 _Static_assert(F_COUNT <= ZL_LAYOUT_MAX, "too many TLS protocol fields for a zl_layout");
 static zl_layout layout = {.n = F_COUNT, .names = field_names};
 
 static PyObject *get_field(PyObject *self, int f) { return zl_layout_get(&layout, self, f); }
 
 static int field_true(PyObject *self, int f) { return zl_layout_true(&layout, self, f); }
+
+/* self.<field f> = v: stored in its slot (as the slot's descriptor
+ * stores it), else set by name; 0 or -1. */
+static int set_field(PyObject *self, int f, PyObject *v)
+{
+    if (layout.type == NULL || !PyObject_TypeCheck(self, layout.type))
+        return PyObject_SetAttr(self, *layout.names[f], v);
+    Py_XSETREF(*(PyObject **)((char *)self + layout.offset[f]), Py_NewRef(v));
+    return 0;
+}
 
 enum { A_CLOSED, A_SSL_PROTOCOL, A_COUNT };
 static PyObject **app_field_names[A_COUNT] = {&s_closed, &s_ssl_protocol};
@@ -102,12 +123,16 @@ static PyObject *app_field(PyObject *self, int f) { return zl_layout_get(&app_la
 /* What _engine.set_tls() recorded: asyncio's SSLProtocol methods the rare
  * cases call, SSLProtocolState's members, sslproto.SSLAgainErrors, and
  * ssl.SSLObject with its version tag then. NULL until set_tls. */
-static PyObject *py_get_buffer, *py_write_appdata, *py_do_read_buffered, *py_control_app_writing,
-    *py_control_ssl_reading;
+static PyObject *py_get_buffer, *py_write_appdata, *py_do_read_copied, *py_control_app_writing,
+    *py_control_ssl_reading, *py_is_transport_closing;
 static PyObject *st_do_handshake, *st_wrapped, *st_flushing, *st_shutdown, *st_unwrapped;
 static PyObject *again_errors;
 static PyTypeObject *sslobject_type;
-static unsigned int sslobject_version;
+static PyObject *sslobject_read, *sslobject_write; /* ssl.SSLObject's own read and write */
+/* The version tags of ssl.SSLObject and of zloopgo's SSLProtocol when
+ * they last held the methods the native steps stand for (0: look again).
+ * A class or any of its bases changed since has another tag. */
+static unsigned int sslobject_version, protocol_version;
 /* 3.14+: _SSLProtocolTransport.is_closing() also asks the socket transport */
 static int is_closing_asks_transport;
 
@@ -126,7 +151,7 @@ PyObject *zl_set_tls(PyObject *mod, PyObject *args)
     } methods[] = {
         {&py_get_buffer, "get_buffer"},
         {&py_write_appdata, "_write_appdata"},
-        {&py_do_read_buffered, "_do_read__buffered"},
+        {&py_do_read_copied, "_do_read__copied"},
         {&py_control_app_writing, "_control_app_writing"},
         {&py_control_ssl_reading, "_control_ssl_reading"},
     };
@@ -151,13 +176,19 @@ PyObject *zl_set_tls(PyObject *mod, PyObject *args)
         Py_XSETREF(*members[i].slot, m);
     }
     Py_XSETREF(again_errors, Py_NewRef(again));
-    /* looking a method up gives the class a version tag if it had none */
-    PyObject *read = PyObject_GetAttr(sslobject, s_read);
-    if (read == NULL)
+    /* 3.14+: _SSLProtocolTransport.is_closing() asks this method */
+    PyObject *closing = asks ? PyObject_GetAttrString(proto_cls, "_is_transport_closing") : NULL;
+    if (asks && closing == NULL)
         return NULL;
-    Py_DECREF(read);
+    Py_XSETREF(py_is_transport_closing, closing);
+    PyObject *read = _PyType_Lookup((PyTypeObject *)sslobject, s_read); /* borrowed */
+    PyObject *write = _PyType_Lookup((PyTypeObject *)sslobject, s_write);
+    if (read == NULL || write == NULL)
+        return PyErr_Format(PyExc_TypeError, "%R has no read or write", sslobject);
+    Py_XSETREF(sslobject_read, Py_NewRef(read));
+    Py_XSETREF(sslobject_write, Py_NewRef(write));
     Py_XSETREF(sslobject_type, (PyTypeObject *)Py_NewRef(sslobject));
-    sslobject_version = sslobject_type->tp_version_tag;
+    sslobject_version = protocol_version = 0; /* looked at on first use */
     is_closing_asks_transport = asks;
     Py_RETURN_NONE;
 }
@@ -230,16 +261,64 @@ static PyObject *call_python(PyObject *fn, PyObject *self, PyObject *arg)
                        : PyObject_CallOneArg(fn, self);
 }
 
-/* The _ssl object an unchanged ssl.SSLObject wraps (new reference), or a
- * new reference to sslobj itself when it is anything else. */
-static PyObject *ssl_target(PyObject *sslobj)
+/* Whether obj.name is what the native code does in its place: the C
+ * method `native` of these types, or `fn` (asyncio's or ssl's function),
+ * found on the class as a method call finds it (_PyObject_GetMethod: an
+ * attribute of the instance comes first, and no bound method is made).
+ * 1, 0 (set on the instance, replaced in a subclass or on the class), or
+ * -1 with the exception the lookup raised. */
+static int resolves_to(PyObject *obj, PyObject *name, PyObject *fn, PyCFunction native)
 {
-    if (Py_TYPE(sslobj) == sslobject_type && sslobject_version != 0 &&
-        sslobject_type->tp_version_tag == sslobject_version) {
-        PyObject *inner = PyObject_GetAttr(sslobj, s_sslobj);
-        if (inner != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError))
+    PyObject *m = NULL;
+    int unbound = _PyObject_GetMethod(obj, name, &m);
+    if (m == NULL)
+        return -1;
+    int same = unbound && (m == fn || (native != NULL && Py_IS_TYPE(m, &PyMethodDescr_Type) &&
+                                       ((PyMethodDescrObject *)m)->d_method->ml_meth == native));
+    Py_DECREF(m);
+    return same;
+}
+
+/* ssl.SSLObject still holds its own read and write. */
+static inline int sslobject_unchanged(void)
+{
+    if (sslobject_version != 0 && sslobject_type->tp_version_tag == sslobject_version)
+        return 1;
+    if (_PyType_Lookup(sslobject_type, s_read) != sslobject_read ||
+        _PyType_Lookup(sslobject_type, s_write) != sslobject_write)
+        return 0;
+    sslobject_version = sslobject_type->tp_version_tag; /* the lookups gave it one */
+    return 1;
+}
+
+/* What self._sslobj.<name>(...) reaches when `fn` is ssl.SSLObject's own
+ * method `name`: the _ssl object it wraps (new reference) while sslobj
+ * is an ssl.SSLObject whose `name` is still fn, else sslobj itself (new
+ * reference), whose method is then called as asyncio calls it. The
+ * common case needs no lookup: the class unchanged and the instance
+ * holding nothing but the _sslobj that SSLObject._create sets, so
+ * nothing of its own replaces a method. */
+static PyObject *ssl_target(PyObject *sslobj, PyObject *name, PyObject *fn)
+{
+    if (Py_TYPE(sslobj) == sslobject_type && sslobject_unchanged()) {
+        PyObject *dict = PyObject_GenericGetDict(sslobj, NULL);
+        PyObject *inner = dict != NULL && PyDict_GET_SIZE(dict) == 1
+                              ? PyDict_GetItemWithError(dict, s_sslobj) /* borrowed */
+                              : NULL;
+        Py_XINCREF(inner);
+        Py_XDECREF(dict);
+        if (inner != NULL)
             return inner;
-        PyErr_Clear(); /* SSLObject.read would raise this itself */
+        PyErr_Clear(); /* asked again below */
+    }
+    if (Py_TYPE(sslobj) == sslobject_type) {
+        int own = resolves_to(sslobj, name, fn, NULL);
+        if (own > 0) {
+            PyObject *inner = PyObject_GetAttr(sslobj, s_sslobj);
+            if (inner != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError))
+                return inner;
+        }
+        PyErr_Clear(); /* the method's own call meets it again */
     }
     return Py_NewRef(sslobj);
 }
@@ -251,7 +330,8 @@ static PyObject *ssl_call(PyObject *self, PyObject *method, PyObject *arg)
     PyObject *sslobj = get_field(self, F_SSLOBJ);
     if (sslobj == NULL)
         return NULL;
-    PyObject *target = ssl_target(sslobj);
+    PyObject *target =
+        ssl_target(sslobj, method, method == s_read ? sslobject_read : sslobject_write);
     Py_DECREF(sslobj);
     if (target == NULL)
         return NULL;
@@ -275,7 +355,7 @@ static int nothing_to_read(PyObject *self)
     if (sslobj == NULL)
         return -1;
     int r = 0;
-    PyObject *target = ssl_target(sslobj);
+    PyObject *target = ssl_target(sslobj, s_read, sslobject_read);
     if (target == NULL) {
         r = -1;
     } else if (target != sslobj) {
@@ -348,6 +428,105 @@ static int mark_crossed(PyObject *self, PyObject *size, int high_f, int low_f, i
     if (under < 0)
         return -1;
     return under && paused;
+}
+
+/* ---- asyncio's calls of the protocol's own methods ---- */
+
+/* A step the native code takes where asyncio calls self.<method>(): it
+ * sets *loud when program code ran or something was written. */
+typedef PyObject *(*step_fn)(PyObject *self, int *loud);
+
+static PyObject *control_app_writing(PyObject *self, PyObject *unused);
+static PyObject *control_ssl_reading(PyObject *self, PyObject *unused);
+static PyObject *process_outgoing(PyObject *self, PyObject *unused);
+static PyObject *do_write(PyObject *self, PyObject *unused);
+static PyObject *do_read(PyObject *self, PyObject *unused);
+
+/* The protocol's methods the native code stands for where asyncio calls
+ * them by name: this type's C method, or asyncio's function (recorded by
+ * set_tls; _is_transport_closing is NULL before 3.14). */
+typedef struct {
+    PyObject **name;
+    PyObject **fn;
+    PyCFunction native;
+} zl_step_method;
+static const zl_step_method step_methods[] = {
+    {&s_do_read_name, NULL, do_read},
+    {&s_do_read_copied, &py_do_read_copied, NULL},
+    {&s_do_write, NULL, do_write},
+    {&s_process_outgoing, NULL, process_outgoing},
+    {&s_control_app_writing, NULL, control_app_writing},
+    {&s_control_ssl_reading, NULL, control_ssl_reading},
+    {&s_is_transport_closing, &py_is_transport_closing, NULL},
+};
+#define N_STEP_METHODS (sizeof step_methods / sizeof step_methods[0])
+
+/* zloopgo's SSLProtocol class (and its bases) still holds each of them. */
+static int protocol_class_unchanged(void)
+{
+    PyTypeObject *t = layout.type;
+    for (size_t i = 0; i < N_STEP_METHODS; i++) {
+        const zl_step_method *m = &step_methods[i];
+        if (m->fn != NULL && *m->fn == NULL)
+            continue;
+        PyObject *d = _PyType_Lookup(t, *m->name); /* borrowed */
+        int same = m->fn != NULL ? d == *m->fn
+                                 : d != NULL && Py_IS_TYPE(d, &PyMethodDescr_Type) &&
+                                       ((PyMethodDescrObject *)d)->d_method->ml_meth == m->native;
+        if (!same)
+            return 0;
+    }
+    protocol_version = t->tp_version_tag;
+    return 1;
+}
+
+/* Nothing replaces those methods on self without a lookup telling: self
+ * is an instance of zloopgo's SSLProtocol itself, whose class holds
+ * them, and none of their names was ever set on it (tls_setattro marks
+ * the instance when one is: any assignment, mock.patch.object). 1, or 0:
+ * ask resolves_to. */
+static inline int unreplaced(PyObject *self)
+{
+    PyTypeObject *t = layout.type;
+    if (t == NULL || Py_TYPE(self) != t)
+        return 0;
+    if ((protocol_version == 0 || t->tp_version_tag != protocol_version) &&
+        !protocol_class_unchanged())
+        return 0;
+    return *(PyObject **)((char *)self + layout.offset[F_REPLACED]) == NULL;
+}
+
+/* Setting an attribute of the protocol: one named as a method of
+ * step_methods marks the instance (unreplaced then asks every time). */
+static int tls_setattro(PyObject *self, PyObject *name, PyObject *value)
+{
+    if (layout.type != NULL && PyUnicode_Check(name) && PyObject_TypeCheck(self, layout.type)) {
+        int interned = PyUnicode_CHECK_INTERNED(name);
+        for (size_t i = 0; i < N_STEP_METHODS; i++) {
+            PyObject *method = *step_methods[i].name;
+            if (name == method || (!interned && PyUnicode_Compare(name, method) == 0)) {
+                PyObject **mark = (PyObject **)((char *)self + layout.offset[F_REPLACED]);
+                Py_XSETREF(*mark, Py_NewRef(Py_True));
+                break;
+            }
+        }
+    }
+    return PyObject_GenericSetAttr(self, name, value);
+}
+
+/* self.<name>() as asyncio makes it: `step` when self.name is still the
+ * native method `native` or asyncio's function `fn` (unreplaced, else
+ * resolves_to), else whatever self.name is now, called (*loud set). */
+static PyObject *run_step(PyObject *self, PyObject *name, PyObject *fn, PyCFunction native,
+                          step_fn step, int *loud)
+{
+    int own = unreplaced(self) ? 1 : resolves_to(self, name, fn, native);
+    if (own < 0)
+        return NULL;
+    if (own)
+        return step(self, loud);
+    *loud = 1;
+    return PyObject_CallMethodNoArgs(self, name);
 }
 
 /* ---- flow control ---- */
@@ -436,7 +615,8 @@ static PyObject *send_outgoing(PyObject *self, int *loud)
         if (rc < 0)
             return NULL;
     }
-    return app_writing_marks(self, loud);
+    return run_step(self, s_control_app_writing, NULL, control_app_writing, app_writing_marks,
+                    loud);
 }
 
 static PyObject *process_outgoing(PyObject *self, PyObject *unused)
@@ -455,7 +635,7 @@ static int buffered_less(PyObject *self, PyObject *n)
     Py_DECREF(size);
     if (less == NULL)
         return -1;
-    int rc = PyObject_SetAttr(self, s_write_buffer_size, less);
+    int rc = set_field(self, F_WRITE_BUFFER_SIZE, less);
     Py_DECREF(less);
     return rc;
 }
@@ -505,15 +685,21 @@ done:
 }
 
 /* _do_write: the backlog into the SSL object until it takes no more, then
- * _process_outgoing */
-static PyObject *do_write(PyObject *self, PyObject *unused)
+ * self._process_outgoing() */
+static PyObject *write_backlog(PyObject *self, int *loud)
 {
     int rc;
     while ((rc = write_one(self)) > 0)
         ;
     if (rc < 0 && !clear_again())
         return NULL;
-    return process_outgoing(self, NULL);
+    return run_step(self, s_process_outgoing, NULL, process_outgoing, send_outgoing, loud);
+}
+
+static PyObject *do_write(PyObject *self, PyObject *unused)
+{
+    int loud = 0;
+    return write_backlog(self, &loud);
 }
 
 /* _write_appdata(list_of_data) in the states that write; asyncio's method
@@ -547,7 +733,7 @@ static PyObject *write_appdata(PyObject *self, PyObject *list_of_data)
         Py_ssize_t n = size ? PyObject_Size(data) : -1;
         PyObject *len = n >= 0 ? PyLong_FromSsize_t(n) : NULL;
         PyObject *more = len ? PyNumber_InPlaceAdd(size, len) : NULL;
-        rc = more ? PyObject_SetAttr(self, s_write_buffer_size, more) : -1;
+        rc = more ? set_field(self, F_WRITE_BUFFER_SIZE, more) : -1;
         Py_XDECREF(more);
         Py_XDECREF(len);
         Py_XDECREF(size);
@@ -560,8 +746,10 @@ static PyObject *write_appdata(PyObject *self, PyObject *list_of_data)
     Py_DECREF(it);
     if (PyErr_Occurred())
         return NULL;
-    int wrapped = state_is(self, st_wrapped);
-    PyObject *r = wrapped > 0 ? do_write(self, NULL) : wrapped == 0 ? Py_NewRef(Py_None) : NULL;
+    int wrapped = state_is(self, st_wrapped), loud = 0;
+    PyObject *r = wrapped > 0    ? run_step(self, s_do_write, NULL, do_write, write_backlog, &loud)
+                  : wrapped == 0 ? Py_NewRef(Py_None)
+                                 : NULL;
     if (r == NULL)
         return ssl_fatal(self);
     return r;
@@ -656,6 +844,11 @@ done:
     return rc;
 }
 
+static PyObject *copied_step(PyObject *self, int *loud)
+{
+    return read_copied(self, loud) < 0 ? NULL : Py_NewRef(Py_None);
+}
+
 /* The body of _do_read's try: read for the application unless it paused
  * reading, write what waits (or what the reads made: a TLS 1.3 key
  * update), then the read marks. 0 or -1. */
@@ -668,25 +861,29 @@ static int read_step(PyObject *self, int *loud)
         int buffered = field_true(self, F_APP_PROTOCOL_IS_BUFFER);
         if (buffered < 0)
             return -1;
-        if (buffered) {
+        PyObject *r;
+        if (buffered) { /* self._do_read__buffered(), asyncio's */
             *loud = 1;
-            PyObject *r = call_python(py_do_read_buffered, self, NULL);
-            if (r == NULL)
-                return -1;
-            Py_DECREF(r);
-        } else if (read_copied(self, loud) < 0) {
-            return -1;
+            r = PyObject_CallMethodNoArgs(self, s_do_read_buffered);
+        } else {
+            r = run_step(self, s_do_read_copied, py_do_read_copied, NULL, copied_step, loud);
         }
+        if (r == NULL)
+            return -1;
+        Py_DECREF(r);
         int waiting = field_true(self, F_WRITE_BACKLOG);
         if (waiting < 0)
             return -1;
         *loud |= waiting;
-        PyObject *r = waiting ? do_write(self, NULL) : send_outgoing(self, loud);
+        r = waiting
+                ? run_step(self, s_do_write, NULL, do_write, write_backlog, loud)
+                : run_step(self, s_process_outgoing, NULL, process_outgoing, send_outgoing, loud);
         if (r == NULL)
             return -1;
         Py_DECREF(r);
     }
-    PyObject *r = ssl_reading_marks(self, loud);
+    PyObject *r =
+        run_step(self, s_control_ssl_reading, NULL, control_ssl_reading, ssl_reading_marks, loud);
     Py_XDECREF(r);
     return r != NULL ? 0 : -1;
 }
@@ -748,10 +945,10 @@ static PyObject *get_buffer(PyObject *self, PyObject *n)
         goto fail;
     if (short_) {
         PyObject *fresh = PyObject_CallOneArg((PyObject *)&PyByteArray_Type, want);
-        int rc = fresh ? PyObject_SetAttr(self, s_ssl_buffer, fresh) : -1;
+        int rc = fresh ? set_field(self, F_SSL_BUFFER, fresh) : -1;
         PyObject *view = rc == 0 ? get_field(self, F_SSL_BUFFER) : NULL;
         PyObject *mv = view ? PyMemoryView_FromObject(view) : NULL;
-        rc = mv ? PyObject_SetAttr(self, s_ssl_buffer_view, mv) : -1;
+        rc = mv ? set_field(self, F_SSL_BUFFER_VIEW, mv) : -1;
         Py_XDECREF(mv);
         Py_XDECREF(view);
         Py_XDECREF(fresh);
@@ -790,7 +987,7 @@ static PyObject *buffer_updated(PyObject *self, PyObject *nbytes)
         if (is < 0)
             return NULL;
         int loud = 0;
-        PyObject *r = read_records(self, &loud);
+        PyObject *r = run_step(self, s_do_read_name, NULL, do_read, read_records, &loud);
         if (r != NULL && !loud) { /* the socket transport's read counts as quiet */
             PyObject *transport = get_field(self, F_TRANSPORT);
             if (transport == NULL) {
@@ -832,6 +1029,7 @@ PyTypeObject zl_TLSFastPathsType = {
      * best base, whose tp_new instances are made with */
     .tp_new = PyType_GenericNew,
     .tp_methods = protocol_methods,
+    .tp_setattro = tls_setattro,
 };
 
 /* ---- the application's transport ---- */
@@ -878,8 +1076,13 @@ static PyObject *app_is_closing(PyObject *self, PyObject *unused)
     PyObject *proto = app_field(self, A_SSL_PROTOCOL);
     if (proto == NULL)
         return NULL;
-    if (!PyObject_TypeCheck(proto, &zl_TLSFastPathsType)) { /* not zloopgo's: its own method */
-        PyObject *r = PyObject_CallMethod(proto, "_is_transport_closing", NULL);
+    /* not zloopgo's protocol, or its method replaced: the method */
+    int own = !PyObject_TypeCheck(proto, &zl_TLSFastPathsType) ? 0
+              : unreplaced(proto)
+                  ? 1
+                  : resolves_to(proto, s_is_transport_closing, py_is_transport_closing, NULL);
+    if (own <= 0) {
+        PyObject *r = own == 0 ? PyObject_CallMethodNoArgs(proto, s_is_transport_closing) : NULL;
         Py_DECREF(proto);
         return r;
     }
@@ -954,6 +1157,15 @@ int zl_tls_ready(void)
         {&s_ssl_protocol, "_ssl_protocol"},
         {&s_write_appdata, "_write_appdata"},
         {&s_is_closing, "is_closing"},
+        {&s_do_read_name, "_do_read"},
+        {&s_do_read_copied, "_do_read__copied"},
+        {&s_do_read_buffered, "_do_read__buffered"},
+        {&s_do_write, "_do_write"},
+        {&s_process_outgoing, "_process_outgoing"},
+        {&s_control_app_writing, "_control_app_writing"},
+        {&s_control_ssl_reading, "_control_ssl_reading"},
+        {&s_is_transport_closing, "_is_transport_closing"},
+        {&s_zl_replaced, "_zl_replaced"},
         {&msg_ssl_fatal, "Fatal error on SSL protocol"},
     };
     if (zl_intern_names(names, sizeof names / sizeof names[0]) < 0)

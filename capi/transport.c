@@ -7,6 +7,12 @@
  * Python code, reached through the same attributes and methods asyncio
  * uses, so behaviour and messages are asyncio's.
  *
+ * Every system call is made on the descriptor the transport's socket
+ * holds at that moment (sockets.c), never on the number asyncio keeps in
+ * _sock_fd: by then the transport may have closed itself (_sock None), or
+ * the program the socket, and the number belong to another descriptor.
+ * A socket the native calls do not serve goes to asyncio's own methods.
+ *
  * It knows asyncio's transport attributes by name; of the loop it knows
  * its receive buffer and quiet-read flag and the counters of its reads
  * and writes it adds to (zl_counters.transports); it knows nothing of the
@@ -17,11 +23,11 @@
 #include <structmember.h>
 #include <sys/socket.h>
 
-static PyObject *s_conn_lost, *s_sock_fd, *s_max_size, *s_protocol, *s_data_received,
-    *s_fatal_error, *s_on_eof, *s_read_ready_cb, *s_eof, *s_empty_waiter, *s_buffer,
-    *s_write_python, *s_read_python, *msg_read_error, *msg_data_received, *msg_write_error,
-    *s_get_buffer, *s_buffer_updated, *msg_get_buffer, *msg_buffer_updated, *minus_one, *s_loop,
-    *s_buffer_rest, *s_closing, *s_state, *s_sock;
+static PyObject *s_conn_lost, *s_max_size, *s_protocol, *s_data_received, *s_fatal_error, *s_on_eof,
+    *s_read_ready_cb, *s_eof, *s_empty_waiter, *s_buffer, *s_write_python, *s_read_python,
+    *msg_read_error, *msg_data_received, *msg_write_error, *s_get_buffer, *s_buffer_updated,
+    *msg_get_buffer, *msg_buffer_updated, *minus_one, *s_loop, *s_buffer_rest, *s_closing, *s_state,
+    *s_sock, *s_recv_into;
 
 /* A transport whose last read was at least LARGE_READ bytes receives the
  * next one straight into a bytes of max_size, shrunk to what came: a bulk
@@ -36,7 +42,6 @@ static PyObject *s_conn_lost, *s_sock_fd, *s_max_size, *s_protocol, *s_data_rece
  * classes (or a slot not yet set) take the ordinary lookup. */
 enum {
     F_CONN_LOST,
-    F_SOCK_FD,
     F_PROTOCOL,
     F_EOF,
     F_EMPTY_WAITER,
@@ -48,9 +53,9 @@ enum {
     F_SOCK,
     F_COUNT
 };
-static PyObject **field_names[F_COUNT] = {&s_conn_lost,    &s_sock_fd, &s_protocol,      &s_eof,
-                                          &s_empty_waiter, &s_buffer,  &s_read_ready_cb, &s_loop,
-                                          &s_closing,      &s_state,   &s_sock};
+static PyObject **field_names[F_COUNT] = {&s_conn_lost, &s_protocol,      &s_eof,  &s_empty_waiter,
+                                          &s_buffer,    &s_read_ready_cb, &s_loop, &s_closing,
+                                          &s_state,     &s_sock};
 _Static_assert(F_COUNT <= ZL_LAYOUT_MAX, "too many transport fields for a zl_layout");
 static zl_layout layout = {.n = F_COUNT, .names = field_names};
 
@@ -69,11 +74,6 @@ PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls)
 }
 
 static int field_true(PyObject *self, int f) { return zl_layout_true(&layout, self, f); }
-
-static int field_int(PyObject *self, int f, long *out)
-{
-    return zl_layout_long(&layout, self, f, out);
-}
 
 static PyObject *report_fatal(PyObject *self, PyObject *message);
 
@@ -221,14 +221,22 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
     int lost = field_true(self, F_CONN_LOST);
     if (lost != 0)
         return lost < 0 ? NULL : Py_NewRef(Py_None);
-    long fd, max_size;
-    int usual = read_size(self, &max_size);
-    if (usual == 0) /* asyncio's own read, for an unusual max_size */
+    /* asyncio's self._sock.recv(self.max_size): the socket is taken first */
+    PyObject *sock = get_field(self, F_SOCK);
+    if (sock == NULL)
+        return NULL;
+    long max_size;
+    int usual = zl_socket_nonblocking_fd(sock) != ZL_NOT_A_SOCKET ? read_size(self, &max_size) : 0;
+    if (usual == 0) { /* asyncio's own read, for an unusual max_size or socket */
+        Py_DECREF(sock);
         return PyObject_CallMethodNoArgs(self, s_read_python);
+    }
+    /* what the socket's recv reads when it is called: the descriptor
+     * the socket holds after max_size's lookup (a closed one fails) */
+    int fd = zl_socket_fd(sock);
+    Py_DECREF(sock);
     if (usual < 0)
         return usual == -1 ? NULL : Py_NewRef(Py_None);
-    if (field_int(self, F_SOCK_FD, &fd) < 0)
-        return NULL;
     zl_transport *t = state_of(self);
     zl_loop *L = transport_loop(self);
     PyObject *data = NULL; /* the final object, when the read goes straight into it */
@@ -246,7 +254,7 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
     }
     ssize_t n;
     do {
-        n = recv((int)fd, into, max_size, 0);
+        n = recv(fd, into, max_size, 0);
     } while (n < 0 && errno == EINTR);
     int err = errno;
     count_read(counts(L, t), n);
@@ -314,8 +322,57 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-/* The BufferedProtocol read: get_buffer(-1), recv(2) straight into it,
- * buffer_updated(n) — asyncio's _read_ready__get_buffer. */
+/* self._sock.recv_into(buf) for the BufferedProtocol read: 1 with the
+ * count in *count, 0 when the kernel has nothing now (BlockingIOError,
+ * InterruptedError), -1 with the exception set. recv(2) straight into the
+ * buffer when the socket is a plain one in non-blocking mode and the
+ * buffer an exact bytearray or memoryview exporting one writable
+ * contiguous block, as the socket's recv_into asks of it (no Python code
+ * runs to get it; *filled is then its size in bytes); anything else goes
+ * to the socket's own recv_into, which also raises what asyncio reports
+ * for a buffer it cannot fill (a list, bytes, a strided or read-only
+ * view) and runs a buffer's own __buffer__ as asyncio's call does. */
+static int recv_into(PyObject *sock, PyObject *buf, PyObject **count, Py_ssize_t *filled)
+{
+    Py_buffer view;
+    *count = NULL;
+    *filled = -1;
+    if (zl_socket_nonblocking_fd(sock) != ZL_NOT_A_SOCKET &&
+        (PyByteArray_CheckExact(buf) || PyMemoryView_Check(buf))) {
+        if (PyObject_GetBuffer(buf, &view, PyBUF_WRITABLE) == 0) {
+            ssize_t n;
+            do {
+                n = recv(zl_socket_fd(sock), view.buf, view.len, 0);
+            } while (n < 0 && errno == EINTR);
+            int err = errno;
+            *filled = view.len;
+            PyBuffer_Release(&view);
+            if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK))
+                return 0;
+            if (n < 0) {
+                errno = err;
+                PyErr_SetFromErrno(PyExc_OSError);
+                return -1;
+            }
+            *count = PyLong_FromSsize_t(n);
+            return *count != NULL ? 1 : -1;
+        }
+        PyErr_Clear(); /* the socket's recv_into words why it will not do */
+    }
+    *count = PyObject_CallMethodOneArg(sock, s_recv_into, buf);
+    if (*count != NULL)
+        return 1;
+    if (!PyErr_ExceptionMatches(PyExc_BlockingIOError) &&
+        !PyErr_ExceptionMatches(PyExc_InterruptedError))
+        return -1;
+    PyErr_Clear();
+    return 0;
+}
+
+/* The BufferedProtocol read, asyncio's _read_ready__get_buffer:
+ * get_buffer(-1) and its len() (0 is get_buffer's failure), then
+ * self._sock.recv_into(buf) (its failure a fatal read error), then
+ * buffer_updated(nbytes), or the EOF step when nothing came. */
 static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
 {
     int lost = field_true(self, F_CONN_LOST);
@@ -325,51 +382,40 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
     if (protocol == NULL)
         return NULL;
     PyObject *buf = PyObject_CallMethodOneArg(protocol, s_get_buffer, minus_one);
-    Py_buffer view = {0};
-    if (buf != NULL && PyObject_GetBuffer(buf, &view, PyBUF_WRITABLE) == 0 && view.len == 0) {
-        PyBuffer_Release(&view);
+    Py_ssize_t len = buf != NULL ? PyObject_Size(buf) : -1;
+    if (len == 0)
         PyErr_SetString(PyExc_RuntimeError, "get_buffer() returned an empty buffer");
-    }
-    if (PyErr_Occurred()) {
+    if (len <= 0) {
         Py_XDECREF(buf);
         Py_DECREF(protocol);
         return report_fatal(self, msg_get_buffer);
     }
-    long fd;
-    if (field_int(self, F_SOCK_FD, &fd) < 0) {
-        PyBuffer_Release(&view);
-        Py_DECREF(buf);
-        Py_DECREF(protocol);
-        return NULL;
-    }
-    ssize_t n;
-    do {
-        n = recv((int)fd, view.buf, view.len, 0);
-    } while (n < 0 && errno == EINTR);
-    int err = errno;
+    /* the socket is looked up now, as asyncio's self._sock.recv_into */
+    PyObject *sock = get_field(self, F_SOCK), *nbytes = NULL;
+    Py_ssize_t filled = -1;
+    int got = sock != NULL ? recv_into(sock, buf, &nbytes, &filled) : -1;
+    Py_XDECREF(sock);
+    Py_DECREF(buf);
     zl_loop *L = transport_loop(self);
     zl_transport *t = state_of(self);
+    if (got <= 0) {
+        count_read(counts(L, t), -1);
+        Py_DECREF(protocol);
+        return got < 0 ? report_fatal(self, msg_read_error) : Py_NewRef(Py_None);
+    }
+    Py_ssize_t n = PyLong_Check(nbytes) ? PyLong_AsSsize_t(nbytes) : -1;
+    PyErr_Clear(); /* a count recv_into gave: only its truth matters here */
     count_read(counts(L, t), n);
-    Py_ssize_t asked = view.len;
-    PyBuffer_Release(&view);
-    Py_DECREF(buf);
-    if (n < 0) {
+    int any = PyObject_IsTrue(nbytes);
+    if (any <= 0) {
+        Py_DECREF(nbytes);
         Py_DECREF(protocol);
-        if (err == EAGAIN || err == EWOULDBLOCK)
-            Py_RETURN_NONE;
-        errno = err;
-        PyErr_SetFromErrno(PyExc_OSError);
-        return report_fatal(self, msg_read_error);
+        return any < 0 ? NULL : PyObject_CallMethodNoArgs(self, s_on_eof);
     }
-    if (n == 0) {
-        Py_DECREF(protocol);
-        return PyObject_CallMethodNoArgs(self, s_on_eof);
-    }
-    PyObject *nbytes = PyLong_FromSsize_t(n);
     if (t != NULL)
         t->fed_quietly = 0;
-    PyObject *r = nbytes ? PyObject_CallMethodOneArg(protocol, s_buffer_updated, nbytes) : NULL;
-    Py_XDECREF(nbytes);
+    PyObject *r = PyObject_CallMethodOneArg(protocol, s_buffer_updated, nbytes);
+    Py_DECREF(nbytes);
     Py_DECREF(protocol);
     if (r == NULL)
         return report_fatal(self, msg_buffer_updated);
@@ -377,7 +423,7 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
     /* A TLS protocol that handed the bytes on natively (tls.c), with the
      * socket drained: as quiet as a stream read fed natively. */
     if (L != NULL && t != NULL)
-        L->rx.quiet_read = t->fed_quietly && n < asked;
+        L->rx.quiet_read = t->fed_quietly && filled >= 0 && n < filled;
     Py_RETURN_NONE;
 }
 
@@ -415,20 +461,19 @@ static PyObject *buffer_rest(PyObject *self, PyObject *data, Py_ssize_t sent)
     return r;
 }
 
-/* Sends data now, from the caller's buffer, with one send(2); the rest is
- * buffered and an error goes to _fatal_error, as asyncio's write does. */
-static PyObject *send_now(PyObject *self, PyObject *data, Py_buffer *view)
+/* Sends data now, from the caller's buffer, with one send(2) on the
+ * descriptor sock holds at this moment; the rest is buffered and an
+ * error goes to _fatal_error, as asyncio's write does. */
+static PyObject *send_now(PyObject *self, PyObject *sock, PyObject *data, Py_buffer *view)
 {
-    long fd;
-    if (field_int(self, F_SOCK_FD, &fd) < 0)
-        return NULL;
     zl_transport *t = state_of(self);
     zl_loop *owner = t != NULL ? transport_loop(self) : NULL;
+    int fd = zl_socket_fd(sock);
     ssize_t n;
     do {
         /* MSG_NOSIGNAL: a closed peer is an error on this transport,
          * never a SIGPIPE, whatever the process's SIGPIPE setting */
-        n = send((int)fd, view->buf, view->len, MSG_NOSIGNAL);
+        n = send(fd, view->buf, view->len, MSG_NOSIGNAL);
     } while (n < 0 && errno == EINTR);
     int err = errno;
     zl_transport_counts *c = counts(owner, t);
@@ -489,6 +534,19 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
         PyErr_SetString(PyExc_RuntimeError, "unable to write; sendfile is in progress");
         return NULL;
     }
+    /* asyncio's write sends through self._sock: None once the transport
+     * closed itself after flushing its buffer (which leaves _conn_lost 0,
+     * while _sock_fd may name another descriptor by now), or a socket the
+     * native send does not serve, goes to asyncio's own write, which
+     * fails or sends as it does. */
+    PyObject *sock = get_field(self, F_SOCK);
+    if (sock == NULL)
+        return NULL;
+    if (zl_socket_nonblocking_fd(sock) == ZL_NOT_A_SOCKET) {
+        Py_DECREF(sock);
+        return PyObject_CallMethodOneArg(self, s_write_python, data);
+    }
+    PyObject *r = NULL;
     Py_buffer view;
     if (PyBytes_CheckExact(data)) {
         /* bytes are immutable and data is held for the call: their
@@ -501,48 +559,33 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
         /* not one contiguous block (a strided memoryview): asyncio's own
          * write handles it, reporting send()'s failure as a fatal error */
         PyErr_Clear();
+        Py_DECREF(sock);
         return PyObject_CallMethodOneArg(self, s_write_python, data);
     }
     if (view.len == 0) {
-        release_view(&view);
-        Py_RETURN_NONE;
+        r = Py_NewRef(Py_None);
+        goto done;
     }
     if ((flag = field_true(self, F_CONN_LOST)) != 0) {
-        release_view(&view);
-        return flag < 0 ? NULL : PyObject_CallMethodOneArg(self, s_write_python, data);
-    }
-    /* The socket is gone (the transport closed itself once its buffer was
-     * flushed, which leaves _conn_lost 0): _sock_fd may name another
-     * descriptor by now. asyncio's own write fails on the missing socket. */
-    PyObject *sock = get_field(self, F_SOCK);
-    if (sock == NULL) {
-        release_view(&view);
-        return NULL;
-    }
-    Py_DECREF(sock);
-    if (sock == Py_None) {
-        release_view(&view);
-        return PyObject_CallMethodOneArg(self, s_write_python, data);
+        r = flag < 0 ? NULL : PyObject_CallMethodOneArg(self, s_write_python, data);
+        goto done;
     }
     PyObject *buffer = get_field(self, F_BUFFER);
-    if (buffer == NULL) {
-        release_view(&view);
-        return NULL;
-    }
+    if (buffer == NULL)
+        goto done;
     Py_ssize_t buffered = PyObject_Length(buffer);
     Py_DECREF(buffer);
-    PyObject *r;
-    if (buffered < 0)
-        r = NULL;
-    else if (buffered == 0)
-        r = send_now(self, data, &view);
-    else { /* bytes already wait for the socket: this write queues behind them */
+    if (buffered == 0)
+        r = send_now(self, sock, data, &view);
+    else if (buffered > 0) { /* bytes already wait for the socket: this write queues behind them */
         zl_transport_counts *c = counts(transport_loop(self), state_of(self));
         if (c != NULL)
             c->writes_buffered++;
         r = buffer_rest(self, data, -1);
     }
+done:
     release_view(&view);
+    Py_DECREF(sock);
     return r;
 }
 
@@ -635,7 +678,6 @@ int zl_transport_type_ready(void)
 {
     static const zl_name names[] = {
         {&s_conn_lost, "_conn_lost"},
-        {&s_sock_fd, "_sock_fd"},
         {&s_max_size, "max_size"},
         {&s_protocol, "_protocol"},
         {&s_data_received, "data_received"},
@@ -657,6 +699,7 @@ int zl_transport_type_ready(void)
         {&s_state, "_zl_state"},
         {&s_closing, "_closing"},
         {&s_sock, "_sock"},
+        {&s_recv_into, "recv_into"},
         {&msg_get_buffer, "Fatal error: protocol.get_buffer() call failed."},
         {&msg_buffer_updated, "Fatal error: protocol.buffer_updated() call failed."},
     };

@@ -20,6 +20,7 @@
  *  11 schedule.c      call_soon, call_soon_threadsafe, call_later, call_at
  *  12 tasks.c         create_future, create_task
  *  13 fds.c           the descriptor table
+ *  13 sockets.c       a socket object's descriptor and timeout now, as its own methods read them
  *  14 streamfeed.c    a stream's reads straight into its StreamReader
  *  15 transport.c     the socket transport's native methods: reads, writes
  *  16 tls.c           the TLS protocol's and its app transport's native methods
@@ -424,6 +425,10 @@ extern PyObject *zl_futures_module;   /* asyncio.futures: Future is looked up pe
 extern PyObject *zl_tasks_module;     /* asyncio.tasks: Task is looked up per call */
 extern PyObject *zl_base_create_task; /* asyncio's BaseEventLoop.create_task */
 int zl_runtime_ready(void);
+/* Gives the thread that loaded the library its signal mask back (the
+ * library's initializer blocked the process-directed signals in it, so
+ * that Go's threads start with them blocked); first in the module's init. */
+void zl_runtime_loaded(void);
 int zl_check_not_forked(void);
 PyObject *zl_set_asyncio(PyObject *mod, PyObject *args);
 PyObject *zl_forked_child_flag(PyObject *mod, PyObject *unused);
@@ -669,6 +674,47 @@ PyObject *zl_set_slow_callbacks(PyObject *mod, PyObject *args);
 PyObject *zl_trace_start(PyObject *mod, PyObject *args);
 PyObject *zl_trace_take(PyObject *mod, PyObject *loop);
 
+/* capi/sockets.c: a socket.socket's descriptor and timeout, read from its
+ * C layout at the moment of a system call (what its recv and send read):
+ * the head of the socket module's PySocketSockObject (Modules/
+ * socketmodule.h, the same on CPython 3.10 to 3.15 on POSIX), which
+ * sockets.c checks at import. */
+typedef struct {
+    PyObject_HEAD
+    int sock_fd;
+    int sock_family;
+    int sock_type;
+    int sock_proto;
+    PyObject *(*errorhandler)(void);
+    int64_t sock_timeout; /* nanoseconds; 0: non-blocking, negative: blocking */
+} zl_socket_head;
+extern PyTypeObject *zl_socket_type; /* socket.socket, set at import */
+extern int zl_socket_layout_known;   /* zl_socket_head passed the self-test */
+/* What the two below give for anything but a plain socket.socket whose
+ * layout is known: call the object's own methods. */
+#define ZL_NOT_A_SOCKET (-2)
+/* The descriptor sock holds now: -1 once it is closed (a system call on it
+ * then fails with EBADF, as the socket's own methods do). */
+static inline int zl_socket_fd(PyObject *sock)
+{
+    if (!zl_socket_layout_known || Py_TYPE(sock) != zl_socket_type)
+        return ZL_NOT_A_SOCKET;
+    return ((zl_socket_head *)sock)->sock_fd;
+}
+/* The same for a socket in non-blocking mode (timeout 0.0), which one
+ * system call serves as its recv and send serve it; ZL_NOT_A_SOCKET in
+ * any other mode too. */
+static inline int zl_socket_nonblocking_fd(PyObject *sock)
+{
+    if (!zl_socket_layout_known || Py_TYPE(sock) != zl_socket_type)
+        return ZL_NOT_A_SOCKET;
+    const zl_socket_head *s = (const zl_socket_head *)sock;
+    return s->sock_timeout == 0 ? s->sock_fd : ZL_NOT_A_SOCKET;
+}
+int zl_sockets_ready(void);
+/* _engine.socket_layout_ok() */
+PyObject *zl_socket_layout_ok(PyObject *mod, PyObject *unused);
+
 /* capi/transport.c */
 int zl_transport_type_ready(void);
 PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls);
@@ -712,8 +758,6 @@ PyObject *zl_set_datagram_layout(PyObject *mod, PyObject *cls);
 #define ZL_SOCK_SCRATCH_FROM (128 * 1024)
 #define ZL_SOCK_SCRATCH_LIMIT (1 << 20)
 int zl_sockops_ready(void);
-/* _engine.socket_layout_ok() */
-PyObject *zl_socket_layout_ok(PyObject *mod, PyObject *unused);
 PyObject *zl_loop_sock_recv_now(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_loop_sock_sendall_now(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_loop_sock_recv_ready(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);

@@ -598,7 +598,7 @@ def test_overridden_methods_keep_asyncios_signatures(cls, asyncio_cls):
 # Names zloopgo's classes define that asyncio's must not have (else they
 # would silently replace asyncio's behaviour).
 ZLOOPGO_OWN = {
-    "Loop": {"_run_engine", "_claim_wakeup_fd", "_watched_fd", "_zl_read_scratch"},
+    "Loop": {"_watched_fd", "_zl_read_scratch"},
     "SocketTransport": set(),
     "DatagramTransport": set(),
     "ReadPipeTransport": set(),
@@ -1062,6 +1062,8 @@ C_NAMES = {
     },
     # zloopgo/_datagram.py's, which capi/datagram.c reads
     "zloopgo_datagram": {"_zl_dgram", "_zl_read_ready_python", "_zl_sendto_python"},
+    # zloopgo/_tls.py's SSLProtocol's own slot, which capi/tls.c marks
+    "zloopgo_tls": {"_zl_replaced"},
     # the lock of a _ThreadSafeHandle asyncio made (threading's RLock, debug
     # mode), which the native runner enters and leaves as _run's `with` does
     "threadsafe_lock": {"__enter__", "__exit__"},
@@ -1100,7 +1102,15 @@ C_NAMES = {
         "_do_read__buffered",
         "_control_app_writing",
         "_control_ssl_reading",
+        # the methods whose steps it takes itself while they are not
+        # replaced (on the instance, in a subclass): it looks them up
+        "_do_read",
+        "_do_read__copied",
+        "_do_write",
+        "_process_outgoing",
     },
+    # 3.14+: _SSLProtocolTransport.is_closing() asks the SSL protocol
+    "tls_protocol_314": {"_is_transport_closing"},
     "tls_app_transport": {"_closed", "_ssl_protocol", "is_closing"},
     "tls_states": {"DO_HANDSHAKE", "WRAPPED", "FLUSHING", "SHUTDOWN", "UNWRAPPED"},
     "memory_bio": {"read", "write", "pending", "eof"},
@@ -1277,6 +1287,7 @@ def test_names_the_native_tls_path_reads_exist_on_asyncios_objects():
         sslobj = context.wrap_bio(ssl.MemoryBIO(), ssl.MemoryBIO(), server_hostname="localhost")
         where = {
             "tls_protocol": proto,
+            **({"tls_protocol_314": proto} if sys.version_info >= (3, 14) else {}),
             "tls_app_transport": proto._app_transport,
             "tls_states": sslproto.SSLProtocolState,
             "memory_bio": proto._incoming,
@@ -1297,10 +1308,12 @@ def test_names_the_native_tls_path_reads_exist_on_asyncios_objects():
         source = inspect.getsource(sslproto)
         for message in C_NAMES["tls_messages"]:
             assert message in source, f"asyncio no longer says {message!r}"
-        # zloopgo's subclasses keep in slots only what asyncio's __init__ sets
-        set_by_init = set(vars(proto))
+        # zloopgo's subclasses keep in slots only what asyncio's __init__ sets,
+        # and their own
+        set_by_init = set(vars(proto)) | C_NAMES["zloopgo_tls"]
         for ours in (_tls.SSLProtocol, _tls._SSLProtocolTransport):
             assert set(ours.__slots__) <= set_by_init | set(vars(proto._app_transport))
+        assert C_NAMES["zloopgo_tls"] <= set(_tls.SSLProtocol.__slots__)
     finally:
         loop.close()
 

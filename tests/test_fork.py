@@ -9,7 +9,7 @@ import sys
 import textwrap
 
 import pytest
-from helpers import check
+from helpers import SCRIPT_FACTORIES, check, run_script
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 
@@ -365,3 +365,68 @@ def test_forked_child_flag(tmp_path):
         """,
     )
     check(proc, "parent False", "child True", "build_info RuntimeError", "child exit 0")
+
+
+@pytest.mark.parametrize("loop_name", sorted(SCRIPT_FACTORIES))
+def test_call_soon_threadsafe_in_a_forked_child_wakes_nothing_of_the_parent(loop_name):
+    # A thread forks while the loop sleeps in the poller; the child calls
+    # the inherited loop's call_soon_threadsafe (a library's callback, a
+    # signal handler such as asyncio.Runner's SIGINT one). The child gets
+    # its handle (the call works, as on asyncio) and never hangs; on
+    # zloopgo nothing reaches the parent: the waker the child inherited
+    # is the parent's reactor's (issue 39, row 18: its copy of the loop
+    # said the loop slept, and the child's wake-up woke the parent's).
+    # asyncio's child writes the self-pipe it shares with its parent, which
+    # wakes the parent's selector; that is asyncio's and not compared.
+    proc = run_script(
+        loop_name,
+        """
+        loop = factory()
+        loop.run_until_complete(asyncio.sleep(0.01))
+
+        def forker():
+            time.sleep(0.3)  # the loop sleeps in the poller meanwhile
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    handles = [loop.call_soon_threadsafe(print, "never") for _ in range(3)]
+                    ok = all(isinstance(h, asyncio.Handle) for h in handles)
+                    os.write(1, f"child call works {ok}\\n".encode())
+                except BaseException as exc:
+                    os.write(1, f"child error {exc!r}\\n".encode())
+                os._exit(0)
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    print("child exit", os.waitstatus_to_exitcode(status), flush=True)
+                    return
+                time.sleep(0.01)
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            print("child hung", flush=True)
+
+        def iterations():
+            if type(loop).__module__.startswith("zloopgo"):
+                return zloopgo.stats(loop)["iterations"]
+            return 0
+
+        def run_for(seconds, fork):
+            before = iterations()
+            thread = threading.Thread(target=forker) if fork else None
+            if thread:
+                thread.start()
+            loop.run_until_complete(asyncio.sleep(seconds))
+            if thread:
+                thread.join()
+            return iterations() - before
+
+        quiet = run_for(1.0, False)
+        forked = run_for(1.0, True)
+        print("parent woken", forked > quiet)
+        loop.close()
+        """,
+    )
+    check(proc, "child call works True", "child exit 0")
+    if loop_name == "zloopgo":
+        check(proc, "parent woken False")

@@ -384,10 +384,10 @@ def test_a_signal_before_the_first_handler_does_not_reach_it(loop, sigusr1_resto
     # A signal with a Python handler and no loop handler, then the loop's
     # first handler for it, some iterations later: asyncio routes nothing to
     # its self-pipe before add_signal_handler, so the handler hears only the
-    # signal sent after it. zloopgo's run makes the self-pipe the wakeup fd
-    # and skips the waits that cannot block while only the self-pipe is
-    # watched (capi/fds.c, zl_fds_only_self_pipe): the first signal's byte
-    # is still there when the handler is set, and must not reach it.
+    # signal sent after it. (zloopgo's run made the self-pipe the wakeup fd
+    # until issue 39, and skips the waits that cannot block while only the
+    # self-pipe is watched, capi/fds.c, zl_fds_only_self_pipe: a byte left
+    # there must not reach the first handler.)
     signal.signal(signal.SIGUSR1, lambda *a: None)
     calls = []
 
@@ -454,11 +454,11 @@ def test_zloopgo_polls_only_what_a_program_could_see(sigusr1_restored):
 
 def test_signals_without_a_handler_never_fill_the_self_pipe_loudly(loop_name):
     # Thousands of signals with a Python handler and no loop handler while
-    # the loop only yields: asyncio routes none to its self-pipe; zloopgo's
-    # run makes it the wakeup fd and, watching nothing else, reads it only
-    # when it waits. A self-pipe that fills (a small buffer here) must drop
-    # the bytes without CPython's "Exception ignored when trying to write to
-    # the signal wakeup fd", on both loops; and the loop still hears the
+    # the loop only yields: asyncio routes none to its self-pipe (nor does
+    # zloopgo since issue 39; it made the self-pipe the wakeup fd while it
+    # ran, and watching nothing else read it only when it waited). Nothing
+    # may print CPython's "Exception ignored when trying to write to the
+    # signal wakeup fd", on both loops; and the loop still hears the
     # signals its first handler is set for afterwards.
     proc = run_script(
         loop_name,
@@ -484,3 +484,115 @@ def test_signals_without_a_handler_never_fill_the_self_pipe_loudly(loop_name):
     )
     check(proc, "handled 5000")
     assert "wakeup fd" not in proc.stderr, proc.stderr
+
+
+def test_no_wakeup_fd_while_running_without_a_signal_handler(loop, sigusr1_restored):
+    # A host that sets its own wakeup descriptor while the loop runs (Trio's
+    # guest mode does, and warns unless it finds -1) finds none, as on
+    # asyncio, which sets one only for add_signal_handler; and keeps its
+    # own after the run. zloopgo made its self-pipe the wakeup fd for every
+    # run on the main thread (issue 39, row 12).
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+    signal.signal(signal.SIGUSR1, lambda *args: None)
+
+    async def main():
+        await asyncio.sleep(0)
+        found = signal.set_wakeup_fd(w)  # the host's, as a guest run begins
+        os.kill(os.getpid(), signal.SIGUSR1)
+        await asyncio.sleep(0.02)
+        return found
+
+    try:
+        before = signal.set_wakeup_fd(-1)
+        signal.set_wakeup_fd(before)
+        found = loop.run_until_complete(main())
+        assert (before, found) == (-1, -1)
+        assert os.read(r, 16) == bytes([signal.SIGUSR1])
+        assert signal.set_wakeup_fd(-1) == w  # the host's still, after the run
+    finally:
+        signal.set_wakeup_fd(-1)
+        os.close(r)
+        os.close(w)
+
+
+@pytest.mark.parametrize("busy", ["idle", "a thread holding the GIL"])
+@pytest.mark.parametrize("loop_name", sorted(SCRIPT_FACTORIES))
+def test_ctrl_c_from_another_process_ends_a_wait_in_the_poller(loop_name, busy):
+    # SIGINT as a terminal's Ctrl+C sends it: to the process, from another
+    # process, while the loop sleeps in the poller with the GIL released
+    # (and, in one variant, another thread runs Python code and holds the
+    # GIL most of the time), with no signal handler and no wakeup
+    # descriptor: KeyboardInterrupt comes out of run_until_complete at
+    # once, every time, and the loop runs again afterwards.
+    proc = run_script(
+        loop_name,
+        f"""
+        import subprocess
+
+        loop = factory()
+        if {busy!r} != "idle":
+            def spin():
+                while True:
+                    sum(range(1000))
+            threading.Thread(target=spin, daemon=True).start()
+        killer = subprocess.Popen(
+            [sys.executable, "-c",
+             "import os, signal, sys, time\\n"
+             "for line in sys.stdin:\\n"
+             "    time.sleep(0.05)\\n"
+             f"    os.kill({{os.getpid()}}, signal.SIGINT)\\n"],
+            stdin=subprocess.PIPE, text=True)
+
+        async def wait_long():
+            assert signal.set_wakeup_fd(-1) == -1  # none set: the poller must be interrupted
+            await asyncio.sleep(60)
+
+        prompt = 0
+        for _ in range(20):
+            killer.stdin.write("go\\n")
+            killer.stdin.flush()
+            t0 = time.monotonic()
+            try:
+                loop.run_until_complete(wait_long())
+            except KeyboardInterrupt:
+                prompt += time.monotonic() - t0 < 5
+        killer.stdin.close()
+        killer.wait()
+        print("prompt", prompt)
+        print("again", loop.run_until_complete(asyncio.sleep(0.01, "ok")))
+        loop.close()
+        """,
+        timeout=300,
+    )
+    check(proc, "prompt 20", "again ok")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/<pid>/task")
+def test_the_go_runtimes_threads_leave_process_signals_to_pythons():
+    # What lets Ctrl+C end a wait without a wakeup descriptor: the kernel
+    # delivers a process-directed signal to a thread that does not block
+    # it, and Go's runtime threads (which Python's handlers never run on)
+    # block the ones Python may handle, so these reach the main thread.
+    proc = run_script(
+        "zloopgo",
+        """
+        loop = factory()
+        loop.run_until_complete(asyncio.sleep(0.05))
+        python_threads = {threading.get_native_id()}
+        def blocks(tid, sig):
+            status = open(f"/proc/self/task/{tid}/status").read()
+            mask = int(status.split("SigBlk:")[1].split()[0], 16)
+            return bool(mask & (1 << (sig - 1)))
+        others = [int(t) for t in os.listdir("/proc/self/task") if int(t) not in python_threads]
+        print("go threads", len(others) > 0)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
+            print(sig.name, "blocked on go threads", all(blocks(t, sig) for t in others))
+            print(sig.name, "blocked on the main thread", blocks(threading.get_native_id(), sig))
+        loop.close()
+        """,
+    )
+    check(proc, "go threads True")
+    for sig in ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1"):
+        check(proc, f"{sig} blocked on go threads True", f"{sig} blocked on the main thread False")

@@ -36,11 +36,15 @@ class DatagramTransport(_engine.DatagramFastPaths, selector_events._SelectorData
         "_conn_lost",
         "_loop",
         "_protocol",
+        "_sock",
         "_sock_fd",
         "_zl_dgram",
     )
 
     def __init__(self, loop, sock, *args, **kwargs):
+        # asyncio's class attribute _sock = None, which __del__ reads if
+        # __init__ failed before setting it, is shadowed by the slot
+        self._sock = None
         # what the native methods keep: the last sender's address (IPv4 and
         # IPv6 only; other families take the Python methods)
         self._zl_dgram = _engine.DatagramState() if sock.family in _NATIVE_FAMILIES else None
@@ -52,6 +56,10 @@ class DatagramTransport(_engine.DatagramFastPaths, selector_events._SelectorData
     def _zl_read_ready_python(self):
         if self._conn_lost:
             return
+        if type(self._sock) is not socket.socket:
+            # gone (the transport closed itself) or of a class of its own:
+            # asyncio's recvfrom fails or runs as it does
+            return selector_events._SelectorDatagramTransport._read_ready(self)
         size = self.max_size
         if type(size) is not int or size <= 0:
             # recvfrom_into reads 0 as "the whole buffer" and words its

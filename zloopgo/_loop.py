@@ -15,7 +15,6 @@ import contextlib
 import inspect
 import os
 import selectors
-import signal
 import socket
 import sys
 import threading
@@ -118,14 +117,14 @@ class Loop(_engine.LoopCore, SockMethods, unix_events._UnixSelectorEventLoop):
             # state alone: no cleanup, as asyncio's run_forever.
             self._run_forever_setup()
             try:
-                self._run_engine()
+                self._zl_run()
             finally:
                 self._run_forever_cleanup()
             return
         if _HAS_RUN_FOREVER_SETUP:  # 3.13
             try:
                 self._run_forever_setup()
-                self._run_engine()
+                self._zl_run()
             finally:
                 self._run_forever_cleanup()
             return
@@ -141,68 +140,13 @@ class Loop(_engine.LoopCore, SockMethods, unix_events._UnixSelectorEventLoop):
                 finalizer=self._asyncgen_finalizer_hook,
             )
             events._set_running_loop(self)
-            self._run_engine()
+            self._zl_run()
         finally:
             self._stopping = False
             self._thread_id = None
             events._set_running_loop(None)
             self._set_coroutine_origin_tracking(False)
             sys.set_asyncgen_hooks(*old_agen_hooks)
-
-    def _run_engine(self):
-        # A signal delivered to one of the Go runtime's threads instead of
-        # the loop thread would not interrupt the wait: Python's handler
-        # then only writes to the wakeup fd. So on the main thread, unless
-        # the application installed a wakeup fd of its own, the loop's
-        # self-pipe is the wakeup fd while it runs, and the wait ends for
-        # any signal (SIGINT gives KeyboardInterrupt at once).
-        ours = self._claim_wakeup_fd()
-        try:
-            self._zl_run()
-        finally:
-            if ours and not self._signal_handlers:
-                # add_signal_handler() keeps it set between runs; else give it back
-                current = signal.set_wakeup_fd(-1)
-                if current != self._csock.fileno():
-                    signal.set_wakeup_fd(current)
-
-    def _claim_wakeup_fd(self):
-        if threading.current_thread() is not threading.main_thread():
-            return False
-        mine = self._csock.fileno()
-        # Without a signal handler nobody reads what signals write there
-        # while only the self-pipe is watched (no poll is made between
-        # iterations then): a full self-pipe must drop the bytes silently,
-        # as asyncio, which sets no wakeup fd then, prints nothing either.
-        # With one, it warns as asyncio's add_signal_handler set it to.
-        old = signal.set_wakeup_fd(mine, warn_on_full_buffer=bool(self._signal_handlers))
-        if old not in (-1, mine):
-            signal.set_wakeup_fd(old)  # the application's own: left alone
-            return False
-        return old == -1
-
-    def add_signal_handler(self, sig, callback, *args):
-        """asyncio's add_signal_handler. The first handler set finds the
-        self-pipe as asyncio's would: without the bytes of signals that came
-        while no handler was set. asyncio routes none there then; zloopgo's
-        run does (the self-pipe is the wakeup fd, _claim_wakeup_fd), and
-        skips the waits that cannot block while the self-pipe is all it
-        watches (capi/fds.c, zl_fds_only_self_pipe), so such bytes may still
-        be there: read here and dropped, as asyncio's reader would have
-        found no handler for them."""
-        if not self._signal_handlers and self._ssock is not None:
-            self._zl_drain_self_pipe()
-        return super().add_signal_handler(sig, callback, *args)
-
-    def _zl_drain_self_pipe(self):
-        while True:
-            try:
-                if not self._ssock.recv(4096):
-                    return
-            except InterruptedError:
-                continue
-            except OSError:  # BlockingIOError: empty
-                return
 
     def close(self):
         """Close the loop: asyncio's steps (its _closed set first, its self-pipe

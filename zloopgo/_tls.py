@@ -64,6 +64,9 @@ class SSLProtocol(_engine.TLSFastPaths, sslproto.SSLProtocol):
         "_transport",
         "_write_backlog",
         "_write_buffer_size",
+        # set (by the native setattr) once a method the native steps stand
+        # for is set on the instance: they then look it up each time
+        "_zl_replaced",
     )
 
     def _get_app_transport(self):
