@@ -153,3 +153,70 @@ def draw(sec, path, quick=False):
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
+
+
+# The headline: seed 000's three rows at default settings (the GC on), one
+# core and two, every loop's time relative to asyncio's.
+HEADLINE_TABLES = (("gcon1", "one core"), ("gcon2", "two cores"))
+HEADLINE_ROWS = {
+    "seed_callbacks": "1M callbacks",
+    "seed_tasks": "200k tasks",
+    "seed_tcp": "20k TCP round trips",
+}
+
+
+def headline(harness_json, path, title):
+    """Draws the README's chart to `path` (1200 x 700 pixels): two panels
+    (the GC-on seed tables, one core and two), a group of bars per row, a
+    bar per loop: its median time divided by asyncio's (shorter is
+    faster), the figure printed at the bar's end. False if the run has no
+    such table or no asyncio figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with open(harness_json) as f:
+        doc = json.load(f)
+    by_id = {t.get("id"): t for t in doc["tables"]}
+    panels = [(by_id[t], label) for t, label in HEADLINE_TABLES if by_id.get(t, {}).get("samples")]
+    if not panels:
+        return False
+    loops = [c for c in doc["contenders"] if c != "asyncio"]
+    fig, axes = plt.subplots(1, len(panels), figsize=(12, 7), sharex=True)
+    axes = [axes] if len(panels) == 1 else list(axes)
+    drawn = False
+    for ax, (table, label) in zip(axes, panels, strict=True):
+        cells = _cells(
+            table["samples"], lambda s: s["workload"], lambda s: s["loop"], lambda s: s.get("value")
+        )
+        rows = [w for w in HEADLINE_ROWS if cells.get(w, {}).get("asyncio")]
+        height = 0.8 / max(1, len(loops))
+        for i, workload in enumerate(rows):
+            base = statistics.median(cells[workload]["asyncio"])
+            for j, loop in enumerate(loops):
+                vals = cells[workload].get(loop)
+                if not vals:
+                    continue
+                ratio = statistics.median(vals) / base
+                y = i + (j - (len(loops) - 1) / 2) * height
+                ax.barh(y, ratio, height=height * 0.92, color=COLORS.get(loop, "#333333"))
+                weight = "bold" if loop == "zloopgo" else "normal"
+                ax.text(ratio + 0.01, y, f"{ratio:.2f}", va="center", fontsize=7, weight=weight)
+                drawn = True
+        ax.axvline(1.0, color="black", linewidth=0.8)
+        ax.set_yticks(range(len(rows)))
+        ax.set_yticklabels([HEADLINE_ROWS[w] for w in rows], fontsize=10)
+        ax.invert_yaxis()
+        ax.set_title(label, fontsize=11)
+        ax.set_xlabel("time relative to asyncio (median; shorter is faster)", fontsize=9)
+    handles = [
+        matplotlib.patches.Patch(color=COLORS.get(loop, "#333333"), label=loop) for loop in loops
+    ]
+    fig.legend(handles=handles, loc="lower center", ncol=len(loops), fontsize=9, frameon=False)
+    fig.suptitle(title, fontsize=12)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    if drawn:
+        fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return drawn

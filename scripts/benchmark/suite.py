@@ -236,6 +236,20 @@ def main(argv):
             timing.append((f"files, Python {version}", secs))
             sec["files"]["filebench"] = latest(os.path.join(run_dir, f"files-{tag}-*.json"))
         sec["chart"] = None
+        if minor in nets and sec["files"].get("harness"):
+            try:
+                from . import charts
+
+                png = os.path.join(run_dir, "chart-headline.png")
+                what = f"seed 000's table on CPython {version} at default settings (GC on)"
+                if charts.headline(sec["files"]["harness"], png, what[0].upper() + what[1:]):
+                    report.append(
+                        f"Chart: `{os.path.relpath(png, a.out)}` (in bench-results/): {what}, "
+                        "one core and two: each loop's median time relative to asyncio's."
+                    )
+                    report.append("")
+            except ImportError as exc:
+                log(f"no headline chart: {exc}")
         try:
             from . import charts
 
