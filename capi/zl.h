@@ -95,8 +95,12 @@ struct zl_handle_s {
     PyObject *inline_args[ZL_INLINE_ARGS];
     zl_handle_debug *debug; /* NULL unless debug mode recorded something */
     int32_t nargs;
+    /* How many runs of its callback are executing (a callback may run its
+     * own handle again: h._run() inside it). The context they entered
+     * stays the handle's until the outermost returns (capi/context.c); the
+     * callback and arguments each run holds itself (zl_handle_run). */
+    uint16_t running;
     char cancelled;
-    char running;          /* its callback is executing */
     char context_snapshot; /* context is a shared snapshot (capi/context.c) */
 };
 
