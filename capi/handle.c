@@ -196,24 +196,26 @@ PyObject *zl_run_call(zl_loop *L, PyObject *callback, PyObject *const *args, Py_
     return res;
 }
 
-/* A callback's exception goes to the loop's exception handler, as
- * asyncio's Handle._run reports it, naming handle h; SystemExit and
- * KeyboardInterrupt (and a failure of the handler) return -1 with the
- * exception set. Called with the exception pending. */
-int zl_handle_report_exception(zl_handle *h)
+int zl_report_callback_exception(zl_loop *L, PyObject *handle)
 {
     if (PyErr_ExceptionMatches(PyExc_SystemExit) || PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
         return -1;
     PyObject *exc = zl_fetch_exception();
     if (exc == NULL)
         return 0;
-    PyObject *r = PyObject_CallMethodObjArgs((PyObject *)h->loop, str_callback_error, (PyObject *)h,
-                                             exc, NULL);
+    /* inside asyncio's `except BaseException as exc:`: the handler runs
+     * with exc as the exception being handled */
+    PyObject *r = zl_call_handling((PyObject *)L, str_callback_error, exc, handle);
     Py_DECREF(exc);
     if (r == NULL)
         return -1;
     Py_DECREF(r);
     return 0;
+}
+
+int zl_handle_report_exception(zl_handle *h)
+{
+    return zl_report_callback_exception(h->loop, (PyObject *)h);
 }
 
 /* Runs the callback in its context. An exception other than SystemExit or

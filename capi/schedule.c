@@ -10,9 +10,8 @@
  * its one prototype is all this file uses */
 #include "waker/waker.h"
 
-static PyObject *str_debug_schedule;      /* "_zl_debug_schedule" */
-static PyObject *str_context;             /* "context" */
-static PyObject *str_callback_error_name; /* "_zl_callback_error" */
+static PyObject *str_debug_schedule; /* "_zl_debug_schedule" */
+static PyObject *str_context;        /* "context" */
 
 /* ---- scheduling ---- */
 
@@ -230,21 +229,10 @@ static PyObject *run_threadsafe(PyObject *unused, PyObject *handle)
         Py_DECREF(context);
         Py_DECREF(args);
         Py_DECREF(callback);
-        if (res != NULL) {
+        if (res != NULL)
             Py_DECREF(res);
-        } else if (!PyErr_ExceptionMatches(PyExc_SystemExit) &&
-                   !PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
-            /* Handle._run's report, naming this handle */
-            PyObject *exc = zl_fetch_exception();
-            PyObject *r = PyObject_CallMethodObjArgs((PyObject *)L, str_callback_error_name, handle,
-                                                     exc, NULL);
-            Py_XDECREF(exc);
-            if (r == NULL)
-                failed = 1;
-            Py_XDECREF(r);
-        } else {
+        else if (zl_report_callback_exception(L, handle) < 0) /* Handle._run's report */
             failed = 1;
-        }
     }
     /* the with statement's exit: the lock goes whatever happened */
     PyObject *pending = failed ? zl_fetch_exception() : NULL;
@@ -520,9 +508,8 @@ int zl_schedule_ready(void)
     str_threadsafe_python = PyUnicode_InternFromString("_zl_call_soon_threadsafe_python");
     str_enter = PyUnicode_InternFromString("__enter__");
     str_exit = PyUnicode_InternFromString("__exit__");
-    str_callback_error_name = PyUnicode_InternFromString("_zl_callback_error");
     if (str_context == NULL || str_debug_schedule == NULL || str_threadsafe_python == NULL ||
-        str_enter == NULL || str_exit == NULL || str_callback_error_name == NULL)
+        str_enter == NULL || str_exit == NULL)
         return -1;
     return 0;
 }

@@ -475,9 +475,15 @@ int zl_handle_run_in_batch(zl_handle *h);
  * result, or NULL with the callback's exception set. */
 PyObject *zl_run_call(zl_loop *L, PyObject *callback, PyObject *const *args, Py_ssize_t nargs,
                       PyObject **context, char *snapshot);
-/* The pending exception of h's callback goes to the loop's exception
- * handler, as asyncio's Handle._run reports it; SystemExit and
- * KeyboardInterrupt (and a failure of the handler) return -1, still set. */
+/* The pending exception of a callback goes to loop L's exception handler
+ * naming `handle`, as asyncio's Handle._run reports it: from inside its
+ * `except BaseException as exc:`, so that the handler runs with exc as the
+ * exception being handled (sys.exc_info(), logging.exception(), the
+ * __context__ of what it raises). SystemExit and KeyboardInterrupt (and a
+ * failure of the handler) return -1, still set. Called with the exception
+ * pending. */
+int zl_report_callback_exception(zl_loop *L, PyObject *handle);
+/* zl_report_callback_exception naming h, a handle of the adapter's. */
 int zl_handle_report_exception(zl_handle *h);
 /* Moves h's callback, argument and context into e (h has at most one
  * argument and keeps none of them). */

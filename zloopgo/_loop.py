@@ -442,8 +442,10 @@ class Loop(_engine.LoopCore, SockMethods, unix_events._UnixSelectorEventLoop):
 
     # ---- hooks the adapter calls (rare paths) --------------------------
 
-    def _zl_callback_error(self, handle, exc):
-        """Report an exception raised by a callback, as Handle._run does."""
+    def _zl_callback_error(self, exc, handle):
+        """Report an exception raised by a callback, as Handle._run does;
+        the adapter calls it with exc as the exception being handled, as
+        in Handle._run's `except` clause (capi/handle.c)."""
         cb = _format_callback(handle._callback, handle._args, self.get_debug())
         context = {
             "message": f"Exception in callback {cb}",
