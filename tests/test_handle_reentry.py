@@ -270,14 +270,14 @@ def _observe(loop_name, body):
     proc = run_script(loop_name, body, timeout=60)
     # tracebacks name each loop's files; the outcome is the exit status
     # and what the program printed
-    return proc.returncode, proc.stdout.splitlines(), proc.stderr[-2000:] if proc.returncode else ""
+    return proc.returncode, proc.stdout.splitlines(), proc.stderr
 
 
 def _same(body):
     want = _observe("asyncio", body)
     got = _observe("zloopgo", body)
-    assert want[0] == 0, want
-    assert got[:2] == want[:2], f"asyncio {want}\nzloopgo {got}"
+    assert want[0] == 0, want[:2]
+    assert got[:2] == want[:2], f"asyncio {want[:2]}\nzloopgo {got[:2]}\n{got[2][-2000:]}"
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
@@ -291,8 +291,10 @@ def test_timer_comparisons_that_cancel(name):
 
 
 def test_the_programs_print_what_they_saw():
-    # a check that cannot fail is no check: asyncio's nested run fails,
-    # reported, and the outer call read the arguments it was given
-    code, lines, _ = _observe("asyncio", PRELUDE + SCENARIOS["nested runs of a timer"])
-    assert code == 0 and "cannot enter context" in lines[-1], lines
-    assert "(1, 1, 2, 3, 4)" in lines[-1], lines
+    # a check that cannot fail is no check: the outer call read the
+    # arguments it was given after the nested run and the cancel, and
+    # asyncio's nested run failed (reported to the handler, which from 3.12
+    # runs in the handle's context, entered already: then logged instead)
+    code, lines, err = _observe("asyncio", PRELUDE + SCENARIOS["nested runs of a timer"])
+    assert code == 0 and "(1, 1, 2, 3, 4)" in lines[-1], lines
+    assert "cannot enter context" in lines[-1] + err, (lines, err)
