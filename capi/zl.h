@@ -111,7 +111,23 @@ typedef struct {
     PyObject *when_obj; /* what when() returns if not a float of `when` */
     uint32_t slot;
     char scheduled; /* its slot is held by the engine */
+    char when_kind; /* ZL_WHEN_*: what the engine's float deadline is of when_obj */
 } zl_timer;
+
+/* A timer's deadline (zl_timer.when_kind) as the engine has it: */
+enum {
+    /* a float, an int */
+    ZL_WHEN_FLOAT,
+    /* the float another object converts to (a subclass of float or int,
+     * a Decimal...; +-inf for an int beyond a float's range): once due by
+     * it, the object itself is asked what asyncio's run loop asks the
+     * earliest timer (zl_timer_due) */
+    ZL_WHEN_CONVERTED,
+    /* no number (call_at('soon')): -inf, or behind another timer at that
+     * one's deadline (schedule.c), asked as a converted one, every
+     * iteration while its answer is "not due" */
+    ZL_WHEN_ODD,
+};
 
 /* Reader and writer handles of one descriptor, and the object it was
  * first registered by (a socket, or the number itself). */
@@ -604,8 +620,19 @@ void zl_timers_init(zl_loop *L);
 int zl_timer_slot_alloc(zl_loop *L, zl_timer *h);
 /* h was cancelled: its slot is marked for the engine, its handle released. */
 void zl_timer_cancelled(zl_loop *L, zl_timer *h);
-/* The engine handed back `slot`: its handle (if not cancelled) is queued. */
-void zl_timer_due(zl_loop *L, uint32_t slot);
+/* The engine handed back `slot`: its handle (if not cancelled) is queued.
+ * A timer whose deadline is not a float (ZL_WHEN_CONVERTED, _ODD) is
+ * first asked what asyncio's _run_once asks the earliest timer: with
+ * nothing ready and no stop asked for (idle), `when - time()`; then
+ * `when >= time() + resolution`. Due, it is queued; not due, or if either
+ * raised, it takes a slot again; -1 with that exception set. */
+int zl_timer_due(zl_loop *L, uint32_t slot, int idle);
+/* What asyncio's heappush of a new timer compares it with, if its heap
+ * holds a timer: the `when` of the earliest timer held (a float for a
+ * cancelled one, whose deadline is no longer kept), a new reference in
+ * *when, its deadline as the engine has it in *deadline, and 1; 0 if no
+ * timer is held; -1 with MemoryError. It looks at every slot. */
+int zl_timers_held_when(zl_loop *L, PyObject **when, double *deadline);
 /* Drops every timer: on close, with the engine's heap dropped too. */
 void zl_timers_release_all(zl_loop *L);
 /* Cancels every timer, keeping the slots the engine may hold. */
