@@ -402,41 +402,11 @@ PyObject *zl_loop_call_soon_threadsafe(zl_loop *L, PyObject *const *args, Py_ssi
  * A new timer whose `when` is not a float or an int is compared with the
  * earliest held, as asyncio's heappush compares it with one. */
 
-/* The deadline `obj` as the engine orders it: *when, and *kind
- * (ZL_WHEN_*). -1 only for an exception that is not an Exception
- * (KeyboardInterrupt from a __float__). */
-static int deadline_of(PyObject *obj, double *when, char *kind)
-{
-    *kind = PyLong_CheckExact(obj) ? ZL_WHEN_FLOAT : ZL_WHEN_CONVERTED;
-    if (PyLong_Check(obj)) { /* as the int it is: no __float__ of a subclass */
-        *when = PyLong_AsDouble(obj);
-        if (*when == -1.0 && PyErr_Occurred()) {
-            int overflow;
-            PyErr_Clear(); /* beyond a float: before or after every float deadline */
-            (void)PyLong_AsLongAndOverflow(obj, &overflow);
-            *when = overflow < 0 ? -INFINITY : INFINITY;
-            /* asked once due (never, +inf): asyncio's `when - time()` with
-             * nothing ready raises OverflowError */
-            *kind = ZL_WHEN_CONVERTED;
-        }
-        return 0;
-    }
-    *when = PyFloat_AsDouble(obj);
-    if (!(*when == -1.0 && PyErr_Occurred()))
-        return 0;
-    if (!PyErr_ExceptionMatches(PyExc_Exception))
-        return -1;
-    PyErr_Clear();
-    *kind = ZL_WHEN_ODD;
-    *when = -INFINITY; /* due every iteration, where timers.c asks it */
-    return 0;
-}
-
 /* What asyncio's heappush compares a new timer's `when` with, if its heap
  * holds a timer, for a `when` that is not a float or an int: the earliest
- * deadline held (1, a new float in *held); 0 if none is held. An odd one
- * may be held: every slot is looked at then (zl_timers_held_when); else
- * the engine's earliest and the earliest scheduled since tell. */
+ * deadline held (1, a new reference in *held); 0 if none is held. An odd
+ * one may be held: every slot is looked at then (zl_timers_held_when);
+ * else the engine's earliest and the earliest scheduled since tell. */
 static int held_when(zl_loop *L, char kind, PyObject **held, double *deadline)
 {
     if (kind == ZL_WHEN_ODD)
@@ -451,6 +421,57 @@ static int held_when(zl_loop *L, char kind, PyObject **held, double *deadline)
     return *held == NULL ? -1 : 1;
 }
 
+/* The deadline `obj` (not an exact float) as the engine orders it: *when
+ * and *kind (ZL_WHEN_*), and in *pushed what asyncio's heappush raises
+ * when it compares obj with the `when` of a timer its heap holds (asyncio
+ * keeps the timer on its heap all the same). -1 only for an exception
+ * that is not an Exception (KeyboardInterrupt from a __float__) or
+ * MemoryError. */
+static int deadline_of(zl_loop *L, PyObject *obj, double *when, char *kind, PyObject **pushed)
+{
+    *pushed = NULL;
+    *kind = PyLong_CheckExact(obj) ? ZL_WHEN_FLOAT : ZL_WHEN_CONVERTED;
+    if (PyLong_Check(obj)) { /* as the int it is: no __float__ of a subclass */
+        *when = PyLong_AsDouble(obj);
+        if (*when == -1.0 && PyErr_Occurred()) {
+            int overflow;
+            PyErr_Clear(); /* beyond a float: before or after every float deadline */
+            (void)PyLong_AsLongAndOverflow(obj, &overflow);
+            *when = overflow < 0 ? -INFINITY : INFINITY;
+            /* asked once due (never, +inf): asyncio's `when - time()` with
+             * nothing ready raises OverflowError */
+            *kind = ZL_WHEN_CONVERTED;
+        }
+    } else {
+        *when = PyFloat_AsDouble(obj);
+        if (*when == -1.0 && PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_Exception))
+                return -1;
+            PyErr_Clear();
+            *kind = ZL_WHEN_ODD;
+            *when = -INFINITY; /* due every iteration, where timers.c asks it */
+        }
+    }
+    PyObject *held;
+    double held_deadline;
+    int r = *kind == ZL_WHEN_FLOAT ? 0 : held_when(L, *kind, &held, &held_deadline);
+    if (r <= 0)
+        return r;
+    /* asyncio's heappush, the new timer on a heap that holds one:
+     * `when < other._when`, and its truth. An odd timer earlier than the
+     * other is at the top; else (or if that raised) it stays behind the
+     * other, which is due first: it waits at the other's deadline */
+    PyObject *lt = PyObject_RichCompare(obj, held, Py_LT);
+    int earlier = lt != NULL ? PyObject_IsTrue(lt) : -1;
+    Py_XDECREF(lt);
+    Py_DECREF(held);
+    if (earlier < 0)
+        *pushed = zl_fetch_exception();
+    if (earlier != 1 && *kind == ZL_WHEN_ODD)
+        *when = held_deadline;
+    return 0;
+}
+
 /* call_at(when, args[0], *args[1:], context=context), its arguments bound:
  * asyncio's checks in asyncio's order (when is not None, the loop is not
  * closed, debug mode's), then the handle. when_obj NULL: the deadline is
@@ -458,8 +479,7 @@ static int held_when(zl_loop *L, char kind, PyObject **held, double *deadline)
 static PyObject *schedule_at(zl_loop *L, PyObject *when_obj, double when, PyObject *const *args,
                              Py_ssize_t nargs, PyObject *context)
 {
-    PyObject *traceback, *held = NULL;
-    double held_deadline = 0;
+    PyObject *traceback;
     if (when_obj == Py_None) {
 #if PY_VERSION_HEX >= 0x030B0000
         PyErr_SetString(PyExc_TypeError, "when cannot be None");
@@ -477,13 +497,18 @@ static PyObject *schedule_at(zl_loop *L, PyObject *when_obj, double when, PyObje
     if (check_schedule(L, "call_at", args[0], &traceback) < 0)
         return NULL;
     char kind = ZL_WHEN_FLOAT;
+    PyObject *pushed = NULL; /* what asyncio's heappush would raise */
     if (when_obj != NULL && PyFloat_CheckExact(when_obj)) {
         when = PyFloat_AS_DOUBLE(when_obj);
         when_obj = NULL;
-    } else if (when_obj != NULL &&
-               (deadline_of(when_obj, &when, &kind) < 0 ||
-                (kind != ZL_WHEN_FLOAT && held_when(L, kind, &held, &held_deadline) < 0))) {
+    } else if (when_obj != NULL && deadline_of(L, when_obj, &when, &kind, &pushed) < 0) {
         Py_XDECREF(traceback);
+        return NULL;
+    }
+    /* a deadline's __float__ or comparison may have closed the loop */
+    if (when_obj != NULL && kind != ZL_WHEN_FLOAT && zl_check_closed(L) < 0) {
+        Py_XDECREF(traceback);
+        Py_XDECREF(pushed);
         return NULL;
     }
     zl_pending_check(L);
@@ -491,28 +516,12 @@ static PyObject *schedule_at(zl_loop *L, PyObject *when_obj, double when, PyObje
         (zl_timer *)zl_handle_new(L, zl_TimerHandleType, args[0], args + 1, nargs - 1, context, 1);
     if (h == NULL) {
         Py_XDECREF(traceback);
-        Py_XDECREF(held);
+        Py_XDECREF(pushed);
         return NULL;
     }
+    h->when = when;
     h->when_obj = Py_XNewRef(when_obj);
     h->when_kind = kind;
-    PyObject *pushed = NULL; /* what asyncio's heappush raised */
-    if (held != NULL) {
-        /* asyncio's heappush, the new timer on a heap that holds one:
-         * `when < other._when`, and its truth. An odd timer earlier than
-         * the other is at the top; else (or if that raised) it stays
-         * behind the other, which is due first: it waits at the other's
-         * deadline */
-        PyObject *lt = PyObject_RichCompare(when_obj, held, Py_LT);
-        int earlier = lt != NULL ? PyObject_IsTrue(lt) : -1;
-        Py_XDECREF(lt);
-        Py_DECREF(held);
-        if (earlier < 0)
-            pushed = zl_fetch_exception();
-        if (earlier != 1 && kind == ZL_WHEN_ODD)
-            when = held_deadline;
-    }
-    h->when = when;
     if (attach_traceback(&h->base, traceback) < 0 || zl_timer_slot_alloc(L, h) < 0) {
         Py_XDECREF(pushed);
         Py_DECREF(h);

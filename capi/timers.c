@@ -136,6 +136,16 @@ done:
     return due;
 }
 
+/* Moves a due timer's slot reference to the ready queue. */
+static void queue_due(zl_loop *L, zl_timer *h)
+{
+    h->scheduled = 0;
+    if (zl_ready_push(L, &h->base) < 0) { /* the slot's reference moves to the queue */
+        zl_pending_forget(L, &h->base);   /* gone with it */
+        PyErr_WriteUnraisable((PyObject *)L);
+    }
+}
+
 /* The engine found the timer in `slot` due (or dropped it, cancelled):
  * its handle goes to the ready queue and the slot is free again. One
  * whose deadline is not a float and says it is not due, or whose question
@@ -144,29 +154,38 @@ done:
 int zl_timer_due(zl_loop *L, uint32_t slot, int idle)
 {
     zl_timer *h = L->sh.slots[slot].handle;
-    int rc = 0;
     if (h == NULL) {
         L->sh.cancelled_timers--;
-    } else if (h->when_kind != ZL_WHEN_FLOAT && (rc = is_due(L, h, idle)) != 1) {
+    } else if (h->when_kind != ZL_WHEN_FLOAT) {
+        /* the question runs the deadline's own code, which may cancel the
+         * timer (the slot's reference goes) or schedule others (the slots
+         * may move): h is held, the slot looked at again by its index */
+        Py_INCREF(h);
+        int rc = is_due(L, h, idle);
         PyObject *exc = rc < 0 ? zl_fetch_exception() : NULL;
+        int taken = L->sh.slots[slot].handle != NULL;
+        if (!taken) /* cancelled meanwhile: its slot marked for a token the engine handed back */
+            L->sh.cancelled_timers--;
+        else if (rc == 1)
+            queue_due(L, h);
         slot_free(L, slot);
-        if (h->when_kind == ZL_WHEN_ODD)
-            h->when = -INFINITY;
-        int again = zl_timer_slot_alloc(L, h); /* a reference of its own */
-        zl_handle_release(&h->base);           /* the old slot's */
-        if (again < 0) {
-            Py_XDECREF(exc);
+        if (taken && rc != 1) {
+            if (h->when_kind == ZL_WHEN_ODD)
+                h->when = -INFINITY;             /* at the top of asyncio's heap from now on */
+            if (zl_timer_slot_alloc(L, h) < 0) { /* a reference of its own */
+                Py_XDECREF(exc);
+                exc = zl_fetch_exception();
+            }
+            zl_handle_release(&h->base); /* the old slot's */
+        }
+        Py_DECREF(h);
+        if (exc != NULL) {
+            zl_restore_exception(exc);
             return -1;
         }
-        if (exc != NULL)
-            zl_restore_exception(exc);
-        return rc < 0 ? -1 : 0;
+        return 0;
     } else {
-        h->scheduled = 0;
-        if (zl_ready_push(L, &h->base) < 0) { /* the slot's reference moves to the queue */
-            zl_pending_forget(L, &h->base);   /* gone with it */
-            PyErr_WriteUnraisable((PyObject *)L);
-        }
+        queue_due(L, h);
     }
     slot_free(L, slot);
     return 0;
