@@ -38,8 +38,9 @@ static int parse_call(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObj
     if (kwnames != L->context_kwnames) {
         if (PyTuple_GET_SIZE(kwnames) != 1)
             return 0;
-        PyObject *name = PyTuple_GET_ITEM(kwnames, 0); /* a str: the interpreter checks */
-        if (name != str_context && PyUnicode_Compare(name, str_context) != 0)
+        PyObject *name = PyTuple_GET_ITEM(kwnames, 0);
+        if (name != str_context &&
+            (!PyUnicode_Check(name) || PyUnicode_Compare(name, str_context) != 0))
             return 0;
         Py_XSETREF(L->context_kwnames, Py_NewRef(kwnames));
     }
