@@ -1,6 +1,9 @@
 /* Scheduling: call_soon, call_soon_threadsafe, call_later and call_at,
  * which make a handle and put it in the ready queue (ready.c) or a timer
- * slot (timers.c) without calling Go, and tell pending.c of it.
+ * slot (timers.c) without calling Go, and tell pending.c of it. Their
+ * arguments' usual shape is bound here; any other goes to asyncio's
+ * signature in Python (bind_as_asyncio), and their checks come in
+ * asyncio's order.
  *
  * It knows nothing of when a timer is due, of descriptors or of the
  * engine, except the waker call_soon_threadsafe uses (waker.c). */

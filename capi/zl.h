@@ -15,7 +15,7 @@
  *   6 handle.c        Handle: making, running and cancelling a call
  *   7 ready.c         the ready queue of handles and their calls
  *   8 pending.c       the last handle made, looked at again; the collector hook
- *   9 timers.c        timer slots, shared with the engine
+ *   9 timers.c        timer slots, shared with the engine; deadlines that are not floats asked
  *  10 timer_handle.c  TimerHandle
  *  11 schedule.c      call_soon, call_soon_threadsafe, call_later, call_at
  *  12 tasks.c         create_future, create_task
