@@ -380,15 +380,29 @@ static int dispatch_batches(zl_loop *L, int64_t nevents, int64_t ntimers, int64_
     L->sh.alone_looked_empty = 0;
     if (reacquire)
         zl_reacquire(loop);
+    /* as asyncio's _run_once began: what an odd timer is asked depends on it */
+    int idle = L->sh.ready_len == 0 && !L->sh.stopping;
     zl_event *events = L->sh.events;
     uint64_t *timers = L->sh.timers_out;
     for (int64_t i = 0; i < nevents; i++)
         zl_fd_ready(L, events[i].token, events[i].mask);
+    PyObject *timer_error = NULL; /* what an odd timer's deadline raised (timers.c) */
     for (int64_t i = 0; i < ntimers; i++)
-        zl_timer_due(L, (uint32_t)timers[i]);
+        if (zl_timer_due(L, (uint32_t)timers[i], idle) < 0) {
+            PyObject *exc = zl_fetch_exception();
+            if (timer_error == NULL)
+                timer_error = exc;
+            else
+                Py_XDECREF(exc);
+        }
     if (ndone > 0) /* work other goroutines finished */
         settle_completions(L, L->sh.done, ndone);
-    /* Due timers are queued before a signal may end the run, so none is lost. */
+    /* Due timers are queued before a signal or an odd deadline's error
+     * ends the run (asyncio's raises out of it), so none is lost. */
+    if (timer_error != NULL) {
+        zl_restore_exception(timer_error);
+        return -1;
+    }
     if (PyErr_CheckSignals() < 0)
         return -1;
     int rc = run_batch(L, nevents);

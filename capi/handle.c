@@ -202,19 +202,16 @@ PyObject *zl_run_call(zl_loop *L, PyObject *callback, PyObject *const *args, Py_
     return res;
 }
 
-/* A callback's exception goes to the loop's exception handler, as
- * asyncio's Handle._run reports it, naming handle h; SystemExit and
- * KeyboardInterrupt (and a failure of the handler) return -1 with the
- * exception set. Called with the exception pending. */
-int zl_handle_report_exception(zl_handle *h)
+int zl_report_callback_exception(zl_loop *L, PyObject *handle)
 {
     if (PyErr_ExceptionMatches(PyExc_SystemExit) || PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
         return -1;
     PyObject *exc = zl_fetch_exception();
     if (exc == NULL)
         return 0;
-    PyObject *r = PyObject_CallMethodObjArgs((PyObject *)h->loop, str_callback_error, (PyObject *)h,
-                                             exc, NULL);
+    /* inside asyncio's `except BaseException as exc:`: the handler runs
+     * with exc as the exception being handled */
+    PyObject *r = zl_call_handling((PyObject *)L, str_callback_error, exc, handle);
     Py_DECREF(exc);
     if (r == NULL)
         return -1;
@@ -222,22 +219,49 @@ int zl_handle_report_exception(zl_handle *h)
     return 0;
 }
 
+int zl_handle_report_exception(zl_handle *h)
+{
+    return zl_report_callback_exception(h->loop, (PyObject *)h);
+}
+
 /* Runs the callback in its context. An exception other than SystemExit or
  * KeyboardInterrupt goes to the loop's exception handler, as asyncio's
  * Handle._run does; those two (and a failure of the handler itself)
- * return -1 with the exception set. */
+ * return -1 with the exception set.
+ *
+ * The run holds references of its own to the callback and its arguments,
+ * as asyncio's frame does to what it passes: the callback may cancel its
+ * handle (which releases the handle's, as asyncio's cancel() drops
+ * _callback and _args at once) or run it again (h._run() inside it), and
+ * a C callback may read its arguments after it ran Python code. `running`
+ * counts the runs executing, so that the context they entered stays. */
 int zl_handle_run(zl_handle *h)
 {
     if (h->callback == NULL)
         return 0;
+    if (h->running == UINT16_MAX) { /* nested that deep, the C stack is the limit */
+        PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded");
+        return zl_handle_report_exception(h);
+    }
+    Py_ssize_t nargs = h->nargs;
+    PyObject *inline_args[ZL_INLINE_ARGS];
+    PyObject **args =
+        nargs <= ZL_INLINE_ARGS ? inline_args : PyMem_Malloc(nargs * sizeof(PyObject *));
+    if (args == NULL) {
+        PyErr_NoMemory();
+        return zl_handle_report_exception(h);
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        args[i] = Py_NewRef(h->args[i]);
     PyObject *callback = Py_NewRef(h->callback);
-    h->running = 1;
-    PyObject *res =
-        zl_run_call(h->loop, callback, h->args, h->nargs, &h->context, &h->context_snapshot);
-    h->running = 0;
+    h->running++;
+    PyObject *res = zl_run_call(h->loop, callback, args, nargs, &h->context, &h->context_snapshot);
+    h->running--;
     Py_DECREF(callback);
-    if (h->cancelled)
-        clear_call(h);
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        Py_DECREF(args[i]);
+    if (args != inline_args)
+        PyMem_Free(args);
     if (res != NULL) {
         Py_DECREF(res);
         return 0;
@@ -286,8 +310,7 @@ void zl_handle_cancel(zl_handle *h)
             PyErr_Clear();
         }
     }
-    if (!h->running)
-        clear_call(h);
+    clear_call(h); /* a run in progress holds what it passes (zl_handle_run) */
     Py_DECREF(h);
 }
 
@@ -403,8 +426,15 @@ static PyObject *handle_get_context(zl_handle *h, PyObject *unused)
     return Py_NewRef(h->context);
 }
 
+/* asyncio's Handle._run, for a handle whose call is released (cancelled):
+ * it does what asyncio's does then, context.run(None, *None) failing and
+ * that failure reported, on every version. */
+static PyObject *asyncio_handle_run;
+
 static PyObject *handle_run_method(zl_handle *h, PyObject *unused)
 {
+    if (h->callback == NULL)
+        return PyObject_CallOneArg(asyncio_handle_run, (PyObject *)h);
     if (zl_handle_run(h) < 0)
         return NULL;
     Py_RETURN_NONE;
@@ -559,5 +589,9 @@ int zl_handle_types_ready(void)
         return -1;
     zl_HandleType =
         zl_handle_type_new(&handle_spec, "Handle", offsetof(zl_handle, asyncio_timer_slots));
-    return zl_HandleType == NULL ? -1 : 0;
+    if (zl_HandleType == NULL)
+        return -1;
+    /* the type's base is asyncio.events.Handle */
+    asyncio_handle_run = PyObject_GetAttrString((PyObject *)zl_HandleType->tp_base, "_run");
+    return asyncio_handle_run == NULL ? -1 : 0;
 }

@@ -18,6 +18,9 @@
  * (a handler that raises ends the wait with its exception). That wait
  * happens only when a cancel() races a running callback.
  *
+ * It has every method of 3.14's RLock (threading.Condition takes
+ * _release_save, _acquire_restore and _is_owned from it).
+ *
  * It knows nothing of the handle, the loop or asyncio. */
 #include "zl.h"
 #include <math.h>
@@ -250,6 +253,56 @@ static PyObject *lock_is_owned(PyObject *obj, PyObject *unused)
     return PyBool_FromLong(self->count > 0 && self->owner == PyThread_get_thread_ident());
 }
 
+/* What threading.Condition takes from the lock it is given, as RLock's:
+ * _release_save() gives the lock up whatever its depth and returns
+ * (count, owner), which _acquire_restore() takes back, waiting as
+ * acquire() does; without them Condition.wait() releases one level only
+ * and the notifier never gets the lock. */
+static PyObject *lock_release_save(PyObject *obj, PyObject *unused)
+{
+    zl_handle_lock *self = (zl_handle_lock *)obj;
+    if (self->count == 0 || self->owner != PyThread_get_thread_ident()) {
+        PyErr_SetString(PyExc_RuntimeError, "cannot release un-acquired lock");
+        return NULL;
+    }
+    PyObject *state = Py_BuildValue("(kk)", self->count, self->owner);
+    if (state == NULL)
+        return NULL;
+    self->owner = 0;
+    self->count = 0;
+    return state;
+}
+
+static PyObject *lock_acquire_restore(PyObject *obj, PyObject *args)
+{
+    zl_handle_lock *self = (zl_handle_lock *)obj;
+    Py_ssize_t count;
+    unsigned long long owner;
+    /* RLock's format, for its messages */
+    if (!PyArg_ParseTuple(args, "(nK):_acquire_restore", &count, &owner))
+        return NULL;
+    if (take(self, 1, -1) < 0)
+        return NULL;
+    self->owner = (unsigned long)owner;
+    self->count = (unsigned long)count;
+    Py_RETURN_NONE;
+}
+
+static PyObject *lock_recursion_count(PyObject *obj, PyObject *unused)
+{
+    zl_handle_lock *self = (zl_handle_lock *)obj;
+    return PyLong_FromUnsignedLong(self->owner == PyThread_get_thread_ident() ? self->count : 0);
+}
+
+/* threading's after-fork hook: the lock is free in the child */
+static PyObject *lock_at_fork_reinit(PyObject *obj, PyObject *unused)
+{
+    zl_handle_lock *self = (zl_handle_lock *)obj;
+    self->owner = 0;
+    self->count = 0;
+    Py_RETURN_NONE;
+}
+
 static PyObject *lock_repr(PyObject *obj)
 {
     zl_handle_lock *self = (zl_handle_lock *)obj;
@@ -266,6 +319,13 @@ static PyMethodDef lock_methods[] = {
     {"__exit__", (PyCFunction)(void (*)(void))lock_exit, METH_FASTCALL, "release()"},
     {"locked", lock_locked, METH_NOARGS, "Whether some thread holds the lock."},
     {"_is_owned", lock_is_owned, METH_NOARGS, "Whether the calling thread holds the lock."},
+    {"_release_save", lock_release_save, METH_NOARGS,
+     "Give the lock up at every depth; (count, owner) for _acquire_restore."},
+    {"_acquire_restore", lock_acquire_restore, METH_VARARGS,
+     "Take the lock back as _release_save left it."},
+    {"_recursion_count", lock_recursion_count, METH_NOARGS,
+     "How many times the calling thread holds the lock."},
+    {"_at_fork_reinit", lock_at_fork_reinit, METH_NOARGS, "Make the lock free (after fork)."},
     {NULL}};
 
 static PyType_Slot lock_slots[] = {

@@ -1,50 +1,71 @@
 /* Scheduling: call_soon, call_soon_threadsafe, call_later and call_at,
  * which make a handle and put it in the ready queue (ready.c) or a timer
- * slot (timers.c) without calling Go, and tell pending.c of it.
+ * slot (timers.c) without calling Go, and tell pending.c of it. Their
+ * arguments' usual shape is bound here; any other goes to asyncio's
+ * signature in Python (bind_as_asyncio), and their checks come in
+ * asyncio's order.
  *
  * It knows nothing of when a timer is due, of descriptors or of the
  * engine, except the waker call_soon_threadsafe uses (waker.c). */
 #include "zl.h"
+#include <math.h>
 #include <structmember.h>
 /* zl_waker_wake; in another directory, so go build does not see it change:
  * its one prototype is all this file uses */
 #include "waker/waker.h"
 
-static PyObject *str_debug_schedule;      /* "_zl_debug_schedule" */
-static PyObject *str_context;             /* "context" */
-static PyObject *str_callback_error_name; /* "_zl_callback_error" */
+static PyObject *str_debug_schedule; /* "_zl_debug_schedule" */
+static PyObject *str_context;        /* "context" */
+/* "_zl_bind_call_soon" ...: asyncio's signatures (bind_as_asyncio) */
+static PyObject *str_bind_call_soon, *str_bind_call_soon_threadsafe, *str_bind_call_later,
+    *str_bind_call_at;
 
 /* ---- scheduling ---- */
 
-/* Parses the keyword-only `context` argument of the call_* methods. */
-static int parse_context(zl_loop *L, PyObject *kwnames, PyObject *const *kwvalues,
-                         const char *method, PyObject **context)
+/* The call_* methods' arguments, when they come in the shape the adapter
+ * binds itself: at least `required` positional ones (the callback and,
+ * for call_later and call_at, the delay or deadline before it) and no
+ * keyword but `context`. 1 then, with *context the keyword's value or
+ * NULL; 0 for any other shape, which bind_as_asyncio binds. */
+static int parse_call(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                      Py_ssize_t required, PyObject **context)
 {
     *context = NULL;
-    if (kwnames == NULL)
+    if (nargs < required)
         return 0;
+    if (kwnames == NULL)
+        return 1;
     /* Every Task step is scheduled with context=, by a caller that passes
      * the same keyword tuple each time (3.14's C Task builds it once, its
      * string not interned): known by identity, it needs no comparison. */
-    if (kwnames == L->context_kwnames) {
-        *context = kwvalues[0];
-        return 0;
-    }
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
-        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+    if (kwnames != L->context_kwnames) {
+        if (PyTuple_GET_SIZE(kwnames) != 1)
+            return 0;
+        PyObject *name = PyTuple_GET_ITEM(kwnames, 0);
         if (name != str_context &&
-            (!PyUnicode_Check(name) || PyUnicode_Compare(name, str_context) != 0)) {
-            if (PyErr_Occurred())
-                return -1;
-            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%S'", method,
-                         name);
-            return -1;
-        }
-        *context = kwvalues[i];
-    }
-    if (PyTuple_GET_SIZE(kwnames) == 1)
+            (!PyUnicode_Check(name) || PyUnicode_Compare(name, str_context) != 0))
+            return 0;
         Py_XSETREF(L->context_kwnames, Py_NewRef(kwnames));
-    return 0;
+    }
+    *context = args[nargs];
+    return 1;
+}
+
+/* Any other shape of a call_* call goes to the loop's _zl_bind_<method>
+ * (zloopgo/_loop.py): asyncio's signature in Python, named as asyncio's,
+ * so that a missing or unexpected argument raises what asyncio's raises
+ * (BaseEventLoop.call_soon() missing 1 required positional argument:
+ * 'callback'), before any other check, and callback= or when= by keyword
+ * are taken; it calls the method back in the shape parse_call takes. */
+static PyObject *bind_as_asyncio(zl_loop *L, PyObject *binder, PyObject *const *args,
+                                 Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *bind = PyObject_GetAttr((PyObject *)L, binder);
+    if (bind == NULL)
+        return NULL;
+    PyObject *r = PyObject_Vectorcall(bind, args, nargs, kwnames);
+    Py_DECREF(bind);
+    return r;
 }
 
 /* asyncio's checks before a handle is made: the loop is not closed and,
@@ -86,17 +107,10 @@ static int attach_traceback(zl_handle *h, PyObject *traceback)
     return 0;
 }
 
+/* call_soon(args[0], *args[1:], context=context), its arguments bound */
 static PyObject *schedule_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
-                               PyObject *kwnames, const char *method)
+                               PyObject *context, const char *method)
 {
-    PyObject *context;
-    if (parse_context(L, kwnames, args + nargs, method, &context) < 0)
-        return NULL;
-    if (nargs < 1) {
-        PyErr_Format(PyExc_TypeError, "%s() missing 1 required positional argument: 'callback'",
-                     method);
-        return NULL;
-    }
     PyObject *traceback;
     if (check_schedule(L, method, args[0], &traceback) < 0)
         return NULL;
@@ -121,7 +135,11 @@ static PyObject *schedule_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nar
 
 PyObject *zl_loop_call_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    return schedule_soon(L, args, PyVectorcall_NARGS(nargs), kwnames, "call_soon");
+    PyObject *context;
+    nargs = PyVectorcall_NARGS(nargs);
+    if (!parse_call(L, args, nargs, kwnames, 1, &context))
+        return bind_as_asyncio(L, str_bind_call_soon, args, nargs, kwnames);
+    return schedule_soon(L, args, nargs, context, "call_soon");
 }
 
 /* ---- 3.14+'s call_soon_threadsafe: asyncio's own _ThreadSafeHandle ----
@@ -230,21 +248,10 @@ static PyObject *run_threadsafe(PyObject *unused, PyObject *handle)
         Py_DECREF(context);
         Py_DECREF(args);
         Py_DECREF(callback);
-        if (res != NULL) {
+        if (res != NULL)
             Py_DECREF(res);
-        } else if (!PyErr_ExceptionMatches(PyExc_SystemExit) &&
-                   !PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
-            /* Handle._run's report, naming this handle */
-            PyObject *exc = zl_fetch_exception();
-            PyObject *r = PyObject_CallMethodObjArgs((PyObject *)L, str_callback_error_name, handle,
-                                                     exc, NULL);
-            Py_XDECREF(exc);
-            if (r == NULL)
-                failed = 1;
-            Py_XDECREF(r);
-        } else {
+        else if (zl_report_callback_exception(L, handle) < 0) /* Handle._run's report */
             failed = 1;
-        }
     }
     /* the with statement's exit: the lock goes whatever happened */
     PyObject *pending = failed ? zl_fetch_exception() : NULL;
@@ -334,17 +341,8 @@ static PyObject *threadsafe_handle_new(zl_loop *L, PyObject *callback, PyObject 
 /* asyncio 3.14's call_soon_threadsafe outside debug mode: the handle
  * queued natively, its run behind zloopgo's queue entry. */
 static PyObject *schedule_threadsafe(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
-                                     PyObject *kwnames)
+                                     PyObject *context)
 {
-    PyObject *context;
-    if (parse_context(L, kwnames, args + nargs, "call_soon_threadsafe", &context) < 0)
-        return NULL;
-    if (nargs < 1) {
-        PyErr_SetString(
-            PyExc_TypeError,
-            "call_soon_threadsafe() missing 1 required positional argument: 'callback'");
-        return NULL;
-    }
     if (zl_check_closed(L) < 0)
         return NULL;
     PyObject *handle = threadsafe_handle_new(L, args[0], args + 1, nargs - 1, context);
@@ -362,21 +360,24 @@ static PyObject *schedule_threadsafe(zl_loop *L, PyObject *const *args, Py_ssize
 PyObject *zl_loop_call_soon_threadsafe(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
                                        PyObject *kwnames)
 {
-    PyObject *h;
+    PyObject *h, *context;
+    nargs = PyVectorcall_NARGS(nargs);
+    if (!parse_call(L, args, nargs, kwnames, 1, &context))
+        return bind_as_asyncio(L, str_bind_call_soon_threadsafe, args, nargs, kwnames);
     if (threadsafe.type == NULL)
-        h = schedule_soon(L, args, PyVectorcall_NARGS(nargs), kwnames, "call_soon_threadsafe");
+        h = schedule_soon(L, args, nargs, context, "call_soon_threadsafe");
     else if (!L->debug)
-        h = schedule_threadsafe(L, args, PyVectorcall_NARGS(nargs), kwnames);
-    else if (PyVectorcall_NARGS(nargs) >= 1 && args[0] == threadsafe.runner)
+        h = schedule_threadsafe(L, args, nargs, context);
+    else if (args[0] == threadsafe.runner)
         /* debug mode: the handle zloopgo's Python edge made, queued */
-        h = schedule_soon(L, args, PyVectorcall_NARGS(nargs), kwnames, "call_soon_threadsafe");
+        h = schedule_soon(L, args, nargs, context, "call_soon_threadsafe");
     else {
         /* debug mode: zloopgo's Python edge takes asyncio's steps and
          * comes back above */
         PyObject *python = PyObject_GetAttr((PyObject *)L, str_threadsafe_python);
         if (python == NULL)
             return NULL;
-        h = PyObject_Vectorcall(python, args, PyVectorcall_NARGS(nargs), kwnames);
+        h = PyObject_Vectorcall(python, args, nargs, kwnames);
         Py_DECREF(python);
         return h;
     }
@@ -396,30 +397,151 @@ PyObject *zl_loop_call_soon_threadsafe(zl_loop *L, PyObject *const *args, Py_ssi
     return h;
 }
 
-static PyObject *schedule_timer(zl_loop *L, double when, PyObject *when_obj, PyObject *const *args,
-                                Py_ssize_t nargs, PyObject *context, const char *method)
+/* ---- call_later, call_at ----
+ *
+ * asyncio's call_at stores `when` as it is and pushes the handle on its
+ * heap, comparing `when` with that of a timer the heap holds; its run
+ * loop subtracts the time from the earliest timer's `when` (when it may
+ * wait) and compares it with the time. The engine's heap orders floats:
+ * a float or an int is that float; another object that converts to one
+ * (a subclass of float or int, a Decimal, a Fraction; an int beyond a
+ * float's range is +-inf) waits at that float and is asked asyncio's
+ * questions once due by it; anything else (a string, a complex, an object
+ * whose __float__ raises) is odd, asked them every iteration (timers.c).
+ * A new timer whose `when` is not a float or an int is compared with the
+ * earliest held, as asyncio's heappush compares it with one. */
+
+/* What asyncio's heappush compares a new timer's `when` with, if its heap
+ * holds a timer, for a `when` that is not a float or an int: the earliest
+ * deadline held (1, a new reference in *held); 0 if none is held. An odd
+ * one may be held: every slot is looked at then (zl_timers_held_when);
+ * else the engine's earliest and the earliest scheduled since tell. */
+static int held_when(zl_loop *L, char kind, PyObject **held, double *deadline)
+{
+    if (kind == ZL_WHEN_ODD)
+        return zl_timers_held_when(L, held, deadline);
+    double first = L->sh.next_timer, next_new = L->sh.new_timers_first;
+    if (isnan(next_new) || next_new < first)
+        first = next_new;
+    if (first == INFINITY)
+        return 0;
+    *deadline = first;
+    *held = PyFloat_FromDouble(first);
+    return *held == NULL ? -1 : 1;
+}
+
+/* The deadline `obj` (not an exact float) as the engine orders it: *when
+ * and *kind (ZL_WHEN_*), and in *pushed what asyncio's heappush raises
+ * when it compares obj with the `when` of a timer its heap holds (asyncio
+ * keeps the timer on its heap all the same). -1 only for an exception
+ * that is not an Exception (KeyboardInterrupt from a __float__) or
+ * MemoryError. */
+static int deadline_of(zl_loop *L, PyObject *obj, double *when, char *kind, PyObject **pushed)
+{
+    *pushed = NULL;
+    *kind = PyLong_CheckExact(obj) ? ZL_WHEN_FLOAT : ZL_WHEN_CONVERTED;
+    if (PyLong_Check(obj)) { /* as the int it is: no __float__ of a subclass */
+        *when = PyLong_AsDouble(obj);
+        if (*when == -1.0 && PyErr_Occurred()) {
+            int overflow;
+            PyErr_Clear(); /* beyond a float: before or after every float deadline */
+            (void)PyLong_AsLongAndOverflow(obj, &overflow);
+            *when = overflow < 0 ? -INFINITY : INFINITY;
+            /* asked once due (never, +inf): asyncio's `when - time()` with
+             * nothing ready raises OverflowError */
+            *kind = ZL_WHEN_CONVERTED;
+        }
+    } else {
+        *when = PyFloat_AsDouble(obj);
+        if (*when == -1.0 && PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_Exception))
+                return -1;
+            PyErr_Clear();
+            *kind = ZL_WHEN_ODD;
+            *when = -INFINITY; /* due every iteration, where timers.c asks it */
+        }
+    }
+    PyObject *held;
+    double held_deadline;
+    int r = *kind == ZL_WHEN_FLOAT ? 0 : held_when(L, *kind, &held, &held_deadline);
+    if (r <= 0)
+        return r;
+    /* asyncio's heappush, the new timer on a heap that holds one:
+     * `when < other._when`, and its truth. An odd timer earlier than the
+     * other is at the top; else (or if that raised) it stays behind the
+     * other, which is due first: it waits at the other's deadline */
+    PyObject *lt = PyObject_RichCompare(obj, held, Py_LT);
+    int earlier = lt != NULL ? PyObject_IsTrue(lt) : -1;
+    Py_XDECREF(lt);
+    Py_DECREF(held);
+    if (earlier < 0)
+        *pushed = zl_fetch_exception();
+    if (earlier != 1 && *kind == ZL_WHEN_ODD)
+        *when = held_deadline;
+    return 0;
+}
+
+/* call_at(when, args[0], *args[1:], context=context), its arguments bound:
+ * asyncio's checks in asyncio's order (when is not None, the loop is not
+ * closed, debug mode's), then the handle. when_obj NULL: the deadline is
+ * the float `when`. */
+static PyObject *schedule_at(zl_loop *L, PyObject *when_obj, double when, PyObject *const *args,
+                             Py_ssize_t nargs, PyObject *context)
 {
     PyObject *traceback;
-    if (check_schedule(L, method, args[0], &traceback) < 0)
+    if (when_obj == Py_None) {
+#if PY_VERSION_HEX >= 0x030B0000
+        PyErr_SetString(PyExc_TypeError, "when cannot be None");
+#else
+        /* 3.10's call_at checks the loop and (in debug mode) the callback,
+         * then TimerHandle asserts `when is not None` */
+        if (check_schedule(L, "call_at", args[0], &traceback) < 0)
+            return NULL;
+        Py_XDECREF(traceback);
+        PyErr_SetNone(PyExc_AssertionError);
+#endif
         return NULL;
+    }
+    /* asyncio's call_later goes through call_at, whose checks name it */
+    if (check_schedule(L, "call_at", args[0], &traceback) < 0)
+        return NULL;
+    char kind = ZL_WHEN_FLOAT;
+    PyObject *pushed = NULL; /* what asyncio's heappush would raise */
+    if (when_obj != NULL && PyFloat_CheckExact(when_obj)) {
+        when = PyFloat_AS_DOUBLE(when_obj);
+        when_obj = NULL;
+    } else if (when_obj != NULL && deadline_of(L, when_obj, &when, &kind, &pushed) < 0) {
+        Py_XDECREF(traceback);
+        return NULL;
+    }
+    /* a deadline's __float__ or comparison may have closed the loop */
+    if (when_obj != NULL && kind != ZL_WHEN_FLOAT && zl_check_closed(L) < 0) {
+        Py_XDECREF(traceback);
+        Py_XDECREF(pushed);
+        return NULL;
+    }
     zl_pending_check(L);
     zl_timer *h =
         (zl_timer *)zl_handle_new(L, zl_TimerHandleType, args[0], args + 1, nargs - 1, context, 1);
     if (h == NULL) {
         Py_XDECREF(traceback);
+        Py_XDECREF(pushed);
         return NULL;
     }
     h->when = when;
     h->when_obj = Py_XNewRef(when_obj);
-    if (attach_traceback(&h->base, traceback) < 0) {
-        Py_DECREF(h);
-        return NULL;
-    }
-    if (zl_timer_slot_alloc(L, h) < 0) {
+    h->when_kind = kind;
+    if (attach_traceback(&h->base, traceback) < 0 || zl_timer_slot_alloc(L, h) < 0) {
+        Py_XDECREF(pushed);
         Py_DECREF(h);
         return NULL;
     }
     zl_pending_note(L, &h->base, 0, 0); /* in a timer slot */
+    if (pushed != NULL) { /* the timer stays held, as asyncio's on its heap; the call failed */
+        zl_restore_exception(pushed);
+        Py_DECREF(h);
+        return NULL;
+    }
     return (PyObject *)h;
 }
 
@@ -427,12 +549,8 @@ PyObject *zl_loop_call_later(zl_loop *L, PyObject *const *args, Py_ssize_t nargs
 {
     PyObject *context;
     nargs = PyVectorcall_NARGS(nargs);
-    if (parse_context(L, kwnames, args + nargs, "call_later", &context) < 0)
-        return NULL;
-    if (nargs < 2) {
-        PyErr_SetString(PyExc_TypeError, "call_later() needs a delay and a callback");
-        return NULL;
-    }
+    if (!parse_call(L, args, nargs, kwnames, 2, &context))
+        return bind_as_asyncio(L, str_bind_call_later, args, nargs, kwnames);
     PyObject *delay = args[0];
 #if PY_VERSION_HEX >= 0x030B0000
     /* asyncio checks for None from 3.11; 3.10's time() + None fails in the
@@ -444,45 +562,31 @@ PyObject *zl_loop_call_later(zl_loop *L, PyObject *const *args, Py_ssize_t nargs
 #endif
     if (zl_clock_check(L) < 0)
         return NULL;
+    double when = 0;
+    PyObject *when_obj = NULL;
     if (zl_clock_replaced(L)) {
         /* a replaced loop.time(): asyncio's self.time() + delay */
         PyObject *now_obj = zl_clock_now(L);
-        PyObject *when_obj = now_obj ? PyNumber_Add(now_obj, delay) : NULL;
+        when_obj = now_obj ? PyNumber_Add(now_obj, delay) : NULL;
         Py_XDECREF(now_obj);
-        double when = when_obj ? PyFloat_AsDouble(when_obj) : -1.0;
-        PyObject *h = NULL;
-        if (when_obj != NULL && !(when == -1.0 && PyErr_Occurred()))
-            h = schedule_timer(L, when, PyFloat_CheckExact(when_obj) ? NULL : when_obj, args + 1,
-                               nargs - 1, context, "call_at");
-        Py_XDECREF(when_obj);
-        return h;
-    }
-    double now = zl_monotonic(), when;
-    PyObject *when_obj = NULL;
-    if (PyFloat_CheckExact(delay)) {
-        when = now + PyFloat_AS_DOUBLE(delay);
-    } else if (PyLong_CheckExact(delay)) {
-        double d = PyLong_AsDouble(delay);
-        if (d == -1.0 && PyErr_Occurred())
-            return NULL;
-        when = now + d;
-    } else {
-        /* anything else is added the way asyncio adds it: loop.time() + delay */
-        PyObject *nowf = PyFloat_FromDouble(now);
-        if (nowf == NULL)
-            return NULL;
-        when_obj = PyNumber_Add(nowf, delay);
-        Py_DECREF(nowf);
         if (when_obj == NULL)
             return NULL;
-        when = PyFloat_AsDouble(when_obj);
-        if (when == -1.0 && PyErr_Occurred()) {
-            Py_DECREF(when_obj);
+    } else if (PyFloat_CheckExact(delay)) {
+        when = zl_monotonic() + PyFloat_AS_DOUBLE(delay);
+    } else if (PyLong_CheckExact(delay)) {
+        double d = PyLong_AsDouble(delay); /* float + int's OverflowError, as asyncio's */
+        if (d == -1.0 && PyErr_Occurred())
             return NULL;
-        }
+        when = zl_monotonic() + d;
+    } else {
+        /* anything else is added the way asyncio adds it: loop.time() + delay */
+        PyObject *now = PyFloat_FromDouble(zl_monotonic());
+        when_obj = now ? PyNumber_Add(now, delay) : NULL;
+        Py_XDECREF(now);
+        if (when_obj == NULL)
+            return NULL;
     }
-    /* asyncio's call_later goes through call_at, whose checks name it */
-    PyObject *h = schedule_timer(L, when, when_obj, args + 1, nargs - 1, context, "call_at");
+    PyObject *h = schedule_at(L, when_obj, when, args + 1, nargs - 1, context);
     Py_XDECREF(when_obj);
     return h;
 }
@@ -491,31 +595,9 @@ PyObject *zl_loop_call_at(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, P
 {
     PyObject *context;
     nargs = PyVectorcall_NARGS(nargs);
-    if (parse_context(L, kwnames, args + nargs, "call_at", &context) < 0)
-        return NULL;
-    if (nargs < 2) {
-        PyErr_SetString(PyExc_TypeError, "call_at() needs a time and a callback");
-        return NULL;
-    }
-    if (args[0] == Py_None) {
-#if PY_VERSION_HEX >= 0x030B0000
-        PyErr_SetString(PyExc_TypeError, "when cannot be None");
-#else
-        /* 3.10's call_at checks the loop and (in debug mode) the callback,
-         * then TimerHandle asserts `when is not None` */
-        PyObject *traceback;
-        if (check_schedule(L, "call_at", args[1], &traceback) < 0)
-            return NULL;
-        Py_XDECREF(traceback);
-        PyErr_SetNone(PyExc_AssertionError);
-#endif
-        return NULL;
-    }
-    double when = PyFloat_AsDouble(args[0]);
-    if (when == -1.0 && PyErr_Occurred())
-        return NULL;
-    PyObject *when_obj = PyFloat_CheckExact(args[0]) ? NULL : args[0];
-    return schedule_timer(L, when, when_obj, args + 1, nargs - 1, context, "call_at");
+    if (!parse_call(L, args, nargs, kwnames, 2, &context))
+        return bind_as_asyncio(L, str_bind_call_at, args, nargs, kwnames);
+    return schedule_at(L, args[0], 0.0, args + 1, nargs - 1, context);
 }
 
 int zl_schedule_ready(void)
@@ -525,11 +607,16 @@ int zl_schedule_ready(void)
     str_threadsafe_python = PyUnicode_InternFromString("_zl_call_soon_threadsafe_python");
     str_enter = PyUnicode_InternFromString("__enter__");
     str_exit = PyUnicode_InternFromString("__exit__");
-    str_callback_error_name = PyUnicode_InternFromString("_zl_callback_error");
     if (str_context == NULL || str_debug_schedule == NULL || str_threadsafe_python == NULL ||
-        str_enter == NULL || str_exit == NULL || str_callback_error_name == NULL)
+        str_enter == NULL || str_exit == NULL)
         return -1;
-    return 0;
+    static const zl_name binders[] = {
+        {&str_bind_call_soon, "_zl_bind_call_soon"},
+        {&str_bind_call_soon_threadsafe, "_zl_bind_call_soon_threadsafe"},
+        {&str_bind_call_later, "_zl_bind_call_later"},
+        {&str_bind_call_at, "_zl_bind_call_at"},
+    };
+    return zl_intern_names(binders, sizeof binders / sizeof binders[0]);
 }
 
 void zl_schedule_clear(zl_loop *L) { Py_CLEAR(L->context_kwnames); }

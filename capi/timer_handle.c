@@ -1,8 +1,13 @@
 /* TimerHandle: what call_later and call_at return, a Handle with a
- * deadline and the engine slot it waits in (timers.c). Ordered by deadline
- * and equal to another timer with the same deadline, callback, arguments
- * and cancelled state, as asyncio.TimerHandle; cancelling one also marks
- * its slot for the engine. It subclasses asyncio.events.TimerHandle, not
+ * deadline and the engine slot it waits in (timers.c); cancelling one also
+ * marks its slot for the engine. Its hash and comparisons are
+ * asyncio.TimerHandle's own, inherited: they read _when, _callback, _args
+ * and _cancelled through the getters here, each a new reference, so a
+ * comparison that runs Python code (a callback's __eq__ that cancels the
+ * other handle) works on objects it holds, as asyncio's does, and orders
+ * and returns what asyncio's returns (the `and` of its four comparisons).
+ * Timers are compared only by programs: the engine orders its heap by the
+ * float deadline. It subclasses asyncio.events.TimerHandle, not
  * our Handle (a class has one layout to extend); handle.c's functions serve
  * both, as the two begin alike (capi/zl.h).
  *
@@ -37,60 +42,6 @@ static PyObject *timer_cancel_method(zl_timer *h, PyObject *unused)
     if (PyErr_Occurred())
         return NULL;
     Py_RETURN_NONE;
-}
-
-static Py_hash_t timer_hash(zl_timer *h)
-{
-    PyObject *w = timer_when_obj(h);
-    if (w == NULL)
-        return -1;
-    Py_hash_t r = PyObject_Hash(w);
-    Py_DECREF(w);
-    return r;
-}
-
-static PyObject *timer_richcompare(zl_timer *ta, PyObject *other, int op)
-{
-    if (!PyObject_TypeCheck(other, zl_TimerHandleType))
-        Py_RETURN_NOTIMPLEMENTED;
-    zl_timer *tb_ = (zl_timer *)other;
-    zl_handle *a = &ta->base, *b = &tb_->base;
-    PyObject *wa = timer_when_obj(ta), *wb = timer_when_obj(tb_), *res = NULL;
-    if (wa == NULL || wb == NULL)
-        goto done;
-    if (op == Py_LT || op == Py_GT) {
-        res = PyObject_RichCompare(wa, wb, op);
-    } else if (op == Py_LE || op == Py_GE) {
-        int lt = PyObject_RichCompareBool(wa, wb, op == Py_LE ? Py_LT : Py_GT);
-        if (lt < 0)
-            goto done;
-        if (lt) {
-            res = Py_NewRef(Py_True);
-            goto done;
-        }
-        res = PyObject_RichCompare((PyObject *)a, other, Py_EQ);
-    } else {
-        PyObject *ta = NULL, *tb = NULL;
-        int eq = PyObject_RichCompareBool(wa, wb, Py_EQ);
-        if (eq > 0)
-            eq = PyObject_RichCompareBool(a->callback ? a->callback : Py_None,
-                                          b->callback ? b->callback : Py_None, Py_EQ);
-        if (eq > 0) {
-            ta = zl_handle_args(a);
-            tb = zl_handle_args(b);
-            eq = (ta && tb) ? PyObject_RichCompareBool(ta, tb, Py_EQ) : -1;
-        }
-        Py_XDECREF(ta);
-        Py_XDECREF(tb);
-        if (eq > 0)
-            eq = a->cancelled == b->cancelled;
-        if (eq >= 0)
-            res = PyBool_FromLong(op == Py_EQ ? eq : !eq);
-    }
-done:
-    Py_XDECREF(wa);
-    Py_XDECREF(wb);
-    return res;
 }
 
 static int timer_traverse(zl_timer *h, visitproc visit, void *arg)
@@ -160,8 +111,6 @@ static PyType_Slot timer_slots[] = {
     {Py_tp_dealloc, zl_handle_dealloc},
     {Py_tp_traverse, timer_traverse},
     {Py_tp_clear, timer_clear},
-    {Py_tp_hash, timer_hash},
-    {Py_tp_richcompare, timer_richcompare},
     {Py_tp_methods, timer_methods},
     {Py_tp_getset, timer_getset},
     {0, NULL}};

@@ -37,12 +37,21 @@ void zl_restore_exception(PyObject *exc)
 
 PyObject *zl_call_handling(PyObject *obj, PyObject *name, PyObject *exc, PyObject *arg)
 {
+#if PY_VERSION_HEX >= 0x030B0000
+    /* 3.11+ keeps the exception being handled as one object */
+    PyObject *was = PyErr_GetHandledException();
+    PyErr_SetHandledException(exc);
+    PyObject *r = PyObject_CallMethodObjArgs(obj, name, exc, arg, NULL);
+    PyErr_SetHandledException(was);
+    Py_XDECREF(was);
+#else
     PyObject *was_type, *was_value, *was_tb;
     PyErr_GetExcInfo(&was_type, &was_value, &was_tb);
     PyErr_SetExcInfo(Py_NewRef((PyObject *)Py_TYPE(exc)), Py_NewRef(exc),
                      PyException_GetTraceback(exc));
     PyObject *r = PyObject_CallMethodObjArgs(obj, name, exc, arg, NULL);
     PyErr_SetExcInfo(was_type, was_value, was_tb);
+#endif
     return r;
 }
 

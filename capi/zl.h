@@ -15,7 +15,7 @@
  *   6 handle.c        Handle: making, running and cancelling a call
  *   7 ready.c         the ready queue of handles and their calls
  *   8 pending.c       the last handle made, looked at again; the collector hook
- *   9 timers.c        timer slots, shared with the engine
+ *   9 timers.c        timer slots, shared with the engine; deadlines that are not floats asked
  *  10 timer_handle.c  TimerHandle
  *  11 schedule.c      call_soon, call_soon_threadsafe, call_later, call_at
  *  12 tasks.c         create_future, create_task
@@ -96,8 +96,12 @@ struct zl_handle_s {
     PyObject *inline_args[ZL_INLINE_ARGS];
     zl_handle_debug *debug; /* NULL unless debug mode recorded something */
     int32_t nargs;
+    /* How many runs of its callback are executing (a callback may run its
+     * own handle again: h._run() inside it). The context they entered
+     * stays the handle's until the outermost returns (capi/context.c); the
+     * callback and arguments each run holds itself (zl_handle_run). */
+    uint16_t running;
     char cancelled;
-    char running;          /* its callback is executing */
     char context_snapshot; /* context is a shared snapshot (capi/context.c) */
 };
 
@@ -108,7 +112,23 @@ typedef struct {
     PyObject *when_obj; /* what when() returns if not a float of `when` */
     uint32_t slot;
     char scheduled; /* its slot is held by the engine */
+    char when_kind; /* ZL_WHEN_*: what the engine's float deadline is of when_obj */
 } zl_timer;
+
+/* A timer's deadline (zl_timer.when_kind) as the engine has it: */
+enum {
+    /* a float, an int */
+    ZL_WHEN_FLOAT,
+    /* the float another object converts to (a subclass of float or int,
+     * a Decimal...; +-inf for an int beyond a float's range): once due by
+     * it, the object itself is asked what asyncio's run loop asks the
+     * earliest timer (zl_timer_due) */
+    ZL_WHEN_CONVERTED,
+    /* no number (call_at('soon')): -inf, or behind another timer at that
+     * one's deadline (schedule.c), asked as a converted one, every
+     * iteration while its answer is "not due" */
+    ZL_WHEN_ODD,
+};
 
 /* Reader and writer handles of one descriptor, and the object it was
  * first registered by (a socket, or the number itself). */
@@ -476,9 +496,15 @@ int zl_handle_run_in_batch(zl_handle *h);
  * result, or NULL with the callback's exception set. */
 PyObject *zl_run_call(zl_loop *L, PyObject *callback, PyObject *const *args, Py_ssize_t nargs,
                       PyObject **context, char *snapshot);
-/* The pending exception of h's callback goes to the loop's exception
- * handler, as asyncio's Handle._run reports it; SystemExit and
- * KeyboardInterrupt (and a failure of the handler) return -1, still set. */
+/* The pending exception of a callback goes to loop L's exception handler
+ * naming `handle`, as asyncio's Handle._run reports it: from inside its
+ * `except BaseException as exc:`, so that the handler runs with exc as the
+ * exception being handled (sys.exc_info(), logging.exception(), the
+ * __context__ of what it raises). SystemExit and KeyboardInterrupt (and a
+ * failure of the handler) return -1, still set. Called with the exception
+ * pending. */
+int zl_report_callback_exception(zl_loop *L, PyObject *handle);
+/* zl_report_callback_exception naming h, a handle of the adapter's. */
 int zl_handle_report_exception(zl_handle *h);
 /* Moves h's callback, argument and context into e (h has at most one
  * argument and keeps none of them). */
@@ -599,8 +625,19 @@ void zl_timers_init(zl_loop *L);
 int zl_timer_slot_alloc(zl_loop *L, zl_timer *h);
 /* h was cancelled: its slot is marked for the engine, its handle released. */
 void zl_timer_cancelled(zl_loop *L, zl_timer *h);
-/* The engine handed back `slot`: its handle (if not cancelled) is queued. */
-void zl_timer_due(zl_loop *L, uint32_t slot);
+/* The engine handed back `slot`: its handle (if not cancelled) is queued.
+ * A timer whose deadline is not a float (ZL_WHEN_CONVERTED, _ODD) is
+ * first asked what asyncio's _run_once asks the earliest timer: with
+ * nothing ready and no stop asked for (idle), `when - time()`; then
+ * `when >= time() + resolution`. Due, it is queued; not due, or if either
+ * raised, it takes a slot again; -1 with that exception set. */
+int zl_timer_due(zl_loop *L, uint32_t slot, int idle);
+/* What asyncio's heappush of a new timer compares it with, if its heap
+ * holds a timer: the `when` of the earliest timer held (a float for a
+ * cancelled one, whose deadline is no longer kept), a new reference in
+ * *when, its deadline as the engine has it in *deadline, and 1; 0 if no
+ * timer is held; -1 with MemoryError. It looks at every slot. */
+int zl_timers_held_when(zl_loop *L, PyObject **when, double *deadline);
 /* Drops every timer: on close, with the engine's heap dropped too. */
 void zl_timers_release_all(zl_loop *L);
 /* Cancels every timer, keeping the slots the engine may hold. */

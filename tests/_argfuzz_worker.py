@@ -9,7 +9,8 @@ slot and a value name. For each case read from stdin (one JSON list
 the call, then runs one iteration, and prints one JSON line: the case and,
 per loop, the outcome of the call (the exception's type and message, or
 what it returned, summarised) and what the iteration did (exception
-handler calls, an exception out of the loop). It runs in a subprocess so
+handler calls, an exception out of the loop). A case `[slot, value, debug,
+true]` makes the call on a loop closed first. It runs in a subprocess so
 that a crash or a hang in the adapter fails the test instead of the suite.
 It knows asyncio's public loop API; nothing of zloopgo's internals.
 """
@@ -117,6 +118,62 @@ class Fileno:
         return f"<Fileno {self.value!r}>"
 
 
+class FloatLtRaises(float):
+    """A float whose comparisons raise: asyncio's heap and run loop call them."""
+
+    def _raise(self, other):
+        raise ValueError("comparison raises")
+
+    __lt__ = __le__ = __gt__ = __ge__ = _raise
+
+    def __repr__(self):
+        return "FloatLtRaises()"
+
+
+class IntHostile(int):
+    """An int whose __index__, __float__ and __eq__ raise."""
+
+    def __index__(self):
+        raise ValueError("index raises")
+
+    def __float__(self):
+        raise ValueError("float raises")
+
+    def __eq__(self, other):
+        raise ValueError("eq raises")
+
+    __hash__ = int.__hash__
+
+    def __repr__(self):
+        return f"IntHostile({int(self)})"
+
+
+class EqLtRaises:
+    """Converts to a float, but every comparison raises."""
+
+    def __float__(self):
+        return 0.001
+
+    def _raise(self, other):
+        raise ValueError("comparison raises")
+
+    __eq__ = __lt__ = __le__ = __gt__ = __ge__ = _raise
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        return "<EqLtRaises>"
+
+
+class FloatOnly:
+    """Converts to a float and compares with nothing."""
+
+    def __float__(self):
+        return 0.001
+
+    def __repr__(self):
+        return "<FloatOnly>"
+
+
 class CallRaises:
     def __call__(self, *args):
         raise ValueError("call raises")
@@ -179,6 +236,7 @@ VALUES = {
     "-2**63-1": lambda: -(2**63) - 1,
     "10**30": lambda: 10**30,
     "10**400": lambda: 10**400,
+    "-10**400": lambda: -(10**400),
     "0.0": lambda: 0.0,
     "-0.0": lambda: -0.0,
     "0.5": lambda: 0.5,
@@ -210,6 +268,10 @@ VALUES = {
     "FloatRaises": FloatRaises,
     "BoolRaises": BoolRaises,
     "AddRaises": AddRaises,
+    "FloatLtRaises": lambda: FloatLtRaises(0.001),
+    "IntHostile": lambda: IntHostile(1),
+    "EqLtRaises": EqLtRaises,
+    "FloatOnly": FloatOnly,
     "noop": lambda: noop,
     "CallRaises": CallRaises,
     "coroutine function": lambda: coro_func,
@@ -273,6 +335,15 @@ SLOTS = {
     "call_later(context=)": lambda lp, v: lp.call_later(0, noop, context=v),
     "call_at(when)": lambda lp, v: lp.call_at(v, noop),
     "call_at(now, callback)": lambda lp, v: lp.call_at(lp.time(), v),
+    # asyncio's signatures: keywords for positional parameters, an
+    # unexpected keyword, a missing argument
+    "call_soon(callback=)": lambda lp, v: lp.call_soon(callback=v),
+    "call_soon(noop, x=)": lambda lp, v: lp.call_soon(noop, x=v),
+    "call_soon_threadsafe(callback=)": lambda lp, v: lp.call_soon_threadsafe(callback=v),
+    "call_later(delay=, callback=)": lambda lp, v: lp.call_later(delay=v, callback=noop),
+    "call_later(delay) alone": lambda lp, v: lp.call_later(v),
+    "call_at(when=, callback=)": lambda lp, v: lp.call_at(when=v, callback=noop),
+    "call_at(when, noop, callback=)": lambda lp, v: lp.call_at(v, noop, callback=noop),
     "add_reader(fd)": lambda lp, v: lp.add_reader(v, noop),
     "add_writer(fd)": lambda lp, v: lp.add_writer(v, noop),
     "add_reader(pipe, callback)": lambda lp, v: lp.add_reader(_pipe_read(), v),
@@ -338,7 +409,7 @@ def _exception(exc):
     return [type(exc).__name__, re.sub(r"0x[0-9a-f]+", "0x?", str(exc))]
 
 
-def run_case(factory, slot, value, debug):
+def run_case(factory, slot, value, debug, closed=False):
     loop = factory()
     handler_calls = []
     loop.set_exception_handler(
@@ -347,6 +418,8 @@ def run_case(factory, slot, value, debug):
         )
     )
     loop.set_debug(debug)
+    if closed:  # which check comes first: the loop's or the argument's
+        loop.close()
     try:
         call = ["returned", _summary(SLOTS[slot](loop, value))]
     except Exception as exc:  # noqa: BLE001 - the outcome under test
@@ -390,7 +463,7 @@ _SINGLE_USE = {"coroutine"}
 def main():
     factories = {"asyncio": asyncio.SelectorEventLoop, "zloopgo": zloopgo.new_event_loop}
     for line in sys.stdin:
-        slot, value_name, debug = json.loads(line)
+        slot, value_name, debug, *closed = json.loads(line)
         # one value for both loops, so that its repr (and a descriptor's
         # number) in messages is the same
         value = VALUES[value_name]()
@@ -398,9 +471,9 @@ def main():
         for name, factory in factories.items():
             if value_name in _SINGLE_USE:
                 value = VALUES[value_name]()
-            out[name] = run_case(factory, slot, value, debug)
+            out[name] = run_case(factory, slot, value, debug, *closed)
         release_values()
-        print(json.dumps([[slot, value_name, debug], out]), flush=True)
+        print(json.dumps([[slot, value_name, debug, *closed], out]), flush=True)
 
 
 if __name__ == "__main__":

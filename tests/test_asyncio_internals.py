@@ -1059,6 +1059,10 @@ C_NAMES = {
         "_zl_debug_schedule",
         "_zl_slow_callback",
         "_zl_call_soon_threadsafe_python",
+        "_zl_bind_call_soon",
+        "_zl_bind_call_soon_threadsafe",
+        "_zl_bind_call_later",
+        "_zl_bind_call_at",
     },
     # zloopgo/_datagram.py's, which capi/datagram.c reads
     "zloopgo_datagram": {"_zl_dgram", "_zl_read_ready_python", "_zl_sendto_python"},
@@ -1207,6 +1211,10 @@ def test_names_the_c_adapter_reads_exist_on_asyncios_objects():
                     "_zl_debug_schedule",
                     "_zl_slow_callback",
                     "_zl_call_soon_threadsafe_python",
+                    "_zl_bind_call_soon",
+                    "_zl_bind_call_soon_threadsafe",
+                    "_zl_bind_call_later",
+                    "_zl_bind_call_at",
                 )
                 else _transports.SocketTransport
             )

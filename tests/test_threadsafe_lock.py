@@ -1,12 +1,13 @@
 """The lock in the `_lock` slot of the handle 3.14+'s call_soon_threadsafe
 returns: zloopgo puts its own recursive lock there (capi/handle_lock.c)
 where asyncio puts a threading.RLock. Generated programs of two threads
-take, release and ask that lock on both loops' handles, bad arguments
-included, and every result, exception type and message must be the same;
-then the waits: one bounded by a timeout, one ended by a release from the
-other thread, one ended by a signal handler that raises, and a cancel()
-that waits for the running callback while its thread holds the GIL
-elsewhere."""
+take, release and ask that lock on both loops' handles (with the methods
+threading.Condition takes from it), bad arguments included, and every
+result, exception type and message must be the same; a Condition over it
+waits and is notified as over an RLock; then the waits: one bounded by a
+timeout, one ended by a release from the other thread, one ended by a
+signal handler that raises, and a cancel() that waits for the running
+callback while its thread holds the GIL elsewhere."""
 
 import asyncio
 import queue
@@ -48,6 +49,10 @@ BAD_ARGUMENTS = [
 ]
 
 
+# bad arguments of _acquire_restore: each fails before it waits
+BAD_STATES = [(), (5,), ((1,),), (("a", "b"),), ((1, 2, 3),), ("ab",), ((1, 2), 3)]
+
+
 def _observe(call):
     try:
         return repr(call())
@@ -79,18 +84,45 @@ class _Worker:
 
 def _program(rng, length):
     """Steps (thread, op, args, kwargs), blocking ones only where a model of
-    the lock says they would not wait forever."""
-    owner, count, steps = None, 0, []
+    the lock says they would not wait forever. Besides acquire and release,
+    the methods threading.Condition takes from its lock: _release_save,
+    _acquire_restore (given what the same thread's last _release_save
+    returned, or a bad state), _recursion_count and _at_fork_reinit."""
+    owner, count, steps, saved = None, 0, [], {}
     for _ in range(length):
         thread = rng.choice(("main", "other"))
         free_or_own = owner in (None, thread)
         op = rng.choice(
             ["acquire", "acquire", "release", "release", "enter", "exit"]
             + ["locked", "owned", "try", "timed", "bad"]
+            + ["save", "save", "restore", "restore", "count", "bad restore", "reinit"]
         )
         if op in ("acquire", "enter") and not free_or_own:
             op = "timed"
+        if op == "restore" and not (free_or_own and thread in saved):
+            op = "count"
         args, kwargs = (), {}
+        if op == "save":
+            steps.append((thread, "_release_save", (), {}))
+            if owner == thread:
+                saved[thread] = count
+                owner, count = None, 0
+            continue
+        if op == "restore":
+            # what this thread's _release_save returned, read when the step runs
+            steps.append((thread, "_acquire_restore", ("saved",), {}))
+            owner, count = thread, saved.pop(thread)
+            continue
+        if op in ("count", "reinit", "bad restore"):
+            name, args = {
+                "count": ("_recursion_count", ()),
+                "reinit": ("_at_fork_reinit", ()),
+                "bad restore": ("_acquire_restore", rng.choice(BAD_STATES)),
+            }[op]
+            steps.append((thread, name, args, {}))
+            if op == "reinit":
+                owner, count = None, 0
+            continue
         if op == "try":
             op, args = "acquire", (False,)
         elif op == "timed":
@@ -110,10 +142,27 @@ def _program(rng, length):
 
 def _run(lock, steps):
     worker = _Worker()
-    seen = []
+    seen, states = [], {}
+
+    def save():
+        state = states[threading.current_thread().name] = lock._release_save()
+        return state[0]  # the owner is a thread's ident, which differs between runs
+
+    def restore():
+        return lock._acquire_restore(states.pop(threading.current_thread().name))
+
     try:
         for thread, op, args, kwargs in steps:
-            if op == "acquire":
+            if op == "_release_save":
+                step = save
+            elif op == "_acquire_restore" and args == ("saved",):
+                step = restore
+            elif op in ("_acquire_restore", "_recursion_count", "_at_fork_reinit"):
+
+                def step(name=op, a=args):
+                    return getattr(lock, name)(*a)
+
+            elif op == "acquire":
 
                 def step(a=args, k=kwargs):
                     return lock.acquire(*a, **k)
@@ -262,3 +311,37 @@ def test_cancel_from_a_thread_waits_while_the_callback_runs_python():
         t.join(30)
         loop.close()
     assert order == ["callback returned", "cancel returned"]
+
+
+def _condition_round(lock):
+    """threading.Condition over the lock, held twice by the waiter: wait()
+    must give it up at both depths (_release_save) for the notifier to take
+    it, and take both back (_acquire_restore)."""
+    cond = threading.Condition(lock)
+    seen, ready = [], threading.Event()
+
+    def notifier():
+        ready.wait(30)
+        with cond:
+            seen.append(("notifier holds it", lock._recursion_count()))
+            cond.notify()
+
+    t = threading.Thread(target=notifier)
+    with cond, cond:
+        t.start()
+        ready.set()
+        seen.append(("notified", cond.wait(10)))
+        seen.append(("depth after the wait", lock._recursion_count(), lock._is_owned()))
+    t.join(30)
+    seen.append(("free at the end", lock.locked(), lock._recursion_count()))
+    with cond:
+        seen.append(("wait_for times out", cond.wait_for(lambda: False, timeout=0.01)))
+    seen.append(("not held", _observe(cond.notify), _observe(lambda: cond.wait(0))))
+    return seen
+
+
+def test_a_condition_over_the_lock_waits_and_is_notified():
+    theirs, ours = _locks()
+    want = _condition_round(theirs)
+    assert want[:2] == [("notifier holds it", 1), ("notified", True)], want
+    assert _condition_round(ours) == want

@@ -384,10 +384,33 @@ class Loop(_engine.LoopCore, SockMethods, unix_events._UnixSelectorEventLoop):
     def _process_events(self, event_list):  # pragma: no cover - never called
         raise AssertionError("zloopgo dispatches descriptor events natively")
 
+    # ---- asyncio's signatures, for the call_* calls the adapter does not bind
+
+    # LoopCore's call_* bind their usual shape in C (the callback and its
+    # arguments by position, context= by keyword) and hand any other to
+    # these (capi/schedule.c, bind_as_asyncio): Python's binding of
+    # asyncio's signature raises what asyncio's raises for a missing or
+    # unexpected argument, named as asyncio's (their __qualname__, set
+    # below), and takes callback=, delay= or when= by keyword; then the
+    # call goes back to LoopCore in its usual shape.
+    def _zl_bind_call_soon(self, callback, *args, context=None):
+        return _engine.LoopCore.call_soon(self, callback, *args, context=context)
+
+    def _zl_bind_call_soon_threadsafe(self, callback, *args, context=None):
+        return _engine.LoopCore.call_soon_threadsafe(self, callback, *args, context=context)
+
+    def _zl_bind_call_later(self, delay, callback, *args, context=None):
+        return _engine.LoopCore.call_later(self, delay, callback, *args, context=context)
+
+    def _zl_bind_call_at(self, when, callback, *args, context=None):
+        return _engine.LoopCore.call_at(self, when, callback, *args, context=context)
+
     # ---- hooks the adapter calls (rare paths) --------------------------
 
-    def _zl_callback_error(self, handle, exc):
-        """Report an exception raised by a callback, as Handle._run does."""
+    def _zl_callback_error(self, exc, handle):
+        """Report an exception raised by a callback, as Handle._run does;
+        the adapter calls it with exc as the exception being handled, as
+        in Handle._run's `except` clause (capi/handle.c)."""
         cb = _format_callback(handle._callback, handle._args, self.get_debug())
         context = {
             "message": f"Exception in callback {cb}",
@@ -456,6 +479,9 @@ class Loop(_engine.LoopCore, SockMethods, unix_events._UnixSelectorEventLoop):
         for listener in self._zl_slow_listeners:
             listener(handle, start_ns, end_ns)
 
+
+for _method in ("call_soon", "call_soon_threadsafe", "call_later", "call_at"):
+    getattr(Loop, f"_zl_bind_{_method}").__qualname__ = f"BaseEventLoop.{_method}"
 
 # The C methods Loop inherits get descriptors of Loop's own, so that the
 # interpreter's specialized calls apply to loop.call_soon and the rest
