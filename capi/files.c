@@ -92,11 +92,12 @@ typedef struct fileop {
     int64_t names_len, names_count;
     /* owned Python objects (touched with the GIL only) */
     PyObject *future;
-    PyObject *data;  /* the bytes a read lands in */
-    PyObject *name;  /* the name OSError reports */
-    PyObject *name2; /* the second name (rename) */
-    PyObject *owner; /* OP_OPEN: makes the object that owns the new descriptor */
-    Py_buffer view;  /* what a write sends */
+    PyObject *data;   /* the bytes a read lands in */
+    PyObject *name;   /* the name OSError reports */
+    PyObject *name2;  /* the second name (rename) */
+    PyObject *owner;  /* OP_OPEN: makes the object that owns the new descriptor */
+    PyObject *holder; /* told when the operation ends after its future was cancelled */
+    Py_buffer view;   /* what a write sends */
     int has_view;
 } fileop;
 
@@ -317,6 +318,7 @@ static void op_free(fileop *op)
     Py_XDECREF(op->name);
     Py_XDECREF(op->name2);
     Py_XDECREF(op->owner);
+    Py_XDECREF(op->holder);
     free(op->path);
     free(op->path2);
     free(op->names);
@@ -429,6 +431,11 @@ static void settle(fileop *op)
         PyObject *r = value ? PyObject_CallMethodOneArg(op->future, s_set_result, value)
                             : PyObject_CallMethodOneArg(op->future, s_set_exception, exc);
         Py_XDECREF(r);
+    } else if (is_done > 0 && op->holder != NULL) {
+        /* The caller was cancelled while a worker had the operation: the
+         * file learns that the worker is done with its descriptor now. */
+        PyObject *r = PyObject_CallOneArg(op->holder, value ? value : Py_None);
+        Py_XDECREF(r);
     }
     if (PyErr_Occurred())
         PyErr_WriteUnraisable(op->future);
@@ -487,7 +494,8 @@ static int try_inline(fileop *op)
 #endif
 }
 
-/* _engine.file_op(loop, future, op, fd, n, offset, obj, obj2, mode, inline)
+/* _engine.file_op(loop, future, op, fd, n, offset, obj, obj2, mode, inline,
+ *                 name, name2, holder)
  *
  * Starts operation op (the numbers above) for loop. obj is the path (bytes),
  * or the data to write; obj2 the second path; name
@@ -497,11 +505,19 @@ static int try_inline(fileop *op)
  * result goes to the future and None is returned (with future None, a new
  * future is made and returned, for the caller to await). -2 is returned when
  * inline reading is not supported by this file, for the caller to stop
- * asking. */
+ * asking.
+ *
+ * holder (None, or a callable) is how an operation owns its descriptor
+ * whatever happens to its caller: the operation keeps it until settled, and
+ * calls it with the operation's value (None if it failed) when the
+ * operation ends after its future was cancelled (its caller was). A file
+ * passes a method of its own, so that it stays alive, and its descriptor
+ * open, while a worker may still use the descriptor, and so that it hands
+ * its turn on only then (zloopgo/_files.py, NativeFile._dropped_done). */
 PyObject *zl_file_op(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 12) {
-        PyErr_SetString(PyExc_TypeError, "file_op takes 12 arguments");
+    if (nargs != 13) {
+        PyErr_SetString(PyExc_TypeError, "file_op takes 13 arguments");
         return NULL;
     }
     PyObject *loop = args[0], *future = args[1];
@@ -519,7 +535,7 @@ PyObject *zl_file_op(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     PyObject *obj = args[6], *obj2 = args[7];
     long long mode = PyLong_AsLongLong(args[8]);
     int inline_ok = PyObject_IsTrue(args[9]);
-    PyObject *name = args[10], *name2 = args[11];
+    PyObject *name = args[10], *name2 = args[11], *holder = args[12];
     if (PyErr_Occurred())
         return NULL;
     if (code < OP_OPEN || code >= OP_LAST) {
@@ -550,6 +566,8 @@ PyObject *zl_file_op(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         }
         op->owner = Py_NewRef(name2);
     }
+    if (holder != Py_None)
+        op->holder = Py_NewRef(holder);
     switch (code) {
     case OP_OPEN:
     case OP_STAT:

@@ -67,7 +67,7 @@ async def _op(
     loop, engine, code, fd=-1, n=0, offset=0, obj=None, obj2=None, mode=0, name=None, name2=None
 ):
     fut = loop.create_future()
-    engine.file_op(loop, fut, code, fd, n, offset, obj, obj2, mode, False, name, name2)
+    engine.file_op(loop, fut, code, fd, n, offset, obj, obj2, mode, False, name, name2, None)
     return await fut
 
 
@@ -390,8 +390,8 @@ def _open_flags(file, mode, buffering, encoding, errors, newline, closefd):
 
 class _Turns:
     """Calls on one file, one at a time, in the order made. A call that was
-    cancelled while a worker still runs its operation keeps its turn until
-    the operation is done (see the methods' cancellation notes)."""
+    cancelled while a worker still has its operation keeps its turn until
+    the worker is done (NativeFile._done, ExecutorFile._run)."""
 
     __slots__ = ("busy", "waiters")
 
@@ -506,6 +506,15 @@ class NativeFile(_Base):
         self._rb = text is None and type(buffered) is io.BufferedReader and raw.regular
         self._bufsize = io.DEFAULT_BUFFER_SIZE  # set by _open to the buffer's size
         self._holder = None  # a task that keeps the turn after its caller was cancelled
+        # An operation owns the descriptor until its worker is done with it,
+        # whatever happened to its caller: operations whose caller was
+        # cancelled and whose worker is not done yet, plus holders; the turn
+        # passes on (and so close() can run) only once this is back to 0.
+        self._unfinished = 0
+        self._release_wanted = False  # the call ended while _unfinished > 0
+        # given to every operation (file_op's holder): it keeps the file,
+        # hence its descriptor, alive while a worker may use the number
+        self._dropped = self._dropped_done
         self._stale = False  # the io object's position lags raw.pos (see _sync)
         self._updating = type(buffered) is io.BufferedRandom
 
@@ -529,18 +538,51 @@ class NativeFile(_Base):
 
     async def _call(self, code, fd, n=0, offset=0, obj=None, name=None):
         fut = self._loop.create_future()
-        r = self._engine.file_op(
-            self._loop, fut, code, fd, n, offset, obj, None, 0, False, name, None
+        self._engine.file_op(
+            self._loop, fut, code, fd, n, offset, obj, None, 0, False, name, None, self._dropped
         )
-        if r is not None:
-            return r
-        return await fut
+        return await self._wait(fut)
+
+    async def _wait(self, fut):
+        """The result of an operation's future. If the caller is cancelled
+        meanwhile, the future is (the worker goes on): the operation still
+        owns the descriptor, and the turn waits for it (_dropped_done)."""
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if fut.cancelled():
+                self._unfinished += 1
+            raise
+
+    def _dropped_done(self, value):
+        # capi/files.c: an operation whose future was cancelled is done (this
+        # may come before _wait counted it: the count may go below 0 for a
+        # moment, and the turn passes when both have happened)
+        self._unfinished -= 1
+        self._release_if_done()
+
+    def _release_if_done(self):
+        if self._release_wanted and self._unfinished == 0:
+            self._release_wanted = False
+            self._turns.release()
 
     async def _read_at(self, code, n, offset):
         """n bytes at offset (a stream: -1), at once when cached."""
         if self._inline and offset >= 0:
             r = self._engine.file_op(
-                self._loop, None, code, self._raw.fd, n, offset, None, None, 0, True, None, None
+                self._loop,
+                None,
+                code,
+                self._raw.fd,
+                n,
+                offset,
+                None,
+                None,
+                0,
+                True,
+                None,
+                None,
+                self._dropped,
             )
             if r.__class__ is bytes:
                 self._streak += 1
@@ -550,7 +592,7 @@ class NativeFile(_Base):
                 return r
             if r.__class__ is not int:
                 self._streak = 0
-                return await r
+                return await self._wait(r)
             self._inline = False  # -2: this file cannot be read without blocking
         return await self._call(code, self._raw.fd, n, offset)
 
@@ -658,16 +700,22 @@ class NativeFile(_Base):
             return result
 
     def _done(self):
+        """The end of a call: its turn passes on, once every operation it
+        started is done with the descriptor."""
         holder, self._holder = self._holder, None
-        if holder is None:
-            self._turns.release()
-        else:
+        if holder is not None:
+            self._unfinished += 1
             holder.add_done_callback(self._release_after)
+        if self._unfinished:
+            self._release_wanted = True
+        else:
+            self._turns.release()
 
     def _release_after(self, task):
         if not task.cancelled():
             task.exception()  # retrieved: the cancelled caller cannot see it
-        self._turns.release()
+        self._unfinished -= 1
+        self._release_if_done()
 
     # -- reading
     async def read(self, size=-1):
@@ -704,6 +752,7 @@ class NativeFile(_Base):
                         True,
                         None,
                         None,
+                        self._dropped,
                     )
                     if r.__class__ is bytes:
                         raw.pos += len(r)
@@ -720,7 +769,7 @@ class NativeFile(_Base):
                     else:
                         self._streak = 0
                         start = raw.pos
-                        r = await r
+                        r = await self._wait(r)
                         raw.pos = start + len(r)
                         raw.wstart = raw.pos
                         raw.win = b""
@@ -946,6 +995,7 @@ class NativeFile(_Base):
                 False,
                 None,
                 None,
+                self._dropped,
             )
             try:
                 end = await asyncio.shield(fut)
@@ -1048,7 +1098,19 @@ class NativeFile(_Base):
                     # call is cancelled meanwhile
                     fut = self._loop.create_future()
                     self._engine.file_op(
-                        self._loop, fut, OP_CLOSE, fd, 0, 0, None, None, 0, False, None, None
+                        self._loop,
+                        fut,
+                        OP_CLOSE,
+                        fd,
+                        0,
+                        0,
+                        None,
+                        None,
+                        0,
+                        False,
+                        None,
+                        None,
+                        self._dropped,
                     )
                     try:
                         await asyncio.shield(fut)
