@@ -241,6 +241,53 @@ def test_text_ending_in_what_the_decoder_holds(tmp_path, loops, initial, newline
     compare(tmp_path, initial, ("r", BUF, "utf-8", "replace", newline), script, loops)
 
 
+# os.pread's and os.pwrite's arguments, good and bad: the results, the
+# exceptions (type, errno, message) and the file must be os.pread's and
+# os.pwrite's on the file's descriptor (issue 39, #3: an offset of -1 read
+# or wrote at the file's position, a size of -1 raised ValueError, and a
+# size of 0 or empty data did not reach the system call, which refuses a
+# file not open for that).
+PREAD_PWRITE = [
+    ("pread", [3, 2]),
+    ("pread", [3, -1]),
+    ("pread", [-1, 0]),
+    ("pread", [-1, -1]),
+    ("pread", [0, 0]),
+    ("pread", [0, -1]),
+    ("pread", [0, 10**6]),
+    ("pread", [5, 10**6]),
+    ("pread", [2**63, 0]),
+    ("pread", [-(2**63) - 1, 0]),
+    ("pread", [1, 2**63]),
+    ("pread", [1.0, 0]),
+    ("pread", [1, 1.0]),
+    ("pread", ["x", "y"]),
+    ("pread", [None, 0]),
+    ("pread", [True, False]),
+    ("pwrite", [b"XY", 1]),
+    ("pwrite", [b"XY", -1]),
+    ("pwrite", [b"", 0]),
+    ("pwrite", [b"", -1]),
+    ("pwrite", [bytearray(b"ab"), 4]),
+    ("pwrite", [memoryview(b"cd"), True]),
+    ("pwrite", [memoryview(b"abcd")[::2], 0]),
+    ("pwrite", ["str", 0]),
+    ("pwrite", ["str", -1]),
+    ("pwrite", [b"z", 2**63]),
+    ("pwrite", [b"z", 1.5]),
+    ("pwrite", [None, 0]),
+    ("pread", [10, 0]),
+]
+
+
+@pytest.mark.parametrize("mode", ["rb", "r+b", "wb", "ab", "a+b", "r", "w+"])
+def test_pread_and_pwrite_are_os_pread_and_os_pwrite(tmp_path, loops, mode):
+    script = [("read", [2]), *PREAD_PWRITE, ("tell", []), ("read", [])]
+    if mode in ("wb", "ab"):
+        script = [op for op in script if op[0] != "read"]
+    compare(tmp_path, b"0123456789", (mode, BUF), script, loops)
+
+
 def test_open_errors(tmp_path, loops):
     (tmp_path / "dir").mkdir()
     cases = [

@@ -943,14 +943,21 @@ class NativeFile(_Base):
 
     async def pread(self, size, offset):
         """os.pread on the file's descriptor: size bytes at offset, the
-        file's position and buffer untouched."""
+        file's position and buffer untouched; os.pread's exceptions."""
         await self._begin()
         try:
-            self._raw._check_closed()
-            size = size.__index__()
-            offset = offset.__index__()
-            if size < 0:
-                raise ValueError("negative buffersize in pread")
+            fd = self._raw.fileno()  # ValueError on a closed file, as open()'s
+            if not (
+                size.__class__ is int
+                and offset.__class__ is int
+                and 0 < size <= _SSIZE_MAX
+                and 0 <= offset <= _OFF_MAX
+            ):
+                size, offset = _pread_arguments(size, offset)
+                if size == 0:
+                    # cannot block: the system call says what is wrong
+                    # (EBADF on a file not open for reading), as os.pread's
+                    return os.pread(fd, 0, offset)
             return await self._read_at(OP_PREAD, size, offset)
         finally:
             self._done()
@@ -1023,12 +1030,18 @@ class NativeFile(_Base):
 
     async def pwrite(self, data, offset):
         """os.pwrite on the file's descriptor: the file's position and
-        buffer untouched."""
+        buffer untouched; os.pwrite's exceptions."""
         await self._begin()
         try:
-            self._raw._check_closed()
-            offset = offset.__index__()
-            n = await self._call(OP_PWRITE, self._raw.fd, 0, offset, data)
+            fd = self._raw.fileno()
+            if data.__class__ is bytes and offset.__class__ is int and 0 <= offset <= _OFF_MAX:
+                empty = not data
+            else:
+                offset = _pwrite_arguments(data, offset)
+                empty = memoryview(data).nbytes == 0
+            if empty:
+                return os.pwrite(fd, data, offset)  # nothing to wait for, EBADF if read-only
+            n = await self._call(OP_PWRITE, fd, 0, offset, data)
             self._raw._forget_window()
             if self._raw.append:
                 self._raw.append_end += n  # Linux's pwrite appends on an O_APPEND file
@@ -1178,6 +1191,37 @@ class NativeFile(_Base):
             if buffered_pos is not None:
                 self._buffered.seek(buffered_pos)
             await self._fetch()
+
+
+# os.pread's and os.pwrite's limits: a Py_ssize_t size, an off_t offset
+_SSIZE_MAX = sys.maxsize
+_OFF_MAX = (1 << 63) - 1
+
+
+def _pread_arguments(size, offset):
+    """os.pread's checks of its arguments, in its order and with its
+    messages: os.pread itself on descriptor -1, which converts them, then
+    refuses a negative size (EINVAL), and whose system call refuses a
+    negative offset (EINVAL) before it looks at the descriptor (EBADF:
+    they are good). Returns them as ints."""
+    try:
+        os.pread(-1, size, offset)
+    except OSError as exc:
+        if exc.errno != errno.EBADF:
+            raise
+    return size.__index__(), offset.__index__()
+
+
+def _pwrite_arguments(data, offset):
+    """os.pwrite's checks, the same way (a buffer, then an offset, which
+    the system call refuses when negative before it looks at the
+    descriptor). Returns the offset as an int."""
+    try:
+        os.pwrite(-1, data, offset)
+    except OSError as exc:
+        if exc.errno != errno.EBADF:
+            raise
+    return offset.__index__()
 
 
 def _ssize(size):
