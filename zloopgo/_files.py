@@ -7,7 +7,8 @@ made awaitable (aiofiles' interface), plus ``pread``/``pwrite``.
 How it stays exactly open(): the object open() builds is built here too,
 from CPython's own io classes (BufferedReader, BufferedWriter,
 BufferedRandom; text mode adds _pyio's TextIOWrapper, the stdlib's own
-Python version of it, whose state can be saved and restored). Only the
+Python version of it, whose state can be saved and restored, made to
+behave as the C one where the two part: _text_class). Only the
 raw layer under them is ours (_Raw): it answers from bytes already
 fetched, and when the io class asks for bytes it does not have, it says
 "not now" the way a non-blocking stream does (None from readinto, which
@@ -848,8 +849,6 @@ class NativeFile(_Base):
     async def read1(self, size=-1):
         await self._begin()
         try:
-            if self._text is not None:
-                return await self._text_call(self._file.read1, size)
             return await self._run(self._buffered.read1, size)
         finally:
             self._done()
@@ -898,48 +897,63 @@ class NativeFile(_Base):
         try:
             if self._text is not None:
                 return await self._text_call(self._text.readline, size)
-            raw = self._raw
-            b = self._buffered
-            parts = []
-            limit = size
-            while True:
-                try:
-                    line = b.readline(limit)
-                except _Miss:
-                    await self._fetch()
-                    continue
-                if raw.want is None or line.endswith(b"\n"):
-                    raw.want = None
-                    if raw.pending:
-                        await self._send()
-                    if parts:
-                        parts.append(line)
-                        return b"".join(parts)
-                    return line
-                parts.append(line)
-                if limit is not None and limit >= 0:
-                    limit -= len(line)
-                    if limit == 0:
-                        raw.want = None
-                        return b"".join(parts)
-                await self._fetch()
+            return await self._binary_line(size)
         finally:
             self._done()
 
+    async def _binary_line(self, size):
+        raw = self._raw
+        b = self._buffered
+        parts = []
+        limit = size
+        while True:
+            try:
+                line = b.readline(limit)
+            except _Miss:
+                await self._fetch()
+                continue
+            if raw.want is None or line.endswith(b"\n"):
+                raw.want = None
+                if raw.pending:
+                    await self._send()
+                if parts:
+                    parts.append(line)
+                    return b"".join(parts)
+                return line
+            parts.append(line)
+            if limit is not None and limit >= 0:
+                limit -= len(line)
+                if limit == 0:
+                    raw.want = None
+                    return b"".join(parts)
+            await self._fetch()
+
     async def readlines(self, hint=-1):
+        """open()'s readlines (io.IOBase's): the lines by iteration (a text
+        file's next(), which turns tell() off until the end of the file is
+        reached), until their total length exceeds a positive hint."""
         hint = _ssize(hint)
         if self.closed:
             raise _closed_error()
-        lines = []
-        total = 0
-        while True:
-            line = await self.readline()
-            if not line:
-                return lines
-            lines.append(line)
-            total += len(line)
-            if hint is not None and 0 < hint <= total:
-                return lines
+        await self._begin()
+        try:
+            lines = []
+            length = 0
+            text = self._text
+            while True:
+                if text is not None:
+                    line = await self._text_call(text._next_line)
+                else:
+                    line = await self._binary_line(-1)
+                if not line:
+                    return lines
+                lines.append(line)
+                if hint > 0:
+                    if len(line) > hint - length:
+                        return lines
+                    length += len(line)
+        finally:
+            self._done()
 
     async def pread(self, size, offset):
         """os.pread on the file's descriptor: size bytes at offset, the
@@ -1224,6 +1238,40 @@ def _pwrite_arguments(data, offset):
     return offset.__index__()
 
 
+class _BinaryOnly:
+    """A method of binary files that open()'s TextIOWrapper does not have:
+    on a text file, hasattr() is False and the AttributeError is its."""
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, objtype=None):
+        raise _no_text_attribute(self.name)
+
+
+def _no_text_attribute(name):
+    return AttributeError(f"'_io.TextIOWrapper' object has no attribute '{name}'")
+
+
+_BINARY_ONLY = frozenset(("read1", "readinto", "readinto1", "peek", "raw"))
+
+
+class NativeTextFile(NativeFile):
+    """A native file in text mode: NativeFile without the methods of
+    binary files (open()'s TextIOWrapper has none of them)."""
+
+    read1 = _BinaryOnly()
+    readinto = _BinaryOnly()
+    readinto1 = _BinaryOnly()
+    peek = _BinaryOnly()
+
+    def __getattr__(self, name):
+        # reached when a _BinaryOnly raised too
+        if name in _BINARY_ONLY:
+            raise _no_text_attribute(name)
+        return super().__getattr__(name)
+
+
 def _ssize(size):
     # the C io's conversion of an optional size (_Py_convert_optional_to_ssize_t)
     if size is None:
@@ -1241,8 +1289,10 @@ def _closed_error():
 
 
 def _text_class():
-    """_pyio's TextIOWrapper with the checks (and messages) of the C one
-    that open() returns, made on first use (importing _pyio costs)."""
+    """_pyio's TextIOWrapper made to behave as the C one that open()
+    returns (its checks and messages, and each place where the two
+    implementations part: docs/files.md, "Exact semantics"), made on first
+    use (importing _pyio costs)."""
     global _Text
     if _Text is not None:
         return _Text
@@ -1291,6 +1341,10 @@ def _text_class():
         def _c_init(self):
             self._c_readable = self.buffer.readable()
             self._c_writable = self.buffer.writable()
+            if self._c_readable:
+                # the C one makes its decoder at once (a seek then sets its
+                # state; _pyio's, made at the first read, would start over)
+                self._get_decoder()
             self._CHUNK_SIZE = 8192  # the C TextIOWrapper's
 
         def _c_check(self):
@@ -1311,6 +1365,21 @@ def _text_class():
             self._c_check()
             if not self._c_readable:
                 raise io.UnsupportedOperation("not readable")
+            if size == 0 and not self._decoded_chars:
+                # With no decoded text at all (none read since the last
+                # seek or write, or the end of the file), the C one reads
+                # a chunk before it looks at the limit: the buffer's
+                # position moves on. _pyio returns at once.
+                if self._decoder is None:
+                    self._get_decoder()
+                while True:
+                    if not self._read_chunk():  # the end of the file
+                        self._set_decoded_chars("")
+                        self._snapshot = None
+                        break
+                    if self._decoded_chars:
+                        break
+                return ""
             return super().readline(size)
 
         def write(self, s):
@@ -1325,22 +1394,100 @@ def _text_class():
             self._c_check()
             if whence not in (0, 1, 2):
                 raise ValueError(f"invalid whence ({whence}, should be 0, 1 or 2)")
-            return super().seek(cookie, whence)
+            if (
+                whence == 0
+                and cookie.__class__ is int
+                and cookie > 0
+                and self._seekable
+                and cookie & 0xFFFFFFFFFFFFFFFF == 0
+                and (cookie >> 64) & 0xFFFFFFFF == 0
+            ):
+                # the C one resets its decoder for a cookie at the start of
+                # the file with no decoder flags, whatever else it carries
+                # (_pyio only for the cookie 0): the newlines seen go
+                self._c_reset_decoder()
+            result = super().seek(cookie, whence)
+            if whence != 2 and self._snapshot is None and self._decoder is not None:
+                # the C one keeps a snapshot of where it sought to, the
+                # start of the file included (_pyio none there): tell()
+                # after next() reads it
+                self._snapshot = (0, b"")
+            return result
+
+        def _c_reset_decoder(self):
+            # reset(), then setstate() back: what only reset() clears goes
+            # (an IncrementalNewlineDecoder's record of the newlines seen)
+            decoder = self._decoder
+            if decoder is not None:
+                state = decoder.getstate()
+                decoder.reset()
+                decoder.setstate(state)
 
         def tell(self):
             self._c_check()
-            return super().tell()
+            if not (self._seekable and self._telling):
+                return super().tell()  # its exception
+            snapshot = self._snapshot
+            if snapshot is None:
+                # the buffer's position, as the C one answers (_pyio asserts
+                # first that no decoded text is left, which next() may leave)
+                self.flush()
+                return self.buffer.tell()
+            decoder = self._decoder
+            if snapshot[0] != 0 or self._decoded_chars_used == 0 or not hasattr(decoder, "seennl"):
+                return super().tell()
+            self.flush()
+            if self.buffer.tell() != len(snapshot[1]):
+                return super().tell()
+            # The snapshot is at the start of the file with no decoder
+            # flags: the C one sets its decoder there with reset(), not
+            # setstate(), at each step of its walk to the position, so the
+            # newlines it records are those of the walk's last pass. The
+            # walk is _pyio's; its setstate() calls are made to do the same
+            # (all but the last, which puts back the state it began with).
+            began = []
+
+            def getstate():
+                state = type(decoder).getstate(decoder)
+                if not began:
+                    began.append(state)
+                return state
+
+            def setstate(state):
+                if not began or state is not began[0]:
+                    decoder.seennl = 0
+                type(decoder).setstate(decoder, state)
+
+            decoder.getstate, decoder.setstate = getstate, setstate
+            try:
+                return super().tell()
+            finally:
+                del decoder.getstate, decoder.setstate
 
         def flush(self):
             self._c_check()
             return super().flush()
 
         def truncate(self, pos=None):
+            # the C one flushes and hands pos, None included, to the
+            # buffer: None is the buffer's position, not tell()'s
             self._c_check()
             self.flush()
-            if pos is None:
-                pos = self.tell()
             return self.buffer.truncate(pos)
+
+        @property
+        def newlines(self):
+            # the C one: None when its decoder keeps no record (a newline
+            # argument other than None and "")
+            return getattr(self._decoder, "newlines", None)
+
+        def _next_line(self):
+            # next(), with the end of the file as "" (a coroutine may not
+            # let StopIteration out)
+            try:
+                return self.__next__()
+            except StopIteration:
+                return ""
 
     _Text = Text
     return Text
@@ -1610,6 +1757,6 @@ async def _open(file, mode, buffering, encoding, errors, newline, closefd, opene
             raw._closed = True
         await _op(loop, engine, OP_CLOSE, fd=fd)
         raise
-    f = NativeFile(loop, engine, raw, buffered, textio)
+    f = (NativeTextFile if textio is not None else NativeFile)(loop, engine, raw, buffered, textio)
     f._bufsize = buffering
     return f
