@@ -960,18 +960,20 @@ class NativeFile(_Base):
         file's position and buffer untouched; os.pread's exceptions."""
         await self._begin()
         try:
-            fd = self._raw.fileno()  # ValueError on a closed file, as open()'s
-            if not (
-                size.__class__ is int
-                and offset.__class__ is int
-                and 0 < size <= _SSIZE_MAX
-                and 0 <= offset <= _OFF_MAX
+            raw = self._raw
+            if raw._closed:
+                raise ValueError("I/O operation on closed file")  # open()'s fileno()'s
+            if (
+                size.__class__ is not int
+                or offset.__class__ is not int
+                or not 0 < size <= 0x7FFFFFFFFFFFFFFF  # Py_ssize_t
+                or not 0 <= offset <= 0x7FFFFFFFFFFFFFFF  # off_t
             ):
                 size, offset = _pread_arguments(size, offset)
                 if size == 0:
                     # cannot block: the system call says what is wrong
                     # (EBADF on a file not open for reading), as os.pread's
-                    return os.pread(fd, 0, offset)
+                    return os.pread(raw.fd, 0, offset)
             return await self._read_at(OP_PREAD, size, offset)
         finally:
             self._done()
@@ -1048,7 +1050,11 @@ class NativeFile(_Base):
         await self._begin()
         try:
             fd = self._raw.fileno()
-            if data.__class__ is bytes and offset.__class__ is int and 0 <= offset <= _OFF_MAX:
+            if (
+                data.__class__ is bytes
+                and offset.__class__ is int
+                and 0 <= offset <= 0x7FFFFFFFFFFFFFFF
+            ):
                 empty = not data
             else:
                 offset = _pwrite_arguments(data, offset)
@@ -1205,11 +1211,6 @@ class NativeFile(_Base):
             if buffered_pos is not None:
                 self._buffered.seek(buffered_pos)
             await self._fetch()
-
-
-# os.pread's and os.pwrite's limits: a Py_ssize_t size, an off_t offset
-_SSIZE_MAX = sys.maxsize
-_OFF_MAX = (1 << 63) - 1
 
 
 def _pread_arguments(size, offset):
