@@ -703,6 +703,9 @@ class NativeFile(_Base):
     def _done(self):
         """The end of a call: its turn passes on, once every operation it
         started is done with the descriptor."""
+        if self._holder is None and not self._unfinished:
+            self._turns.release()  # the common case, kept short
+            return
         holder, self._holder = self._holder, None
         if holder is not None:
             self._unfinished += 1
@@ -786,7 +789,13 @@ class NativeFile(_Base):
                 return await self._text_call(self._text.read, size)
             return await self._read_generic(b.read, size)
         finally:
-            self._done()
+            # _done's common case, here without a call: read() is the hot
+            # path, and every attribute of a NativeFile is looked up the
+            # slow way (its __getattr__ keeps CPython from specializing)
+            if self._holder is None and not self._unfinished:
+                turns.release()
+            else:
+                self._done()
 
     async def _read_direct(self, size):
         # The buffer is empty and open()'s BufferedReader would read `size`
