@@ -1434,45 +1434,91 @@ def _text_class():
                 decoder.setstate(state)
 
         def tell(self):
+            # The C one's algorithm (Modules/_io/textio.c), which _pyio's
+            # follows but for three things: with no snapshot (after next())
+            # the C one answers the buffer's position where _pyio asserts
+            # that no decoded text is left; it sets its decoder with
+            # reset(), not setstate(), at the start of the file with no
+            # flags (the newlines it records are then those of its last
+            # walk); and it has no assert that its first guess of how many
+            # bytes to skip is within the snapshot (after a seek to a
+            # cookie it may not be: it decodes the bytes object's
+            # terminating NUL, as zero bytes do here).
             self._c_check()
-            if not (self._seekable and self._telling):
-                return super().tell()  # its exception
-            snapshot = self._snapshot
-            if snapshot is None:
-                # the buffer's position, as the C one answers (_pyio asserts
-                # first that no decoded text is left, which next() may leave)
-                self.flush()
-                return self.buffer.tell()
-            decoder = self._decoder
-            if snapshot[0] != 0 or self._decoded_chars_used == 0 or not hasattr(decoder, "seennl"):
-                return super().tell()
+            if not self._seekable:
+                raise io.UnsupportedOperation("underlying stream is not seekable")
+            if not self._telling:
+                raise OSError("telling position disabled by next() call")
             self.flush()
-            if self.buffer.tell() != len(snapshot[1]):
-                return super().tell()
-            # The snapshot is at the start of the file with no decoder
-            # flags: the C one sets its decoder there with reset(), not
-            # setstate(), at each step of its walk to the position, so the
-            # newlines it records are those of the walk's last pass. The
-            # walk is _pyio's; its setstate() calls are made to do the same
-            # (all but the last, which puts back the state it began with).
-            began = []
+            position = self.buffer.tell()
+            decoder = self._decoder
+            if decoder is None or self._snapshot is None:
+                return position
+            dec_flags, next_input = self._snapshot
+            start_pos = position - len(next_input)
+            chars_to_skip = self._decoded_chars_used
+            if chars_to_skip == 0:
+                return self._pack_cookie(start_pos, dec_flags)
 
-            def getstate():
-                state = type(decoder).getstate(decoder)
-                if not began:
-                    began.append(state)
-                return state
+            def set_decoder(flags):
+                if start_pos == 0 and flags == 0:
+                    decoder.reset()
+                else:
+                    decoder.setstate((b"", flags))
 
-            def setstate(state):
-                if not began or state is not began[0]:
-                    decoder.seennl = 0
-                type(decoder).setstate(decoder, state)
-
-            decoder.getstate, decoder.setstate = getstate, setstate
+            saved_state = decoder.getstate()
             try:
-                return super().tell()
+                skip_bytes = int(self._b2cratio * chars_to_skip)
+                padded = next_input + bytes(max(0, skip_bytes - len(next_input)))
+                skip_back = 1
+                while skip_bytes > 0:
+                    set_decoder(dec_flags)
+                    n = len(decoder.decode(padded[:skip_bytes]))
+                    if n <= chars_to_skip:
+                        dec_buffer, flags = decoder.getstate()
+                        if not dec_buffer:
+                            dec_flags = flags
+                            chars_to_skip -= n
+                            break
+                        skip_bytes -= len(dec_buffer)
+                        skip_back = 1
+                    else:
+                        skip_bytes -= skip_back
+                        skip_back *= 2
+                if skip_bytes <= 0:
+                    skip_bytes = 0
+                    set_decoder(dec_flags)
+                start_pos += skip_bytes
+                if chars_to_skip == 0:
+                    return self._pack_cookie(start_pos, dec_flags)
+                chars_decoded = 0
+                bytes_to_feed = 0
+                need_eof = False
+                i = skip_bytes
+                while i < len(next_input):
+                    chars_decoded += len(decoder.decode(next_input[i : i + 1]))
+                    bytes_to_feed += 1
+                    dec_buffer, flags = decoder.getstate()
+                    if not dec_buffer and chars_decoded <= chars_to_skip:
+                        # a safe start point
+                        start_pos += bytes_to_feed
+                        chars_to_skip -= chars_decoded
+                        dec_flags = flags
+                        bytes_to_feed = chars_decoded = 0
+                    if chars_decoded >= chars_to_skip:
+                        break
+                    i += 1
+                if i == len(next_input):
+                    # not enough decoded: the end of the file gives the rest
+                    chars_decoded += len(decoder.decode(b"", final=True))
+                    need_eof = True
+                    if chars_decoded < chars_to_skip:
+                        raise OSError("can't reconstruct logical file position")
+                return self._pack_cookie(
+                    start_pos, dec_flags, bytes_to_feed, need_eof, chars_to_skip
+                )
             finally:
-                del decoder.getstate, decoder.setstate
+                decoder.setstate(saved_state)
 
         def flush(self):
             self._c_check()
