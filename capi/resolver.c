@@ -145,7 +145,7 @@ static PyObject *before_fork(PyObject *mod, PyObject *unused)
 
 static PyObject *after_fork_in_parent(PyObject *mod, PyObject *unused)
 {
-    zl_workers_unhold();
+    zl_workers_unhold(ZL_WORK_LOOKUP);
     Py_RETURN_NONE;
 }
 

@@ -38,7 +38,8 @@
  * the GIL: zl_workers_hold holds a class back and waits a bounded time for
  * its running pieces (resolver.c does so for lookups from os.fork()'s
  * before-hook, docs/architecture.md, "fork()"); zl_workers_unhold, or the
- * fork in the child, ends the hold.
+ * fork in the child, ends the hold (holds count: two threads may fork at
+ * once).
  *
  * It knows the pieces only through their kind (perform, discard) and
  * nothing of Python, loops or the engine beyond the engine id it hands
@@ -65,7 +66,7 @@ typedef struct {
     int running; /* being performed now */
     int bound;   /* at most this many running */
     int queued;
-    int held; /* none may start (zl_workers_hold) */
+    int held; /* holds in force: none may start (zl_workers_hold) */
 } work_class;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -232,7 +233,7 @@ int zl_workers_hold(int cls, int64_t timeout_ns)
         deadline.tv_nsec -= 1000000000;
     }
     pthread_mutex_lock(&lock);
-    classes[cls].held = 1;
+    classes[cls].held++;
     while (classes[cls].running > 0)
         if (pthread_cond_timedwait(&held_idle, &lock, &deadline) == ETIMEDOUT)
             break;
@@ -241,11 +242,11 @@ int zl_workers_hold(int cls, int64_t timeout_ns)
     return left;
 }
 
-void zl_workers_unhold(void)
+void zl_workers_unhold(int cls)
 {
     pthread_mutex_lock(&lock);
-    for (int c = 0; c < ZL_WORK_CLASSES; c++)
-        classes[c].held = 0;
+    if (classes[cls].held > 0)
+        classes[cls].held--;
     /* What was held back may start: one worker, which wakes the next as
      * it takes the piece. */
     int spawn;

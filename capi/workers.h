@@ -63,10 +63,11 @@ int zl_workers_bound(int cls, int n);
 /* Holds back class cls (none of its pieces starts) and waits, at most
  * timeout_ns, for those running to finish. Returns how many still run.
  * Called without the GIL (a running piece needs none, but the wait may be
- * long). The hold lasts until zl_workers_unhold, or a fork in the child. */
+ * long). The hold lasts until the matching zl_workers_unhold, or a fork in
+ * the child (which forgets every hold). */
 int zl_workers_hold(int cls, int64_t timeout_ns);
-/* Ends every hold: what waited may start. */
-void zl_workers_unhold(void);
+/* Ends one hold of class cls: once none is left, what waited may start. */
+void zl_workers_unhold(int cls);
 
 typedef struct {
     int started;  /* worker threads started in the process (every class) */

@@ -240,7 +240,7 @@ static void *forks(void *unused)
         pid_t pid = fork();
         if (pid == 0)
             _exit(0);
-        zl_workers_unhold();
+        zl_workers_unhold(ZL_WORK_LOOKUP);
         if (pid > 0)
             waitpid(pid, NULL, 0);
     }
