@@ -19,9 +19,11 @@
  * together, so that lookups stuck on a DNS server never hold back file
  * operations, nor the other way round. The rest wait in their queue;
  * a free worker takes the oldest piece whose class is under its bound.
- * Workers start on demand, one more only when none is idle, so the threads
- * started are at most the sum of the bounds; they live as long as the
- * process.
+ * Workers start on demand: one more only when more pieces may start than
+ * workers are idle or on their way to one (a worker that takes a piece
+ * calls the next for what else may start), so a class alone never has more
+ * threads than its bound, and all together at most the sum of the bounds;
+ * they live as long as the process.
  *
  * Orphans. A piece whose engine refused its completion (the loop closed
  * first) is handed back by its worker (zl_workers_orphan), which may not
@@ -78,6 +80,11 @@ static idle_worker *idle_top;
 /* Signalled when a held class's last running piece finishes. */
 static pthread_cond_t held_idle = PTHREAD_COND_INITIALIZER;
 static int started;
+/* Workers on their way to a piece: started but not yet in zl_workers_next,
+ * or woken off the idle stack and not yet awake. They count as taken when
+ * deciding whether to wake or start another, so that slow-starting
+ * workers do not make the threads outnumber the bounds. */
+static int starting, waking;
 static uint64_t submitted;
 static zl_work *orphans;
 static int orphan_count;
@@ -106,21 +113,37 @@ static int bounds_total(void)
     return n;
 }
 
-/* With work that may start: the idle worker to wake (taken off the stack,
- * to be signalled once the lock is released), else whether to start one. */
+/* How many queued pieces could start now (each class up to its bound). */
+static int startable(void)
+{
+    int n = 0;
+    for (int c = 0; c < ZL_WORK_CLASSES; c++) {
+        const work_class *k = &classes[c];
+        int room = k->held ? 0 : k->bound - k->running;
+        if (room > 0)
+            n += k->queued < room ? k->queued : room;
+    }
+    return n;
+}
+
+/* With more pieces that may start than workers on their way to them: the
+ * idle worker to wake (taken off the stack, to be signalled once the lock
+ * is released), else whether to start one. */
 static idle_worker *wake_or_spawn(int *spawn)
 {
     *spawn = 0;
-    if (runnable_class() < 0)
+    if (startable() <= starting + waking)
         return NULL;
     idle_worker *w = idle_top;
     if (w != NULL) {
         idle_top = w->below;
         w->woken = 1;
+        waking++;
         return w;
     }
     if (started < bounds_total()) {
         started++;
+        starting++;
         *spawn = 1;
     }
     return NULL;
@@ -148,7 +171,7 @@ static void after_fork_in_child(void)
         classes[c].running = classes[c].queued = classes[c].held = 0;
     }
     idle_top = NULL;
-    started = 0;
+    started = starting = waking = 0;
     orphans = NULL;
     orphan_count = 0;
     atomic_store(&have_orphans, 0);
@@ -212,7 +235,8 @@ int zl_workers_bound(int cls, int n)
     int spawn = 0;
     if (n > 0) {
         classes[cls].bound = n;
-        /* Raising the bound lets a waiting piece start. */
+        /* Raising the bound lets waiting pieces start (the first worker
+         * calls the next as it takes its piece). */
         idle = wake_or_spawn(&spawn);
     }
     int now = classes[cls].bound;
@@ -247,8 +271,8 @@ void zl_workers_unhold(int cls)
     pthread_mutex_lock(&lock);
     if (classes[cls].held > 0)
         classes[cls].held--;
-    /* What was held back may start: one worker, which wakes the next as
-     * it takes the piece. */
+    /* What was held back may start: the first worker calls the next as it
+     * takes its piece. */
     int spawn;
     idle_worker *idle = wake_or_spawn(&spawn);
     pthread_mutex_unlock(&lock);
@@ -272,7 +296,12 @@ void zl_workers_next(zl_completion *out, uintptr_t *engine)
     /* Each worker thread's own place on the idle stack; threads live as
      * long as the process. */
     static __thread idle_worker self = {.wake = PTHREAD_COND_INITIALIZER};
+    static __thread int arrived;
     pthread_mutex_lock(&lock);
+    if (!arrived) {
+        arrived = 1;
+        starting--;
+    }
     int c;
     while ((c = runnable_class()) < 0) {
         self.woken = 0;
@@ -282,6 +311,7 @@ void zl_workers_next(zl_completion *out, uintptr_t *engine)
          * came back first; it then goes back on the stack. */
         while (!self.woken)
             pthread_cond_wait(&self.wake, &lock);
+        waking--;
     }
     work_class *k = &classes[c];
     zl_work *w = k->head;
@@ -290,18 +320,24 @@ void zl_workers_next(zl_completion *out, uintptr_t *engine)
         k->tail = NULL;
     k->queued--;
     k->running++;
+    /* More that may start (a burst, a bound raised, a hold ended): the
+     * next worker is called now, not at the next submission. */
+    int spawn;
+    idle_worker *idle = wake_or_spawn(&spawn);
     pthread_mutex_unlock(&lock);
+    wake(idle, spawn);
     w->kind->perform(w);
     pthread_mutex_lock(&lock);
     if (--k->running == 0 && k->held)
         pthread_cond_broadcast(&held_idle);
     /* While this worker posts the completion, an idle one takes what
      * waits (work held back by the bound may go on now). */
-    idle_worker *idle = NULL;
-    if (idle_top != NULL && runnable_class() >= 0) {
+    idle = NULL;
+    if (startable() > starting + waking && idle_top != NULL) {
         idle = idle_top;
         idle_top = idle->below;
         idle->woken = 1;
+        waking++;
     }
     pthread_mutex_unlock(&lock);
     wake(idle, 0);
