@@ -45,7 +45,7 @@
  *
  * It knows the pieces only through their kind (perform, discard) and
  * nothing of Python, loops or the engine beyond the engine id it hands
- * back; scripts/reliability/tsan builds it alone under ThreadSanitizer. */
+ * back; scripts/reliability/tsan_pool.c builds it alone under ThreadSanitizer. */
 #include "workers.h"
 #include <errno.h>
 #include <pthread.h>

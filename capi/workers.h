@@ -1,7 +1,7 @@
 /* The one pool of worker threads (capi/workers.c) that name lookups
  * (capi/resolver.c) and file operations (capi/files.c) hand their blocking
  * calls to. No CPython types appear here: the pool never touches Python,
- * and scripts/reliability/tsan builds it alone, under ThreadSanitizer.
+ * and scripts/reliability/tsan_pool.c builds it alone, under ThreadSanitizer.
  *
  * A piece of work is a zl_work at the start of its owner's structure. Its
  * kind says which bound it counts against, how a worker performs it and how
