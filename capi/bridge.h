@@ -28,8 +28,8 @@ typedef struct {
 
 /* Work another goroutine finished, as core.Completion: token names the
  * request (a lookup's number, core.RequestID, or a file operation's
- * address), value and status are the result (see capi/resolver.c,
- * capi/files.c). The token's top byte says whose it is (ZL_DONE_*), for
+ * address), value is the finished piece of work's address (capi/workers.c),
+ * status is unused. The token's top byte says whose it is (ZL_DONE_*), for
  * zl_dispatch to route. */
 typedef struct {
     uint64_t token;
@@ -59,26 +59,6 @@ _Static_assert(offsetof(zl_completion, value) == 8,
                "zl_completion.value at 8, as core.Completion.Value");
 _Static_assert(offsetof(zl_completion, status) == 16,
                "zl_completion.status at 16, as core.Completion.Status");
-
-/* A name lookup the loop queued for the resolver (capi/resolver.c). The
- * strings are malloc'd; the resolver frees them. kind: 0 getaddrinfo,
- * 1 getnameinfo (then flowinfo, scope_id and arity are used, and flags
- * are getnameinfo's). engine: the loop's engine id (capi/engines.go), to
- * post the result to. */
-typedef struct {
-    uint64_t token;
-    uintptr_t engine;
-    char *host;
-    char *port;
-    int32_t kind;
-    int32_t family;
-    int32_t socktype;
-    int32_t proto;
-    int32_t flags;
-    uint32_t flowinfo;
-    uint32_t scope_id;
-    int32_t arity; /* getnameinfo: how many items the sockaddr tuple had */
-} zl_lookup;
 
 /* One scheduled timer. The adapter owns the handle reference; the engine
  * reads only `cancelled`. */
@@ -161,22 +141,13 @@ int zl_grow_events(uintptr_t loop, int64_t need);
 int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone, int reacquire,
                 const uint32_t *posted);
 
-/* capi/resolver.c, called by the resolver's goroutines (no GIL, no
- * Python): wait for the next queued lookup and perform it, filling *req
- * (the engine to post to) and *out (its value owns the result). */
-void zl_resolver_next(zl_lookup *req, zl_completion *out);
-/* Frees a completion's result, for one that is never settled. */
-void zl_resolved_free(uint64_t value);
-/* capi/dispatch.c: frees a completion posted but never settled, whatever
- * its kind (the engine returns them when it closes). */
-void zl_done_free(uint64_t token, uint64_t value);
-
-/* capi/files.c, called by the file workers' goroutines (no GIL, no
- * Python): wait for the next queued file operation and perform it, filling
- * *out (its completion) and *engine (the engine to post it to). */
-void zl_files_next(zl_completion *out, uintptr_t *engine);
-/* Keeps an operation whose engine refused its completion, for a loop
- * thread to free. */
-void zl_files_orphan(uint64_t token);
+/* capi/workers.c, called by the pool's goroutines (capi/workers.go; no
+ * GIL, no Python): wait for the next piece of work and perform it, filling
+ * *out (its completion: value is the piece's address) and *engine (the
+ * engine to post it to). */
+void zl_workers_next(zl_completion *out, uintptr_t *engine);
+/* Hands back a piece whose engine refused its completion (value: the
+ * completion's), for a loop thread to free. */
+void zl_workers_orphan(uint64_t value);
 
 #endif

@@ -167,14 +167,6 @@ static void settle_completions(zl_loop *L, const zl_completion *done, int64_t n)
     }
 }
 
-void zl_done_free(uint64_t token, uint64_t value)
-{
-    if (token >> ZL_DONE_KIND_SHIFT == ZL_DONE_FILE)
-        zl_files_orphan(token);
-    else
-        zl_resolved_free(value);
-}
-
 /* Runs one batch: what is ready now, not what its callbacks schedule,
  * which waits for the next iteration. nevents is how many descriptors the
  * iteration's wait reported (for the quiet test below).

@@ -1,10 +1,10 @@
 // The one map from the engine id a C loop keeps (zl_loop's engine field)
 // to its engine. C holds a plain integer because C memory may not keep a
 // Go pointer; every Go entry point that C calls with an id, and every
-// goroutine that posts work back to a loop (the resolver's workers), finds
-// the engine here. An id is never reused and 0 never names an engine (C's
-// "closed"), so a worker that finishes after its loop closed finds nothing
-// and frees its result.
+// goroutine that posts work back to a loop (the worker pool's, workers.go),
+// finds the engine here. An id is never reused and 0 never names an engine
+// (C's "closed"), so a worker that finishes after its loop closed finds
+// nothing and hands its work back to the pool as an orphan.
 //
 // This map is the Go half's only process-wide state: the ids C holds
 // must resolve from any thread, whichever loop they belong to. It knows

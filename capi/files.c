@@ -4,29 +4,28 @@
  * On the loop thread, _engine.file_op() takes one operation (open, pread,
  * pwrite, lseek, close, stat, rename, ...), checks and converts its
  * arguments, and either finishes it at once when that cannot block (a read
- * of cached pages with preadv2(RWF_NOWAIT), see try_inline) or queues it
- * here for a file worker: a mutex-guarded list, no Go call. A worker
- * goroutine (capi/files.go) waits in zl_files_next on a condition variable
- * inside its cgo call, performs the system call on its own thread without
- * the GIL and posts the completion to the loop's engine; zl_dispatch hands
- * it to zl_settle_files, which builds the result (a bytes object the read
- * landed in, shrunk to what came; a number; a tuple) or the OSError the
- * same call raises in os/io, and settles the operation's future.
+ * of cached pages with preadv2(RWF_NOWAIT), see try_inline) or submits it
+ * to the worker pool (capi/workers.c; no Go call). A worker performs the
+ * system call on its own thread without the GIL and posts the completion
+ * to the loop's engine; zl_dispatch hands it to zl_settle_files, which
+ * builds the result (a bytes object the read landed in, shrunk to what
+ * came; a number; a tuple) or the OSError the same call raises in os/io,
+ * and settles the operation's future.
  *
  * A read lands in its final bytes object: the loop thread allocates it and
  * hands the worker its storage; nothing else references it until it is
  * settled. An operation owns strong references to its future, its buffer
- * and its names; an operation whose loop closed before it finished is put
- * on the graveyard below by its worker (which may not touch Python) and
- * freed by the next loop thread that submits or settles file operations.
+ * and its names; an operation whose loop closed before it finished is
+ * handed back to the pool by its worker (which may not touch Python) and
+ * freed by the next loop thread that submits or settles work (discard).
  *
- * At most `max_workers` operations run at once in the process, every loop
- * together (ZLOOPGO_FILE_WORKERS, _engine.file_workers()); the rest wait in
- * the queue in order. It knows nothing of io's buffering (zloopgo/_files.py)
- * nor of the engine beyond the completion it posts. */
+ * At most the pool's file bound of operations run at once in the process,
+ * every loop together (ZLOOPGO_FILE_WORKERS, _engine.file_workers()); the
+ * rest wait in order. It knows nothing of io's buffering
+ * (zloopgo/_files.py), of how the pool schedules its workers, nor of the
+ * engine beyond the completion the pool posts. */
 #define _GNU_SOURCE
 #include "zl.h"
-#include "_cgo_export.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -72,14 +71,8 @@ enum {
     OP_LAST
 };
 
-/* Completions of file operations carry this kind in their token's top
- * byte (zl_dispatch routes by it, capi/dispatch.c); the rest of the token
- * is the operation's address. */
-#define TOKEN_MASK ((UINT64_C(1) << ZL_DONE_KIND_SHIFT) - 1)
-
 typedef struct fileop {
-    struct fileop *next;
-    uintptr_t engine;
+    zl_work work; /* the pool's part; its token carries ZL_DONE_FILE */
     int32_t op;
     int32_t fd;
     int64_t n;      /* bytes wanted / flags / whence / mode / follow */
@@ -99,84 +92,24 @@ typedef struct fileop {
     int64_t names_len, names_count;
     /* owned Python objects (touched with the GIL only) */
     PyObject *future;
-    PyObject *data;  /* the bytes a read lands in */
-    PyObject *name;  /* the name OSError reports */
-    PyObject *name2; /* the second name (rename) */
-    PyObject *owner; /* OP_OPEN: makes the object that owns the new descriptor */
-    Py_buffer view;  /* what a write sends */
+    PyObject *data;   /* the bytes a read lands in */
+    PyObject *name;   /* the name OSError reports */
+    PyObject *name2;  /* the second name (rename) */
+    PyObject *owner;  /* OP_OPEN: makes the object that owns the new descriptor */
+    PyObject *holder; /* told when the operation ends after its future was cancelled */
+    Py_buffer view;   /* what a write sends */
     int has_view;
 } fileop;
-
-/* ---- the queue between loops and workers ---- */
-
-typedef struct idle_worker {
-    pthread_cond_t wake;
-    int woken;
-    struct idle_worker *below;
-} idle_worker;
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static fileop *queue_head, *queue_tail;
-static idle_worker *idle_top;
-static int workers, busy, max_workers;
-/* Operations whose loop closed before they finished, to free with the GIL. */
-static fileop *graveyard;
-static atomic_int graveyard_nonempty;
-
-/* The default bound (see docs/files.md, "How many workers"). */
-#define DEFAULT_WORKERS 64
-#define MAX_WORKERS 10000 /* Go's own limit on threads (runtime/debug.SetMaxThreads) */
-
-static void after_fork_in_child(void)
-{
-    /* The child has none of the workers, and its loops cannot run: what
-     * was queued is the parent's and is forgotten (not freed: a queued
-     * operation's objects may be in use by the parent's copy of them). */
-    queue_head = queue_tail = NULL;
-    idle_top = NULL;
-    graveyard = NULL;
-    atomic_store(&graveyard_nonempty, 0);
-    workers = busy = 0;
-    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-    lock = fresh;
-}
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void init_once(void)
 {
+    /* ZLOOPGO_FILE_WORKERS: the bound on file operations at once */
     const char *env = getenv("ZLOOPGO_FILE_WORKERS");
     int n = env ? atoi(env) : 0;
-    max_workers = n > 0 && n <= MAX_WORKERS ? n : DEFAULT_WORKERS;
-    pthread_atfork(NULL, NULL, after_fork_in_child);
-}
-
-static void submit(fileop *op)
-{
-    op->next = NULL;
-    pthread_mutex_lock(&lock);
-    if (queue_tail != NULL)
-        queue_tail->next = op;
-    else
-        queue_head = op;
-    queue_tail = op;
-    idle_worker *w = NULL;
-    int spawn = 0;
-    if (busy < max_workers) {
-        w = idle_top;
-        if (w != NULL) {
-            idle_top = w->below;
-            w->woken = 1;
-        } else if (workers < max_workers) {
-            workers++;
-            spawn = 1;
-        }
-    }
-    pthread_mutex_unlock(&lock);
-    if (w != NULL)
-        pthread_cond_signal(&w->wake);
-    if (spawn)
-        zlgo_files_spawn();
+    if (n > 0 && n <= ZL_WORKERS_MAX)
+        zl_workers_bound(ZL_WORK_FILE, n);
 }
 
 /* ---- on a worker's thread: no GIL, no Python ---- */
@@ -282,8 +215,9 @@ static void do_listdir(fileop *op)
 
 static int retry_eintr(int r) { return r < 0 && errno == EINTR; }
 
-static void perform(fileop *op)
+static void perform(zl_work *w)
 {
+    fileop *op = (fileop *)w;
     int r = 0;
     errno = 0;
     switch (op->op) {
@@ -373,53 +307,6 @@ static void perform(fileop *op)
         op->err = errno;
 }
 
-void zl_files_next(zl_completion *out, uintptr_t *engine)
-{
-    /* Each worker thread's own place on the idle stack. */
-    static __thread idle_worker self = {.wake = PTHREAD_COND_INITIALIZER};
-    pthread_mutex_lock(&lock);
-    while (queue_head == NULL || busy >= max_workers) {
-        self.woken = 0;
-        self.below = idle_top;
-        idle_top = &self;
-        while (!self.woken)
-            pthread_cond_wait(&self.wake, &lock);
-    }
-    fileop *op = queue_head;
-    queue_head = op->next;
-    if (queue_head == NULL)
-        queue_tail = NULL;
-    busy++;
-    pthread_mutex_unlock(&lock);
-    perform(op);
-    pthread_mutex_lock(&lock);
-    busy--;
-    /* A worker held back by the bound may go on now. */
-    idle_worker *w = NULL;
-    if (queue_head != NULL && idle_top != NULL && busy < max_workers) {
-        w = idle_top;
-        idle_top = w->below;
-        w->woken = 1;
-    }
-    pthread_mutex_unlock(&lock);
-    if (w != NULL)
-        pthread_cond_signal(&w->wake);
-    out->token = ((uint64_t)ZL_DONE_FILE << ZL_DONE_KIND_SHIFT) | (uint64_t)(uintptr_t)op;
-    out->value = 0;
-    out->status = 0;
-    *engine = op->engine;
-}
-
-void zl_files_orphan(uint64_t token)
-{
-    fileop *op = (fileop *)(uintptr_t)(token & TOKEN_MASK);
-    pthread_mutex_lock(&lock);
-    op->next = graveyard;
-    graveyard = op;
-    atomic_store(&graveyard_nonempty, 1);
-    pthread_mutex_unlock(&lock);
-}
-
 /* ---- on the loop thread ---- */
 
 static void op_free(fileop *op)
@@ -431,35 +318,28 @@ static void op_free(fileop *op)
     Py_XDECREF(op->name);
     Py_XDECREF(op->name2);
     Py_XDECREF(op->owner);
+    Py_XDECREF(op->holder);
     free(op->path);
     free(op->path2);
     free(op->names);
     PyMem_RawFree(op);
 }
 
-/* Frees what workers finished for closed loops (the GIL is held). An
+/* An operation whose loop closed before it finished (the GIL is held). An
  * open file's descriptor is closed: nobody will ever see it. */
-static void drain_graveyard(void)
+static void discard(zl_work *w)
 {
-    if (!atomic_load(&graveyard_nonempty))
-        return;
-    pthread_mutex_lock(&lock);
-    fileop *op = graveyard;
-    graveyard = NULL;
-    atomic_store(&graveyard_nonempty, 0);
-    pthread_mutex_unlock(&lock);
-    while (op != NULL) {
-        fileop *next = op->next;
-        if (op->op == OP_OPEN && op->err == 0)
-            close((int)op->result);
-        op_free(op);
-        op = next;
-    }
+    fileop *op = (fileop *)w;
+    if (op->op == OP_OPEN && op->err == 0)
+        close((int)op->result);
+    op_free(op);
 }
+
+static const zl_work_kind file_kind = {ZL_WORK_FILE, perform, discard};
 
 PyObject *zl_files_graveyard_drain(PyObject *mod, PyObject *unused)
 {
-    drain_graveyard();
+    zl_workers_drain();
     Py_RETURN_NONE;
 }
 
@@ -551,6 +431,11 @@ static void settle(fileop *op)
         PyObject *r = value ? PyObject_CallMethodOneArg(op->future, s_set_result, value)
                             : PyObject_CallMethodOneArg(op->future, s_set_exception, exc);
         Py_XDECREF(r);
+    } else if (is_done > 0 && op->holder != NULL) {
+        /* The caller was cancelled while a worker had the operation: the
+         * file learns that the worker is done with its descriptor now. */
+        PyObject *r = PyObject_CallOneArg(op->holder, value ? value : Py_None);
+        Py_XDECREF(r);
     }
     if (PyErr_Occurred())
         PyErr_WriteUnraisable(op->future);
@@ -561,11 +446,11 @@ static void settle(fileop *op)
 void zl_settle_files(zl_loop *L, const zl_completion *done, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) {
-        fileop *op = (fileop *)(uintptr_t)(done[i].token & TOKEN_MASK);
+        fileop *op = (fileop *)(uintptr_t)done[i].value;
         settle(op);
         op_free(op);
     }
-    drain_graveyard();
+    zl_workers_drain();
 }
 
 /* ---- submitting ---- */
@@ -609,7 +494,8 @@ static int try_inline(fileop *op)
 #endif
 }
 
-/* _engine.file_op(loop, future, op, fd, n, offset, obj, obj2, mode, inline)
+/* _engine.file_op(loop, future, op, fd, n, offset, obj, obj2, mode, inline,
+ *                 name, name2, holder)
  *
  * Starts operation op (the numbers above) for loop. obj is the path (bytes),
  * or the data to write; obj2 the second path; name
@@ -619,11 +505,19 @@ static int try_inline(fileop *op)
  * result goes to the future and None is returned (with future None, a new
  * future is made and returned, for the caller to await). -2 is returned when
  * inline reading is not supported by this file, for the caller to stop
- * asking. */
+ * asking.
+ *
+ * holder (None, or a callable) is how an operation owns its descriptor
+ * whatever happens to its caller: the operation keeps it until settled, and
+ * calls it with the operation's value (None if it failed) when the
+ * operation ends after its future was cancelled (its caller was). A file
+ * passes a method of its own, so that it stays alive, and its descriptor
+ * open, while a worker may still use the descriptor, and so that it hands
+ * its turn on only then (zloopgo/_files.py, NativeFile._dropped_done). */
 PyObject *zl_file_op(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 12) {
-        PyErr_SetString(PyExc_TypeError, "file_op takes 12 arguments");
+    if (nargs != 13) {
+        PyErr_SetString(PyExc_TypeError, "file_op takes 13 arguments");
         return NULL;
     }
     PyObject *loop = args[0], *future = args[1];
@@ -641,7 +535,7 @@ PyObject *zl_file_op(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     PyObject *obj = args[6], *obj2 = args[7];
     long long mode = PyLong_AsLongLong(args[8]);
     int inline_ok = PyObject_IsTrue(args[9]);
-    PyObject *name = args[10], *name2 = args[11];
+    PyObject *name = args[10], *name2 = args[11], *holder = args[12];
     if (PyErr_Occurred())
         return NULL;
     if (code < OP_OPEN || code >= OP_LAST) {
@@ -649,16 +543,17 @@ PyObject *zl_file_op(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     pthread_once(&once, init_once);
-    drain_graveyard();
     fileop *op = PyMem_RawCalloc(1, sizeof *op);
     if (op == NULL)
         return PyErr_NoMemory();
+    op->work.kind = &file_kind;
+    op->work.token = (uint64_t)ZL_DONE_FILE << ZL_DONE_KIND_SHIFT;
     op->op = code;
     op->fd = fd;
     op->n = n;
     op->offset = offset;
     op->mode = mode;
-    op->engine = L->engine;
+    op->work.engine = L->engine;
     if (name != Py_None)
         op->name = Py_NewRef(name);
     if (name2 != Py_None && code != OP_OPEN)
@@ -671,6 +566,8 @@ PyObject *zl_file_op(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         }
         op->owner = Py_NewRef(name2);
     }
+    if (holder != Py_None)
+        op->holder = Py_NewRef(holder);
     switch (code) {
     case OP_OPEN:
     case OP_STAT:
@@ -725,7 +622,7 @@ PyObject *zl_file_op(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     if (future == Py_None && made == NULL)
         goto fail;
     op->future = made ? Py_NewRef(made) : Py_NewRef(future);
-    submit(op);
+    zl_work_submit(&op->work);
     if (made != NULL)
         return made;
     Py_RETURN_NONE;
@@ -742,41 +639,21 @@ PyObject *zl_file_workers(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
     long n = nargs > 0 ? PyLong_AsLong(args[0]) : 0;
     if (n == -1 && PyErr_Occurred())
         return NULL;
-    if (n < 0 || n > MAX_WORKERS) {
-        PyErr_Format(PyExc_ValueError, "file workers must be between 1 and %d", MAX_WORKERS);
+    if (n < 0 || n > ZL_WORKERS_MAX) {
+        PyErr_Format(PyExc_ValueError, "file workers must be between 1 and %d", ZL_WORKERS_MAX);
         return NULL;
     }
-    pthread_mutex_lock(&lock);
-    idle_worker *w = NULL;
-    if (n > 0) {
-        max_workers = (int)n;
-        /* Raising the bound lets a waiting operation start. */
-        if (queue_head != NULL && idle_top != NULL && busy < max_workers) {
-            w = idle_top;
-            idle_top = w->below;
-            w->woken = 1;
-        }
-    }
-    int now = max_workers;
-    pthread_mutex_unlock(&lock);
-    if (w != NULL)
-        pthread_cond_signal(&w->wake);
-    return PyLong_FromLong(now);
+    return PyLong_FromLong(zl_workers_bound(ZL_WORK_FILE, (int)n));
 }
 
-/* _engine.file_stats(): (workers started, running, queued) for tests. */
+/* _engine.file_stats(): (worker threads started in the process, file
+ * operations running, file operations queued, orphans not yet freed), for
+ * tests. */
 PyObject *zl_file_stats(PyObject *mod, PyObject *unused)
 {
-    pthread_mutex_lock(&lock);
-    int started = workers, running = busy;
-    long queued = 0;
-    for (fileop *op = queue_head; op != NULL; op = op->next)
-        queued++;
-    long dead = 0;
-    for (fileop *op = graveyard; op != NULL; op = op->next)
-        dead++;
-    pthread_mutex_unlock(&lock);
-    return Py_BuildValue("(iill)", started, running, queued, dead);
+    zl_workers_counts c;
+    zl_workers_count(ZL_WORK_FILE, &c);
+    return Py_BuildValue("(iiii)", c.started, c.running, c.queued, c.orphaned);
 }
 
 int zl_files_ready(void)

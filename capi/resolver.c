@@ -2,46 +2,57 @@
  *
  * On the loop thread, _zl_getaddrinfo/_zl_getnameinfo parse their arguments
  * exactly as CPython's socket module does (same exceptions, same order),
- * put a request on the process-wide queue below and leave a future; nothing
- * crosses into Go per lookup (only starting one of the at most
- * ZL_RESOLVER_WORKERS workers does). A worker goroutine (capi/resolver.go)
- * waits in zl_resolver_next for a request, performs it here on its own
+ * submit the lookup to the worker pool (capi/workers.c: at most
+ * ZL_LOOKUP_WORKERS lookups at once in the process) and leave a future;
+ * nothing crosses into Go per lookup. A worker performs it on its own
  * thread without the GIL — the C library's getaddrinfo/getnameinfo, as
- * socket.getaddrinfo would — and posts the result to the loop's engine.
- * zl_dispatch then settles every completion: the result becomes exactly
- * the objects socket.getaddrinfo and socket.getnameinfo return (before
- * their enum conversion, which zloopgo/_loop.py does as socket.py does),
- * or their exception.
+ * socket.getaddrinfo would — and posts the completion to the loop's
+ * engine. zl_dispatch then settles every completion: the result becomes
+ * exactly the objects socket.getaddrinfo and socket.getnameinfo return
+ * (before their enum conversion, which zloopgo/_loop.py does as socket.py
+ * does), or their exception.
  *
- * It knows the loop's futures and the queue; nothing of the engine. */
+ * It knows the loop's futures and what a lookup is; nothing of the engine
+ * or of how the pool schedules its workers. */
 #include "zl.h"
-#include "_cgo_export.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 
 /* getnameinfo's own refusals, beside the EAI_* codes */
 #define ZL_MULTIPLE_ADDRESSES 1000001
 #define ZL_IPV4_ARITY 1000002
 
-/* What resolve() leaves for the loop thread. */
+/* One lookup: the request, filled on the loop thread, and what resolve()
+ * leaves for it. The pool's part comes first. */
 typedef struct {
+    zl_work work;
+    /* the request; host and port are malloc'd */
+    char *host;
+    char *port;
+    int32_t kind; /* 0 getaddrinfo, 1 getnameinfo (then flowinfo, scope_id, arity) */
+    int32_t family;
+    int32_t socktype;
+    int32_t proto;
+    int32_t flags; /* getaddrinfo's, or getnameinfo's */
+    uint32_t flowinfo;
+    uint32_t scope_id;
+    int32_t arity; /* getnameinfo: how many items the sockaddr tuple had */
+    /* the result */
     int code; /* 0, an EAI_* code, or one of the above */
     int err;  /* errno after the call, for EAI_SYSTEM */
     struct addrinfo *res;
-    char host[NI_MAXHOST];
-    char serv[NI_MAXSERV];
-} lookup_result;
+    char result_host[NI_MAXHOST];
+    char result_serv[NI_MAXSERV];
+} lookup;
 
-/* ---- on a resolver worker's thread: no GIL, no Python ---- */
+/* ---- on a worker's thread: no GIL, no Python ---- */
 
-static void name_info(const zl_lookup *req, lookup_result *r)
+static void name_info(lookup *r)
 {
     /* socket.getnameinfo: the host must be numeric; it becomes a sockaddr
      * through getaddrinfo(AI_NUMERICHOST), then getnameinfo runs on it */
@@ -50,196 +61,118 @@ static void name_info(const zl_lookup *req, lookup_result *r)
     hints.ai_socktype = SOCK_DGRAM;
     hints.ai_flags = AI_NUMERICHOST;
     errno = 0;
-    r->code = getaddrinfo(req->host, req->port, &hints, &res);
+    r->code = getaddrinfo(r->host, r->port, &hints, &res);
     r->err = errno;
     if (r->code != 0) /* getaddrinfo sets res only when it succeeds */
         // cppcheck-suppress memleak
         return;
     if (res->ai_next != NULL) {
         r->code = ZL_MULTIPLE_ADDRESSES;
-    } else if (res->ai_family == AF_INET && req->arity != 2) {
+    } else if (res->ai_family == AF_INET && r->arity != 2) {
         r->code = ZL_IPV4_ARITY;
     } else {
         if (res->ai_family == AF_INET6) {
             struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)res->ai_addr;
-            sin6->sin6_flowinfo = htonl(req->flowinfo);
-            sin6->sin6_scope_id = req->scope_id;
+            sin6->sin6_flowinfo = htonl(r->flowinfo);
+            sin6->sin6_scope_id = r->scope_id;
         }
         errno = 0;
-        r->code = getnameinfo(res->ai_addr, res->ai_addrlen, r->host, sizeof r->host, r->serv,
-                              sizeof r->serv, req->flags);
+        r->code = getnameinfo(res->ai_addr, res->ai_addrlen, r->result_host, sizeof r->result_host,
+                              r->result_serv, sizeof r->result_serv, r->flags);
         r->err = errno;
     }
     freeaddrinfo(res);
 }
 
-static void resolve(const zl_lookup *req, zl_completion *out)
+static void resolve(zl_work *w)
 {
-    out->token = req->token;
-    out->status = 0;
-    lookup_result *r = calloc(1, sizeof *r);
-    out->value = (uint64_t)(uintptr_t)r;
-    if (r == NULL)
-        return; /* settled as a MemoryError */
-    if (req->kind == 1) {
-        name_info(req, r);
+    lookup *r = (lookup *)w;
+    if (r->kind == 1) {
+        name_info(r);
         return;
     }
     struct addrinfo hints = {0};
-    hints.ai_family = req->family;
-    hints.ai_socktype = req->socktype;
-    hints.ai_protocol = req->proto;
-    hints.ai_flags = req->flags;
+    hints.ai_family = r->family;
+    hints.ai_socktype = r->socktype;
+    hints.ai_protocol = r->proto;
+    hints.ai_flags = r->flags;
     errno = 0;
-    r->code = getaddrinfo(req->host, req->port, &hints, &r->res);
+    r->code = getaddrinfo(r->host, r->port, &hints, &r->res);
     r->err = errno;
     if (r->code != 0)
         r->res = NULL;
 }
 
-/* ---- the queue between loops and workers ---- */
-
-/* Lookups in progress at once, for every loop of the process together:
- * each holds a thread while the C library waits for a DNS server. */
-#define ZL_RESOLVER_WORKERS 8
-
-typedef struct queued {
-    zl_lookup req;
-    struct queued *next;
-} queued;
-
-/* A worker waiting for work. Idle workers form a stack: a lookup wakes
- * the one that went idle last, whose thread and caches are the warmest. */
-typedef struct idle_worker {
-    pthread_cond_t wake;
-    int woken;
-    struct idle_worker *below;
-} idle_worker;
-
-static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
-static queued *queue_head, *queue_tail;
-static idle_worker *idle_top;
-static int workers;
-/* Lookups inside the C library right now, and the signal that the count
- * fell to 0 (fork waits for it, below). */
-static int busy;
-static pthread_cond_t lookups_done = PTHREAD_COND_INITIALIZER;
-
-/* fork() while a worker is inside getaddrinfo can leave one of the C
- * library's own locks held in the child, whose next lookup then hangs
- * (stock asyncio's executor threads have that hazard). Before a fork the
- * forking thread takes the queue, so that no lookup starts, and waits up
- * to FORK_WAIT_SECONDS for those in flight; they need neither the GIL nor
- * anything the forking thread holds. */
-#define FORK_WAIT_SECONDS 2
-
-static void before_fork(void)
+static void lookup_free(lookup *r)
 {
-    pthread_mutex_lock(&queue_lock);
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += FORK_WAIT_SECONDS;
-    while (busy > 0)
-        if (pthread_cond_timedwait(&lookups_done, &queue_lock, &deadline) == ETIMEDOUT)
-            break;
-}
-
-static void after_fork_in_parent(void) { pthread_mutex_unlock(&queue_lock); }
-
-/* The child has none of the workers: it starts from nothing (what was
- * queued is the parent's; the child's loops cannot run anyway). */
-static void after_fork_in_child(void)
-{
-    queue_head = queue_tail = NULL;
-    idle_top = NULL;
-    workers = busy = 0;
-    pthread_cond_t fresh = PTHREAD_COND_INITIALIZER;
-    lookups_done = fresh;
-    pthread_mutex_unlock(&queue_lock);
-}
-
-static pthread_once_t fork_guard = PTHREAD_ONCE_INIT;
-
-static void install_fork_guard(void)
-{
-    pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
-}
-
-/* Queues req (its strings move to the queue) and wakes the idle worker on
- * top of the stack, else starts a new worker if the bound allows; with
- * every worker busy, the lookup waits its turn. -1 if out of memory. */
-static int submit(const zl_lookup *req)
-{
-    queued *q = malloc(sizeof *q);
-    if (q == NULL)
-        return -1;
-    q->req = *req;
-    q->next = NULL;
-    pthread_once(&fork_guard, install_fork_guard);
-    pthread_mutex_lock(&queue_lock);
-    if (queue_tail != NULL)
-        queue_tail->next = q;
-    else
-        queue_head = q;
-    queue_tail = q;
-    idle_worker *w = idle_top;
-    if (w != NULL) {
-        idle_top = w->below;
-        w->woken = 1;
-    }
-    int spawn = w == NULL && workers < ZL_RESOLVER_WORKERS;
-    if (spawn)
-        workers++;
-    pthread_mutex_unlock(&queue_lock);
-    /* Signalled after unlocking: the worker does not wake into a held lock. */
-    if (w != NULL)
-        pthread_cond_signal(&w->wake);
-    if (spawn)
-        zlgo_resolver_spawn();
-    return 0;
-}
-
-void zl_resolver_next(zl_lookup *req, zl_completion *out)
-{
-    /* Each worker thread's own place on the idle stack; threads live as
-     * long as the process. */
-    static __thread idle_worker self = {.wake = PTHREAD_COND_INITIALIZER};
-    pthread_mutex_lock(&queue_lock);
-    while (queue_head == NULL) {
-        self.woken = 0;
-        self.below = idle_top;
-        idle_top = &self;
-        /* A woken worker may find the lookup taken by a busy worker that
-         * came back first; it then goes back on the stack. */
-        while (!self.woken)
-            pthread_cond_wait(&self.wake, &queue_lock);
-    }
-    queued *q = queue_head;
-    queue_head = q->next;
-    if (queue_head == NULL)
-        queue_tail = NULL;
-    busy++;
-    pthread_mutex_unlock(&queue_lock);
-    *req = q->req;
-    free(q);
-    resolve(req, out);
-    pthread_mutex_lock(&queue_lock);
-    if (--busy == 0)
-        pthread_cond_broadcast(&lookups_done);
-    pthread_mutex_unlock(&queue_lock);
-    free(req->host);
-    free(req->port);
-    req->host = req->port = NULL;
-}
-
-void zl_resolved_free(uint64_t value)
-{
-    lookup_result *r = (lookup_result *)(uintptr_t)value;
-    if (r == NULL)
-        return;
     if (r->res != NULL)
         freeaddrinfo(r->res);
+    free(r->host);
+    free(r->port);
     free(r);
+}
+
+/* A lookup whose loop closed before it finished (with the GIL, though it
+ * needs none). */
+static void discard(zl_work *w) { lookup_free((lookup *)w); }
+
+static const zl_work_kind lookup_kind = {ZL_WORK_LOOKUP, resolve, discard};
+
+/* ---- fork ----
+ *
+ * fork() while a worker is inside getaddrinfo can leave one of the C
+ * library's own locks held in the child, whose next lookup then hangs
+ * (glibc's __check_pf, which getaddrinfo calls to sort several answers,
+ * holds one across a netlink round trip; a thread of asyncio's default
+ * executor has the same hazard, and it hung this project's fork test once
+ * on asyncio). So os.fork()'s before-hook holds lookups back and waits, at
+ * most FORK_WAIT_NS, for those inside the C library, with the GIL
+ * released: the thread that forks waits, no other thread does. A lookup
+ * still inside after that is waiting for a DNS server, not holding a lock
+ * of the C library's for that long. Inside fork() itself nothing waits
+ * (capi/workers.c), so fork() from C (a fork and exec, say) is never
+ * delayed. The after-hook in the parent lets held lookups start; the child
+ * forgets the pool. */
+#define FORK_WAIT_NS INT64_C(250000000)
+
+static PyObject *before_fork(PyObject *mod, PyObject *unused)
+{
+    Py_BEGIN_ALLOW_THREADS;
+    zl_workers_hold(ZL_WORK_LOOKUP, FORK_WAIT_NS);
+    Py_END_ALLOW_THREADS;
+    Py_RETURN_NONE;
+}
+
+static PyObject *after_fork_in_parent(PyObject *mod, PyObject *unused)
+{
+    zl_workers_unhold(ZL_WORK_LOOKUP);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef fork_hooks[] = {
+    {"_zl_lookups_before_fork", before_fork, METH_NOARGS, NULL},
+    {"_zl_lookups_after_fork", after_fork_in_parent, METH_NOARGS, NULL},
+};
+
+/* os.register_at_fork(before=..., after_in_parent=...) */
+static int register_fork_hooks(void)
+{
+    PyObject *os = PyImport_ImportModule("os");
+    PyObject *reg = os ? PyObject_GetAttrString(os, "register_at_fork") : NULL;
+    PyObject *before = reg ? PyCFunction_New(&fork_hooks[0], NULL) : NULL;
+    PyObject *after = before ? PyCFunction_New(&fork_hooks[1], NULL) : NULL;
+    PyObject *args = after ? PyTuple_New(0) : NULL;
+    PyObject *kwargs =
+        args ? Py_BuildValue("{sOsO}", "before", before, "after_in_parent", after) : NULL;
+    PyObject *r = kwargs ? PyObject_Call(reg, args, kwargs) : NULL;
+    Py_XDECREF(r);
+    Py_XDECREF(kwargs);
+    Py_XDECREF(args);
+    Py_XDECREF(after);
+    Py_XDECREF(before);
+    Py_XDECREF(reg);
+    Py_XDECREF(os);
+    return r == NULL ? -1 : 0;
 }
 
 /* ---- on the loop thread ---- */
@@ -247,7 +180,7 @@ void zl_resolved_free(uint64_t value)
 static PyObject *gaierror; /* socket.gaierror */
 
 /* CPython's set_gaierror. */
-static PyObject *lookup_error(lookup_result *r)
+static PyObject *lookup_error(lookup *r)
 {
     if (r->code == EAI_SYSTEM) {
         errno = r->err;
@@ -328,14 +261,12 @@ static PyObject *addrinfo_list(struct addrinfo *res)
     return all;
 }
 
-static PyObject *settle_value(int kind, lookup_result *r)
+static PyObject *settle_value(int kind, lookup *r)
 {
-    if (r == NULL)
-        return PyErr_NoMemory();
     if (r->code != 0)
         return lookup_error(r);
     if (kind == 1)
-        return Py_BuildValue("ss", r->host, r->serv);
+        return Py_BuildValue("ss", r->result_host, r->result_serv);
     return addrinfo_list(r->res);
 }
 
@@ -360,7 +291,7 @@ void zl_settle_lookups(zl_loop *L, const zl_completion *done, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) {
         const zl_completion *c = &done[i];
-        lookup_result *r = (lookup_result *)(uintptr_t)c->value;
+        lookup *r = (lookup *)(uintptr_t)c->value;
         L->counters.lookups_done++;
         PyObject *key = PyLong_FromUnsignedLongLong(c->token);
         PyObject *entry =
@@ -380,37 +311,37 @@ void zl_settle_lookups(zl_loop *L, const zl_completion *done, int64_t n)
         if (PyErr_Occurred())
             PyErr_WriteUnraisable((PyObject *)L);
         Py_XDECREF(key);
-        zl_resolved_free(c->value);
+        lookup_free(r);
     }
+    zl_workers_drain();
 }
 
-/* Records fut under a new token and queues req for the resolver. */
-static PyObject *enqueue(zl_loop *L, zl_lookup *req, PyObject *fut, int kind)
+/* Records fut under a new token and submits r, which the pool owns from
+ * then on; on failure r is freed. */
+static PyObject *enqueue(zl_loop *L, lookup *r, PyObject *fut, int kind)
 {
     /* a worker is a goroutine: a child forked after the engine started
      * must not start or wake one */
-    if (zl_check_not_forked() < 0)
-        return NULL;
-    if (zl_check_closed(L) < 0)
-        return NULL;
+    if (zl_check_not_forked() < 0 || zl_check_closed(L) < 0)
+        goto fail;
     if (L->lookups.futures == NULL && (L->lookups.futures = PyDict_New()) == NULL)
-        return NULL;
-    req->token = ++L->lookups.counter;
-    req->kind = kind;
-    req->engine = L->engine;
-    PyObject *key = PyLong_FromUnsignedLongLong(req->token);
+        goto fail;
+    r->work.kind = &lookup_kind;
+    r->work.token = ++L->lookups.counter;
+    r->work.engine = L->engine;
+    r->kind = kind;
+    PyObject *key = PyLong_FromUnsignedLongLong(r->work.token);
     PyObject *entry = key ? Py_BuildValue("(Oi)", fut, kind) : NULL;
-    int r = entry ? PyDict_SetItem(L->lookups.futures, key, entry) : -1;
-    if (r == 0 && submit(req) < 0) {
-        (void)PyDict_DelItem(L->lookups.futures, key);
-        PyErr_NoMemory();
-        r = -1;
-    }
+    int ok = entry && PyDict_SetItem(L->lookups.futures, key, entry) == 0;
     Py_XDECREF(key);
     Py_XDECREF(entry);
-    if (r < 0)
-        return NULL;
+    if (!ok)
+        goto fail;
+    zl_work_submit(&r->work);
     Py_RETURN_NONE;
+fail:
+    lookup_free(r);
+    return NULL;
 }
 
 static char *copy_string(const char *s)
@@ -423,16 +354,23 @@ static char *copy_string(const char *s)
     return c;
 }
 
-/* Queues req unless building it failed (an exception is set); otherwise,
- * or if queueing fails, frees its strings. */
-static PyObject *enqueue_or_free(zl_loop *L, zl_lookup *req, PyObject *fut, int kind)
+/* A new lookup, or NULL with MemoryError. */
+static lookup *lookup_new(void)
 {
-    PyObject *r = PyErr_Occurred() ? NULL : enqueue(L, req, fut, kind);
-    if (r == NULL) {
-        free(req->host);
-        free(req->port);
-    }
+    lookup *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        PyErr_NoMemory();
     return r;
+}
+
+/* Submits r unless building it failed (an exception is set: r is freed). */
+static PyObject *enqueue_or_free(zl_loop *L, lookup *r, PyObject *fut, int kind)
+{
+    if (PyErr_Occurred()) {
+        lookup_free(r);
+        return NULL;
+    }
+    return enqueue(L, r, fut, kind);
 }
 
 /* _zl_getaddrinfo(fut, host, port, family=0, type=0, proto=0, flags=0):
@@ -500,16 +438,18 @@ PyObject *zl_loop_getaddrinfo(zl_loop *L, PyObject *args)
         Py_XDECREF(port_text);
         return NULL;
     }
-    zl_lookup req = {0};
-    req.family = family;
-    req.socktype = socktype;
-    req.proto = protocol;
-    req.flags = flags;
-    req.host = copy_string(hptr);
-    req.port = req.host || !hptr ? copy_string(pptr) : NULL;
+    lookup *r = lookup_new();
+    if (r != NULL) {
+        r->family = family;
+        r->socktype = socktype;
+        r->proto = protocol;
+        r->flags = flags;
+        r->host = copy_string(hptr);
+        r->port = r->host || !hptr ? copy_string(pptr) : NULL;
+    }
     Py_XDECREF(idna);
     Py_XDECREF(port_text);
-    return enqueue_or_free(L, &req, fut, 0);
+    return r == NULL ? NULL : enqueue_or_free(L, r, fut, 0);
 }
 
 /* _zl_getnameinfo(fut, sockaddr, flags): socket.getnameinfo's argument
@@ -536,14 +476,16 @@ PyObject *zl_loop_getnameinfo(zl_loop *L, PyObject *args)
     }
     char pbuf[30];
     PyOS_snprintf(pbuf, sizeof pbuf, "%d", port);
-    zl_lookup req = {0};
-    req.flags = flags;
-    req.flowinfo = flowinfo;
-    req.scope_id = scope_id;
-    req.arity = (int32_t)PyTuple_GET_SIZE(sa);
-    req.host = copy_string(hostp);
-    req.port = req.host ? copy_string(pbuf) : NULL;
-    return enqueue_or_free(L, &req, fut, 1);
+    lookup *r = lookup_new();
+    if (r == NULL)
+        return NULL;
+    r->flags = flags;
+    r->flowinfo = flowinfo;
+    r->scope_id = scope_id;
+    r->arity = (int32_t)PyTuple_GET_SIZE(sa);
+    r->host = copy_string(hostp);
+    r->port = r->host ? copy_string(pbuf) : NULL;
+    return enqueue_or_free(L, r, fut, 1);
 }
 
 /* _zl_lookups_in_flight(): how many futures still wait for a lookup. */
@@ -553,7 +495,8 @@ PyObject *zl_loop_lookups_in_flight(zl_loop *L, PyObject *unused)
 }
 
 /* Forgets the loop's lookups: those still queued or in flight finish on
- * their worker, whose post the closed engine refuses. */
+ * their worker, whose post the closed engine refuses (the pool frees
+ * them). */
 void zl_drop_lookups(zl_loop *L) { Py_CLEAR(L->lookups.futures); }
 
 int zl_lookups_traverse(zl_loop *L, visitproc visit, void *arg)
@@ -585,6 +528,8 @@ static PyObject *members_by_value(PyObject *socket, const char *name)
 
 int zl_resolver_ready(void)
 {
+    if (register_fork_hooks() < 0)
+        return -1;
     PyObject *socket = PyImport_ImportModule("socket");
     if (socket == NULL)
         return -1;

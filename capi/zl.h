@@ -26,12 +26,13 @@
  *  16 tls.c           the TLS protocol's and its app transport's native methods
  *  17 datagram.c      the datagram transport's native methods: receive, sendto
  *  18 sockops.c       the loop's sock_recv, sock_recv_into, sock_sendall: asyncio's steps natively
- *  19 resolver.c      name lookups on resolver threads
- *  20 files.c         file operations on worker goroutines, their bound
- *  21 dispatch.c      the engine's calls into C: one iteration's batch
- *  22 loop.c          the LoopCore type: making, running, closing a loop
- *  23 stats.c         zloopgo.stats(): the counters read, reset; slow-callback detection set
- *  24 module.c        the extension module
+ *  19 workers.c       the one worker pool: queues, bounds, idle workers, orphans, fork
+ *  20 resolver.c      name lookups on the pool's workers
+ *  21 files.c         file operations on the pool's workers, their bound
+ *  22 dispatch.c      the engine's calls into C: one iteration's batch
+ *  23 loop.c          the LoopCore type: making, running, closing a loop
+ *  24 stats.c         zloopgo.stats(): the counters read, reset; slow-callback detection set
+ *  25 module.c        the extension module
  */
 #ifndef ZL_H
 #define ZL_H
@@ -41,6 +42,7 @@
 #include <stdatomic.h>
 #include "bridge.h"
 #include "stats.h"
+#include "workers.h"
 
 /* CPython's method lookup without a bound method: 1 and the function in
  * *method when type(obj) has it as a method and nothing on the instance

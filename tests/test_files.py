@@ -10,6 +10,7 @@ exceptions. Dual-run where the behaviour is the same on asyncio's loop
 
 import asyncio
 import concurrent.futures
+import errno
 import gc
 import os
 import subprocess
@@ -534,11 +535,151 @@ def test_io_objects_under_a_native_file_are_not_handed_out(tmp_path):
 
     async def main():
         async with zloopgo.open(p) as f:
-            for name in ("buffer", "raw", "detach"):
+            for name in ("buffer", "detach"):
                 with pytest.raises(AttributeError, match="zloopgo's file has no"):
                     getattr(f, name)
+            # a text file has no raw (open()'s TextIOWrapper neither)
+            with pytest.raises(AttributeError, match=r"'_io\.TextIOWrapper' object has no"):
+                f.raw  # noqa: B018
             return f.encoding, f.name, await f.read()
 
     with open(p) as ref:
         encoding = ref.encoding
     assert zloopgo.run(main()) == (encoding, str(p), "x")
+
+
+# ---- an operation owns its descriptor until its worker is done (issue 39) ----
+
+
+class _Gate:
+    """Holds the file workers: an open of a FIFO with no writer blocks in
+    its worker (on asyncio's loop, in an executor thread) until release().
+    On zloopgo the bound is 1 meanwhile, so every file operation queued
+    after the gate waits for it."""
+
+    def __init__(self, loop_name, path):
+        self.native = loop_name == "zloopgo"
+        self.path = path
+        os.mkfifo(path)
+
+    async def __aenter__(self):
+        if self.native:
+            self.bound = _engine.file_workers()
+            _engine.file_workers(1)
+        self.opening = asyncio.ensure_future(zloopgo.open(self.path, "rb"))
+        await asyncio.sleep(0.05)
+        return self
+
+    async def release(self):
+        # the reader waits in open(): a writer's open lets it go on
+        while True:
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError as exc:  # ENXIO: the reader is not there yet
+                assert exc.errno == errno.ENXIO, exc
+                await asyncio.sleep(0.01)
+        os.close(fd)
+        await (await self.opening).close()
+
+    async def __aexit__(self, *exc):
+        if self.native:
+            _engine.file_workers(self.bound)
+
+
+async def _cancel(task, gate):
+    await asyncio.sleep(0.05)  # the call waits for its operation
+    task.cancel()
+    # through the executor the call may have finished already (and failed:
+    # a pwrite on a file opened for reading)
+    await asyncio.gather(task, return_exceptions=True)
+    if gate.native:  # behind the gate, it waited for its operation
+        assert task.cancelled()
+
+
+def test_a_cancelled_seek_does_not_move_the_next_file_on_its_number(loop, loop_name, tmp_path):
+    # Issue 39, #2: the seek's lseek(SEEK_END) waited for a worker when
+    # its caller was cancelled; the turn passed at once, close() closed the
+    # descriptor, a file opened next took the number, and the lseek moved
+    # that file to its end (its read() gave b""). close() now waits for it.
+    mine, other = tmp_path / "mine", tmp_path / "other"
+    mine.write_bytes(b"A" * 100)
+    other.write_bytes(b"B" * 100)
+
+    async def main():
+        f = await zloopgo.open(mine, "rb")
+        async with _Gate(loop_name, tmp_path / "gate") as gate:
+            await _cancel(asyncio.ensure_future(f.seek(0, 2)), gate)
+            releasing = asyncio.ensure_future(gate.release())
+            await f.close()
+            with open(other, "rb") as g:  # takes the lowest free number
+                await releasing
+                await zloopgo.os.stat(other)  # after anything queued before
+                return g.tell(), g.read()
+
+    assert loop.run_until_complete(main()) == (0, b"B" * 100)
+
+
+def test_a_cancelled_pwrite_does_not_write_to_the_next_file_on_its_number(
+    loop, loop_name, tmp_path
+):
+    # Issue 39, #14: the same with a pwrite waiting for a worker: on a file
+    # opened "rb" it fails with EBADF, unless close() freed the number and a
+    # file opened for writing took it, which then got the bytes.
+    mine, other = tmp_path / "mine", tmp_path / "other"
+    mine.write_bytes(b"A" * 100)
+    other.write_bytes(b"B" * 100)
+
+    async def main():
+        f = await zloopgo.open(mine, "rb")
+        async with _Gate(loop_name, tmp_path / "gate") as gate:
+            await _cancel(asyncio.ensure_future(f.pwrite(b"X" * 10, 0)), gate)
+            releasing = asyncio.ensure_future(gate.release())
+            await f.close()
+            with open(other, "r+b") as g:
+                await releasing
+                await zloopgo.os.stat(other)
+                return g.tell(), g.read()
+
+    assert loop.run_until_complete(main()) == (0, b"B" * 100)
+    assert other.read_bytes() == b"B" * 100
+    assert mine.read_bytes() == b"A" * 100
+
+
+@pytest.mark.parametrize("call", ["pwrite", "flush"])
+def test_a_collected_file_keeps_its_number_while_a_cancelled_write_waits(
+    loop, loop_name, tmp_path, call
+):
+    # Issue 39, #14: a file whose cancelled pwrite or flush waits for a
+    # worker must not be collected (its finalizer would close the number
+    # for a file opened next to take). The operation keeps its file until
+    # the worker is done (file_op's holder). On 3965d1a this held by
+    # accident: the cancelled future the worker kept had the
+    # CancelledError, whose traceback had the file; a flush kept it through
+    # its shield.
+    mine, other = tmp_path / "mine", tmp_path / "other"
+    mine.write_bytes(b"A" * 100)
+    other.write_bytes(b"B" * 100)
+
+    async def main():
+        f = await zloopgo.open(mine, "r+b")
+        async with _Gate(loop_name, tmp_path / "gate") as gate:
+            if call == "pwrite":
+                task = f.pwrite(b"X" * 10, 0)
+            else:
+                await f.write(b"X" * 10)
+                task = f.flush()
+            await _cancel(asyncio.ensure_future(task), gate)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ResourceWarning)
+                del f, task
+                gc.collect()
+            with open(other, "rb") as g:
+                await gate.release()
+                await zloopgo.os.stat(other)
+                gc.collect()
+                return g.tell(), g.read()
+
+    assert loop.run_until_complete(main()) == (0, b"B" * 100)
+    assert other.read_bytes() == b"B" * 100
+    assert mine.read_bytes() == b"X" * 10 + b"A" * 90

@@ -13,6 +13,7 @@ import concurrent.futures
 import functools
 import itertools
 import logging
+import os
 import socket
 import time
 
@@ -367,3 +368,77 @@ def test_fork_with_lookups_in_flight_hangs_neither_process(loop_name):
     proc = run_script(loop_name, FORK_SCRIPT, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[:2] == ["child 0", "parent 200"], proc.stdout + proc.stderr
+
+
+FORK_GIL_SCRIPT = """
+import warnings
+warnings.simplefilter("ignore")
+loop = factory()
+
+def lookup_waits_in_the_c_library():
+    # the C library opens $HOSTALIASES, a FIFO nobody writes to: the
+    # thread doing the lookup sleeps in the kernel's fifo_open
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/wchan") as f:
+                if f.read() == "wait_for_partner":
+                    return True
+        except OSError:
+            pass
+    return False
+
+async def main():
+    # a dotless name that /etc/hosts lacks goes to the DNS resolver,
+    # which reads $HOSTALIASES first
+    lookup = asyncio.ensure_future(loop.getaddrinfo("zloopgo-fork-gate", 80))
+    deadline = time.monotonic() + 10
+    while not lookup_waits_in_the_c_library():
+        if time.monotonic() > deadline:
+            print("the lookup never reached the C library")
+            sys.stdout.flush()
+            os._exit(1)
+        await asyncio.sleep(0.01)
+    ticks = []
+    stop = threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(time.monotonic())
+            time.sleep(0.005)
+
+    other = threading.Thread(target=tick)
+    other.start()
+    time.sleep(0.05)
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    took = time.monotonic() - start
+    time.sleep(0.05)
+    stop.set()
+    other.join()
+    os.waitpid(pid, 0)
+    # the longest the other thread went without the GIL around the fork
+    held = max(b - a for a, b in zip(ticks, ticks[1:]) if b > start and a < start + took)
+    print(f"fork took {took:.3f} s; the other thread waited {held:.3f} s at most")
+    print("fork returned within 1 s:", took < 1.0)
+    print("the GIL was free:", held < 0.5)
+    sys.stdout.flush()
+    # the lookup is still waiting for the FIFO: leave without letting it
+    # go on to a DNS server
+    os._exit(0)
+
+loop.run_until_complete(main())
+"""
+
+
+def test_fork_with_a_lookup_stuck_in_the_c_library_keeps_the_gil_free(loop_name, tmp_path):
+    # Issue 39, #15: fork() waited in pthread_atfork, up to 2 s and with the
+    # GIL held, for a lookup inside the C library; every other thread of the
+    # process stopped meanwhile. Now os.fork()'s before-hook waits at most
+    # 0.25 s, with the GIL released.
+    fifo = tmp_path / "hostaliases"
+    os.mkfifo(fifo)
+    env = {"HOSTALIASES": str(fifo), "RES_OPTIONS": "", "LOCALDOMAIN": ""}
+    proc = run_script(loop_name, FORK_GIL_SCRIPT, timeout=60, env=env)
+    check(proc, "fork returned within 1 s: True", "the GIL was free: True")

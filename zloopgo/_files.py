@@ -7,7 +7,8 @@ made awaitable (aiofiles' interface), plus ``pread``/``pwrite``.
 How it stays exactly open(): the object open() builds is built here too,
 from CPython's own io classes (BufferedReader, BufferedWriter,
 BufferedRandom; text mode adds _pyio's TextIOWrapper, the stdlib's own
-Python version of it, whose state can be saved and restored). Only the
+Python version of it, whose state can be saved and restored, made to
+behave as the C one where the two part: _text_class). Only the
 raw layer under them is ours (_Raw): it answers from bytes already
 fetched, and when the io class asks for bytes it does not have, it says
 "not now" the way a non-blocking stream does (None from readinto, which
@@ -67,7 +68,7 @@ async def _op(
     loop, engine, code, fd=-1, n=0, offset=0, obj=None, obj2=None, mode=0, name=None, name2=None
 ):
     fut = loop.create_future()
-    engine.file_op(loop, fut, code, fd, n, offset, obj, obj2, mode, False, name, name2)
+    engine.file_op(loop, fut, code, fd, n, offset, obj, obj2, mode, False, name, name2, None)
     return await fut
 
 
@@ -390,8 +391,8 @@ def _open_flags(file, mode, buffering, encoding, errors, newline, closefd):
 
 class _Turns:
     """Calls on one file, one at a time, in the order made. A call that was
-    cancelled while a worker still runs its operation keeps its turn until
-    the operation is done (see the methods' cancellation notes)."""
+    cancelled while a worker still has its operation keeps its turn until
+    the worker is done (NativeFile._done, ExecutorFile._run)."""
 
     __slots__ = ("busy", "waiters")
 
@@ -506,6 +507,15 @@ class NativeFile(_Base):
         self._rb = text is None and type(buffered) is io.BufferedReader and raw.regular
         self._bufsize = io.DEFAULT_BUFFER_SIZE  # set by _open to the buffer's size
         self._holder = None  # a task that keeps the turn after its caller was cancelled
+        # An operation owns the descriptor until its worker is done with it,
+        # whatever happened to its caller: operations whose caller was
+        # cancelled and whose worker is not done yet, plus holders; the turn
+        # passes on (and so close() can run) only once this is back to 0.
+        self._unfinished = 0
+        self._release_wanted = False  # the call ended while _unfinished > 0
+        # given to every operation (file_op's holder): it keeps the file,
+        # hence its descriptor, alive while a worker may use the number
+        self._dropped = self._dropped_done
         self._stale = False  # the io object's position lags raw.pos (see _sync)
         self._updating = type(buffered) is io.BufferedRandom
 
@@ -529,18 +539,51 @@ class NativeFile(_Base):
 
     async def _call(self, code, fd, n=0, offset=0, obj=None, name=None):
         fut = self._loop.create_future()
-        r = self._engine.file_op(
-            self._loop, fut, code, fd, n, offset, obj, None, 0, False, name, None
+        self._engine.file_op(
+            self._loop, fut, code, fd, n, offset, obj, None, 0, False, name, None, self._dropped
         )
-        if r is not None:
-            return r
-        return await fut
+        return await self._wait(fut)
+
+    async def _wait(self, fut):
+        """The result of an operation's future. If the caller is cancelled
+        meanwhile, the future is (the worker goes on): the operation still
+        owns the descriptor, and the turn waits for it (_dropped_done)."""
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if fut.cancelled():
+                self._unfinished += 1
+            raise
+
+    def _dropped_done(self, value):
+        # capi/files.c: an operation whose future was cancelled is done (this
+        # may come before _wait counted it: the count may go below 0 for a
+        # moment, and the turn passes when both have happened)
+        self._unfinished -= 1
+        self._release_if_done()
+
+    def _release_if_done(self):
+        if self._release_wanted and self._unfinished == 0:
+            self._release_wanted = False
+            self._turns.release()
 
     async def _read_at(self, code, n, offset):
         """n bytes at offset (a stream: -1), at once when cached."""
         if self._inline and offset >= 0:
             r = self._engine.file_op(
-                self._loop, None, code, self._raw.fd, n, offset, None, None, 0, True, None, None
+                self._loop,
+                None,
+                code,
+                self._raw.fd,
+                n,
+                offset,
+                None,
+                None,
+                0,
+                True,
+                None,
+                None,
+                self._dropped,
             )
             if r.__class__ is bytes:
                 self._streak += 1
@@ -550,7 +593,7 @@ class NativeFile(_Base):
                 return r
             if r.__class__ is not int:
                 self._streak = 0
-                return await r
+                return await self._wait(r)
             self._inline = False  # -2: this file cannot be read without blocking
         return await self._call(code, self._raw.fd, n, offset)
 
@@ -658,16 +701,25 @@ class NativeFile(_Base):
             return result
 
     def _done(self):
+        """The end of a call: its turn passes on, once every operation it
+        started is done with the descriptor."""
+        if self._holder is None and not self._unfinished:
+            self._turns.release()  # the common case, kept short
+            return
         holder, self._holder = self._holder, None
-        if holder is None:
-            self._turns.release()
-        else:
+        if holder is not None:
+            self._unfinished += 1
             holder.add_done_callback(self._release_after)
+        if self._unfinished:
+            self._release_wanted = True
+        else:
+            self._turns.release()
 
     def _release_after(self, task):
         if not task.cancelled():
             task.exception()  # retrieved: the cancelled caller cannot see it
-        self._turns.release()
+        self._unfinished -= 1
+        self._release_if_done()
 
     # -- reading
     async def read(self, size=-1):
@@ -704,6 +756,7 @@ class NativeFile(_Base):
                         True,
                         None,
                         None,
+                        self._dropped,
                     )
                     if r.__class__ is bytes:
                         raw.pos += len(r)
@@ -720,7 +773,7 @@ class NativeFile(_Base):
                     else:
                         self._streak = 0
                         start = raw.pos
-                        r = await r
+                        r = await self._wait(r)
                         raw.pos = start + len(r)
                         raw.wstart = raw.pos
                         raw.win = b""
@@ -736,7 +789,13 @@ class NativeFile(_Base):
                 return await self._text_call(self._text.read, size)
             return await self._read_generic(b.read, size)
         finally:
-            self._done()
+            # _done's common case, here without a call: read() is the hot
+            # path, and every attribute of a NativeFile is looked up the
+            # slow way (its __getattr__ keeps CPython from specializing)
+            if self._holder is None and not self._unfinished:
+                turns.release()
+            else:
+                self._done()
 
     async def _read_direct(self, size):
         # The buffer is empty and open()'s BufferedReader would read `size`
@@ -799,8 +858,6 @@ class NativeFile(_Base):
     async def read1(self, size=-1):
         await self._begin()
         try:
-            if self._text is not None:
-                return await self._text_call(self._file.read1, size)
             return await self._run(self._buffered.read1, size)
         finally:
             self._done()
@@ -849,59 +906,83 @@ class NativeFile(_Base):
         try:
             if self._text is not None:
                 return await self._text_call(self._text.readline, size)
-            raw = self._raw
-            b = self._buffered
-            parts = []
-            limit = size
-            while True:
-                try:
-                    line = b.readline(limit)
-                except _Miss:
-                    await self._fetch()
-                    continue
-                if raw.want is None or line.endswith(b"\n"):
-                    raw.want = None
-                    if raw.pending:
-                        await self._send()
-                    if parts:
-                        parts.append(line)
-                        return b"".join(parts)
-                    return line
-                parts.append(line)
-                if limit is not None and limit >= 0:
-                    limit -= len(line)
-                    if limit == 0:
-                        raw.want = None
-                        return b"".join(parts)
-                await self._fetch()
+            return await self._binary_line(size)
         finally:
             self._done()
 
+    async def _binary_line(self, size):
+        raw = self._raw
+        b = self._buffered
+        parts = []
+        limit = size
+        while True:
+            try:
+                line = b.readline(limit)
+            except _Miss:
+                await self._fetch()
+                continue
+            if raw.want is None or line.endswith(b"\n"):
+                raw.want = None
+                if raw.pending:
+                    await self._send()
+                if parts:
+                    parts.append(line)
+                    return b"".join(parts)
+                return line
+            parts.append(line)
+            if limit is not None and limit >= 0:
+                limit -= len(line)
+                if limit == 0:
+                    raw.want = None
+                    return b"".join(parts)
+            await self._fetch()
+
     async def readlines(self, hint=-1):
+        """open()'s readlines (io.IOBase's): the lines by iteration (a text
+        file's next(), which turns tell() off until the end of the file is
+        reached), until their total length exceeds a positive hint."""
         hint = _ssize(hint)
         if self.closed:
             raise _closed_error()
-        lines = []
-        total = 0
-        while True:
-            line = await self.readline()
-            if not line:
-                return lines
-            lines.append(line)
-            total += len(line)
-            if hint is not None and 0 < hint <= total:
-                return lines
+        await self._begin()
+        try:
+            lines = []
+            length = 0
+            text = self._text
+            while True:
+                if text is not None:
+                    line = await self._text_call(text._next_line)
+                else:
+                    line = await self._binary_line(-1)
+                if not line:
+                    return lines
+                lines.append(line)
+                if hint > 0:
+                    if len(line) > hint - length:
+                        return lines
+                    length += len(line)
+        finally:
+            self._done()
 
     async def pread(self, size, offset):
         """os.pread on the file's descriptor: size bytes at offset, the
-        file's position and buffer untouched."""
+        file's position and buffer untouched; os.pread's exceptions."""
         await self._begin()
         try:
-            self._raw._check_closed()
-            size = size.__index__()
-            offset = offset.__index__()
-            if size < 0:
-                raise ValueError("negative buffersize in pread")
+            raw = self._raw
+            if raw._closed:
+                raise ValueError("I/O operation on closed file")  # open()'s fileno()'s
+            if (
+                size.__class__ is not int
+                or offset.__class__ is not int
+                or not 0 < size <= 0x7FFFFFFFFFFFFFFF  # Py_ssize_t
+                or not 0 <= offset <= 0x7FFFFFFFFFFFFFFF  # off_t
+            ):
+                size, offset = _pread_arguments(size, offset)
+                if size == 0:
+                    # cannot block: the system call says what is wrong
+                    # (EBADF on a file not open for reading), as os.pread's
+                    return os.pread(raw.fd, 0, offset)
             return await self._read_at(OP_PREAD, size, offset)
         finally:
             self._done()
@@ -946,6 +1027,7 @@ class NativeFile(_Base):
                 False,
                 None,
                 None,
+                self._dropped,
             )
             try:
                 end = await asyncio.shield(fut)
@@ -973,12 +1055,22 @@ class NativeFile(_Base):
 
     async def pwrite(self, data, offset):
         """os.pwrite on the file's descriptor: the file's position and
-        buffer untouched."""
+        buffer untouched; os.pwrite's exceptions."""
         await self._begin()
         try:
-            self._raw._check_closed()
-            offset = offset.__index__()
-            n = await self._call(OP_PWRITE, self._raw.fd, 0, offset, data)
+            fd = self._raw.fileno()
+            if (
+                data.__class__ is bytes
+                and offset.__class__ is int
+                and 0 <= offset <= 0x7FFFFFFFFFFFFFFF
+            ):
+                empty = not data
+            else:
+                offset = _pwrite_arguments(data, offset)
+                empty = memoryview(data).nbytes == 0
+            if empty:
+                return os.pwrite(fd, data, offset)  # nothing to wait for, EBADF if read-only
+            n = await self._call(OP_PWRITE, fd, 0, offset, data)
             self._raw._forget_window()
             if self._raw.append:
                 self._raw.append_end += n  # Linux's pwrite appends on an O_APPEND file
@@ -1048,7 +1140,19 @@ class NativeFile(_Base):
                     # call is cancelled meanwhile
                     fut = self._loop.create_future()
                     self._engine.file_op(
-                        self._loop, fut, OP_CLOSE, fd, 0, 0, None, None, 0, False, None, None
+                        self._loop,
+                        fut,
+                        OP_CLOSE,
+                        fd,
+                        0,
+                        0,
+                        None,
+                        None,
+                        0,
+                        False,
+                        None,
+                        None,
+                        self._dropped,
                     )
                     try:
                         await asyncio.shield(fut)
@@ -1118,6 +1222,66 @@ class NativeFile(_Base):
             await self._fetch()
 
 
+def _pread_arguments(size, offset):
+    """os.pread's checks of its arguments, in its order and with its
+    messages: os.pread itself on descriptor -1, which converts them, then
+    refuses a negative size (EINVAL), and whose system call refuses a
+    negative offset (EINVAL) before it looks at the descriptor (EBADF:
+    they are good). Returns them as ints."""
+    try:
+        os.pread(-1, size, offset)
+    except OSError as exc:
+        if exc.errno != errno.EBADF:
+            raise
+    return size.__index__(), offset.__index__()
+
+
+def _pwrite_arguments(data, offset):
+    """os.pwrite's checks, the same way (a buffer, then an offset, which
+    the system call refuses when negative before it looks at the
+    descriptor). Returns the offset as an int."""
+    try:
+        os.pwrite(-1, data, offset)
+    except OSError as exc:
+        if exc.errno != errno.EBADF:
+            raise
+    return offset.__index__()
+
+
+class _BinaryOnly:
+    """A method of binary files that open()'s TextIOWrapper does not have:
+    on a text file, hasattr() is False and the AttributeError is its."""
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, objtype=None):
+        raise _no_text_attribute(self.name)
+
+
+def _no_text_attribute(name):
+    return AttributeError(f"'_io.TextIOWrapper' object has no attribute '{name}'")
+
+
+_BINARY_ONLY = frozenset(("read1", "readinto", "readinto1", "peek", "raw"))
+
+
+class NativeTextFile(NativeFile):
+    """A native file in text mode: NativeFile without the methods of
+    binary files (open()'s TextIOWrapper has none of them)."""
+
+    read1 = _BinaryOnly()
+    readinto = _BinaryOnly()
+    readinto1 = _BinaryOnly()
+    peek = _BinaryOnly()
+
+    def __getattr__(self, name):
+        # reached when a _BinaryOnly raised too
+        if name in _BINARY_ONLY:
+            raise _no_text_attribute(name)
+        return super().__getattr__(name)
+
+
 def _ssize(size):
     # the C io's conversion of an optional size (_Py_convert_optional_to_ssize_t)
     if size is None:
@@ -1135,8 +1299,10 @@ def _closed_error():
 
 
 def _text_class():
-    """_pyio's TextIOWrapper with the checks (and messages) of the C one
-    that open() returns, made on first use (importing _pyio costs)."""
+    """_pyio's TextIOWrapper made to behave as the C one that open()
+    returns (its checks and messages, and each place where the two
+    implementations part: docs/files.md, "Exact semantics"), made on first
+    use (importing _pyio costs)."""
     global _Text
     if _Text is not None:
         return _Text
@@ -1185,6 +1351,10 @@ def _text_class():
         def _c_init(self):
             self._c_readable = self.buffer.readable()
             self._c_writable = self.buffer.writable()
+            if self._c_readable:
+                # the C one makes its decoder at once (a seek then sets its
+                # state; _pyio's, made at the first read, would start over)
+                self._get_decoder()
             self._CHUNK_SIZE = 8192  # the C TextIOWrapper's
 
         def _c_check(self):
@@ -1205,6 +1375,21 @@ def _text_class():
             self._c_check()
             if not self._c_readable:
                 raise io.UnsupportedOperation("not readable")
+            if size == 0 and not self._decoded_chars:
+                # With no decoded text at all (none read since the last
+                # seek or write, or the end of the file), the C one reads
+                # a chunk before it looks at the limit: the buffer's
+                # position moves on. _pyio returns at once.
+                if self._decoder is None:
+                    self._get_decoder()
+                while True:
+                    if not self._read_chunk():  # the end of the file
+                        self._set_decoded_chars("")
+                        self._snapshot = None
+                        break
+                    if self._decoded_chars:
+                        break
+                return ""
             return super().readline(size)
 
         def write(self, s):
@@ -1219,22 +1404,146 @@ def _text_class():
             self._c_check()
             if whence not in (0, 1, 2):
                 raise ValueError(f"invalid whence ({whence}, should be 0, 1 or 2)")
-            return super().seek(cookie, whence)
+            if (
+                whence == 0
+                and cookie.__class__ is int
+                and cookie > 0
+                and self._seekable
+                and cookie & 0xFFFFFFFFFFFFFFFF == 0
+                and (cookie >> 64) & 0xFFFFFFFF == 0
+            ):
+                # the C one resets its decoder for a cookie at the start of
+                # the file with no decoder flags, whatever else it carries
+                # (_pyio only for the cookie 0): the newlines seen go
+                self._c_reset_decoder()
+            result = super().seek(cookie, whence)
+            if whence != 2 and self._snapshot is None and self._decoder is not None:
+                # the C one keeps a snapshot of where it sought to, the
+                # start of the file included (_pyio none there): tell()
+                # after next() reads it
+                self._snapshot = (0, b"")
+            return result
+
+        def _c_reset_decoder(self):
+            # reset(), then setstate() back: what only reset() clears goes
+            # (an IncrementalNewlineDecoder's record of the newlines seen)
+            decoder = self._decoder
+            if decoder is not None:
+                state = decoder.getstate()
+                decoder.reset()
+                decoder.setstate(state)
 
         def tell(self):
+            # The C one's algorithm (Modules/_io/textio.c), which _pyio's
+            # follows but for three things: with no snapshot (after next())
+            # the C one answers the buffer's position where _pyio asserts
+            # that no decoded text is left; it sets its decoder with
+            # reset(), not setstate(), at the start of the file with no
+            # flags (the newlines it records are then those of its last
+            # walk); and it has no assert that its first guess of how many
+            # bytes to skip is within the snapshot (after a seek to a
+            # cookie it may not be: it decodes the bytes object's
+            # terminating NUL, as zero bytes do here).
             self._c_check()
-            return super().tell()
+            if not self._seekable:
+                raise io.UnsupportedOperation("underlying stream is not seekable")
+            if not self._telling:
+                raise OSError("telling position disabled by next() call")
+            self.flush()
+            position = self.buffer.tell()
+            decoder = self._decoder
+            if decoder is None or self._snapshot is None:
+                return position
+            dec_flags, next_input = self._snapshot
+            start_pos = position - len(next_input)
+            chars_to_skip = self._decoded_chars_used
+            if chars_to_skip == 0:
+                return self._pack_cookie(start_pos, dec_flags)
+
+            def set_decoder(flags):
+                if start_pos == 0 and flags == 0:
+                    decoder.reset()
+                else:
+                    decoder.setstate((b"", flags))
+
+            saved_state = decoder.getstate()
+            try:
+                skip_bytes = int(self._b2cratio * chars_to_skip)
+                padded = next_input + bytes(max(0, skip_bytes - len(next_input)))
+                skip_back = 1
+                while skip_bytes > 0:
+                    set_decoder(dec_flags)
+                    n = len(decoder.decode(padded[:skip_bytes]))
+                    if n <= chars_to_skip:
+                        dec_buffer, flags = decoder.getstate()
+                        if not dec_buffer:
+                            dec_flags = flags
+                            chars_to_skip -= n
+                            break
+                        skip_bytes -= len(dec_buffer)
+                        skip_back = 1
+                    else:
+                        skip_bytes -= skip_back
+                        skip_back *= 2
+                if skip_bytes <= 0:
+                    skip_bytes = 0
+                    set_decoder(dec_flags)
+                start_pos += skip_bytes
+                if chars_to_skip == 0:
+                    return self._pack_cookie(start_pos, dec_flags)
+                chars_decoded = 0
+                bytes_to_feed = 0
+                need_eof = False
+                i = skip_bytes
+                while i < len(next_input):
+                    chars_decoded += len(decoder.decode(next_input[i : i + 1]))
+                    bytes_to_feed += 1
+                    dec_buffer, flags = decoder.getstate()
+                    if not dec_buffer and chars_decoded <= chars_to_skip:
+                        # a safe start point
+                        start_pos += bytes_to_feed
+                        chars_to_skip -= chars_decoded
+                        dec_flags = flags
+                        bytes_to_feed = chars_decoded = 0
+                    if chars_decoded >= chars_to_skip:
+                        break
+                    i += 1
+                if i == len(next_input):
+                    # not enough decoded: the end of the file gives the rest
+                    chars_decoded += len(decoder.decode(b"", final=True))
+                    need_eof = True
+                    if chars_decoded < chars_to_skip:
+                        raise OSError("can't reconstruct logical file position")
+                return self._pack_cookie(
+                    start_pos, dec_flags, bytes_to_feed, need_eof, chars_to_skip
+                )
+            finally:
+                decoder.setstate(saved_state)
 
         def flush(self):
             self._c_check()
             return super().flush()
 
         def truncate(self, pos=None):
+            # the C one flushes and hands pos, None included, to the
+            # buffer: None is the buffer's position, not tell()'s
             self._c_check()
             self.flush()
-            if pos is None:
-                pos = self.tell()
             return self.buffer.truncate(pos)
+
+        @property
+        def newlines(self):
+            # the C one: None when its decoder keeps no record (a newline
+            # argument other than None and "")
+            return getattr(self._decoder, "newlines", None)
+
+        def _next_line(self):
+            # next(), with the end of the file as "" (a coroutine may not
+            # let StopIteration out)
+            try:
+                return self.__next__()
+            except StopIteration:
+                return ""
 
     _Text = Text
     return Text
@@ -1504,6 +1813,6 @@ async def _open(file, mode, buffering, encoding, errors, newline, closefd, opene
             raw._closed = True
         await _op(loop, engine, OP_CLOSE, fd=fd)
         raise
-    f = NativeFile(loop, engine, raw, buffered, textio)
+    f = (NativeTextFile if textio is not None else NativeFile)(loop, engine, raw, buffered, textio)
     f._bufsize = buffering
     return f
