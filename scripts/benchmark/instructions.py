@@ -224,6 +224,23 @@ async def main():
 loop.run_until_complete(main())
 """,
     ),
+    "file_read": (
+        4000,
+        """
+import os, tempfile, zloopgo
+# a 64 KiB file in the page cache, read again from its start n times: the
+# cached read zloopgo.open finishes on the loop thread (preadv2 RWF_NOWAIT)
+path = os.path.join(tempfile.gettempdir(), "zl-instructions-64k")
+with open(path, "wb") as f:
+    f.write(b"z" * 65536)
+async def main():
+    async with zloopgo.open(path, "rb") as f:
+        for _ in range(n):
+            await f.seek(0)
+            assert len(await f.read(65536)) == 65536
+loop.run_until_complete(main())
+""",
+    ),
     "aiohttp_request": (
         500,
         """
