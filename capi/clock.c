@@ -112,7 +112,7 @@ int zl_loop_setattro(PyObject *self, PyObject *name, PyObject *value)
     return 0;
 }
 
-int zl_clock_ready(void)
+int zl_clock_init(void)
 {
     s_time = PyUnicode_InternFromString("time");
     if (s_time == NULL)

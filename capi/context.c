@@ -30,7 +30,7 @@ static int sharing; /* the self-test passed */
 static PyObject *vars_of(PyObject *ctx) { return ((context_layout *)ctx)->ctx_vars; }
 
 /* Checks that the fields read above are where and what this file thinks. */
-int zl_context_ready(void)
+int zl_context_init(void)
 {
     sharing = 0;
     if (PyContext_Type.tp_basicsize != (Py_ssize_t)sizeof(context_layout))

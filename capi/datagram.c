@@ -407,7 +407,7 @@ PyTypeObject zl_DatagramFastPathsType = {
     .tp_methods = dg_methods,
 };
 
-int zl_datagram_type_ready(void)
+int zl_datagram_type_init(void)
 {
     static const zl_name names[] = {
         {&s_conn_lost, "_conn_lost"},

@@ -19,7 +19,7 @@
 
 static PyObject *s_slow_callback_duration, *s_slow_callback;
 
-int zl_dispatch_ready(void)
+int zl_dispatch_init(void)
 {
     static const zl_name names[] = {
         {&s_slow_callback_duration, "slow_callback_duration"},
@@ -357,7 +357,7 @@ static int64_t next_alone(zl_loop *L, const uint32_t *posted)
     L->sh.alone_events += n;
 #ifdef __linux__
     for (int i = 0; i < n; i++)
-        zl_fd_ready(L, seen[i].data.u64, interest_of(seen[i].events));
+        zl_fd_event(L, seen[i].data.u64, interest_of(seen[i].events));
 #endif
     return n;
 }
@@ -377,7 +377,7 @@ static int dispatch_batches(zl_loop *L, int64_t nevents, int64_t ntimers, int64_
     zl_event *events = L->sh.events;
     uint64_t *timers = L->sh.timers_out;
     for (int64_t i = 0; i < nevents; i++)
-        zl_fd_ready(L, events[i].token, events[i].mask);
+        zl_fd_event(L, events[i].token, events[i].mask);
     PyObject *timer_error = NULL; /* what an odd timer's deadline raised (timers.c) */
     for (int64_t i = 0; i < ntimers; i++)
         if (zl_timer_due(L, (uint32_t)timers[i], idle) < 0) {

@@ -311,7 +311,7 @@ int zl_fds_only_self_pipe(zl_loop *L)
 
 /* A ready descriptor queues its handles, as asyncio's _process_events:
  * a handle cancelled by its owner is unregistered instead. */
-void zl_fd_ready(zl_loop *L, uint64_t fd, uint32_t mask)
+void zl_fd_event(zl_loop *L, uint64_t fd, uint32_t mask)
 {
     for (int which = 0; which < 2; which++) {
         /* looked up afresh: unregistering the reader may run Python code

@@ -656,7 +656,7 @@ PyObject *zl_file_stats(PyObject *mod, PyObject *unused)
     return Py_BuildValue("(iiii)", c.started, c.running, c.queued, c.orphaned);
 }
 
-int zl_files_ready(void)
+int zl_files_init(void)
 {
     s_done = PyUnicode_InternFromString("done");
     s_set_result = PyUnicode_InternFromString("set_result");

@@ -580,7 +580,7 @@ PyTypeObject *zl_handle_type_new(PyType_Spec *spec, const char *name, Py_ssize_t
     return type;
 }
 
-int zl_handle_types_ready(void)
+int zl_handle_types_init(void)
 {
     str_callback_error = PyUnicode_InternFromString("_zl_callback_error");
     str_run = PyUnicode_InternFromString("run");

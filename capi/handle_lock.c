@@ -338,7 +338,7 @@ static PyType_Slot lock_slots[] = {
 static PyType_Spec lock_spec = {"zloopgo._engine.HandleLock", sizeof(zl_handle_lock), 0,
                                 Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, lock_slots};
 
-int zl_handle_lock_type_ready(void)
+int zl_handle_lock_type_init(void)
 {
     lock_type = (PyTypeObject *)PyType_FromSpec(&lock_spec);
     return lock_type == NULL ? -1 : 0;

@@ -97,9 +97,9 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     zl_loop *L = (zl_loop *)type->tp_alloc(type, 0);
     if (L == NULL)
         return NULL;
-    zl_timers_init(L);
+    zl_timers_make(L);
     L->fds.self_pipe = -1; /* until zloopgo.Loop names it */
-    int ready = zl_ready_init(L);
+    int ready = zl_ready_make(L);
     L->sh.events_cap = 256;
     L->sh.events = PyMem_RawCalloc(L->sh.events_cap, sizeof(zl_event));
     if (ready < 0 || L->sh.events == NULL || zl_grow_timers_out((uintptr_t)L, 256) < 0) {
@@ -238,12 +238,12 @@ static PyMethodDef loop_methods[] = {
     {"_zl_sock_recv", (PyCFunction)(void (*)(void))zl_loop_sock_recv_now, METH_FASTCALL, NULL},
     {"_zl_sock_sendall", (PyCFunction)(void (*)(void))zl_loop_sock_sendall_now, METH_FASTCALL,
      NULL},
-    {"_sock_recv", (PyCFunction)(void (*)(void))zl_loop_sock_recv_ready, METH_FASTCALL, NULL},
+    {"_sock_recv", (PyCFunction)(void (*)(void))zl_loop_sock_recv_step, METH_FASTCALL, NULL},
     {"_zl_sock_recv_into", (PyCFunction)(void (*)(void))zl_loop_sock_recv_into_now, METH_FASTCALL,
      NULL},
-    {"_sock_recv_into", (PyCFunction)(void (*)(void))zl_loop_sock_recv_into_ready, METH_FASTCALL,
+    {"_sock_recv_into", (PyCFunction)(void (*)(void))zl_loop_sock_recv_into_step, METH_FASTCALL,
      NULL},
-    {"_sock_sendall", (PyCFunction)(void (*)(void))zl_loop_sock_sendall_ready, METH_FASTCALL, NULL},
+    {"_sock_sendall", (PyCFunction)(void (*)(void))zl_loop_sock_sendall_step, METH_FASTCALL, NULL},
     {"_sock_read_done", (PyCFunction)(void (*)(void))zl_loop_sock_read_done,
      METH_FASTCALL | METH_KEYWORDS, NULL},
     {"_sock_write_done", (PyCFunction)(void (*)(void))zl_loop_sock_write_done,
@@ -280,10 +280,10 @@ PyTypeObject zl_LoopType = {
     .tp_setattro = zl_loop_setattro,
 };
 
-int zl_loop_type_ready(void)
+int zl_loop_type_init(void)
 {
-    if (zl_pending_ready() < 0 || zl_schedule_ready() < 0 || zl_tasks_ready() < 0 ||
-        zl_sockops_ready() < 0)
+    if (zl_pending_init() < 0 || zl_schedule_init() < 0 || zl_tasks_init() < 0 ||
+        zl_sockops_init() < 0)
         return -1;
     return PyType_Ready(&zl_LoopType);
 }

@@ -69,13 +69,13 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC PyInit__engine(void)
 {
     zl_runtime_loaded();
-    if (zl_sockets_ready() < 0 || zl_handle_lock_type_ready() < 0 || zl_handle_types_ready() < 0 ||
-        zl_timer_handle_type_ready() < 0 || zl_loop_type_ready() < 0 ||
-        zl_transport_type_ready() < 0 || zl_datagram_type_ready() < 0 || zl_tls_ready() < 0 ||
-        zl_streamfeed_ready() < 0 || zl_context_ready() < 0 || zl_clock_ready() < 0 ||
-        zl_resolver_ready() < 0 || zl_dispatch_ready() < 0 || zl_files_ready() < 0)
+    if (zl_sockets_init() < 0 || zl_handle_lock_type_init() < 0 || zl_handle_types_init() < 0 ||
+        zl_timer_handle_type_init() < 0 || zl_loop_type_init() < 0 ||
+        zl_transport_type_init() < 0 || zl_datagram_type_init() < 0 || zl_tls_init() < 0 ||
+        zl_streamfeed_init() < 0 || zl_context_init() < 0 || zl_clock_init() < 0 ||
+        zl_resolver_init() < 0 || zl_dispatch_init() < 0 || zl_files_init() < 0)
         return NULL;
-    if (zl_runtime_ready() < 0)
+    if (zl_runtime_init() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL)

@@ -76,7 +76,7 @@ static PyMethodDef before_collection_def = {
     "_zloopgo_before_collection", (PyCFunction)(void (*)(void))before_collection, METH_FASTCALL,
     "Tracks the pending handles of zloopgo loops that are referenced from elsewhere."};
 
-int zl_pending_ready(void)
+int zl_pending_init(void)
 {
     PyObject *gc = PyImport_ImportModule("gc");
     PyObject *callbacks = gc ? PyObject_GetAttrString(gc, "callbacks") : NULL;

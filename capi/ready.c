@@ -14,7 +14,7 @@
  * descriptor) nor of the engine. */
 #include "zl.h"
 
-int zl_ready_init(zl_loop *L)
+int zl_ready_make(zl_loop *L)
 {
     L->ready.cap = 256;
     L->ready.ring = PyMem_Malloc(L->ready.cap * sizeof(zl_entry));

@@ -526,7 +526,7 @@ static PyObject *members_by_value(PyObject *socket, const char *name)
     return members;
 }
 
-int zl_resolver_ready(void)
+int zl_resolver_init(void)
 {
     if (register_fork_hooks() < 0)
         return -1;

@@ -62,7 +62,7 @@ void zl_runtime_loaded(void)
     loader_mask_saved = 0;
 }
 
-int zl_runtime_ready(void)
+int zl_runtime_init(void)
 {
     if (pthread_atfork(NULL, NULL, mark_forked_child) != 0) {
         PyErr_SetString(PyExc_RuntimeError, "pthread_atfork failed");

@@ -600,7 +600,7 @@ PyObject *zl_loop_call_at(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, P
     return schedule_at(L, args[0], 0.0, args + 1, nargs - 1, context);
 }
 
-int zl_schedule_ready(void)
+int zl_schedule_init(void)
 {
     str_debug_schedule = PyUnicode_InternFromString("_zl_debug_schedule");
     str_context = PyUnicode_InternFromString("context");

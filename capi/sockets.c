@@ -67,7 +67,7 @@ PyObject *zl_socket_layout_ok(PyObject *mod, PyObject *unused)
     return PyBool_FromLong(zl_socket_layout_known);
 }
 
-int zl_sockets_ready(void)
+int zl_sockets_init(void)
 {
     PyObject *m = PyImport_ImportModule("socket");
     PyObject *t = m != NULL ? PyObject_GetAttrString(m, "socket") : NULL;

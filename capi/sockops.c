@@ -419,7 +419,7 @@ static PyObject *settle(PyObject *fut, int r, PyObject *value)
 }
 
 /* _sock_recv(fut, sock, n): asyncio's reader callback of sock_recv. */
-PyObject *zl_loop_sock_recv_ready(zl_loop *L, PyObject *const *args, Py_ssize_t nargs)
+PyObject *zl_loop_sock_recv_step(zl_loop *L, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 3) {
         PyErr_Format(PyExc_TypeError, "_sock_recv() takes 3 arguments (%zd given)", nargs);
@@ -435,7 +435,7 @@ PyObject *zl_loop_sock_recv_ready(zl_loop *L, PyObject *const *args, Py_ssize_t 
 
 /* _sock_recv_into(fut, sock, buf): asyncio's reader callback of
  * sock_recv_into. */
-PyObject *zl_loop_sock_recv_into_ready(zl_loop *L, PyObject *const *args, Py_ssize_t nargs)
+PyObject *zl_loop_sock_recv_into_step(zl_loop *L, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 3) {
         PyErr_Format(PyExc_TypeError, "_sock_recv_into() takes 3 arguments (%zd given)", nargs);
@@ -451,7 +451,7 @@ PyObject *zl_loop_sock_recv_into_ready(zl_loop *L, PyObject *const *args, Py_ssi
 
 /* _sock_sendall(fut, sock, view, pos): asyncio's writer callback of
  * sock_sendall, pos[0] the bytes of view sent so far. */
-PyObject *zl_loop_sock_sendall_ready(zl_loop *L, PyObject *const *args, Py_ssize_t nargs)
+PyObject *zl_loop_sock_sendall_step(zl_loop *L, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 4) {
         PyErr_Format(PyExc_TypeError, "_sock_sendall() takes 4 arguments (%zd given)", nargs);
@@ -569,7 +569,7 @@ static PyObject *import_attr(const char *module, const char *name)
     return v;
 }
 
-int zl_sockops_ready(void)
+int zl_sockops_init(void)
 {
     static const zl_name names[] = {
         {&s_recv, "recv"},

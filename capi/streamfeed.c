@@ -239,7 +239,7 @@ int zl_stream_feed(PyObject *protocol, const char *buf, Py_ssize_t n)
     return rc;
 }
 
-int zl_streamfeed_ready(void)
+int zl_streamfeed_init(void)
 {
     static const zl_name names[] = {
         {&s_data_received, "data_received"},

@@ -172,7 +172,7 @@ int zl_tasks_traverse(zl_loop *L, visitproc visit, void *arg)
 
 void zl_tasks_clear(zl_loop *L) { Py_CLEAR(L->task_factory); }
 
-int zl_tasks_ready(void)
+int zl_tasks_init(void)
 {
     str_Future = PyUnicode_InternFromString("Future");
     str_Task = PyUnicode_InternFromString("Task");

@@ -122,7 +122,7 @@ static PyType_Spec timer_spec = {
     .slots = timer_slots,
 };
 
-int zl_timer_handle_type_ready(void)
+int zl_timer_handle_type_init(void)
 {
     /* Handle's entries are added once: the slot after TimerHandle's own
      * two attributes is empty until they are */

@@ -14,7 +14,7 @@
 #include "zl.h"
 #include <math.h>
 
-void zl_timers_init(zl_loop *L) { L->timers.slots_free = UINT32_MAX; }
+void zl_timers_make(zl_loop *L) { L->timers.slots_free = UINT32_MAX; }
 
 int zl_timer_slot_alloc(zl_loop *L, zl_timer *h)
 {

@@ -1117,7 +1117,7 @@ PyTypeObject zl_TLSTransportFastPathsType = {
     .tp_methods = app_methods,
 };
 
-int zl_tls_ready(void)
+int zl_tls_init(void)
 {
     static const zl_name names[] = {
         {&s_state, "_state"},

@@ -674,7 +674,7 @@ PyTypeObject zl_StreamFastPathsType = {
     .tp_methods = fast_methods,
 };
 
-int zl_transport_type_ready(void)
+int zl_transport_type_init(void)
 {
     static const zl_name names[] = {
         {&s_conn_lost, "_conn_lost"},

@@ -2,37 +2,52 @@
  * and TimerHandle) and what its C files share. Everything that touches
  * CPython lives in the capi C files; the Go engine sees only bridge.h.
  *
- * The files, lowest layer first. A file calls functions of its own layer
- * and of lower ones, never of higher ones (capi/layering checks it);
- * inline functions of this header are accessors any file may call. Each
- * sub-structure of zl_loop is written by the file named beside it.
+ * The files, lowest layer first, under the concept each serves. A file's
+ * rank is its row's place in this table: it calls functions of its own
+ * file and of files above it, never of files below (capi/layering reads
+ * the order and checks it); inline functions of this header are accessors
+ * any file may call. Each sub-structure of zl_loop is written by the file
+ * named beside it; the declarations below follow this order. capi/ stays
+ * one flat folder because cgo builds the C files of its package's folder
+ * only: the headings are the folders it cannot have.
  *
- *   1 util.c          exceptions, interned names, raw buffers
- *   2 runtime.c       the fork guard; the hooks set at import
- *   3 clock.c         loop.time(), the program's replacement if any
- *   4 context.c       context snapshots, the spare context
- *   5 handle_lock.c   the lock of 3.14's _ThreadSafeHandle, lighter than an RLock
- *   6 handle.c        Handle: making, running and cancelling a call
- *   7 ready.c         the ready queue of handles and their calls
- *   8 pending.c       the last handle made, looked at again; the collector hook
- *   9 timers.c        timer slots, shared with the engine; deadlines that are not floats asked
- *  10 timer_handle.c  TimerHandle
- *  11 schedule.c      call_soon, call_soon_threadsafe, call_later, call_at
- *  12 tasks.c         create_future, create_task
- *  13 fds.c           the descriptor table
- *  13 sockets.c       a socket object's descriptor and timeout now, as its own methods read them
- *  14 streamfeed.c    a stream's reads straight into its StreamReader
- *  15 transport.c     the socket transport's native methods: reads, writes
- *  16 tls.c           the TLS protocol's and its app transport's native methods
- *  17 datagram.c      the datagram transport's native methods: receive, sendto
- *  18 sockops.c       the loop's sock_recv, sock_recv_into, sock_sendall: asyncio's steps natively
- *  19 workers.c       the one worker pool: queues, bounds, idle workers, orphans, fork
- *  20 resolver.c      name lookups on the pool's workers
- *  21 files.c         file operations on the pool's workers, their bound
- *  22 dispatch.c      the engine's calls into C: one iteration's batch
- *  23 loop.c          the LoopCore type: making, running, closing a loop
- *  24 stats.c         zloopgo.stats(): the counters read, reset; slow-callback detection set
- *  25 module.c        the extension module
+ *   Foundations
+ *     util.c          exceptions, interned names, raw buffers, calls made as `except` makes them
+ *     runtime.c       the fork guard; the hooks set at import; the signal mask of Go's threads
+ *     clock.c         loop.time(), the program's replacement if any
+ *     context.c       context snapshots, the spare context
+ *   Handles and timers
+ *     handle_lock.c   the lock of 3.14's _ThreadSafeHandle, lighter than an RLock
+ *     handle.c        Handle: making, running and cancelling a call
+ *     ready.c         the ready queue of handles and their calls
+ *     pending.c       the last handle made, looked at again; the collector hook
+ *     timers.c        timer slots, shared with the engine; deadlines that are not floats asked
+ *     timer_handle.c  TimerHandle
+ *     schedule.c      call_soon, call_soon_threadsafe, call_later, call_at
+ *     tasks.c         create_future, create_task
+ *   Descriptors
+ *     fds.c           the descriptor table
+ *     sockets.c       a socket object's descriptor and timeout now, as its own methods read them
+ *   Transports
+ *     streamfeed.c    a stream's reads straight into its StreamReader
+ *     transport.c     the socket transport's native methods: reads, writes
+ *   TLS
+ *     tls.c           the TLS protocol's and its app transport's native methods
+ *   Datagrams
+ *     datagram.c      the datagram transport's native methods: receive, sendto
+ *   Socket methods
+ *     sockops.c       the loop's sock_recv, sock_recv_into, sock_sendall: asyncio's steps natively
+ *   Resolver and files
+ *     workers.c       the one worker pool: queues, bounds, idle workers, orphans, fork
+ *     resolver.c      name lookups on the pool's workers
+ *     files.c         file operations on the pool's workers, their bound
+ *   Loop core
+ *     dispatch.c      the engine's calls into C: one iteration's batch
+ *     loop.c          the LoopCore type: making, running, closing a loop
+ *   Stats
+ *     stats.c         zloopgo.stats(): the counters read, reset; slow-callback detection set
+ *   Module
+ *     module.c        the extension module: every file's import-time setup (zl_*_init)
  */
 #ifndef ZL_H
 #define ZL_H
@@ -329,7 +344,9 @@ extern PyTypeObject zl_DatagramFastPathsType;                          /* datagr
 extern PyTypeObject zl_TLSFastPathsType, zl_TLSTransportFastPathsType; /* tls.c */
 extern PyTypeObject zl_DatagramStateType;
 
-/* capi/util.c (layer 1) */
+/* ==== Foundations ==== */
+
+/* capi/util.c */
 /* Takes the pending exception, normalized, with its traceback attached. */
 PyObject *zl_fetch_exception(void);
 /* Sets exc (stolen) as the pending exception again. */
@@ -441,12 +458,12 @@ int zl_intern_names(const zl_name *names, size_t n);
  * GIL is needed. 0, or -1 when out of memory (no exception set). */
 int zl_grow_raw(void **buf, int64_t *cap, int64_t first, int64_t need, size_t size);
 
-/* capi/runtime.c (layer 2) */
+/* capi/runtime.c */
 extern int zl_forked_child;           /* set in a child forked after the engine started */
 extern PyObject *zl_futures_module;   /* asyncio.futures: Future is looked up per call */
 extern PyObject *zl_tasks_module;     /* asyncio.tasks: Task is looked up per call */
 extern PyObject *zl_base_create_task; /* asyncio's BaseEventLoop.create_task */
-int zl_runtime_ready(void);
+int zl_runtime_init(void);
 /* Gives the thread that loaded the library its signal mask back (the
  * library's initializer blocked the process-directed signals in it, so
  * that Go's threads start with them blocked); first in the module's init. */
@@ -455,9 +472,53 @@ int zl_check_not_forked(void);
 PyObject *zl_set_asyncio(PyObject *mod, PyObject *args);
 PyObject *zl_forked_child_flag(PyObject *mod, PyObject *unused);
 
+/* capi/clock.c */
+int zl_clock_init(void);
+double zl_monotonic(void);
+int64_t zl_monotonic_ns(void);    /* the same clock in nanoseconds */
+double zl_clock_resolution(void); /* its resolution in seconds, for the engine */
+/* Notices a loop.time() replaced on the loop's class. 0 or -1. */
+int zl_clock_check(zl_loop *L);
+/* zl_clock_check, then, if the clock is replaced, reads it for the engine
+ * (zl_shared.fake_now). 0, or -1 with the clock's exception set. */
+int zl_clock_sync(zl_loop *L);
+/* loop.time() as the program sees it, a new reference. */
+PyObject *zl_clock_now(zl_loop *L);
+/* The program replaced loop.time(). */
+static inline int zl_clock_replaced(const zl_loop *L) { return L->clock.replacement != NULL; }
+int zl_clock_traverse(zl_loop *L, visitproc visit, void *arg);
+void zl_clock_clear(zl_loop *L);
+int zl_loop_setattro(PyObject *self, PyObject *name, PyObject *value);
+
+/* capi/context.c */
+int zl_context_init(void);
+/* A new reference to a snapshot of the current context, shared through
+ * the loop's cache while the current context's variables are the same. */
+PyObject *zl_context_snapshot(zl_loop *L);
+/* A new reference to a context a handle may run in: the snapshot itself
+ * if only the caller holds it, the loop's spare if it has the snapshot's
+ * variables, else a copy. */
+PyObject *zl_context_private(zl_loop *L, PyObject *snapshot);
+/* A private context a handle is done with: kept as the loop's spare if
+ * nothing else can reach it, else released. Steals ctx. */
+void zl_context_recycle(zl_loop *L, PyObject *ctx);
+/* A context of a handle is handed out (get_context): on the collector's
+ * lists again if this file took it off. */
+void zl_context_escape(PyObject *ctx);
+/* Drops a reference to a context that may be off the collector's lists. */
+void zl_context_release(PyObject *ctx);
+void zl_context_cache_clear(zl_loop *L);
+int zl_context_traverse(zl_loop *L, visitproc visit, void *arg);
+/* _engine.set_handle_context(handle, context) */
+PyObject *zl_set_handle_context(PyObject *mod, PyObject *args);
+/* _engine.context_layout_ok() */
+PyObject *zl_context_layout_ok(PyObject *mod, PyObject *unused);
+
+/* ==== Handles and timers ==== */
+
 /* capi/handle_lock.c: the recursive lock a _ThreadSafeHandle of the
  * adapter's holds in `_lock` */
-int zl_handle_lock_type_ready(void);
+int zl_handle_lock_type_init(void);
 /* A new lock, free. */
 PyObject *zl_handle_lock_new(void);
 /* Whether obj is such a lock. */
@@ -512,7 +573,7 @@ int zl_handle_report_exception(zl_handle *h);
  * argument and keeps none of them). */
 void zl_handle_give_call(zl_handle *h, zl_entry *e);
 void zl_handle_cancel(zl_handle *h);
-int zl_handle_types_ready(void);
+int zl_handle_types_init(void);
 /* The type of spec as a subclass of asyncio.events.<name> (Handle or
  * TimerHandle), named <name>; NULL with ImportError set if asyncio's class
  * has not the instance layout zl_handle begins with (our fields at
@@ -527,23 +588,9 @@ extern PyGetSetDef zl_handle_getset[];
 /* The handle's debug record, made on first use; NULL with MemoryError set. */
 zl_handle_debug *zl_handle_debug_info(zl_handle *h);
 
-/* capi/loop.c */
-int zl_loop_type_ready(void);
-/* asyncio's _check_closed. The loop's one closed flag is asyncio's
- * _closed (loop.c stores it here); the engine is released only after it
- * is set. */
-static inline int zl_check_closed(zl_loop *L)
-{
-    if (L->closed) {
-        PyErr_SetString(PyExc_RuntimeError, "Event loop is closed");
-        return -1;
-    }
-    return 0;
-}
-
 /* capi/ready.c: the ready queue (ready.ring, ready.cap, ready.head, sh.ready_len).
  * Push and pop are here, inline, because every call_soon pushes. */
-int zl_ready_init(zl_loop *L);
+int zl_ready_make(zl_loop *L);
 /* Doubles the full ring; -1 with MemoryError set. */
 int zl_ready_grow(zl_loop *L);
 /* Releases every queued handle. */
@@ -615,14 +662,23 @@ void zl_entry_release(zl_loop *L, zl_entry *e);
  * runs a handle's (an exception is reported with a Handle made for it). */
 int zl_entry_run(zl_loop *L, zl_entry *e);
 
-/* capi/timer_handle.c */
-int zl_timer_handle_type_ready(void);
-/* TimerHandle.cancel(): the handle's cancel, and its slot marked. */
-void zl_timer_cancel(zl_timer *h);
+/* capi/pending.c: pending handles and the collector */
+int zl_pending_init(void);
+/* h was just made and waits in the ready queue at pos (queued) or in a timer slot. */
+void zl_pending_note(zl_loop *L, zl_handle *h, uint64_t pos, int queued);
+/* h is about to be released by its slot: it is no longer the one to look at. */
+void zl_pending_forget(zl_loop *L, zl_handle *h);
+/* Nothing to look at (the loop is closing or breaking a cycle). */
+void zl_pending_reset(zl_loop *L);
+/* Looks at the last handle made: tracked if something else holds it,
+ * else its call moves into its ready-queue entry. */
+void zl_pending_check(zl_loop *L);
+void zl_pending_loop_added(zl_loop *L);
+void zl_pending_loop_removed(zl_loop *L);
 
 /* capi/timers.c: timer slots (sh.slots, slots_cap, slots_free) and the
  * new-timer buffer (sh.new_timers, new_timers_cap) */
-void zl_timers_init(zl_loop *L);
+void zl_timers_make(zl_loop *L);
 /* Gives h a slot and tells the engine of it; -1 with MemoryError set. */
 int zl_timer_slot_alloc(zl_loop *L, zl_timer *h);
 /* h was cancelled: its slot is marked for the engine, its handle released. */
@@ -647,22 +703,13 @@ void zl_timers_cancel_all(zl_loop *L);
 int zl_timers_traverse(zl_loop *L, visitproc visit, void *arg);
 void zl_timers_free(zl_loop *L);
 
-/* capi/pending.c: pending handles and the collector */
-int zl_pending_ready(void);
-/* h was just made and waits in the ready queue at pos (queued) or in a timer slot. */
-void zl_pending_note(zl_loop *L, zl_handle *h, uint64_t pos, int queued);
-/* h is about to be released by its slot: it is no longer the one to look at. */
-void zl_pending_forget(zl_loop *L, zl_handle *h);
-/* Nothing to look at (the loop is closing or breaking a cycle). */
-void zl_pending_reset(zl_loop *L);
-/* Looks at the last handle made: tracked if something else holds it,
- * else its call moves into its ready-queue entry. */
-void zl_pending_check(zl_loop *L);
-void zl_pending_loop_added(zl_loop *L);
-void zl_pending_loop_removed(zl_loop *L);
+/* capi/timer_handle.c */
+int zl_timer_handle_type_init(void);
+/* TimerHandle.cancel(): the handle's cancel, and its slot marked. */
+void zl_timer_cancel(zl_timer *h);
 
 /* capi/schedule.c: call_soon, call_soon_threadsafe, call_later, call_at */
-int zl_schedule_ready(void);
+int zl_schedule_init(void);
 /* Installs (events._ThreadSafeHandle,) for 3.14+'s call_soon_threadsafe;
  * returns the callable that runs one such handle. */
 PyObject *zl_set_threadsafe_handle(PyObject *mod, PyObject *args);
@@ -676,7 +723,7 @@ PyObject *zl_loop_call_later(zl_loop *L, PyObject *const *args, Py_ssize_t nargs
 PyObject *zl_loop_call_at(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 
 /* capi/tasks.c */
-int zl_tasks_ready(void);
+int zl_tasks_init(void);
 PyObject *zl_loop_create_future(zl_loop *L, PyObject *unused);
 PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames);
@@ -685,9 +732,11 @@ int zl_loop_set_task_factory(zl_loop *L, PyObject *v, void *c);
 int zl_tasks_traverse(zl_loop *L, visitproc visit, void *arg);
 void zl_tasks_clear(zl_loop *L);
 
+/* ==== Descriptors ==== */
+
 /* capi/fds.c: the descriptor table (fds.entries, fds.cap, fds.watch_changed) */
 /* A ready descriptor queues its handles (zl_dispatch). */
-void zl_fd_ready(zl_loop *L, uint64_t fd, uint32_t mask);
+void zl_fd_event(zl_loop *L, uint64_t fd, uint32_t mask);
 void zl_fds_release_all(zl_loop *L);
 int zl_fds_traverse(zl_loop *L, visitproc visit, void *arg);
 void zl_fds_free(zl_loop *L);
@@ -702,16 +751,6 @@ PyObject *zl_loop_find_fileobj(zl_loop *L, PyObject *fileobj);
 int zl_fds_take_watch_changed(zl_loop *L);
 int zl_fds_only_self_pipe(zl_loop *L);
 PyObject *zl_loop_set_self_pipe(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
-
-/* capi/dispatch.c: the engine's calls into C, declared in bridge.h */
-int zl_dispatch_ready(void);
-
-/* capi/stats.c: zloopgo.stats() and what goes with it */
-PyObject *zl_stats(PyObject *mod, PyObject *loop);
-PyObject *zl_reset_stats(PyObject *mod, PyObject *loop);
-PyObject *zl_set_slow_callbacks(PyObject *mod, PyObject *args);
-PyObject *zl_trace_start(PyObject *mod, PyObject *args);
-PyObject *zl_trace_take(PyObject *mod, PyObject *loop);
 
 /* capi/sockets.c: a socket.socket's descriptor and timeout, read from its
  * C layout at the moment of a system call (what its recv and send read):
@@ -750,12 +789,23 @@ static inline int zl_socket_nonblocking_fd(PyObject *sock)
     const zl_socket_head *s = (const zl_socket_head *)sock;
     return s->sock_timeout == 0 ? s->sock_fd : ZL_NOT_A_SOCKET;
 }
-int zl_sockets_ready(void);
+int zl_sockets_init(void);
 /* _engine.socket_layout_ok() */
 PyObject *zl_socket_layout_ok(PyObject *mod, PyObject *unused);
 
+/* ==== Transports ==== */
+
+/* capi/streamfeed.c */
+int zl_streamfeed_init(void);
+PyObject *zl_set_streams(PyObject *mod, PyObject *args);
+/* Hands n bytes read by a transport to protocol's asyncio.StreamReader
+ * natively: 1 if done, 0 if protocol is not one the fast path serves (the
+ * caller calls data_received), -1 with the exception data_received would
+ * have raised. */
+int zl_stream_feed(PyObject *protocol, const char *buf, Py_ssize_t n);
+
 /* capi/transport.c */
-int zl_transport_type_ready(void);
+int zl_transport_type_init(void);
 PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls);
 /* callback is a socket transport's native _read_ready method */
 int zl_is_native_read(PyObject *callback);
@@ -773,20 +823,26 @@ static inline void zl_transport_forget_read(zl_loop *L) { L->rx.quiet_read = 0; 
  * natively and drained its socket: no Python code of the program ran. */
 static inline int zl_transport_read_was_quiet(const zl_loop *L) { return L->rx.quiet_read; }
 
-/* capi/datagram.c */
 /* capi/transport.c: the protocol (tls.c) tells the socket transport that
  * the buffer_updated it is in handed the bytes on without running program
  * code or writing, so that the read counts as quiet (dispatch.c). */
 void zl_transport_fed_quietly(PyObject *transport);
 
+/* ==== TLS ==== */
+
 /* capi/tls.c */
-int zl_tls_ready(void);
+int zl_tls_init(void);
 /* _engine.set_tls(SSLProtocol, SSLProtocolState, SSLAgainErrors, SSLObject,
  * is_closing_asks_transport, zloopgo's SSLProtocol, its app transport) */
 PyObject *zl_set_tls(PyObject *mod, PyObject *args);
 
-int zl_datagram_type_ready(void);
+/* ==== Datagrams ==== */
+
+/* capi/datagram.c */
+int zl_datagram_type_init(void);
 PyObject *zl_set_datagram_layout(PyObject *mod, PyObject *cls);
+
+/* ==== Socket methods ==== */
 
 /* capi/sockops.c: LoopCore's sock_recv, sock_recv_into and sock_sendall steps */
 /* The receives from a plain socket that land in the loop's receive buffer,
@@ -796,20 +852,26 @@ PyObject *zl_set_datagram_layout(PyObject *mod, PyObject *cls);
  * largest receive, may keep. */
 #define ZL_SOCK_SCRATCH_FROM (128 * 1024)
 #define ZL_SOCK_SCRATCH_LIMIT (1 << 20)
-int zl_sockops_ready(void);
+int zl_sockops_init(void);
 PyObject *zl_loop_sock_recv_now(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_loop_sock_sendall_now(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
-PyObject *zl_loop_sock_recv_ready(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zl_loop_sock_recv_step(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_loop_sock_recv_into_now(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
-PyObject *zl_loop_sock_recv_into_ready(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
-PyObject *zl_loop_sock_sendall_ready(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zl_loop_sock_recv_into_step(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
+PyObject *zl_loop_sock_sendall_step(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_loop_sock_read_done(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
                                  PyObject *kwnames);
 PyObject *zl_loop_sock_write_done(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
                                   PyObject *kwnames);
 
+/* ==== Resolver and files ==== */
+
+/* capi/workers.c: declared in workers.h, which knows no Python (the
+ * ThreadSanitizer harness, scripts/reliability/tsan_pool.c, builds it
+ * alone) */
+
 /* capi/resolver.c */
-int zl_resolver_ready(void);
+int zl_resolver_init(void);
 PyObject *zl_loop_getaddrinfo(zl_loop *L, PyObject *args);
 PyObject *zl_loop_getnameinfo(zl_loop *L, PyObject *args);
 PyObject *zl_loop_lookups_in_flight(zl_loop *L, PyObject *unused);
@@ -826,7 +888,7 @@ void zl_drop_lookups(zl_loop *L);
 int zl_lookups_traverse(zl_loop *L, visitproc visit, void *arg);
 
 /* capi/files.c */
-int zl_files_ready(void);
+int zl_files_init(void);
 PyObject *zl_file_op(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_file_workers(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_file_stats(PyObject *mod, PyObject *unused);
@@ -834,55 +896,36 @@ PyObject *zl_files_graveyard_drain(PyObject *mod, PyObject *unused);
 /* Settles n completions of file operations. */
 void zl_settle_files(zl_loop *L, const zl_completion *done, int64_t n);
 
-/* capi/clock.c */
-int zl_clock_ready(void);
-double zl_monotonic(void);
-int64_t zl_monotonic_ns(void);    /* the same clock in nanoseconds */
-double zl_clock_resolution(void); /* its resolution in seconds, for the engine */
-/* Notices a loop.time() replaced on the loop's class. 0 or -1. */
-int zl_clock_check(zl_loop *L);
-/* zl_clock_check, then, if the clock is replaced, reads it for the engine
- * (zl_shared.fake_now). 0, or -1 with the clock's exception set. */
-int zl_clock_sync(zl_loop *L);
-/* loop.time() as the program sees it, a new reference. */
-PyObject *zl_clock_now(zl_loop *L);
-/* The program replaced loop.time(). */
-static inline int zl_clock_replaced(const zl_loop *L) { return L->clock.replacement != NULL; }
-int zl_clock_traverse(zl_loop *L, visitproc visit, void *arg);
-void zl_clock_clear(zl_loop *L);
-int zl_loop_setattro(PyObject *self, PyObject *name, PyObject *value);
+/* ==== Loop core ==== */
 
-/* capi/context.c */
-int zl_context_ready(void);
-/* A new reference to a snapshot of the current context, shared through
- * the loop's cache while the current context's variables are the same. */
-PyObject *zl_context_snapshot(zl_loop *L);
-/* A new reference to a context a handle may run in: the snapshot itself
- * if only the caller holds it, the loop's spare if it has the snapshot's
- * variables, else a copy. */
-PyObject *zl_context_private(zl_loop *L, PyObject *snapshot);
-/* A private context a handle is done with: kept as the loop's spare if
- * nothing else can reach it, else released. Steals ctx. */
-void zl_context_recycle(zl_loop *L, PyObject *ctx);
-/* A context of a handle is handed out (get_context): on the collector's
- * lists again if this file took it off. */
-void zl_context_escape(PyObject *ctx);
-/* Drops a reference to a context that may be off the collector's lists. */
-void zl_context_release(PyObject *ctx);
-void zl_context_cache_clear(zl_loop *L);
-int zl_context_traverse(zl_loop *L, visitproc visit, void *arg);
-/* _engine.set_handle_context(handle, context) */
-PyObject *zl_set_handle_context(PyObject *mod, PyObject *args);
-/* _engine.context_layout_ok() */
-PyObject *zl_context_layout_ok(PyObject *mod, PyObject *unused);
+/* capi/dispatch.c: the engine's calls into C, declared in bridge.h */
+int zl_dispatch_init(void);
 
-/* capi/streamfeed.c */
-int zl_streamfeed_ready(void);
-PyObject *zl_set_streams(PyObject *mod, PyObject *args);
-/* Hands n bytes read by a transport to protocol's asyncio.StreamReader
- * natively: 1 if done, 0 if protocol is not one the fast path serves (the
- * caller calls data_received), -1 with the exception data_received would
- * have raised. */
-int zl_stream_feed(PyObject *protocol, const char *buf, Py_ssize_t n);
+/* capi/loop.c */
+int zl_loop_type_init(void);
+/* asyncio's _check_closed. The loop's one closed flag is asyncio's
+ * _closed (loop.c stores it here); the engine is released only after it
+ * is set. */
+static inline int zl_check_closed(zl_loop *L)
+{
+    if (L->closed) {
+        PyErr_SetString(PyExc_RuntimeError, "Event loop is closed");
+        return -1;
+    }
+    return 0;
+}
+
+/* ==== Stats ==== */
+
+/* capi/stats.c: zloopgo.stats() and what goes with it */
+PyObject *zl_stats(PyObject *mod, PyObject *loop);
+PyObject *zl_reset_stats(PyObject *mod, PyObject *loop);
+PyObject *zl_set_slow_callbacks(PyObject *mod, PyObject *args);
+PyObject *zl_trace_start(PyObject *mod, PyObject *args);
+PyObject *zl_trace_take(PyObject *mod, PyObject *loop);
+
+/* ==== Module ==== */
+
+/* capi/module.c: declares nothing; it calls every file's zl_*_init */
 
 #endif

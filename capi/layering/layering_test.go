@@ -17,18 +17,28 @@ import (
 	"testing"
 )
 
-// layerTable reads zl.h's "layers" table: lines "  <rank> <file>.c  <what>".
+// layerTable reads zl.h's "layers" table: a file's rank is the place of
+// its row (" *     <file>.c  <what>") among the table's rows; heading rows
+// name no file.
 func layerTable(t *testing.T) map[string]int {
 	t.Helper()
 	src, err := os.ReadFile("../zl.h")
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := regexp.MustCompile(`(?m)^ \*\s+(\d+)\s+(\w+\.c)\b`)
+	text := string(src)
+	start := strings.Index(text, "The files, lowest layer first")
+	end := strings.Index(text, "*/")
+	if start < 0 || end < start {
+		t.Fatal("capi/zl.h's opening comment has no layers table")
+	}
+	row := regexp.MustCompile(`(?m)^ \*\s+(\w+\.c)\s`)
 	ranks := map[string]int{}
-	for _, m := range row.FindAllStringSubmatch(string(src), -1) {
-		n, _ := strconv.Atoi(m[1])
-		ranks[m[2]] = n
+	for i, m := range row.FindAllStringSubmatch(text[start:end], -1) {
+		if _, twice := ranks[m[1]]; twice {
+			t.Fatalf("capi/zl.h's layers table names %s twice", m[1])
+		}
+		ranks[m[1]] = i + 1
 	}
 	if len(ranks) == 0 {
 		t.Fatal("capi/zl.h has no layers table")
