@@ -40,13 +40,13 @@ def find_go():
 
 
 def refuse_free_threaded():
-    # The adapter relies on the GIL (README.md, "Free-threaded builds").
+    # The adapter relies on the GIL (docs/architecture.md, "Free-threaded builds").
     if sysconfig.get_config_var("Py_GIL_DISABLED"):
         sys.exit(
             "zloopgo: this is a free-threaded CPython build (Py_GIL_DISABLED), which "
             "zloopgo does not support: its C adapter relies on the GIL. Build it with a "
-            "default (GIL) CPython; README.md, 'Free-threaded builds', lists what stands "
-            "in the way."
+            "default (GIL) CPython; docs/architecture.md, 'Free-threaded builds: what is "
+            "still missing', lists what stands in the way."
         )
 
 

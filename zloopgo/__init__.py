@@ -35,13 +35,13 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 # A free-threaded build ("t" in its ABI flags) runs C extensions without the
-# GIL, which the adapter relies on throughout (README, "Free-threaded builds").
+# GIL, which the adapter relies on throughout (docs/architecture.md, "Free-threaded builds").
 if "t" in getattr(sys, "abiflags", ""):
     raise ImportError(
         "zloopgo does not support free-threaded CPython builds (this is "
         f"{sys.version.split()[0]} with ABI flags {sys.abiflags!r}): its C adapter "
-        "relies on the GIL. Use a default (GIL) build; README.md, 'Free-threaded "
-        "builds', lists what stands in the way."
+        "relies on the GIL. Use a default (GIL) build; docs/architecture.md, "
+        "'Free-threaded builds: what is still missing', lists what stands in the way."
     )
 
 __all__ = [
