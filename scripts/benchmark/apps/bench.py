@@ -4,7 +4,7 @@ real PostgreSQL and Redis, and a WebSocket echo served by uvicorn +
 websockets, on every loop that runs them; driven by the Go load generator
 in apps/load/, which checks every answer.
 
-    python -m benchmark.apps [--rounds 3] [--duration 0.75] [--contenders ...]
+    python -m benchmark.apps [--rounds 3] [--duration 0.6] [--contenders ...]
 
 (run from scripts/, as scripts/bench does). Two passes:
 
@@ -211,9 +211,10 @@ def versions():
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--duration", type=float, default=0.75, help="seconds per throughput sample")
-    p.add_argument("--latency-duration", type=float, default=1.0, help="seconds per rate")
-    p.add_argument("--warmup", type=float, default=0.2, help="seconds before each measurement")
+    # the defaults fit the part in about 10 minutes here with every rival
+    p.add_argument("--duration", type=float, default=0.6, help="seconds per throughput sample")
+    p.add_argument("--latency-duration", type=float, default=0.75, help="seconds per rate")
+    p.add_argument("--warmup", type=float, default=0.15, help="seconds before each measurement")
     p.add_argument("--loads", default="0.5,0.9", help="shares of asyncio's maximum")
     p.add_argument("--contenders", default=",".join(LOOPS))
     p.add_argument("--servers", default="uvicorn,aiohttp,uvicorn-ws")

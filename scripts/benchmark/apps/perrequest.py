@@ -1,0 +1,173 @@
+"""What one request of an application row costs its server, by two counts
+that do not drift with the load of a shared machine: user-space
+instructions (callgrind) or system calls by name (strace -f, every thread,
+the Go runtime's included). They say what bounds a row: the application's
+own Python (issue 43's "bound", as docs/where-time-goes.md gives it for
+uvicorn plaintext), the loop, or the kernel.
+
+    python -m benchmark.apps.perrequest [--measure instructions|syscalls] \\
+        [--rows json,db] [--servers uvicorn] [--loops asyncio,uvloop,zloopgo] \\
+        [--requests 400] [--split]
+
+For each (server, row, loop) the server runs under the counter twice,
+serving N and then 2N requests from the load generator (apps/load, closed
+loop, every answer checked, on the usual connections), then ends itself
+(GET /exit: a signal landing on one of the Go runtime's threads trips
+callgrind); the difference of the two counts divided by N is one request's
+cost without start-up and shut-down. Instructions: with --split divided as
+benchmark/instructions.py divides them (the interpreter, _asyncio,
+zloopgo's C adapter and Go engine, another loop's own module, libc); the
+kernel is not counted; zloopgo must be built with GOFLAGS=-tags=valgrind.
+System calls: the calls per request by name, largest first. PostgreSQL,
+Redis and the load generator run outside the counter.
+"""
+
+import argparse
+import contextlib
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+from .. import samples as runner
+from ..instructions import PARTS, split
+from . import bench, services
+from .rows import CONNS, SERVER_ROWS
+
+SHORT = {
+    "json": "JSON serialization",
+    "db": "single query",
+    "queries": "20 queries",
+    "fortunes": "fortunes",
+    "updates": "20 updates",
+    "cached": "cached query (Redis, 20 Worlds)",
+    "ws": "WebSocket echo, 1 KiB",
+}
+
+
+def instructions(out):
+    """The counter's command prefix, and how to read what it wrote to out:
+    {part: instructions} (the total under "total")."""
+
+    def read(opts):
+        with open(out) as f:
+            found = re.search(r"^summary: (\d+)", f.read(), re.MULTILINE)
+        if found is None:
+            return None
+        got = {"total": int(found.group(1))}
+        if opts.split:
+            got.update(split(out))
+        return got
+
+    return ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"], read
+
+
+def syscalls(out):
+    """The same for strace -f -c: {system call: calls} (and "total")."""
+
+    def read(opts):
+        got = {}
+        with open(out) as f:
+            for line in f:
+                cols = line.split()
+                if len(cols) >= 5 and cols[3].isdigit() and cols[-1] != "total":
+                    got[cols[-1]] = int(cols[3])
+        if not got:
+            return None
+        got["total"] = sum(got.values())
+        return got
+
+    return ["strace", "-f", "-c", "-o", out], read
+
+
+MEASURES = {"instructions": instructions, "syscalls": syscalls}
+
+
+def count(opts, server, row, loop, requests, tmpdir):
+    """What the counter read of a server run that answered `requests`
+    requests, or raises RuntimeError saying why not."""
+    out = os.path.join(tmpdir, f"{opts.measure}-{server}-{loop}-{requests}.out")
+    port = runner.free_port()
+    prefix, read = MEASURES[opts.measure](out)
+    cmd = [*opts.pin_server, *prefix, *bench.server_command(server, loop, port)]
+    env = dict(
+        os.environ,
+        ZL_APPS_PG=opts.svc.pg_dsn,
+        ZL_APPS_REDIS=opts.svc.redis_url,
+        PYTHONHASHSEED="0",
+        GODEBUG="asyncpreemptoff=1",  # callgrind aborts on the preemption signals
+    )
+    log_path = os.path.join(tmpdir, f"server-{server}-{loop}.out")
+    with runner.Server(cmd, log_path, env=env, cwd=bench.SCRIPTS) as srv:
+        if not srv.wait_ready(lambda: bench.ready(port), 600):
+            raise RuntimeError(srv.not_ready("answered /ready under the counter")[1])
+        _, path, check = row
+        scheme = "ws" if check.startswith("echo") else "http"
+        client = [*opts.pin_client, opts.appload, "-url", f"{scheme}://127.0.0.1:{port}{path}"]
+        client += ["-check", check, "-conns", str(CONNS[server]), "-requests", str(requests)]
+        text, rc = runner.run_client(client, 1800)
+        if rc != 0:
+            raise RuntimeError(f"appload: {(text or 'timed out')[-300:]}")
+        with contextlib.suppress(OSError):  # it may be gone before the answer is read
+            bench.fetch_exit(port)
+        try:
+            srv.proc.wait(600)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError("the server did not exit after GET /exit") from None
+    got = read(opts)
+    if got is None:
+        raise RuntimeError(f"the counter wrote nothing; the server said: {srv.text[:2000]}")
+    return got
+
+
+def describe(opts, per):
+    if opts.measure == "syscalls":
+        calls = sorted(((v, k) for k, v in per.items() if k != "total" and v >= 0.01), reverse=True)
+        return f"{per['total']:8.2f} system calls per request: " + ", ".join(
+            f"{name} {v:.2f}" for v, name in calls[:8]
+        )
+    line = f"{per['total']:10,.0f} instructions per request"
+    if opts.split:
+        line += "".join(f"; {part} {per[part]:,.0f}" for part in PARTS if per.get(part))
+    return line
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--measure", choices=sorted(MEASURES), default="instructions")
+    p.add_argument("--rows", default="json,db", help=f"of {','.join(SHORT)}")
+    p.add_argument("--servers", default="uvicorn", help="of uvicorn,aiohttp (ws: uvicorn-ws)")
+    p.add_argument("--loops", default="asyncio,uvloop,zloopgo")
+    p.add_argument("--requests", type=int, default=400, help="N (the runs serve N and 2N)")
+    p.add_argument("--split", action="store_true", help="instructions by where they ran")
+    opts = p.parse_args(argv)
+    why = services.missing()
+    if why:
+        print(f"not run: {why}", file=sys.stderr)
+        return 1
+    opts.pin_server, opts.pin_client = runner.cpu_pair()
+    with tempfile.TemporaryDirectory(prefix="zl-apps-count-") as tmpdir:
+        opts.appload = bench.build_appload(tmpdir)
+        with services.running(tmpdir, opts.pin_client) as svc:
+            opts.svc = svc
+            for short in opts.rows.split(","):
+                title = SHORT[short]
+                servers = ["uvicorn-ws"] if short == "ws" else opts.servers.split(",")
+                for server in servers:
+                    row = next(r for r in SERVER_ROWS[server] if r[0] == title)
+                    for loop in opts.loops.split(","):
+                        n = opts.requests
+                        try:
+                            once = count(opts, server, row, loop, n, tmpdir)
+                            twice = count(opts, server, row, loop, 2 * n, tmpdir)
+                        except RuntimeError as exc:
+                            print(f"{server:10} {short:9} {loop:8} failed: {exc}", flush=True)
+                            continue
+                        per = {k: (twice.get(k, 0) - once.get(k, 0)) / n for k in twice}
+                        print(f"{server:10} {short:9} {loop:8} {describe(opts, per)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
