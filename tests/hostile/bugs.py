@@ -1,0 +1,135 @@
+"""The bugs of issue 39's table that the hostile machines must find, each
+as (machine, predicate on a confirmed difference and its program): what
+`python -m tests.hostile --hunt` counts programs for.
+
+A predicate looks at the first difference (reference asyncio first,
+zloopgo second) and at the step of the program it is in.
+"""
+
+
+def _since_step(obs, index):
+    """The observations from the last ["step", i] before index."""
+    start = 0
+    for i in range(min(index, len(obs)) - 1, -1, -1):
+        if obs[i][0] == "step":
+            start = i
+            break
+    return obs[start:index]
+
+
+def _crash_index(diff):
+    """Where zloopgo's worker crashed or hung (the last observation, after
+    what its journal held), or None. A crash counts wherever it comes:
+    an earlier difference (the handler's context, on this build) must not
+    hide it."""
+    ended = ("crash", "hang")
+    if diff.other and diff.other[-1][0] in ended and not (diff.ref and diff.ref[-1][0] in ended):
+        return len(diff.other) - 1
+    return None
+
+
+def _canary(diff, kinds):
+    """zloopgo's observations hold a canary violation of one of kinds
+    that asyncio's do not."""
+    ours = [e for e in diff.other if e[0] == "canary" and e[1] in kinds]
+    return bool(ours) and not any(e[0] == "canary" for e in diff.ref)
+
+
+def bug1_datagram_on_a_freed_number(diff, program):
+    # a datagram sent after the transport closed itself reached a canary
+    # (or was sent at all: asyncio raised)
+    if _canary(diff, ("stream", "pipe", "file")):
+        return True
+    a, b = diff.a, diff.b
+    return (
+        a is not None
+        and b is not None
+        and a[:2] == b[:2] == ["op", "sendto"]
+        and "AttributeError" in a
+        and "AttributeError" not in b
+    )
+
+
+def bug2_file_op_after_close(diff, program):
+    return _canary(diff, ("file",))
+
+
+def _file_op(entry):
+    return entry is not None and entry[0] == "op"
+
+
+def bug3_pread_pwrite_offsets(diff, program):
+    return any(_file_op(e) and e[2] in ("pread", "pwrite") for e in (diff.a, diff.b))
+
+
+def _crash_step(diff, program):
+    """(the program step the crash came in, the observations of that step
+    up to the crash), or (None, None)."""
+    at = _crash_index(diff)
+    if at is None:
+        return None, None
+    recent = _since_step(diff.other, at)
+    step = None
+    if recent and recent[0][0] == "step" and recent[0][1] < len(program.get("steps", [])):
+        step = program["steps"][recent[0][1]]
+    return step, recent
+
+
+def bug4_nested_run(diff, program):
+    # a crash after a nested _run() of a handle in that step
+    _, recent = _crash_step(diff, program)
+    if recent is None:
+        return False
+    return any(e[:2] in (["act", "run"], ["op", "run"]) for e in recent)
+
+
+def bug5_eq_after_free(diff, program):
+    # a crash in a comparison of timer handles whose callback's __eq__ ran
+    step, recent = _crash_step(diff, program)
+    if recent is None:
+        return False
+    compared = step is not None and step[0] in ("cmp", "list")
+    compared = compared or any(e[:2] in (["op", "cmp"], ["op", "list"]) for e in recent)
+    nested = any(e[:2] in (["act", "run"], ["op", "run"]) for e in recent)
+    return compared and not nested and any(e[0] == "trap" and e[2] == "__eq__" for e in recent)
+
+
+def bug6_handler_outside_except(diff, program):
+    a, b = diff.a, diff.b
+    if a is None or b is None or a[0] != b[0]:
+        return False
+    if a[0] == "handler":
+        return a[:4] == b[:4] and a[4] != b[4]
+    if a[0] == "log":  # the exception the handler raised: its __context__
+        return a[:5] == b[:5] and a[5] != b[5]
+    return False
+
+
+def bug7_text_mode(diff, program):
+    entry = diff.a if _file_op(diff.a) else diff.b
+    if not _file_op(entry):
+        return False
+    files = program.get("files", [])
+    f = entry[1] if len(entry) > 1 and isinstance(entry[1], int) else None
+    return f is not None and f < len(files) and "b" not in files[f]["mode"]
+
+
+KNOWN = {
+    "1": ("datagram", bug1_datagram_on_a_freed_number),
+    "2": ("files", bug2_file_op_after_close),
+    "3": ("files", bug3_pread_pwrite_offsets),
+    "4": ("handles", bug4_nested_run),
+    "5": ("handles", bug5_eq_after_free),
+    "6": ("handles", bug6_handler_outside_except),
+    "7": ("files", bug7_text_mode),
+}
+
+
+def which(diff, program):
+    """The numbers of the bugs whose machine ran program and whose
+    predicate takes diff."""
+    return [
+        n
+        for n, (machine, pred) in KNOWN.items()
+        if machine == program.get("machine") and pred(diff, program)
+    ]

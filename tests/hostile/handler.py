@@ -1,0 +1,171 @@
+"""What an exception handler sees, as observations every differential
+harness records each time the loop's exception handler runs (issue 39,
+item 4: asyncio calls a custom handler inside the `except` block of the
+callback that raised, so `sys.exc_info()`, `logging.exception()` and the
+`__context__` of anything the handler raises name that exception).
+
+`HandlerProbe(loop, rec, mode)` installs the handler. Every call records
+["handler", message, exception, context keys, probe] where probe is
+[sys.exc_info() as [type, message] or None, whether logging.exception()
+would print a traceback, the __context__ of an exception raised and caught
+inside the handler]. Then, by mode:
+
+- "custom": nothing more;
+- "raises": the handler raises RuntimeError; asyncio's loop logs "Unhandled
+  error in exception handler" with it, and `LogProbe` records the
+  `__context__` of that logged exception;
+- "delegate": the handler calls loop.default_exception_handler(context),
+  which logs what `LogProbe` records;
+- "default": no custom handler at all (the default handler logs).
+
+`LogProbe` is a logging handler for the "asyncio" logger: each record as
+["log", level, its message's first line, the names of the context lines
+after it, the exception's [type, message] and its __context__'s].
+
+`mask` removes what differs between two loops for reasons that are not
+behaviour: object addresses, source locations, descriptor numbers and the
+names of zloopgo's own transport and protocol classes (docs/compatibility.md).
+"""
+
+import logging
+import re
+import sys
+
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+_SOURCE = re.compile(r" (created )?at [^\s>]+:\d+")
+_FD = re.compile(r"\b(fd|fileno)=\d+")
+# zloopgo's own classes (and asyncio's of the same role) by one name
+_CLASSES = re.compile(
+    r"\b(_SelectorSocketTransport|_SelectorDatagramTransport|_UnixReadPipeTransport"
+    r"|_UnixWritePipeTransport|SocketTransport|DatagramTransport|ReadPipeTransport"
+    r"|WritePipeTransport)\b"
+)
+_MODULES = re.compile(r"\b(zloopgo\._\w+|asyncio\.\w+)\.(?=[A-Z_])")
+_ERRNO_PATH = re.compile(r"'/[^']*'")
+MODES = ("custom", "raises", "delegate", "default")
+
+
+def mask(text):
+    text = _ADDRESS.sub("0x", str(text))
+    text = _SOURCE.sub("", text)
+    text = _FD.sub(r"\1=N", text)
+    text = _MODULES.sub("", text)
+    text = _CLASSES.sub("<transport>", text)
+    return _ERRNO_PATH.sub("'<path>'", text)
+
+
+def _exc(exc):
+    return None if exc is None else [type(exc).__name__, mask(exc)]
+
+
+class _Capture(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.setFormatter(logging.Formatter("%(message)s"))
+        self.text = ""
+
+    def emit(self, record):
+        self.text = self.format(record)
+
+
+_probe_logger = logging.getLogger("hostile.probe")
+_probe_logger.propagate = False
+_capture = _Capture()
+_probe_logger.addHandler(_capture)
+
+
+def probe():
+    """[sys.exc_info(), logging.exception() prints a traceback, the
+    __context__ of an exception raised here] as seen by the caller."""
+    info = sys.exc_info()
+    _capture.text = ""
+    _probe_logger.exception("probe")
+    printed = "Traceback (most recent call last)" in _capture.text
+    try:
+        raise LookupError("raised inside the handler")
+    except LookupError as exc:
+        context = exc.__context__
+    return [_exc(info[1]) if info[0] else None, printed, _exc(context)]
+
+
+def context_keys(context):
+    drop = ("message", "exception", "source_traceback", "handle_traceback")
+    return sorted(k for k in context if k not in drop)
+
+
+class HandlerProbe:
+    """The loop's exception handler of one program (see the module's
+    docstring); `extra` is called after recording (a harness's own
+    handler work), `message` shortens the message (None: masked whole)."""
+
+    def __init__(self, loop, rec, mode="custom", extra=None, message=None):
+        self.loop = loop
+        self.rec = rec
+        self.mode = mode
+        self.extra = extra
+        self.message = message or mask
+        if mode != "default":
+            loop.set_exception_handler(self)
+
+    def __call__(self, loop, context):
+        exc = context.get("exception")
+        self.rec(
+            [
+                "handler",
+                self.message(context.get("message")),
+                _exc(exc),
+                context_keys(context),
+                probe(),
+            ]
+        )
+        if self.extra is not None:
+            self.extra(loop, context)
+        if self.mode == "raises":
+            raise RuntimeError("raised by the exception handler")
+        if self.mode == "delegate":
+            loop.default_exception_handler(context)
+
+
+class LogProbe(logging.Handler):
+    """Records the "asyncio" logger's records (see the module's docstring);
+    `skip(text)` drops timing records."""
+
+    def __init__(self, rec, skip=None):
+        super().__init__(logging.DEBUG)
+        self.rec = rec
+        self.skip = skip
+
+    def emit(self, record):
+        try:
+            text = record.getMessage()
+        except Exception as exc:  # noqa: BLE001 - a record whose args do not format
+            text = f"<unformattable: {type(exc).__name__}>"
+        if self.skip is not None and self.skip(text):
+            return
+        first, *rest = text.split("\n")
+        keys = [line.split(":", 1)[0] for line in rest if re.match(r"^\w+: ", line)]
+        exc = record.exc_info[1] if record.exc_info else None
+        self.rec(
+            [
+                "log",
+                record.levelname,
+                mask(first),
+                keys,
+                _exc(exc),
+                _exc(exc.__context__) if exc is not None else None,
+            ]
+        )
+
+    def __enter__(self):
+        logger = logging.getLogger("asyncio")
+        self._saved = (logger.level, logger.propagate)
+        logger.setLevel(logging.DEBUG)
+        logger.propagate = False
+        logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc):
+        logger = logging.getLogger("asyncio")
+        logger.removeHandler(self)
+        logger.setLevel(self._saved[0])
+        logger.propagate = self._saved[1]
