@@ -54,7 +54,7 @@ def mask(text):
     return _ERRNO_PATH.sub("'<path>'", text)
 
 
-def _exc(exc):
+def _exc(exc, mask=mask):
     return None if exc is None else [type(exc).__name__, mask(exc)]
 
 
@@ -113,7 +113,7 @@ class HandlerProbe:
             [
                 "handler",
                 self.message(context.get("message")),
-                _exc(exc),
+                _exc(exc, self.message),
                 context_keys(context),
                 probe(),
             ]
@@ -130,10 +130,11 @@ class LogProbe(logging.Handler):
     """Records the "asyncio" logger's records (see the module's docstring);
     `skip(text)` drops timing records."""
 
-    def __init__(self, rec, skip=None):
+    def __init__(self, rec, skip=None, mask=mask):
         super().__init__(logging.DEBUG)
         self.rec = rec
         self.skip = skip
+        self.mask = mask
 
     def emit(self, record):
         try:
@@ -149,10 +150,10 @@ class LogProbe(logging.Handler):
             [
                 "log",
                 record.levelname,
-                mask(first),
+                self.mask(first),
                 keys,
-                _exc(exc),
-                _exc(exc.__context__) if exc is not None else None,
+                _exc(exc, self.mask),
+                _exc(exc.__context__, self.mask) if exc is not None else None,
             ]
         )
 

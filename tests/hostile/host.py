@@ -69,7 +69,10 @@ class Host:
         if self.journal is not None:
             os.write(self.journal, (json.dumps(entry, default=repr) + "\n").encode())
 
-    mask = staticmethod(handlers.mask)
+    def mask(self, text):
+        """An exception's or a log's text without what differs between
+        loops for reasons that are not behaviour (handler.mask)."""
+        return handlers.mask(text)
 
     def flush_finalized(self):
         """What finalizers recorded since the last flush, as one entry, in
@@ -190,7 +193,9 @@ class Host:
         self.loop = factory_for(self.loop_name)()
         self.loop.set_debug(bool(self.p.get("debug")))
         self.loop.slow_callback_duration = 1e9
-        self.probe = handlers.HandlerProbe(self.loop, self.rec, self.p.get("handler", "custom"))
+        self.probe = handlers.HandlerProbe(
+            self.loop, self.rec, self.p.get("handler", "custom"), message=self.mask
+        )
         self.canary = canaries.Canary(self.p.get("canary", canaries.KINDS))
         self.fill_canary()
 
@@ -222,7 +227,7 @@ class Host:
         sys.unraisablehook = self.unraisable
         gc.disable()
         try:
-            with handlers.LogProbe(self.rec, self.skip_log):
+            with handlers.LogProbe(self.rec, self.skip_log, self.mask):
                 self.start()
                 try:
                     self.program()

@@ -8,6 +8,7 @@ import importlib
 MODULES = {
     "handles": "hostile.handles",
     "files": "hostile.files",
+    "datagram": "hostile.datagram",
 }
 
 
