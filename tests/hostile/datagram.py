@@ -183,7 +183,7 @@ class DatagramHost(Host):
                 )
             return ends, addr
 
-        self.ends, self.server_addr = self.loop.run_until_complete(make())
+        self.ends, self.server_addr = self.run_until(make())
         for name, t in self.ends.items():
             self.ports[t.get_extra_info("sockname")[1]] = name.upper()
         self.socks = {n: t.get_extra_info("socket") for n, t in self.ends.items()}

@@ -287,7 +287,7 @@ class FilesHost(Host):
             return await self.zloopgo.open(path, *args)
 
         try:
-            return self.loop.run_until_complete(opening())
+            return self.run_until(opening())
         except Exception as exc:  # noqa: BLE001 - the exception is the outcome
             self.rec(["open", type(exc).__name__, self.mask(exc)])
             return None
@@ -382,10 +382,7 @@ class FilesHost(Host):
         held worker: nothing finished for quiet_rounds rounds of 2 ms."""
         still, last = 0, None
         for _ in range(1000):
-            try:
-                self.loop.run_until_complete(asyncio.sleep(0.002))
-            except BaseException as exc:  # noqa: BLE001 - a callback's KeyboardInterrupt
-                self.rec(["escaped", type(exc).__name__, self.mask(exc)])
+            self.run_until(asyncio.sleep(0.002))
             self.fill_canary()
             pending = sum(1 for t, _ in self.tasks.values() if not t.done())
             state = (pending, len(self.obs))
@@ -410,7 +407,7 @@ class FilesHost(Host):
         self.blocker = self.loop.create_task(open_fifo())
         # let it reach its worker
         for _ in range(5):
-            self.loop.run_until_complete(asyncio.sleep(0.002))
+            self.run_until(asyncio.sleep(0.002))
         return "blocked"
 
     def unblock(self):
@@ -419,8 +416,8 @@ class FilesHost(Host):
         w = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK)
         os.close(w)
         blocker, self.blocker = self.blocker, None
-        f = self.loop.run_until_complete(blocker)
-        self.loop.run_until_complete(f.close())
+        f = self.run_until(blocker)
+        self.run_until(f.close())
         return "unblocked"
 
     def run_op(self, op):
@@ -464,8 +461,7 @@ class FilesHost(Host):
             self.wait()
             self.check_canary()
 
-    def teardown(self):
-        super().teardown()
+    def final(self):
         if self.blocker is not None:
             self.rec(["unblock", self.unblock()])
         self.wait()
@@ -479,7 +475,7 @@ class FilesHost(Host):
             if obj is None:
                 continue
             try:
-                self.loop.run_until_complete(obj.close())
+                self.run_until(obj.close())
             except Exception as exc:  # noqa: BLE001 - the exception is the outcome
                 self.rec(["close", i, type(exc).__name__, self.mask(exc)])
             self.fill_canary()

@@ -33,7 +33,7 @@ import sys
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 _SOURCE = re.compile(r" (created )?at [^\s>]+:\d+")
-_FD = re.compile(r"\b(fd|fileno)=\d+")
+_FD = re.compile(r"\b(fd=|fileno=|File descriptor )\d+")
 # zloopgo's own classes (and asyncio's of the same role) by one name
 _CLASSES = re.compile(
     r"\b(_SelectorSocketTransport|_SelectorDatagramTransport|_UnixReadPipeTransport"
@@ -45,10 +45,24 @@ _ERRNO_PATH = re.compile(r"'/[^']*'")
 MODES = ("custom", "raises", "delegate", "default")
 
 
+_CALLBACK = re.compile(r"^(Exception in callback )([\w.]+\.)?(\w+)(\(.*)$", re.DOTALL)
+
+
+def _callback_message(m):
+    """'Exception in callback' and the callback's name (its class is each
+    loop's own); its arguments unless their reprs hold addresses or were
+    cut short (reprlib)."""
+    args = m.group(4)
+    if "0x" in args or "..." in args:
+        args = "(...)"
+    return f"{m.group(1)}{m.group(3)}{args}"
+
+
 def mask(text):
-    text = _ADDRESS.sub("0x", str(text))
+    text = _CALLBACK.sub(_callback_message, str(text))
+    text = _ADDRESS.sub("0x", text)
     text = _SOURCE.sub("", text)
-    text = _FD.sub(r"\1=N", text)
+    text = _FD.sub(r"\1N", text)
     text = _MODULES.sub("", text)
     text = _CLASSES.sub("<transport>", text)
     return _ERRNO_PATH.sub("'<path>'", text)

@@ -24,6 +24,7 @@ from . import handler as handlers
 from . import vocab
 
 QUIET = 3  # iterations in a row with nothing recorded: settled
+ENDING_KEPT = ("canary", "loop closed", "closed", "harness error")
 MAX_ITERATIONS = 300
 
 
@@ -56,11 +57,21 @@ class Host:
         self.finalized = []
         self.lateness = 0
         self.late = []
+        # After the program's end: what was made is torn down and the loop
+        # closed. Which objects a loop still holds then, and so which
+        # finalizers run before or after its close, differs for reasons
+        # that are not behaviour (asyncio's Python frames in reference
+        # cycles, the order a loop drops its queues in). From then on only
+        # crashes, canary violations and what a closed loop does are
+        # compared; the rest is kept in notes["ending"].
+        self.ending = False
 
     # -- recording
 
     def rec(self, entry):
-        if self.lateness:
+        if self.ending and entry[0] not in ENDING_KEPT:
+            self.notes.setdefault("ending", []).append(entry)
+        elif self.lateness:
             self.late.append(entry)
         elif self.finalizing:
             self.finalized.append(entry)
@@ -143,6 +154,11 @@ class Host:
         h = self.loop.call_soon(cb) if kind == "soon" else self.loop.call_later(0, cb)
         self.add_handle(h, cb)
 
+    def schedule_callback(self, spec):
+        """loop.call_soon(a hostile callback, vocab) as a program step."""
+        cb, args = vocab.make_callback(self, spec)
+        self.add_handle(self.loop.call_soon(cb, *args), cb, *args)
+
     def spare_fd(self):
         """A descriptor a trap's fileno() returns: a pipe's read end that
         nothing writes to."""
@@ -163,6 +179,24 @@ class Host:
             self.loop.run_forever()
         except BaseException as exc:  # noqa: BLE001 - the exception is the outcome
             self.rec(["escaped", type(exc).__name__, self.mask(exc)])
+
+    def run_until(self, awaitable):
+        """loop.run_until_complete(awaitable), gone on with when a trap's
+        stop() or KeyboardInterrupt ends it early (each recorded)."""
+        import asyncio
+
+        task = asyncio.ensure_future(awaitable, loop=self.loop)
+        while True:
+            try:
+                return self.loop.run_until_complete(task)
+            except RuntimeError as exc:
+                if task.done() or "stopped before Future completed" not in str(exc):
+                    raise
+                self.rec(["stopped early"])
+            except (KeyboardInterrupt, SystemExit) as exc:
+                if task.done():
+                    raise
+                self.rec(["escaped", type(exc).__name__, self.mask(exc)])
 
     def end_step(self):
         """After a step: settle, collect (asyncio's Python frames keep what
@@ -189,8 +223,11 @@ class Host:
                 return
         self.rec(["unsettled"])
 
+    def make_loop(self):
+        return factory_for(self.loop_name)()
+
     def start(self):
-        self.loop = factory_for(self.loop_name)()
+        self.loop = self.make_loop()
         self.loop.set_debug(bool(self.p.get("debug")))
         self.loop.slow_callback_duration = 1e9
         self.probe = handlers.HandlerProbe(
@@ -233,9 +270,12 @@ class Host:
                     self.program()
                     self.step = "end"
                     self.rec(["end"])
+                    self.final()
+                    self.ending = True
                     self.teardown()
                     self.end_step()
                 finally:
+                    self.ending = True
                     self.finish()
         except Exception:  # noqa: BLE001 - the harness's own failure is an observation
             self.rec(["harness error", traceback.format_exc(limit=6).splitlines()[-1]])
@@ -259,6 +299,10 @@ class Host:
 
     def program(self):
         raise NotImplementedError
+
+    def final(self):
+        """The machine's last compared observations (files: every task's
+        outcome and every file's bytes)."""
 
     def teardown(self):
         """Cancels every handle the program knows (in debug mode cancel()

@@ -9,6 +9,7 @@ MODULES = {
     "handles": "hostile.handles",
     "files": "hostile.files",
     "datagram": "hostile.datagram",
+    "sockops": "hostile.sockops",
 }
 
 
