@@ -33,7 +33,7 @@ import sys
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 _SOURCE = re.compile(r" (created )?at [^\s>]+:\d+")
-_FD = re.compile(r"\b(fd=|fileno=|File descriptor )\d+")
+_FD = re.compile(r"\b(fd=|fileno=|File descriptor |pid[= ])\d+")
 # zloopgo's own classes (and asyncio's of the same role) by one name
 _CLASSES = re.compile(
     r"\b(_SelectorSocketTransport|_SelectorDatagramTransport|_UnixReadPipeTransport"

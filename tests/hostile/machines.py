@@ -10,6 +10,7 @@ MODULES = {
     "files": "hostile.files",
     "datagram": "hostile.datagram",
     "sockops": "hostile.sockops",
+    "pipes": "hostile.pipes",
 }
 
 
