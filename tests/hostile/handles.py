@@ -43,7 +43,7 @@ from . import handler as handlers
 from . import vocab
 from .host import Host
 
-HOWS = ("call_soon", "call_soon", "call_soon_threadsafe", "thread", "call_later", "call_at")
+HOWS = ("call_soon", "call_soon_threadsafe", "thread") + ("call_later", "call_at") * 2
 TIMERS = ("call_later", "call_at")
 CMP_FUNCS = {
     "==": operator.eq,
@@ -64,29 +64,44 @@ class _Gen:
         self.rng = rng
         self.handles = 0
         self.slots = 0
+        self.same = []  # handles of timers that share one deadline
         self.vocab = vocab.Vocab(self.op, weights=WEIGHTS)
 
     def slot(self, how):
         if how not in TIMERS:
             return None
         self.slots += 1
-        pick = self.rng.randrange(5)
-        if pick < 2:
+        pick = self.rng.randrange(6)
+        if pick < 3:
             return "same"
-        return ["due" if pick < 4 else "far", self.rng.randrange(1000) * 1000 + self.slots]
+        return ["due" if pick < 5 else "far", self.rng.randrange(1000) * 1000 + self.slots]
 
     def index(self):
+        """A handle; half the time one of the timers that share a deadline
+        (what makes TimerHandle.__eq__ compare callbacks and arguments)."""
+        if self.same and self.rng.randrange(2) == 0:
+            return self.rng.choice(self.same)
         return self.rng.randrange(max(1, self.handles))
 
     def schedule(self, depth):
         rng = self.rng
         how = rng.choice(HOWS)
-        cb = vocab.gen_callback(rng, self.vocab, depth)
+        slot = self.slot(how)
+        if slot == "same" and rng.randrange(2) == 0:
+            # a callback compared with another's: its __eq__ re-enters,
+            # often to cancel a timer it may be compared with
+            cb = vocab.gen_trap(rng, self.vocab, ["__eq__", "__call__"], depth)
+            if self.same and rng.randrange(2) == 0:
+                cb[2]["__eq__"].insert(0, ["cancel", rng.choice(self.same)])
+        else:
+            cb = vocab.gen_callback(rng, self.vocab, depth)
         args = []
         if cb[0] != "builtin":
             args = [vocab.gen_arg(rng, self.vocab, depth) for _ in range(rng.randint(0, 2))]
+        if slot == "same":
+            self.same.append(self.handles)
         self.handles += 1
-        return ["schedule", how, cb, args, self.slot(how)]
+        return ["schedule", how, cb, args, slot]
 
     def op(self, rng, depth):
         """A step run from inside a trap's method (no new traps deeper
@@ -108,6 +123,35 @@ class _Gen:
         if pick < 8:
             return ["run", self.index()]
         return [rng.choice(["cancelled", "hash", "when", "sort"]), self.index()]
+
+    def compared(self):
+        """An episode: two timers that share a deadline, the second's
+        callback's __eq__ re-entering (cancelling the first, or itself, or
+        running one nested), and a comparison of the two (what
+        list.remove, `in`, index, count and ==, !=, <=, >= do)."""
+        rng = self.rng
+        first, second = self.handles, self.handles + 1
+        steps = []
+        for k in range(2):
+            how = rng.choice(TIMERS)
+            cb = vocab.gen_trap(rng, self.vocab, ["__eq__", "__call__"])
+            if k == 1:
+                target = rng.choice([first, first, second])
+                cb[2]["__eq__"].insert(0, [rng.choice(["cancel", "cancel", "run"]), target])
+            args = [vocab.gen_arg(rng, self.vocab) for _ in range(rng.randint(0, 2))]
+            self.same.append(self.handles)
+            self.handles += 1
+            steps.append(["schedule", how, cb, args, "same"])
+        if rng.randrange(2) == 0:
+            steps.append(["list", rng.choice(LIST_OPS), [second], first])
+        else:
+            steps.append(["cmp", rng.choice(["==", "!=", "<=", ">="]), second, first])
+        return steps
+
+    def steps(self):
+        if self.rng.randrange(12) == 0:
+            return self.compared()
+        return [self.step()]
 
     def step(self):
         rng = self.rng
@@ -131,7 +175,7 @@ class _Gen:
 
 def generate(rng):
     g = _Gen(rng)
-    steps = [g.step() for _ in range(rng.randint(1, 12))]
+    steps = [s for _ in range(rng.randint(1, 12)) for s in g.steps()]
     order = canaries.draw_order(rng)
     return {
         "machine": "handles",
