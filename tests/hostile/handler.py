@@ -102,9 +102,21 @@ def probe():
     return [_exc(info[1]) if info[0] else None, printed, _exc(context)]
 
 
+# Where a callback was scheduled, in debug mode: asyncio's Python frames
+# and zloopgo's differ (docs/compatibility.md), so these are not compared.
+TRACEBACK_KEYS = ("source_traceback", "handle_traceback")
+
+
+def log_line(text, mask=mask):
+    """The default exception handler's log line: [its first line (masked),
+    the names of the context lines after it]."""
+    first, *rest = str(text).split("\n")
+    keys = [line.split(":", 1)[0] for line in rest if re.match(r"^\w+: ", line)]
+    return [mask(first), [k for k in keys if k not in TRACEBACK_KEYS]]
+
+
 def context_keys(context):
-    drop = ("message", "exception", "source_traceback", "handle_traceback")
-    return sorted(k for k in context if k not in drop)
+    return sorted(k for k in context if k not in ("message", "exception") + TRACEBACK_KEYS)
 
 
 class HandlerProbe:
@@ -157,14 +169,13 @@ class LogProbe(logging.Handler):
             text = f"<unformattable: {type(exc).__name__}>"
         if self.skip is not None and self.skip(text):
             return
-        first, *rest = text.split("\n")
-        keys = [line.split(":", 1)[0] for line in rest if re.match(r"^\w+: ", line)]
+        first, keys = log_line(text, self.mask)
         exc = record.exc_info[1] if record.exc_info else None
         self.rec(
             [
                 "log",
                 record.levelname,
-                self.mask(first),
+                first,
                 keys,
                 _exc(exc, self.mask),
                 _exc(exc.__context__, self.mask) if exc is not None else None,
