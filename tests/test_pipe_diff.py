@@ -297,9 +297,14 @@ class PipeProgram:
         protocol, host = self.protocol, self.host
         original = type(protocol).data_received
 
+        calls = []
+
         def data_received(data):
+            # runs its actions the first time, as a trap's methods do
             host.rec(["override", "data_received", len(data)])
-            vocab.run_actions(host, actions)
+            calls.append(None)
+            if len(calls) == 1:
+                vocab.run_actions(host, actions)
             return original(protocol, data)
 
         protocol.data_received = data_received

@@ -100,6 +100,7 @@ def main(argv=None):
     ap.add_argument("--machine", choices=sorted(machines.MODULES), default="handles")
     ap.add_argument("--python", default=sys.executable, help="the interpreter of the workers")
     ap.add_argument("--no-malloc", action="store_true", help="workers without PYTHONMALLOC=debug")
+    ap.add_argument("--against", default="zloopgo", choices=("zloopgo", "asyncio"))
     ap.add_argument("--no-shrink", action="store_true")
     ap.add_argument("--tally", action="store_true", help="run every program, count differences")
     ap.add_argument("--hunt", action="store_true")
@@ -108,7 +109,7 @@ def main(argv=None):
     ap.add_argument("--show", action="store_true", help="with --replay: every observation")
     ap.add_argument("--save", default=os.path.join(tempfile.gettempdir(), "hostile"))
     args = ap.parse_args(argv)
-    with search.pair(args.python, malloc=not args.no_malloc) as pair:
+    with search.pair(args.python, malloc=not args.no_malloc, against=args.against) as pair:
         if args.replay:
             return replay(args, pair)
         if args.hunt:

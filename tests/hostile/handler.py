@@ -33,7 +33,8 @@ import sys
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 _SOURCE = re.compile(r" (created )?at [^\s>]+:\d+")
-_FD = re.compile(r"\b(fd=|fileno=|File descriptor |pid[= ])\d+")
+_FD = re.compile(r"\b(fd=|fileno=|File descriptor |pid[= ]|process )\d+")
+_WHEN = re.compile(r"\bwhen=[-\d.e]+")
 # zloopgo's own classes (and asyncio's of the same role) by one name
 _CLASSES = re.compile(
     r"\b(_SelectorSocketTransport|_SelectorDatagramTransport|_UnixReadPipeTransport"
@@ -63,6 +64,7 @@ def mask(text):
     text = _ADDRESS.sub("0x", text)
     text = _SOURCE.sub("", text)
     text = _FD.sub(r"\1N", text)
+    text = _WHEN.sub("when=<t>", text)
     text = _MODULES.sub("", text)
     text = _CLASSES.sub("<transport>", text)
     return _ERRNO_PATH.sub("'<path>'", text)

@@ -205,7 +205,11 @@ class Host:
         step, whenever in the step they ran), settle again, and record
         what finalizers did and what the canary saw."""
         self.settle()
-        gc.collect()
+        # the youngest generation: what the step made (the collector is off
+        # during a program, so nothing made since the last collection has
+        # moved on); a full collection costs more in a worker that
+        # imported a test module and pytest with it
+        gc.collect(0)
         self.settle()
         self.check_canary()
 

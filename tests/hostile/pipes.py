@@ -86,6 +86,11 @@ class PipesHost(Host):
     def mask(self, text):
         return self.base.masked(super().mask(text))
 
+    @staticmethod
+    def skip_log(text):
+        # when a child exits is its own timing
+        return Host.skip_log(text) or "exited with return" in text
+
     def run_op(self, op):
         try:
             result = self.prog.act_now(-1, op)

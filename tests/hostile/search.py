@@ -24,13 +24,15 @@ from . import machines
 MALLOC = {"PYTHONMALLOC": "debug"}
 
 
-def pair(python=None, timeout=None, malloc=True):
+def pair(python=None, timeout=None, malloc=True, against="zloopgo"):
+    """Workers for asyncio and `against` (asyncio: the harness against
+    itself)."""
     kw = {"main": "hostile.host:worker_main", "journal": True}
     if malloc:
         kw["env"] = MALLOC
     if timeout is not None:
         kw["timeout"] = timeout
-    return Pair("asyncio", "zloopgo", python, **kw)
+    return Pair("asyncio", against, python, **kw)
 
 
 def program_for(machine, seed, i):

@@ -59,8 +59,8 @@ Ops (t is a connection index):
     ["hwrite", t, buffer]      write a hostile buffer (vocab: a bytearray or
                                bytes subclass whose special methods run ops)
     ["override", t, target, method, ops]   replace target's `method` on the
-                               instance: it records its call, runs ops, then
-                               the class's method. target: protocol, transport
+                               instance: it records its calls, runs ops (the
+                               first time), then the class's method. target: protocol, transport
                                (write, writelines), sock (the transport's _sock,
                                a wrapper: send, recv, recv_into), sslobj (TLS:
                                read, write, pending), reader (stream: feed_data,
