@@ -171,7 +171,7 @@ class Canary:
         self.high = max(self.high, max(fds - self.baseline, default=0))
         reserved = set()
         while True:
-            free = [n for n in range(FIRST, self.high) if n not in fds and n not in reserved]
+            free = [n for n in range(FIRST, self.high + 1) if n not in fds and n not in reserved]
             if not free:
                 return
             self._new()

@@ -176,6 +176,28 @@ class _Gen:
             return ["cancel", rng.randrange(self.tasks), 0]
         return ["start"] + self.call(depth)
 
+    def held_close(self):
+        """An episode: a worker held, a call queued behind it and
+        cancelled, the file closed, the worker let go (what a call
+        cancelled while its operation waits for a worker must not do to
+        the number the file had once it is closed)."""
+        rng = self.rng
+        f = rng.randrange(len(self.files))
+        text = "b" not in self.files[f]["mode"]
+        method = rng.choice(["seek", "seek", "read", "tell", "flush", "write", "truncate"])
+        args = [0, 2] if method == "seek" else self.args(f, method)
+        if text and method == "seek":
+            args = [0, 2]
+        first = self.tasks
+        self.tasks += 2
+        return [
+            ["block"],
+            ["start", first, f, method, args],
+            ["cancel", first, rng.choice([0, 1])],
+            ["start", first + 1, f, "close", []],
+            ["unblock"],
+        ]
+
     def step(self, blocked):
         rng = self.rng
         pick = rng.randrange(20)
@@ -210,6 +232,9 @@ def generate(rng):
     g = _Gen(rng, files)
     steps, blocked = [], False
     for _ in range(rng.randint(1, 14)):
+        if not blocked and rng.randrange(10) == 0:
+            steps += g.held_close()
+            continue
         step = g.step(blocked)
         if step[0] in ("block", "unblock"):
             blocked = step[0] == "block"

@@ -14,6 +14,7 @@ import copy
 import os
 import random
 
+from transport_diff import compare
 from transport_diff import search as transport_search
 from transport_diff.workers import Pair
 
@@ -42,6 +43,21 @@ def program_for(machine, seed, i):
 run_pair = transport_search.run_pair
 
 
+def run_accepted(p, program, accept):
+    """(Difference or None, notes) for program: a difference `accept`
+    takes is confirmed in fresh workers (as run_pair does); one it does
+    not take is not run again (the workers are restarted all the same,
+    so that the next program does not run in what this one left)."""
+    ref, other = p.run(program)
+    diff = compare.first_difference(ref["obs"], other["obs"], p.names)
+    if diff is None:
+        return None, (ref["notes"], other["notes"])
+    if accept is not None and not accept(diff, program):
+        p.restart()
+        return diff, (ref["notes"], other["notes"])
+    return run_pair(p, program)
+
+
 class Found:
     def __init__(self, machine, seed, index, program, diff, notes):
         self.machine = machine
@@ -60,7 +76,7 @@ def search(p, machine, seed, examples, accept=None, start=0, on_program=None):
         program = program_for(machine, seed, i)
         if on_program is not None:
             on_program(i, program)
-        diff, notes = run_pair(p, program)
+        diff, notes = run_accepted(p, program, accept)
         if diff is not None and (accept is None or accept(diff, program)):
             return Found(machine, seed, i, program, diff, notes)
     return None
