@@ -68,10 +68,23 @@ def _task_steps(diff, program):
     ]
 
 
+def _negative(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value < 0
+
+
 def bug3_pread_pwrite_offsets(diff, program):
     # pread/pwrite with a negative offset or size, or pread on a file
-    # opened for writing only
-    return any(s[3] in ("pread", "pwrite") for s in _task_steps(diff, program))
+    # opened for writing only (row 3's cases; an offset too large for
+    # off_t is another message, not counted here)
+    files = program.get("files", [])
+    for s in _task_steps(diff, program):
+        method, args = s[3], s[4]
+        if method not in ("pread", "pwrite"):
+            continue
+        write_only = "r" not in files[s[2]]["mode"] and "+" not in files[s[2]]["mode"]
+        if any(_negative(a) for a in args) or (method == "pread" and write_only):
+            return True
+    return False
 
 
 def _crash_step(diff, program):
