@@ -387,7 +387,9 @@ def programs(draw, machine=None, net=None):
         # a trap's ["op", ...] action: one of the ops its hooks run
         return draw(_one_op(world, 2, _HOOK_OPS + _SYNC_OPS, False))
 
-    world["vocab"] = vocab.Vocab(machine_op, handles=True, weights={"op": 8})
+    # (no KeyboardInterrupt: the runner lets it end the program; the
+    # handles machine of tests/hostile has it escape the loop)
+    world["vocab"] = vocab.Vocab(machine_op, handles=True, weights={"op": 8}, interrupts=False)
     debug = draw(st.booleans())
     hook = {"depth": 1, "max_ops": 3, "table": _HOOK_OPS}
     # the 'asyncio' logger logs write and read errors only in debug mode
