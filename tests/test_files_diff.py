@@ -133,7 +133,7 @@ def compare(tmp_path, initial, open_args, script, loops):
         try:
             got = loop.run_until_complete(run_async(str(p), open_args, script, canary))
             # what a worker still had queued for the file runs now
-            loop.run_until_complete(asyncio.sleep(0.005))
+            loop.run_until_complete(asyncio.sleep(0.002))
             violations = canary.check()
         finally:
             canary.close()

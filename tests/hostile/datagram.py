@@ -242,6 +242,11 @@ class DatagramHost(Host):
             self.rec(["op", name, who, repr(result)])
 
     def run_ops(self, ops):
+        # a step's callback, which a trap may run again nested: it spends
+        # the actions' budget too
+        self.budget -= len(ops)
+        if self.budget < 0:
+            return
         for op in ops:
             self.run_op(op)
 

@@ -53,6 +53,7 @@ class Host:
         self.loop = None
         self.canary = None
         self.spare = None
+        self.budget = vocab.ACTION_BUDGET
         self.finalizing = 0
         self.finalized = []
         self.lateness = 0

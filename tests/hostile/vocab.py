@@ -85,6 +85,8 @@ BUILTINS = {
 # How many times one trap method's calls are recorded: a loop that calls
 # a method more often than asyncio shows, without flooding the record.
 RECORD_CALLS = 8
+# Actions a program may run in all (host.budget)
+ACTION_BUDGET = 2000
 HAS_BUFFER_DUNDER = sys.version_info >= (3, 12)
 
 
@@ -432,6 +434,14 @@ def run_actions(host, actions, trap=None, method=None):
     actions ran."""
     where = f"{trap._id}.{method}" if trap is not None else host.where()
     for k, action in enumerate(actions):
+        # a program whose actions re-run the step that made them (a
+        # nested run of a step's own callback, re-arming an override)
+        # would go on for ever, on both loops: a budget ends it
+        host.budget -= 1
+        if host.budget < 0:
+            if host.budget == -1:
+                host.rec(["act", "budget spent"])
+            return
         kind = action[0]
         if kind == "raise":
             host.rec(["act", "raise", action[1]])

@@ -282,6 +282,7 @@ class Runner:
         self.handles = []
         self.step = None
         self.made = 0
+        self.budget = vocab.ACTION_BUDGET
         self.finalizing = 0
         self.lateness = 0
         self.finalized = []
