@@ -10,7 +10,7 @@ crashes) and a journal (a crash is compared where it happened); every
 observation must be the same.
 
 The fixed run: PROGRAMS[machine] programs per machine from seed
-ZL_HOSTILE_SEED ("1"), scaled by ZL_HOSTILE_EXAMPLES (a total; 200 by
+ZL_HOSTILE_SEED ("1"), scaled by ZL_HOSTILE_EXAMPLES (a total; 400 by
 default, shared as SHARE says); set it higher for a long run (e.g.
 5000), or use the command line (`python -m tests.hostile --help`).
 ZL_HOSTILE_AGAINST=asyncio runs asyncio against itself (what the harness
@@ -37,7 +37,7 @@ from hostile import bugs, machines, search
 
 SEED = os.environ.get("ZL_HOSTILE_SEED", "1")
 AGAINST = os.environ.get("ZL_HOSTILE_AGAINST", "zloopgo")
-TOTAL = int(os.environ.get("ZL_HOSTILE_EXAMPLES", "200"))
+TOTAL = int(os.environ.get("ZL_HOSTILE_EXAMPLES", "400"))
 # each machine's share of the programs (what one program costs differs:
 # files and pipes wait for threads and children, handles do not)
 SHARE = {"handles": 0.35, "files": 0.15, "datagram": 0.15, "sockops": 0.2, "pipes": 0.15}

@@ -10,9 +10,16 @@ What is recorded, in the order it happens:
   numbered markers scheduled with call_soon; tasks finishing (stream
   machine) with their result;
 - the exception handler's calls (message, exception type and message, the
-  context's keys), records of the 'asyncio' logger (level, format, the
-  arguments that are strings or numbers, the exception's type), unraisable
+  context's keys, and what the handler sees: hostile.handler.probe),
+  records of the 'asyncio' logger (level, format, the arguments that are
+  strings or numbers, the exception's type and its __context__; the
+  default handler's line as hostile.handler.log_line makes it), unraisable
   exceptions (sys.unraisablehook);
+- what hostile objects did (tests/hostile/vocab.py: their calls and their
+  actions' outcomes; a finalizer's, per step in a fixed order, as
+  hostile.host.Host.flush_finalized says why), an override's calls, and
+  the descriptor canary's violations (filled after every loop iteration,
+  checked after every step and after the loop's close);
 - what each peer receives: a recv op's bytes; and at the end of each step
   the bytes that reached the peer during it (run-length encoded: each
   write carries its own letter, so order, loss and duplication show);
