@@ -16,8 +16,8 @@ handle's cancelled()):
     ["schedule", how, callback, [arg, ...], slot]
         how: call_soon, call_soon_threadsafe, thread (call_soon_threadsafe
         from another thread, joined), call_later, call_at; a timer's
-        deadline by slot: "same" (all such timers share one deadline an
-        hour away: comparisons reach the callbacks), ["due", n] (already
+        deadline by slot: "same" (call_at only: all such timers share one
+        deadline an hour away, so comparisons reach the callbacks), ["due", n] (already
         due, in order of n: no two timers of a program share a deadline,
         so the order of equal deadlines, a kept difference, never shows),
         ["far", n] (an hour away, distinct)
@@ -87,6 +87,10 @@ class _Gen:
         rng = self.rng
         how = rng.choice(HOWS)
         slot = self.slot(how)
+        if slot == "same":
+            # one deadline exactly: call_later's is the loop's time plus
+            # the delay, rounded as the time happens to be
+            how = "call_at"
         if slot == "same" and rng.randrange(2) == 0:
             # a callback compared with another's: its __eq__ re-enters,
             # often to cancel a timer it may be compared with
@@ -133,7 +137,7 @@ class _Gen:
         first, second = self.handles, self.handles + 1
         steps = []
         for k in range(2):
-            how = rng.choice(TIMERS)
+            how = "call_at"  # one deadline exactly (see schedule)
             cb = vocab.gen_trap(rng, self.vocab, ["__eq__", "__call__"])
             if k == 1:
                 target = rng.choice([first, first, second])
