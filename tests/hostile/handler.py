@@ -33,7 +33,7 @@ import sys
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 _SOURCE = re.compile(r" (created )?at [^\s>]+:\d+")
-_FD = re.compile(r"\b(fd=|fileno=|File descriptor |pid[= ]|process )\d+")
+_FD = re.compile(r"\b(fd=|fileno=|File descriptor |pid[= ]|process |Read pipe |Write pipe )\d+")
 _WHEN = re.compile(r"\bwhen=[-\d.e]+")
 # zloopgo's own classes (and asyncio's of the same role) by one name
 _CLASSES = re.compile(
@@ -126,16 +126,19 @@ class HandlerProbe:
     docstring); `extra` is called after recording (a harness's own
     handler work), `message` shortens the message (None: masked whole)."""
 
-    def __init__(self, loop, rec, mode="custom", extra=None, message=None):
+    def __init__(self, loop, rec, mode="custom", extra=None, message=None, skip=None):
         self.loop = loop
         self.rec = rec
         self.mode = mode
         self.extra = extra
         self.message = message or mask
+        self.skip = skip  # skip(message): a call that is not compared
         if mode != "default":
             loop.set_exception_handler(self)
 
     def __call__(self, loop, context):
+        if self.skip is not None and self.skip(str(context.get("message"))):
+            return
         exc = context.get("exception")
         self.rec(
             [

@@ -235,8 +235,9 @@ class Host:
         self.loop = self.make_loop()
         self.loop.set_debug(bool(self.p.get("debug")))
         self.loop.slow_callback_duration = 1e9
+        mode = self.p.get("handler", "custom")
         self.probe = handlers.HandlerProbe(
-            self.loop, self.rec, self.p.get("handler", "custom"), message=self.mask
+            self.loop, self.rec, mode, message=self.mask, skip=self.skip_log
         )
         self.canary = canaries.Canary(self.p.get("canary", canaries.KINDS))
         self.fill_canary()
