@@ -236,7 +236,7 @@ class DatagramHost(Host):
                 result = self.override(who, op[2], op[3])
             else:
                 raise AssertionError(f"unknown op {op!r}")
-        except Exception as exc:  # noqa: BLE001 - the exception is the outcome
+        except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt from a nested run too
             self.rec(["op", name, who, "!", type(exc).__name__, self.mask(exc)])
         else:
             self.rec(["op", name, who, repr(result)])

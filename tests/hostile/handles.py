@@ -247,7 +247,7 @@ class HandlesHost(Host):
         name = op[0]
         try:
             result = self.do(op)
-        except Exception as exc:  # noqa: BLE001 - the exception is the outcome
+        except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt from a nested run too
             self.rec(["op", name, "!", type(exc).__name__, self.mask(exc)])
         else:
             self.rec(["op", name, result])

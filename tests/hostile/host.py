@@ -260,7 +260,7 @@ class Host:
             try:
                 getattr(self.loop, name)(self.anon_trap([]))
                 self.rec(["closed", name, "returned"])
-            except Exception as exc:  # noqa: BLE001 - the exception is the outcome
+            except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt from a nested run too
                 self.rec(["closed", name, type(exc).__name__, self.mask(exc)])
 
     def execute(self):
@@ -283,7 +283,7 @@ class Host:
                 finally:
                     self.ending = True
                     self.finish()
-        except Exception:  # noqa: BLE001 - the harness's own failure is an observation
+        except BaseException:  # noqa: BLE001 - the harness's own failure is an observation
             self.rec(["harness error", traceback.format_exc(limit=6).splitlines()[-1]])
             self.notes["traceback"] = traceback.format_exc()
         finally:
@@ -317,7 +317,7 @@ class Host:
             if h is not None:
                 try:
                     h.cancel()
-                except Exception as exc:  # noqa: BLE001 - the exception is the outcome
+                except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt from a nested run too
                     self.rec(["teardown cancel", type(exc).__name__, self.mask(exc)])
 
     def close_resources(self):

@@ -98,7 +98,7 @@ class PipesHost(Host):
     def run_op(self, op):
         try:
             result = self.prog.act_now(-1, op)
-        except Exception as exc:  # noqa: BLE001 - the exception is the outcome
+        except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt from a nested run too
             self.rec(["op", op[0], "!", type(exc).__name__, self.mask(exc)])
         else:
             self.rec(["op", op[0], repr(result)])

@@ -448,7 +448,7 @@ def run_actions(host, actions, trap=None, method=None):
             raise EXCEPTIONS[action[1]](f"raised by trap {trap._id if trap else '-'}")
         try:
             result = _act(host, action, trap, f"{where}.{k}")
-        except Exception as exc:  # noqa: BLE001 - the exception is the outcome
+        except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt from a nested run too
             host.rec(["act", kind, "!", type(exc).__name__, host.mask(str(exc))])
         else:
             host.rec(["act", kind, result])

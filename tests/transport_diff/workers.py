@@ -143,9 +143,14 @@ class Worker:
                     continue
                 chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
                 if not chunk:
-                    code = self.proc.wait()
+                    try:
+                        code = self.proc.wait(timeout=max(1.0, self.deadline - time.monotonic()))
+                        how = f"signal {-code}" if code < 0 else f"exit {code}"
+                    except subprocess.TimeoutExpired:
+                        # it closed its output but does not exit (stuck at
+                        # its exit): killed by restart() below
+                        how = "closed its output, did not exit"
                     tail = self.stderr_tail()
-                    how = f"signal {-code}" if code < 0 else f"exit {code}"
                     obs = self.journaled() + [["crash", how]]
                     self.restart()
                     return {"obs": obs, "notes": {"stderr": tail}}
