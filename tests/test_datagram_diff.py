@@ -39,6 +39,8 @@ import socket
 
 import pytest
 from helpers import FACTORIES, assert_same_observations
+from hostile.canary import Canary
+from hostile.handler import probe
 
 import zloopgo
 from zloopgo import _datagram
@@ -107,14 +109,16 @@ class Recorder(asyncio.DatagramProtocol):
         self.log.append((self.name, "lost", type(exc).__name__ if exc else None))
 
 
-async def settle(log, ends):
+async def settle(log, ends, canary):
     """Runs the loop until the step's datagrams, replies and ICMP errors
-    have all been handled (see the module's docstring)."""
+    have all been handled (see the module's docstring); the canary takes
+    what each iteration's closes freed."""
     quiet = 0
     for _ in range(500):
         seen = len(log)
         for _ in range(SETTLE):
             await asyncio.sleep(0)
+            canary.fill()
         fds = [t.get_extra_info("socket").fileno() for t in ends.values()]
         pending = select.select([fd for fd in fds if fd >= 0], [], [], 0)[0]
         if len(log) == seen and not pending:
@@ -173,7 +177,7 @@ def payload(kind, rng_bytes):
     return (rng_bytes * (kind // len(rng_bytes) + 1))[:kind]
 
 
-async def run_program(loop, steps, family, seed):
+async def run_program(loop, steps, family, seed, canary):
     host = "::1" if family == socket.AF_INET6 else "127.0.0.1"
     log = []
     ports = {}
@@ -184,9 +188,11 @@ async def run_program(loop, steps, family, seed):
             text = re.sub(rf"\b{port}\b", role, text)
         return text
 
+    # with what the handler sees: sys.exc_info(), whether logging.exception()
+    # prints a traceback, __context__ (hostile.handler.probe)
     loop.set_exception_handler(
         lambda _loop, ctx: log.append(
-            ("handler", ctx.get("message"), type(ctx.get("exception")).__name__)
+            ("handler", ctx.get("message"), type(ctx.get("exception")).__name__, probe())
         )
     )
     reply = ["addr"]
@@ -246,24 +252,32 @@ async def run_program(loop, steps, family, seed):
                 ends[step[1]].abort()
         except Exception as exc:  # noqa: BLE001 - recorded, compared with asyncio's
             log.append(("raised", op, type(exc).__name__, roles(str(exc))))
-        await settle(log, ends)
+        await settle(log, ends, canary)
         log.append(
             ("state",)
             + tuple((n, t.get_write_buffer_size(), t.is_closing()) for n, t in ends.items())
         )
+        log.extend(("canary", kind, what) for kind, what in canary.check())
     for t in ends.values():
         t.close()
     for _ in range(SETTLE):
         await asyncio.sleep(0)
+        canary.fill()
     return log
 
 
 def observe(loop_name, steps, family, seed):
     loop = FACTORIES[loop_name]()
+    # new descriptors take every number a close frees: nothing may reach them
+    canary = Canary()
     try:
-        return loop.run_until_complete(run_program(loop, steps, family, seed))
+        log = loop.run_until_complete(run_program(loop, steps, family, seed, canary))
     finally:
         loop.close()
+        canary.fill()
+        found = canary.check()
+        canary.close()
+    return log + [("canary", kind, what) for kind, what in found]
 
 
 FAMILIES = [socket.AF_INET] + ([socket.AF_INET6] if IPV6 else [])

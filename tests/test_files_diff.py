@@ -13,6 +13,8 @@ import os
 import sys
 
 import pytest
+from hostile.canary import Canary
+from hostile.handler import probe
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -94,7 +96,10 @@ def run_sync(path, open_args, script):
     return results
 
 
-async def run_async(path, open_args, script):
+async def run_async(path, open_args, script, canary=None):
+    """The script's results through zloopgo.open(); after each close,
+    `canary` (hostile.canary) takes the number the file had, before
+    anything still queued for it could run."""
     results = []
     got = await async_outcome(lambda: zloopgo.open(path, *open_args))
     results.append(("open", got[0] if got[0] != "ok" else "ok", got[1] if got[0] != "ok" else ""))
@@ -115,8 +120,12 @@ async def run_async(path, open_args, script):
                 if name == "tell":
                     told.append(r[1])
             results.append((name, r))
+            if name == "close" and canary is not None:
+                canary.fill()
     finally:
         await f.close()
+        if canary is not None:
+            canary.fill()
     return results
 
 
@@ -125,7 +134,11 @@ _pool = concurrent.futures.ThreadPoolExecutor(1)
 
 def compare(tmp_path, initial, open_args, script, loops):
     """Runs script on open() and on zloopgo.open() under each loop; every
-    run must give the reference's results and leave the same file."""
+    run must give the reference's results and leave the same file, reach
+    no descriptor the file no longer owns (the canary, checked once the
+    loop has run a while after the close), and call the exception handler
+    as asyncio's loop does, with what the handler sees (loops'
+    `handler_calls`)."""
     ref_path = tmp_path / "ref"
     paths = {}
     if initial is not None:
@@ -139,14 +152,39 @@ def compare(tmp_path, initial, open_args, script, loops):
         if initial is not None:
             p.write_bytes(initial)
         paths[name] = p
-        got = loop.run_until_complete(run_async(str(p), open_args, script))
+        canary = Canary()
+        loops.handler_calls[name] = []
+        try:
+            got = loop.run_until_complete(run_async(str(p), open_args, script, canary))
+            # what a worker still had queued for the file runs now
+            loop.run_until_complete(asyncio.sleep(0.002))
+            violations = canary.check()
+        finally:
+            canary.close()
         assert got == expected, (name, open_args, script)
         assert (p.read_bytes() if p.exists() else None) == expected_bytes, (name, open_args)
+        assert violations == [], (name, open_args, script)
+    assert loops.handler_calls["zloopgo"] == loops.handler_calls["asyncio"], (open_args, script)
+
+
+class _Loops(dict):
+    """The two loops by name, and the exception handler's calls of the
+    script each last ran (message, exception, hostile.handler.probe)."""
+
+    def __init__(self, made):
+        super().__init__(made)
+        self.handler_calls = {name: [] for name in made}
+        for name, loop in made.items():
+            loop.set_exception_handler(
+                lambda _loop, ctx, name=name: self.handler_calls[name].append(
+                    (ctx.get("message"), repr(ctx.get("exception")), probe())
+                )
+            )
 
 
 @pytest.fixture(scope="module")
 def loops():
-    made = {"zloopgo": zloopgo.new_event_loop(), "asyncio": asyncio.SelectorEventLoop()}
+    made = _Loops({"zloopgo": zloopgo.new_event_loop(), "asyncio": asyncio.SelectorEventLoop()})
     yield made
     for lp in made.values():
         lp.close()

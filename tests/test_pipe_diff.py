@@ -39,12 +39,16 @@ import random
 import re
 import select
 import socket
+import subprocess
 import sys
 import time
 import tty
 
 import pytest
 from helpers import FACTORIES, assert_same_observations
+from hostile import vocab
+from hostile.canary import Canary
+from hostile.handler import probe
 
 import zloopgo
 from zloopgo import _pipes
@@ -58,6 +62,9 @@ WRITES = {
     "pipe": [1, 7, 4096, 65535, 65536, 65537, 200_000, 262_144, 262_145],
     "socket": [1, 7, 4096, 65536, 200_000, 262_145],
     "pty": [1, 7, 100, 1000, 3000],
+    # a child that writes what its stdin asks (tests/hostile's pipes
+    # machine): at most a pipe's atomic write, so that its bytes come at once
+    "child": [1, 7, 100, 1000, 4096],
 }
 MAX_SIZES = [1, 5, 4096, 65536, 256 * 1024, LIMIT, LIMIT + 1, 0, -1, 2.5, True]
 
@@ -171,74 +178,220 @@ def wait_readable(fd, kind):
         time.sleep(0.002)
 
 
-async def run_program(loop, kind, steps):
-    log = []
-    errors = []
-    records = Records(log)
-    logging.getLogger("asyncio").addHandler(records)
-    try:
-        return await _run_program(loop, kind, steps, log, errors)
-    finally:
-        logging.getLogger("asyncio").removeHandler(records)
+class PipeProgram:
+    """One program's read pipe transport and the writer feeding it. `rec`
+    records an observation, `errors` collects the exception handler's
+    calls of a step (recorded with the step), `host` (a tests/hostile
+    machine's, in a worker) is what hostile steps need."""
 
+    def __init__(self, loop, kind, rec, errors, host):
+        self.loop, self.kind, self.rec, self.errors, self.host = loop, kind, rec, errors, host
+        self.writer_open = True
 
-async def _run_program(loop, kind, steps, log, errors):
-    loop.set_exception_handler(
-        lambda _loop, ctx: errors.append((masked(ctx["message"]), describe(ctx.get("exception"))))
-    )
-    reader, wfd = open_ends(kind)
-    rfd = reader.fileno()
-    protocol = Recorder(log)
-    transport, _ = await loop.connect_read_pipe(lambda: protocol, reader)
-    writer_open = True
-    for index, step in enumerate(steps):
-        op = step[0]
-        result = None
+    async def open(self):
+        if self.kind == "child":
+            await self.open_child()
+        else:
+            self.reader, self.wfd = open_ends(self.kind)
+            self.rfd = self.reader.fileno()
+            self.protocol = Recorder(self.log)
+            self.transport, _ = await self.loop.connect_read_pipe(
+                lambda: self.protocol, self.reader
+            )
+
+    async def open_child(self):
+        """A child that writes as many bytes to its stdout as each line on
+        its stdin asks: its stdout is a read pipe transport of the loop's
+        subprocess transport (asyncio's pipe_data_received reaches
+        Recorder's data_received through _ChildProtocol)."""
+        child = (
+            "import os, sys\n"
+            "try:\n"
+            "    for line in sys.stdin.buffer:\n"
+            "        n, b = line.split()\n"
+            "        os.write(1, bytes([int(b)]) * int(n))\n"
+            "except BrokenPipeError:\n"  # its stdout was closed
+            "    pass\n"
+        )
+        self.protocol = Recorder(self.log)
+        self.process, _ = await self.loop.subprocess_exec(
+            lambda: _ChildProtocol(self.protocol),
+            sys.executable,
+            "-c",
+            child,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        self.transport = self.process.get_pipe_transport(1)
+        self.stdin = self.process.get_pipe_transport(0)
+        self.rfd = self.transport.get_extra_info("pipe").fileno()
+
+    @property
+    def log(self):
+        return _Records(self.rec)
+
+    def write(self, index, n):
+        if not self.writer_open:
+            return "writer closed"
+        if self.kind == "child":
+            self.stdin.write(b"%d %d\n" % (n, (index + 1) % 256))
+            # the child's bytes come when it has read the line
+            wait_readable(self.rfd, "pty")
+            return n
+        try:
+            result = os.write(self.wfd, bytes([(index + 1) % 256]) * n)
+        except BlockingIOError:
+            result = "EAGAIN"
+        except OSError as exc:  # the read end closed: EPIPE, EIO
+            result = describe(exc)
+        wait_readable(self.rfd, self.kind)
+        return result
+
+    def close_writer(self):
+        if not self.writer_open:
+            return
+        if self.kind == "child":
+            self.stdin.close()
+        else:
+            os.close(self.wfd)
+        self.writer_open = False
+        wait_readable(self.rfd, self.kind)
+
+    def act_now(self, index, step):
+        """One step (a trap's ["op", step] action runs them too): its result."""
+        op, transport, result = step[0], self.transport, None
         if op == "write":
-            if not writer_open:
-                result = "writer closed"
-            else:
-                try:
-                    result = os.write(wfd, bytes([index + 1]) * step[1])
-                except BlockingIOError:
-                    result = "EAGAIN"
-                except OSError as exc:  # the read end closed: EPIPE, EIO
-                    result = describe(exc)
-                wait_readable(rfd, kind)
+            result = self.write(index, step[1])
         elif op == "max_size":
-            transport.max_size = step[1]
+            value = step[1]
+            if isinstance(value, list):  # a trap (tests/hostile)
+                value = vocab.make_value(self.host, value)
+            transport.max_size = value
         elif op == "pause":
             transport.pause_reading()
         elif op == "resume":
             transport.resume_reading()
         elif op == "raising":
-            protocol.raising = step[1]
+            self.protocol.raising = step[1]
         elif op == "reset":
-            if writer_open:
+            if self.writer_open:
                 try:
-                    result = reader.send(b"z" * 100)
+                    result = self.reader.send(b"z" * 100)
                 except OSError as exc:
                     result = describe(exc)
-                os.close(wfd)
-                writer_open = False
+                os.close(self.wfd)
+                self.writer_open = False
         elif op == "close_writer":
-            if writer_open:
-                os.close(wfd)
-                writer_open = False
-                wait_readable(rfd, kind)
+            self.close_writer()
         elif op == "close":
             transport.close()
+        elif op == "proto":
+            # data_received replaced on the protocol instance: the
+            # transport calls what the instance has
+            self.override(step[1])
+        elif op == "soon":
+            self.host.schedule_callback(step[1])
+        return result
+
+    def override(self, actions):
+        protocol, host = self.protocol, self.host
+        original = type(protocol).data_received
+
+        calls = []
+
+        def data_received(data):
+            # runs its actions the first time, as a trap's methods do
+            host.rec(["override", "data_received", len(data)])
+            calls.append(None)
+            if len(calls) == 1:
+                vocab.run_actions(host, actions)
+            return original(protocol, data)
+
+        protocol.data_received = data_received
+
+    async def end(self):
+        self.transport.close()
+        if self.kind == "child":
+            if self.writer_open:
+                self.stdin.close()
+            await self.process._wait()
+            self.process.close()
+        elif self.writer_open:
+            os.close(self.wfd)
         for _ in range(SETTLE):
             await asyncio.sleep(0)
-        log.append((step, result, transport.is_closing(), reading(transport), tuple(errors)))
-        errors.clear()
-    transport.close()
-    if writer_open:
-        os.close(wfd)
-    for _ in range(SETTLE):
-        await asyncio.sleep(0)
-    log.append(("end", tuple(errors)))
-    return log
+
+
+class _Records:
+    """Recorder's log: each entry recorded as it comes."""
+
+    def __init__(self, rec):
+        self.append = rec
+
+
+class _ChildProtocol(asyncio.SubprocessProtocol):
+    """A child's stdout, as Recorder sees a read pipe (its stdin's and
+    the process's ends are not observed: when a child exits is timing)."""
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+
+    def pipe_data_received(self, fd, data):
+        self.recorder.data_received(data)
+
+    def pipe_connection_lost(self, fd, exc):
+        if fd == 1:
+            self.recorder.connection_lost(exc)
+
+
+async def run_program(loop, kind, steps, host):
+    """Runs steps on loop; `host` (_Host here, or a tests/hostile
+    machine's) records the observations, the exception handler's calls
+    and the canary."""
+    prog = host.prog = PipeProgram(loop, kind, host.rec, host.errors, host)
+    await prog.open()
+    for index, step in enumerate(steps):
+        host.step = index
+        result = prog.act_now(index, step)
+        for _ in range(SETTLE):
+            await asyncio.sleep(0)
+            host.fill_canary()
+        transport = prog.transport
+        host.rec((step, result, transport.is_closing(), reading(transport), tuple(host.errors)))
+        host.errors.clear()
+        host.check_canary()
+    await prog.end()
+    host.fill_canary()
+    host.rec(("end", tuple(host.errors)))
+    host.check_canary()
+
+
+class _Host:
+    """What a program run here (not by a tests/hostile machine) records:
+    its steps, asyncio's log lines (Records), the exception handler's
+    calls with what the handler sees (hostile.handler.probe) with each
+    step, and the descriptor canary."""
+
+    def __init__(self, loop):
+        self.log = []
+        self.errors = []
+        self.canary = Canary()
+        loop.set_exception_handler(
+            lambda _loop, ctx: self.errors.append(
+                (masked(ctx["message"]), describe(ctx.get("exception")), probe())
+            )
+        )
+
+    def rec(self, entry):
+        self.log.append(entry)
+
+    def fill_canary(self):
+        self.canary.fill()
+
+    def check_canary(self):
+        for kind, what in self.canary.check():
+            self.log.append(("canary", kind, what))
 
 
 def observe(loop_name, kind, steps, debug):
@@ -247,11 +400,19 @@ def observe(loop_name, kind, steps, debug):
     asyncio_logger = logging.getLogger("asyncio")
     level = asyncio_logger.level
     asyncio_logger.setLevel(logging.DEBUG)
+    host = _Host(loop)
+    records = Records(host.log)
+    asyncio_logger.addHandler(records)
     try:
-        return loop.run_until_complete(run_program(loop, kind, steps))
+        loop.run_until_complete(run_program(loop, kind, steps, host))
     finally:
+        asyncio_logger.removeHandler(records)
         loop.close()
         asyncio_logger.setLevel(level)
+        host.fill_canary()
+        host.check_canary()  # what the loop's close freed
+        host.canary.close()
+    return host.log
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -55,6 +55,9 @@ import time
 
 import pytest
 from helpers import FACTORIES, assert_same_observations
+from hostile import vocab
+from hostile.canary import Canary
+from hostile.handler import probe
 
 import zloopgo
 from zloopgo import _engine, _sockmethods
@@ -259,68 +262,102 @@ def payload(name):
     return PAYLOADS[name]
 
 
-async def run_program(loop, kind, steps):
-    log = []
-    loop.set_exception_handler(lambda _loop, ctx: log.append(handler_call(ctx)))
-    ours, peer = pair(kind)
-    if kind == "subclass":
-        ours.calls = log
-    if isinstance(loop, Overrides):
-        loop.calls = log
-    roles = {peer.getsockname(): "peer"} if kind == "udp" else {}
-    tasks, finished, buffers = [], [], {}
-    peer_open, transport = True, None
-    for index, step in enumerate(steps):
-        op = step[0]
-        result = None
+class SockProgram:
+    """One program's sockets, tasks and steps. `rec` records an
+    observation; `host` (a tests/hostile machine's, in a worker) is what
+    hostile steps need: their traps and buffers, and the canary."""
+
+    def __init__(self, loop, kind, rec, host=None):
+        self.loop, self.kind, self.rec, self.host = loop, kind, rec, host
+        self.ours, self.peer = pair(kind)
+        if kind == "subclass":
+            self.ours.calls = _Calls(rec)
+        if isinstance(loop, Overrides):
+            loop.calls = _Calls(rec)
+        self.roles = {self.peer.getsockname(): "peer"} if kind == "udp" else {}
+        self.tasks, self.finished, self.buffers = [], [], {}
+        self.peer_open, self.transport = True, None
+
+    def value(self, spec):
+        """A step's argument: itself, or a hostile value (vocab)."""
+        return vocab.make_value(self.host, spec) if isinstance(spec, list) else spec
+
+    def start(self, op, arg):
+        loop, ours = self.loop, self.ours
         if op == "recv":
-            task = loop.create_task(loop.sock_recv(ours, step[1]))
+            task = loop.create_task(loop.sock_recv(ours, self.value(arg)))
         elif op == "recvfrom":
-            task = loop.create_task(loop.sock_recvfrom(ours, step[1]))
+            task = loop.create_task(loop.sock_recvfrom(ours, self.value(arg)))
         elif op == "recv_into":
-            buffer = INTO[step[1]]()
+            buffer = self.value(arg) if isinstance(arg, list) else INTO[arg]()
             task = loop.create_task(loop.sock_recv_into(ours, buffer))
-            buffers[task] = buffer
-        elif op == "sendall":
-            task = loop.create_task(loop.sock_sendall(ours, payload(step[1])))
+            self.buffers[task] = buffer
+        else:
+            data = self.value(arg) if isinstance(arg, list) else payload(arg)
+            task = loop.create_task(loop.sock_sendall(ours, data))
+        number = len(self.tasks)
+        task.add_done_callback(lambda _t, number=number: self.finished.append(number))
+        self.tasks.append(task)
+
+    def act_now(self, index, step):
+        """A step that takes no loop iteration: its result (a trap's
+        ["op", step] action runs these too)."""
+        op, peer, result = step[0], self.peer, None
         if op in ("recv", "recvfrom", "recv_into", "sendall"):
-            number = len(tasks)
-            task.add_done_callback(lambda _t, number=number: finished.append(number))
-            tasks.append(task)
+            self.start(op, step[1])
         elif op == "peer_send":
-            if peer_open:
+            if self.peer_open:
                 try:
                     result = peer.send(bytes([index + 1]) * step[1])
                 except OSError as exc:
                     result = describe(exc)
         elif op == "peer_recv":
-            if peer_open:
+            if self.peer_open:
                 try:
                     result = digest(peer.recv(step[1]))
                 except OSError as exc:
                     result = describe(exc)
         elif op == "cancel":
-            waiting = [t for t in tasks if not t.done()]
+            waiting = [t for t in self.tasks if not t.done()]
             if waiting:
                 waiting[step[1] % len(waiting)].cancel()
-        elif op == "then_cancel" and peer_open:
+        elif op == "timeout":
+            if self.ours.fileno() != -1:
+                self.ours.settimeout(step[1])
+        elif op == "close_peer":
+            if self.peer_open:
+                peer.close()
+                self.peer_open = False
+        elif op == "reset_peer" and self.peer_open:
+            # a zero linger: the close sends a reset
+            peer.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            peer.close()
+            self.peer_open = False
+        elif op == "close_ours":
+            # while operations may wait on it: its number is free for the canary
+            self.ours.close()
+            self.host.fill_canary()
+        elif op == "soon":
+            self.host.schedule_callback(step[1])
+        return result
+
+    async def act(self, index, step):
+        op, loop, ours, result = step[0], self.loop, self.ours, None
+        if op == "then_cancel" and self.peer_open:
             # the peer makes our socket ready, and a waiting task is
             # cancelled in the iteration whose poll finds it so: its
             # reader or writer callback then runs with the future done
             try:
                 if step[1] == "peer_send":
-                    peer.send(b"c" * 100)
+                    self.peer.send(b"c" * 100)
                 else:
-                    peer.recv(1 << 20)
+                    self.peer.recv(1 << 20)
             except OSError as exc:
                 result = describe(exc)
             await asyncio.sleep(0)
-            waiting = [t for t in tasks if not t.done()]
+            waiting = [t for t in self.tasks if not t.done()]
             if waiting:
                 waiting[0].cancel()
-        elif op == "timeout":
-            if ours.fileno() != -1:
-                ours.settimeout(step[1])
         elif op == "blocking" and ours.fileno() != -1:
             ours.setblocking(True)
             try:
@@ -335,21 +372,38 @@ async def run_program(loop, kind, steps):
                 if ours.fileno() != -1:
                     ours.setblocking(False)
         elif op == "transport":
-            if transport is None and ours.fileno() != -1:
+            if self.transport is None and ours.fileno() != -1:
                 try:
-                    transport, _ = await loop.create_connection(Quiet, sock=ours)
+                    self.transport, _ = await loop.create_connection(Quiet, sock=ours)
                     result = "transport"
                 except (OSError, RuntimeError, ValueError) as exc:
                     result = describe(exc)
-        elif op == "close_peer":
-            if peer_open:
-                peer.close()
-                peer_open = False
-        elif op == "reset_peer" and peer_open:
-            # a zero linger: the close sends a reset
-            peer.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            peer.close()
-            peer_open = False
+        elif op not in ("then_cancel", "blocking"):
+            result = self.act_now(index, step)
+        return result
+
+    def state(self):
+        return watched(self.loop, self.ours) if self.transport is None else "transport"
+
+    def outcomes(self):
+        return tuple(outcome(t, self.roles, self.buffers) for t in self.tasks)
+
+
+class _Calls:
+    """The subclass's and the derived loop's calls, recorded in order."""
+
+    def __init__(self, rec):
+        self.append = rec
+
+
+async def run_program(loop, kind, steps, host):
+    """Runs steps on loop; `host` (_Host here, or a tests/hostile
+    machine's) records the observations and runs the exception handler's
+    probe and the canary."""
+    prog = host.prog = SockProgram(loop, kind, host.rec, host)
+    for index, step in enumerate(steps):
+        host.step = index
+        result = await prog.act(index, step)
         if kind == "tcp":
             # loopback TCP moves what a full window held back in the
             # kernel's own time: let it, so that what a receive finds
@@ -357,31 +411,63 @@ async def run_program(loop, kind, steps):
             time.sleep(KERNEL_SETTLE)
         for _ in range(SETTLE):
             await asyncio.sleep(0)
-        state = watched(loop, ours) if transport is None else "transport"
-        log.append(
-            (step, result, tuple(outcome(t, roles, buffers) for t in tasks), tuple(finished), state)
-        )
-    for t in tasks:
+            host.fill_canary()
+        host.rec((step, result, prog.outcomes(), tuple(prog.finished), prog.state()))
+        host.check_canary()
+    for t in prog.tasks:
         t.cancel()
     for _ in range(SETTLE):
         await asyncio.sleep(0)
-    log.append(("end", watched(loop, ours) if transport is None else "transport"))
-    if transport is not None:
-        transport.abort()
+    host.rec(("end", prog.state()))
+    if prog.transport is not None:
+        try:
+            prog.transport.abort()
+        except OSError as exc:  # a hostile step closed the socket under it
+            host.rec(("abort", describe(exc)))
         await asyncio.sleep(0)
-    ours.close()
-    if peer_open:
-        peer.close()
-    return log
+    prog.ours.close()
+    if prog.peer_open:
+        prog.peer.close()
+    host.fill_canary()
+    host.check_canary()
+
+
+class _Host:
+    """What a program run here (not by a tests/hostile machine) records
+    beside its steps: the exception handler's calls with what the handler
+    sees (hostile.handler.probe), and the descriptor canary."""
+
+    def __init__(self, loop, log):
+        self.log = log
+        self.canary = Canary()
+        loop.set_exception_handler(lambda _loop, ctx: log.append(handler_call(ctx) + (probe(),)))
+
+    def rec(self, entry):
+        self.log.append(entry)
+
+    def fill_canary(self):
+        self.canary.fill()
+
+    def check_canary(self):
+        for kind, what in self.canary.check():
+            self.log.append(("canary", kind, what))
+
+    def close(self):
+        self.canary.close()
 
 
 def observe(loop_name, kind, steps, debug, derived):
     loop = DERIVED[loop_name]() if derived else FACTORIES[loop_name]()
     loop.set_debug(debug)
+    host = _Host(loop, [])
     try:
-        return loop.run_until_complete(run_program(loop, kind, steps))
+        loop.run_until_complete(run_program(loop, kind, steps, host))
     finally:
         loop.close()
+        host.fill_canary()
+        host.check_canary()  # what the loop's close freed
+        host.close()
+    return host.log
 
 
 @pytest.mark.parametrize("kind", KINDS)

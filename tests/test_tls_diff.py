@@ -38,6 +38,8 @@ import socket
 
 import pytest
 from helpers import FACTORIES, assert_same_observations
+from hostile.canary import Canary
+from hostile.handler import probe
 
 from zloopgo import _tls
 
@@ -164,11 +166,15 @@ def _observe(loop_name, program, contexts, classes=None):
     server_ctx, client_ctx = contexts
     log = []
     loop = FACTORIES[loop_name]()
+    # with what the handler sees: sys.exc_info(), whether logging.exception()
+    # prints a traceback, __context__ (hostile.handler.probe)
     loop.set_exception_handler(
         lambda lp, ctx: log.append(
-            ("handler", _mask(ctx["message"]), type(ctx.get("exception")).__name__)
+            ("handler", _mask(ctx["message"]), type(ctx.get("exception")).__name__, probe())
         )
     )
+    # new descriptors take every number a close frees: nothing may reach them
+    canary = Canary()
     protos = []
     for i, end in enumerate(program["ends"]):
         name = "client" if i == 0 else "server"
@@ -187,6 +193,7 @@ def _observe(loop_name, program, contexts, classes=None):
         for _ in range(SETTLE):
             loop.stop()
             loop.run_forever()
+            canary.fill()
 
     def state():
         for p in protos:
@@ -253,6 +260,7 @@ def _observe(loop_name, program, contexts, classes=None):
                 act(step)
             settle()
             state()
+            log.extend(("canary", kind, what) for kind, what in canary.check())
         for p in protos:
             p.transport.abort()
         settle()
@@ -260,6 +268,9 @@ def _observe(loop_name, program, contexts, classes=None):
         loop.close()
         a.close()
         b.close()
+        canary.fill()
+        log.extend(("canary", kind, what) for kind, what in canary.check())
+        canary.close()
     return log
 
 

@@ -15,5 +15,7 @@ on stock asyncio and on zloopgo, every observation compared step by step.
 - `__main__`: the command line (`python -m tests.transport_diff --help`).
 
 What is compared, and what is not compared because it depends on timing
-or on the kernel's memory accounting, is described in `runner`.
+or on the kernel's memory accounting, is described in `runner`. Programs
+draw hostile objects, the exception handler's modes and the descriptor
+canary from tests/hostile/ (docs/hostile.md).
 """

@@ -19,6 +19,10 @@ import sys
 import tempfile
 import time
 
+# tests/hostile (the hostile vocabulary, the canary, the handler probe) is
+# imported as the tests and the workers import it: tests/ on the path
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 from . import compare, search
 from .programs import MACHINES, NETS, programs
 from .workers import Pair

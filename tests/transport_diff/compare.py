@@ -81,7 +81,10 @@ def label(entry):
     if kind in ("cb", "peer"):
         return f"{kind} {entry[2]}"
     if kind == "handler":
-        return f"handler {entry[1]!r}"
+        msg = str(entry[1])
+        if msg.startswith("Exception in callback"):
+            msg = "Exception in callback"  # then the callback's repr
+        return f"handler {msg!r}"
     return kind
 
 

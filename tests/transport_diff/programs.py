@@ -14,6 +14,8 @@ and replayed); `runner` gives it its meaning:
             | [{"limit": int}, ...],                                 # stream
      "log_ops": [op, ...],      # run by a handler on the 'asyncio' logger
      "handler_ops": [op, ...],  # run by the loop's exception handler
+     "handler": mode,           # optional: hostile.handler's modes (custom)
+     "canary": [kind, ...],     # optional: hostile.canary's order
      "steps": [step, ...],
      "probe": bool}             # optional: count Python's StreamReader.feed_data
                                 # calls (the stream fast path skips them)
@@ -28,6 +30,10 @@ Steps, each followed by settling the loop:
                              `ret` (eof_received)
     ["task", ops]            (stream machine) a task that runs ops, awaiting
                              the stream coroutines among them
+    ["cancel_task", k]       (stream machine) cancel task k (from 1), at
+                             whatever await it is
+    ["hostile", callback]    loop.call_soon(a hostile callback: tests/hostile/
+                             vocab.py; its ["op", op] actions run ops here)
 
 Ops (t is a connection index):
     ["write", t, kind, size, mutate]      kind: bytes, bytearray, memoryview
@@ -50,8 +56,22 @@ Ops (t is a connection index):
     ["fin", ops]               an object whose __del__ runs ops, dropped now
     ["raise"]                  raise ValueError (ends the op list; generated
                                at the end of a "call" step's ops)
+    ["hwrite", t, buffer]      write a hostile buffer (vocab: a bytearray or
+                               bytes subclass whose special methods run ops)
+    ["override", t, target, method, ops]   replace target's `method` on the
+                               instance: it records its calls, runs ops (the
+                               first time), then the class's method. target: protocol, transport
+                               (write, writelines), sock (the transport's _sock,
+                               a wrapper: send, recv, recv_into), sslobj (TLS:
+                               read, write, pending), reader (stream: feed_data,
+                               feed_eof)
+    ["buffer", t, kind]        (buffered protocol) what get_buffer() returns from
+                               now on: bytearray, list, bytes, strided, empty,
+                               hostile (a trap's bytearray subclass)
+  ["max_size", t, value]'s value may be a trap (its __index__ runs ops)
   stream machine, in tasks: ["drain", t]  ["wait_closed", t]  ["read", t, n]
     ["readexactly", t, n]  ["readline", t]  ["at_eof", t]
+    ["timeout", seconds, op]   asyncio.wait_for(op, seconds) (an await op)
 
 Peer actions: ["recv", n] (one non-blocking recv), ["read"] (read everything
 from now on), ["stop"] (stop reading), ["send", n], ["shut_wr"]
@@ -64,6 +84,9 @@ mode, armed callbacks that write then raise); hypothesis shrinks a
 program by deleting steps and ops and lowering sizes and choices.
 """
 
+from hostile import canary as canaries
+from hostile import handler as handlers
+from hostile import vocab
 from hypothesis import strategies as st
 
 MACHINES = ("transport", "stream")
@@ -153,12 +176,26 @@ _SYNC_OPS = (
     ("soon", 3),
     ("fin", 2),
     ("max_size", 2),
+    ("hwrite", 2),
+    ("override", 3),
+    ("buffer", 1),
 )
+# What a program's hostile objects may replace on an instance (the native
+# paths must call what the instance has, as asyncio's Python does).
+OVERRIDES = {
+    "protocol": ("data_received", "eof_received", "connection_lost", "get_buffer"),
+    "transport": ("write", "writelines"),
+    "sock": ("send", "recv", "recv_into"),
+    "sslobj": ("read", "write", "pending"),
+    "reader": ("feed_data", "feed_eof"),
+}
+BUFFERS = ("bytearray", "list", "bytes", "strided", "empty", "hostile")
 # What Python code outside the protocol (a logging handler, the exception
 # handler, a finalizer) does: mostly write to a transport.
 _HOOK_OPS = (("write", 12), ("writelines", 1), ("is_closing", 2), ("close", 1), ("marker", 2))
 _STREAM_SYNC = ("write", "writelines", "size", "is_closing", "limits", "write_eof")
 _STREAM_SYNC += ("can_write_eof", "close", "peer", "marker", "soon", "fin", "max_size")
+_STREAM_SYNC += ("hwrite", "override")
 _STREAM_AWAIT = (
     ("drain", 10),
     ("wait_closed", 3),
@@ -209,21 +246,59 @@ def _op(draw, world, depth, name):
     if name == "readexactly":
         return ["readexactly", t, draw(st.sampled_from(READ_SIZES[1:]))]
     if name == "max_size":
+        if draw(st.integers(0, 4)) == 0:
+            return ["max_size", t, vocab.gen_trap(world["rng"], world["vocab"], ["__index__"])]
         return ["max_size", t, draw(st.sampled_from(MAX_SIZES))]
+    if name == "hwrite":
+        rng = world["rng"]
+        size = draw(st.sampled_from(THRESHOLDS[:8]))
+        buffer = vocab.gen_buffer(rng, world["vocab"], size)
+        # what a buffer's finalizer does depends on when a loop lets the
+        # object go (asyncio copies it at once): not a hostile method here
+        buffer[2][2].pop("__del__", None)
+        return ["hwrite", t, buffer]
+    if name == "override":
+        return _override(draw, world, t)
+    if name == "buffer":
+        return ["buffer", t, draw(st.sampled_from(BUFFERS))]
     return [name, t]
+
+
+def _override(draw, world, t):
+    targets = ["protocol", "transport", "sock"]
+    if world["net"] == "tls":
+        targets.append("sslobj")
+    if world["machine"] == "stream":
+        targets = ["transport", "sock", "reader"] + (["sslobj"] if world["net"] == "tls" else [])
+    target = draw(st.sampled_from(targets))
+    method = draw(st.sampled_from(OVERRIDES[target]))
+    if target == "protocol" and world["conns"][t].get("protocol") == "buffered":
+        method = draw(st.sampled_from(["eof_received", "connection_lost", "get_buffer"]))
+    elif target == "protocol" and method == "get_buffer":
+        method = "data_received"
+    ops = _ops(draw, world, depth=2, max_ops=2, table=_HOOK_OPS)
+    return ["override", t, target, method, ops]
 
 
 @st.composite
 def _one_op(draw, world, depth, table, in_task):
+    if depth >= 2:  # inside an override's or a trap's ops: no hostile objects
+        table = [(n, w) for n, w in table if n not in ("hwrite", "override", "buffer", "max_size")]
     if world["machine"] == "stream":
         if in_task and draw(st.integers(0, 2)) == 2:
             table = _STREAM_AWAIT
         else:
             table = [(n, w) for n, w in table if n in _STREAM_SYNC]
+    if world["machine"] == "transport" or not in_task:
+        table = [(n, w) for n, w in table if n != "buffer" or world["buffered"]]
     name = _weighted(draw, table)
     if depth >= 2 and name in ("soon", "fin"):
         name = "marker"
-    return _op(draw, world, depth, name)
+    op = _op(draw, world, depth, name)
+    if table is _STREAM_AWAIT and draw(st.integers(0, 5)) == 0:
+        # a timeout at this await (wait_for cancels it)
+        op = ["timeout", draw(st.sampled_from([0, 0.0001, 0.01])), op]
+    return op
 
 
 def _ops(draw, world, depth=0, max_ops=6, in_task=False, table=_SYNC_OPS):
@@ -261,9 +336,15 @@ def _arm(draw, world):
 @st.composite
 def _step(draw, world):
     """One step (an armed method comes with the step that calls it)."""
-    kinds = ["call", "call", "call", "peer", "peer", "direct"]
+    kinds = ["call", "call", "call", "peer", "peer", "direct", "hostile"]
     kinds += ["arm", "arm"] if world["machine"] == "transport" else ["task", "task", "task"]
+    if world["machine"] == "stream":
+        kinds.append("cancel_task")
     kind = draw(st.sampled_from(kinds))
+    if kind == "hostile":
+        return [["hostile", vocab.gen_callback(world["rng"], world["vocab"])]]
+    if kind == "cancel_task":
+        return [["cancel_task", draw(st.integers(1, 4))]]
     if kind == "call":
         return [["call", _ops(draw, world)]]
     if kind == "direct":
@@ -294,10 +375,21 @@ def programs(draw, machine=None, net=None):
         conns = [{"limit": draw(st.sampled_from(STREAM_LIMITS))} for _ in range(n)]
     world = {
         "machine": machine,
+        "net": net,
         "n": n,
         "conns": conns,
         "marks": {65536, 2 * sockbuf, 4 * sockbuf},
+        "buffered": any(c.get("protocol") == "buffered" for c in conns),
+        "rng": vocab.Draws(draw),
     }
+
+    def machine_op(rng, depth):
+        # a trap's ["op", ...] action: one of the ops its hooks run
+        return draw(_one_op(world, 2, _HOOK_OPS + _SYNC_OPS, False))
+
+    # (no KeyboardInterrupt: the runner lets it end the program; the
+    # handles machine of tests/hostile has it escape the loop)
+    world["vocab"] = vocab.Vocab(machine_op, handles=True, weights={"op": 8}, interrupts=False)
     debug = draw(st.booleans())
     hook = {"depth": 1, "max_ops": 3, "table": _HOOK_OPS}
     # the 'asyncio' logger logs write and read errors only in debug mode
@@ -312,6 +404,8 @@ def programs(draw, machine=None, net=None):
         "conns": conns,
         "log_ops": log_ops,
         "handler_ops": handler_ops,
+        "handler": draw(st.sampled_from(handlers.MODES)),
+        "canary": canaries.draw_order(world["rng"]),
         "steps": steps,
     }
     if net == "tls":

@@ -10,9 +10,16 @@ What is recorded, in the order it happens:
   numbered markers scheduled with call_soon; tasks finishing (stream
   machine) with their result;
 - the exception handler's calls (message, exception type and message, the
-  context's keys), records of the 'asyncio' logger (level, format, the
-  arguments that are strings or numbers, the exception's type), unraisable
+  context's keys, and what the handler sees: hostile.handler.probe),
+  records of the 'asyncio' logger (level, format, the arguments that are
+  strings or numbers, the exception's type and its __context__; the
+  default handler's line as hostile.handler.log_line makes it), unraisable
   exceptions (sys.unraisablehook);
+- what hostile objects did (tests/hostile/vocab.py: their calls and their
+  actions' outcomes; a finalizer's, per step in a fixed order, as
+  hostile.host.Host.flush_finalized says why), an override's calls, and
+  the descriptor canary's violations (filled after every loop iteration,
+  checked after every step and after the loop's close);
 - what each peer receives: a recv op's bytes; and at the end of each step
   the bytes that reached the peer during it (run-length encoded: each
   write carries its own letter, so order, loss and duplication show);
@@ -89,6 +96,10 @@ import sys
 import time
 import traceback
 
+from hostile import canary as canaries
+from hostile import handler as handlers
+from hostile import vocab
+
 from . import peer as peers
 
 QUIET = 8
@@ -115,7 +126,8 @@ def show(data):
 
 
 def _exc(exc):
-    return [type(exc).__name__, str(exc)]
+    # masked: a message may hold an address (a context's "already entered")
+    return [type(exc).__name__, handlers.mask(exc)]
 
 
 def _value(v):
@@ -179,15 +191,37 @@ class BufferedProtocol(_Hooks, asyncio.BufferedProtocol):
     def __init__(self, runner, t, chunk):
         super().__init__(runner, t)
         self.buf = bytearray(chunk)
+        self.kind = "bytearray"  # what get_buffer returns (the "buffer" op)
 
     def get_buffer(self, sizehint):
         self.r.rec(["cb", self.t, "get_buffer", sizehint])
         self.r.fire(self.t, "get_buffer")
-        return self.buf
+        n = len(self.buf)
+        # what recv_into cannot fill: asyncio reports recv_into's error
+        return {
+            "bytearray": lambda: self.buf,
+            "list": lambda: [0] * n,
+            "bytes": lambda: bytes(n),
+            "strided": lambda: memoryview(bytearray(2 * n))[::2],
+            "empty": lambda: bytearray(),
+            "hostile": lambda: self.r.hostile_buffer(n),
+        }[self.kind]()
 
     def buffer_updated(self, nbytes):
         self.r.rec(["cb", self.t, "buffer_updated", show(self.buf[:nbytes])])
         self.r.fire(self.t, "buffer_updated")
+
+
+class SockWrapper:
+    """What an "override" op puts in a socket transport's `_sock`: the
+    socket, with one method recorded and running ops first."""
+
+    def __init__(self, sock, method, hook):
+        self._sock = sock
+        setattr(self, method, hook)
+
+    def __getattr__(self, name):
+        return getattr(self._sock, name)
 
 
 class _LogRecorder(logging.Handler):
@@ -201,6 +235,11 @@ class _LogRecorder(logging.Handler):
             return
         args = record.args if isinstance(record.args, tuple) else ()
         exc = record.exc_info[1] if record.exc_info else None
+        context = getattr(exc, "__context__", None)
+        if msg.startswith("Exception in callback") or "\n" in msg:
+            # the default handler's line (hostile.handler's modes): its
+            # first line and the names of the context lines after it
+            msg = handlers.log_line(msg)
         self.r.rec(
             [
                 "log",
@@ -209,6 +248,8 @@ class _LogRecorder(logging.Handler):
                 [_arg(a) for a in args],
                 type(exc).__name__ if exc else None,
             ]
+            # what an exception the handler raised was raised inside
+            + ([["context"] + _exc(context)] if context is not None else [])
         )
         self.r.hook_ops("log_ops")
 
@@ -242,11 +283,26 @@ class Runner:
         # program["probe"]: count the calls of StreamReader.feed_data made
         # in Python (sys.setprofile), which the stream fast path skips
         self.python_feeds = 0
+        # hostile objects (tests/hostile/vocab.py): the handles their
+        # actions name, finalizers' records (compared per step, in a fixed
+        # order), the canary
+        self.handles = []
+        self.step = None
+        self.made = 0
+        self.budget = vocab.ACTION_BUDGET
+        self.finalizing = 0
+        self.lateness = 0
+        self.finalized = []
+        self.spare = None
+        self.canary = None
 
     # -- recording
 
     def rec(self, entry):
-        self.obs.append(entry)
+        if self.finalizing or self.lateness:
+            self.finalized.append(entry)
+        else:
+            self.obs.append(entry)
 
     def uncertain(self, t):
         b, w = self.unsynced[t]
@@ -288,11 +344,63 @@ class Runner:
         exc = context.get("exception")
         keys = sorted(k for k in context if k not in ("message", "exception", "source_traceback"))
         keys = [k for k in keys if k != "handle_traceback"]
-        self.rec(["handler", msg] + (_exc(exc) if exc else [None, None]) + [keys])
+        # what the handler sees (hostile.handler.probe): sys.exc_info(),
+        # whether logging.exception() prints a traceback, __context__
+        entry = ["handler", msg] + (_exc(exc) if exc else [None, None]) + [keys]
+        self.rec(entry + [handlers.probe()])
         self.hook_ops("handler_ops")
+        mode = self.p.get("handler", "custom")
+        if mode == "raises":
+            raise RuntimeError("raised by the exception handler")
+        if mode == "delegate":
+            loop.default_exception_handler(context)
 
     def unraisable(self, u):
-        self.rec(["unraisable"] + _exc(u.exc_value))
+        entry = ["unraisable"] + _exc(u.exc_value)
+        if getattr(u.object, "__name__", None) == "__del__" and self.finalizing:
+            self.finalized.append(entry)
+        else:
+            self.rec(entry)
+
+    # -- what hostile objects (tests/hostile/vocab.py) ask of a runner
+
+    mask = staticmethod(handlers.mask)
+
+    def where(self):
+        self.made += 1
+        return f"step{self.step}.{self.made}"
+
+    def handle_ref(self, ref, trap):
+        if ref == "self":
+            owner = getattr(trap, "owner", None)
+            return None if owner is None else self.handles[owner]
+        if not self.handles:
+            return None
+        return self.handles[-1 if ref == "last" else ref % len(self.handles)]
+
+    def add_handle(self, handle, *owners):
+        self.handles.append(handle)
+        for obj in owners:
+            if isinstance(obj, vocab._TrapBase):
+                obj.owner = len(self.handles) - 1
+
+    def schedule_actions(self, kind, actions, name):
+        cb = vocab.Trap(self, ["trap", name, {"__call__": actions}, {}])
+        h = self.loop.call_soon(cb) if kind == "soon" else self.loop.call_later(0, cb)
+        self.add_handle(h, cb)
+
+    def spare_fd(self):
+        if self.spare is None:
+            self.spare = os.pipe()
+        return self.spare[0]
+
+    def flush_finalized(self):
+        """What finalizers recorded during the step, in a fixed order (see
+        hostile.host.Host.flush_finalized)."""
+        if self.finalized:
+            entries = sorted(json.dumps(e, default=repr) for e in self.finalized)
+            self.finalized = []
+            self.rec(["finalized", [json.loads(e) for e in entries]])
 
     # -- data
 
@@ -421,12 +529,71 @@ class Runner:
             return _value(getattr(w, name)())
         if name == "max_size":  # on the socket transport, under TLS too
             raw = getattr(getattr(tr, "_ssl_protocol", None), "_transport", None) or tr
-            raw.max_size = op[2]
+            raw.max_size = vocab.make_value(self, op[2]) if isinstance(op[2], list) else op[2]
+            return None
+        if name == "hwrite":
+            data = vocab.make_buffer(self, op[2])
+            self.note_write(t, op[2][3])
+            try:
+                return _value(w.write(data))
+            finally:
+                del data
+                self.sync(t)
+        if name == "override":
+            return self.override(t, op[2], op[3], op[4])
+        if name == "buffer":
+            proto = self.protocols[t]
+            if not isinstance(proto, BufferedProtocol):
+                return "not buffered"
+            proto.kind = op[2]
             return None
         raise AssertionError(f"unknown op {op!r}")
 
+    def override(self, t, target, method, ops):
+        """Replaces target's method on the instance (see programs): the
+        loop must call what the instance has, as asyncio's Python does."""
+        tr = self.transport(t)
+        ssl_protocol = getattr(tr, "_ssl_protocol", None)
+        raw = ssl_protocol._transport if ssl_protocol is not None else tr
+        if target == "protocol":
+            obj = self.protocols[t]
+        elif target == "transport":
+            obj = self.writer_or_transport(t).transport if self.p["machine"] == "stream" else tr
+        elif target == "sock":
+            obj = getattr(raw, "_sock", None)
+        elif target == "sslobj":
+            obj = getattr(ssl_protocol, "_sslobj", None)
+        else:
+            obj = self.readers[t]
+        if obj is None:
+            return "nothing to override"
+        original = getattr(obj, method)
+        calls = []
+
+        def hook(*args, **kwargs):
+            # runs its ops the first time, as an armed method does
+            self.rec(["override", t, target, method])
+            calls.append(None)
+            if len(calls) == 1:
+                self.run_ops(ops)
+            return original(*args, **kwargs)
+
+        if target == "sock":
+            raw._sock = SockWrapper(obj, method, hook)
+        else:
+            setattr(obj, method, hook)
+        return "replaced"
+
+    def hostile_buffer(self, n):
+        trap = ["trap", f"buffer{self.made}", {"__len__": []}, {"__len__": n}]
+        self.made += 1
+        return vocab.make_buffer(self, ["hbuf", "bytearray", trap, n])
+
     async def run_task_ops(self, k, ops):
         for i, op in enumerate(ops):
+            timeout = None
+            if op[0] == "timeout":  # asyncio.wait_for at this await
+                timeout, op = op[1], op[2]
             name = op[0]
             if name not in ("drain", "wait_closed", "read", "readexactly", "readline", "at_eof"):
                 self.run_ops([op])
@@ -444,17 +611,22 @@ class Runner:
                 return "not compared"
             try:
                 if name == "drain":
-                    result = await writer.drain()
+                    awaitable = writer.drain()
                 elif name == "wait_closed":
-                    result = await writer.wait_closed()
+                    awaitable = writer.wait_closed()
                 elif name == "read":
-                    result = await reader.read(op[2])
+                    awaitable = reader.read(op[2])
                 elif name == "readexactly":
-                    result = await reader.readexactly(op[2])
+                    awaitable = reader.readexactly(op[2])
                 elif name == "readline":
-                    result = await reader.readline()
+                    awaitable = reader.readline()
                 else:
+                    awaitable = None
                     result = reader.at_eof()
+                if awaitable is not None and timeout is not None:
+                    result = await asyncio.wait_for(awaitable, timeout)
+                elif awaitable is not None:
+                    result = await awaitable
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the exception is the outcome
@@ -554,6 +726,7 @@ class Runner:
         deadline = None
         for _ in range(MAX_ITERATIONS):
             self.run_once()
+            self.canary.fill()  # a close may have freed a number
             self.check_lost()
             for t, p in enumerate(self.peers):
                 p.pump()
@@ -769,6 +942,16 @@ class Runner:
             task = self.loop.create_task(self.run_task_ops(k, step[1]))
             task.add_done_callback(lambda fut, k=k: self.task_done(k, fut))
             self.live_tasks.append(task)
+        elif kind == "cancel_task":
+            k = step[1]
+            if k <= len(self.live_tasks):
+                self.rec(["cancel_task", k, self.live_tasks[k - 1].cancel()])
+            else:
+                self.rec(["cancel_task", k, "no task"])
+        elif kind == "hostile":
+            cb, args = vocab.make_callback(self, step[1])
+            self.add_handle(self.loop.call_soon(cb, *args), cb, *args)
+            del cb, args
         else:
             raise AssertionError(f"unknown step {step!r}")
 
@@ -778,7 +961,9 @@ class Runner:
         self.loop = self.factory()
         self.loop.set_debug(self.p["debug"])
         self.loop.slow_callback_duration = 1e9
-        self.loop.set_exception_handler(self.exception_handler)
+        if self.p.get("handler", "custom") != "default":
+            self.loop.set_exception_handler(self.exception_handler)
+        self.canary = canaries.Canary(self.p.get("canary", canaries.KINDS))
         self.live_tasks = []
         self.untracked = set()
         handler = _LogRecorder(self)
@@ -792,11 +977,15 @@ class Runner:
             if self.p.get("probe"):
                 sys.setprofile(self.profile)
             for i, step in enumerate(self.p["steps"]):
+                self.step = i
                 self.rec(["step", i])
                 self.run_step(step)
                 self.settle()
                 self.report_streams()
+                self.flush_finalized()
                 self.snapshot()
+                self.check_canary()
+            self.step = "end"
             self.rec(["end"])
             self.drain_all()
             self.report_streams()
@@ -814,6 +1003,8 @@ class Runner:
                     task.cancel()
             self.settle()
             gc.collect()
+            self.flush_finalized()
+            self.check_canary()
         finally:
             sys.setprofile(None)
             self.notes["python_feeds"] = self.python_feeds
@@ -825,9 +1016,21 @@ class Runner:
                 if not p.closed:
                     p.sock.close()
             self.loop.close()
+            # what the loop's close freed: nothing may reach it any more
+            self.canary.fill()
+            gc.collect()
+            self.check_canary()
+            self.canary.close()
+            if self.spare is not None:
+                for fd in self.spare:
+                    os.close(fd)
             gc.enable()
             gc.collect()
         return self.obs
+
+    def check_canary(self):
+        for kind, what in self.canary.check():
+            self.rec(["canary", kind, what])
 
 
 # -- the worker process

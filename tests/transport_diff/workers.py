@@ -9,6 +9,15 @@ that hypothesis shrinks like any other.
 A Pair runs one program on two workers at once (the machine has cores to
 spare while one loop waits for the other's peer) and returns both
 observation lists.
+
+The worker's main is transport_diff's runner unless `main` names another
+("module:function", called with the loop's name; tests/hostile's
+machines use `hostile.host:worker_main`). With `journal`, the worker is
+given a file ($ZL_HOSTILE_JOURNAL) where it writes each observation as it
+is made: a crash's observation list is then what the journal holds, then
+["crash", how], so the difference shows where the crash happened. `env`
+adds variables (PYTHONMALLOC=debug fills freed memory, so that a use
+after free crashes instead of reading stale bytes).
 """
 
 import json
@@ -24,29 +33,38 @@ TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # be another checkout's venv): never one found through the current
 # directory, which `python -c` puts first on sys.path.
 BOOT = (
-    "import sys; sys.path[0] = sys.argv[1]; "
-    "from transport_diff.runner import worker_main; worker_main(sys.argv[2])"
+    "import importlib, sys; sys.path[0] = sys.argv[1]; "
+    "module, _, main = sys.argv[3].partition(':'); "
+    "getattr(importlib.import_module(module), main)(sys.argv[2])"
 )
+RUNNER = "transport_diff.runner:worker_main"
 TIMEOUT = float(os.environ.get("ZL_DIFF_TIMEOUT", "30"))
 
 
 class Worker:
     """One persistent worker process running programs on loop `loop_name`."""
 
-    def __init__(self, loop_name, python=None, timeout=TIMEOUT):
+    def __init__(
+        self, loop_name, python=None, timeout=TIMEOUT, main=RUNNER, env=None, journal=False
+    ):
         self.loop_name = loop_name
         self.python = python or sys.executable
         self.timeout = timeout
+        self.main = main
+        self.env = env or {}
         self.proc = None
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
+        self.journal = tempfile.NamedTemporaryFile(prefix="journal") if journal else None  # noqa: SIM115
         self.restarts = 0
 
     def start(self):
-        env = dict(os.environ, PYTHONFAULTHANDLER="1", PYTHONHASHSEED="0")
+        env = dict(os.environ, PYTHONFAULTHANDLER="1", PYTHONHASHSEED="0", **self.env)
+        if self.journal is not None:
+            env["ZL_HOSTILE_JOURNAL"] = self.journal.name
         fd = os.open(f"/proc/self/fd/{self.stderr.fileno()}", os.O_WRONLY | os.O_APPEND)
         try:
             self.proc = subprocess.Popen(
-                [self.python, "-c", BOOT, TESTS, self.loop_name],
+                [self.python, "-c", BOOT, TESTS, self.loop_name, self.main],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=fd,
@@ -69,6 +87,8 @@ class Worker:
     def close(self):
         self.stop()
         self.stderr.close()
+        if self.journal is not None:
+            self.journal.close()
 
     def restart(self):
         self.stop()
@@ -88,6 +108,20 @@ class Worker:
         except BrokenPipeError:
             pass  # it died: receive() reports how
 
+    def journaled(self):
+        """What the worker recorded of the program it was running."""
+        if self.journal is None:
+            return []
+        with open(self.journal.name, "rb") as f:
+            lines = f.read().splitlines()
+        entries = []
+        for line in lines:
+            try:
+                entries.append(json.loads(line))
+            except ValueError:
+                break  # a line cut short by the crash
+        return entries
+
     def stderr_tail(self, lines=30):
         self.stderr.seek(0)
         text = self.stderr.read().decode(errors="replace")
@@ -102,17 +136,24 @@ class Worker:
                 left = self.deadline - time.monotonic()
                 if left <= 0:
                     tail = self.stderr_tail()
+                    obs = self.journaled() + [["hang", self.timeout]]
                     self.restart()
-                    return {"obs": [["hang", self.timeout]], "notes": {"stderr": tail}}
+                    return {"obs": obs, "notes": {"stderr": tail}}
                 if not sel.select(left):
                     continue
                 chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
                 if not chunk:
-                    code = self.proc.wait()
+                    try:
+                        code = self.proc.wait(timeout=max(1.0, self.deadline - time.monotonic()))
+                        how = f"signal {-code}" if code < 0 else f"exit {code}"
+                    except subprocess.TimeoutExpired:
+                        # it closed its output but does not exit (stuck at
+                        # its exit): killed by restart() below
+                        how = "closed its output, did not exit"
                     tail = self.stderr_tail()
-                    how = f"signal {-code}" if code < 0 else f"exit {code}"
+                    obs = self.journaled() + [["crash", how]]
                     self.restart()
-                    return {"obs": [["crash", how]], "notes": {"stderr": tail}}
+                    return {"obs": obs, "notes": {"stderr": tail}}
                 self.pending += chunk
         finally:
             sel.close()
@@ -123,9 +164,9 @@ class Worker:
 class Pair:
     """The reference loop and the loop under test, one worker each."""
 
-    def __init__(self, reference="asyncio", other="zloopgo", python=None, timeout=TIMEOUT):
+    def __init__(self, reference="asyncio", other="zloopgo", python=None, timeout=TIMEOUT, **kw):
         self.names = (reference, other)
-        self.workers = (Worker(reference, python, timeout), Worker(other, python, timeout))
+        self.workers = tuple(Worker(name, python, timeout, **kw) for name in self.names)
 
     def run(self, program):
         """Both answers for `program`, reference first."""

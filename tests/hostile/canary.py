@@ -1,0 +1,231 @@
+"""The descriptor canary: after a close, new objects take the freed
+descriptor numbers (the kernel hands out the lowest free number, so the
+canary opens real files, socket pairs and pipes until no number below the
+highest one seen is free), each holding known bytes at a known position.
+A loop that still uses a number it no longer owns (a send on a closed
+transport's number, a queued lseek or write after close, a read, a second
+close) then reaches a canary instead of failing, and `check` sees it:
+
+- a file: its position must be 0, its size and bytes the ones written;
+- a Unix stream socket pair and a pipe: each end must still have
+  exactly its bait queued (a read takes some; a send or write adds to the
+  other end's);
+- every canary: its number must still be the same file (device, inode): a
+  close of a number that is no longer the program's closes the canary.
+
+`fill()` is called after anything that may close (an op that closes, each
+loop iteration while settling, the loop's close); `check()` at the end of
+each step and of the program; both are cheap (a listing of /proc/self/fd,
+and a few system calls per canary). A violation is reported once per
+canary, as an observation ["canary", kind, what].
+
+What it does not know: which number belonged to what. It fills every gap
+below the highest number opened since it was made, so a number freed by
+anything in the process is watched.
+"""
+
+import contextlib
+import fcntl
+import os
+import socket
+import struct
+import tempfile
+import termios
+
+BAIT = b"canary!"
+FILE_BYTES = b"canary file, position 0\n" * 4
+KINDS = ("file", "stream", "pipe")
+# Descriptors below this are stdin/stdout/stderr and the worker's own
+# first files; they are never filled (a closed stdin is not the program's).
+FIRST = 3
+
+
+def draw_order(rng):
+    """The order a program's canaries fill gaps in (drawn, so that every
+    kind meets every kind of closed object)."""
+    left = list(KINDS)
+    return [left.pop(rng.randrange(len(left))) for _ in range(len(KINDS))]
+
+
+def _queued(fd):
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+
+
+def _is_open(fd):
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+def lowest_free():
+    """The number the kernel would hand out now (every number below it is
+    open, or held by a thread inside open())."""
+    fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    os.close(fd)
+    return fd
+
+
+def open_fds():
+    """The open descriptors (not the one the listing itself used)."""
+    return {n for n in map(int, os.listdir("/proc/self/fd")) if _is_open(n)}
+
+
+class _Canary:
+    """One descriptor the canary owns, and what it must still hold."""
+
+    def __init__(self, kind, fd, keep, check):
+        self.kind = kind
+        self.fd = fd
+        self.keep = keep  # the Python object that owns fd (closed at the end)
+        self.check = check  # () -> None, or what is wrong
+        st = os.fstat(fd)
+        self.identity = (st.st_dev, st.st_ino)
+        self.spent = False
+
+    def violation(self):
+        try:
+            st = os.fstat(self.fd)
+        except OSError as exc:
+            return f"its descriptor was closed ({exc.strerror})"
+        if (st.st_dev, st.st_ino) != self.identity:
+            return "its descriptor was closed and reopened"
+        return self.check()
+
+
+class Canary:
+    """The canaries of one program. `order` is the kinds in the order they
+    fill gaps (a program draws it, so that every kind meets every kind of
+    closed object)."""
+
+    def __init__(self, order=KINDS, directory=None):
+        self.order = list(order) or list(KINDS)
+        self.next = 0
+        self.canaries = {}  # fd -> _Canary
+        # descriptors open before the program (a worker inherits none, a
+        # test process may have some of its parent's, high up): the gaps
+        # filled are those below the highest number opened since
+        self.baseline = open_fds()
+        self.high = 0
+        self.dir = directory or tempfile.gettempdir()
+        self.violations = []
+        self.files = 0
+
+    def _add(self, kind, fd, keep, check):
+        self.canaries[fd] = _Canary(kind, fd, keep, check)
+
+    def _new(self):
+        kind = self.order[self.next % len(self.order)]
+        self.next += 1
+        if kind == "file":
+            self._new_file()
+        elif kind == "pipe":
+            self._new_pipe()
+        else:
+            self._new_pair()
+
+    def _new_file(self):
+        self.files += 1
+        fd, path = tempfile.mkstemp(prefix="canary", dir=self.dir)
+        os.unlink(path)
+        os.write(fd, FILE_BYTES)
+        os.lseek(fd, 0, os.SEEK_SET)
+
+        def check():
+            pos = os.lseek(fd, 0, os.SEEK_CUR)
+            size = os.fstat(fd).st_size
+            if pos != 0:
+                return f"its position moved to {pos}"
+            if size != len(FILE_BYTES) or os.pread(fd, size, 0) != FILE_BYTES:
+                return f"its bytes changed (size {size})"
+            return None
+
+        self._add("file", fd, fd, check)
+
+    def _new_pipe(self):
+        r, w = os.pipe()
+        os.write(w, BAIT)
+
+        def check():
+            n = _queued(r)
+            return None if n == len(BAIT) else f"its pipe holds {n} bytes, not {len(BAIT)}"
+
+        self._add("pipe", r, r, check)
+        self._add("pipe", w, w, check)
+
+    def _new_pair(self):
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        a.send(BAIT)
+        b.send(BAIT)
+        for mine in (a, b):
+
+            def check(mine=mine):
+                n = _queued(mine.fileno())
+                if n != len(BAIT):
+                    return f"its socket holds {n} bytes, not {len(BAIT)}"
+                got = mine.recv(64, socket.MSG_PEEK)
+                return None if got == BAIT else f"its socket holds {got[:16]!r}"
+
+            self._add("stream", mine.fileno(), mine, check)
+
+    def fill(self):
+        """Opens canaries until no number below the highest one seen is
+        free. A number that a new canary does not take is reserved: a
+        thread is inside open() with it (a FIFO's open blocks until a
+        writer comes; the kernel allocates the number first). It is left
+        alone. Cheap when nothing was freed (one open and one close: called
+        after every loop iteration)."""
+        lowest = lowest_free()
+        if lowest >= FIRST and lowest > self.high:
+            self.high = lowest - 1  # no gap: all up to it is open
+            return
+        fds = open_fds()
+        self.high = max(self.high, max(fds - self.baseline, default=0))
+        reserved = set()
+        while True:
+            free = [n for n in range(FIRST, self.high + 1) if n not in fds and n not in reserved]
+            if not free:
+                self.high = max(self.high, lowest_free() - 1)
+                return
+            self._new()
+            fds = open_fds()
+            if free[0] not in fds:
+                reserved.add(free[0])
+            # a pair's second end may land above
+            self.high = max(self.high, max(fds - self.baseline, default=0))
+
+    def check(self):
+        """The violations found since the last check, each once:
+        [[kind, what], ...]."""
+        found = []
+        for c in self.canaries.values():
+            if c.spent:
+                continue
+            try:
+                what = c.violation()
+            except OSError as exc:
+                what = f"checking it failed: {exc}"
+            if what:
+                c.spent = True
+                found.append([c.kind, what])
+        return found
+
+    def close(self):
+        """Closes the canaries that are still what they were (one whose
+        number was closed under it may be another object's now)."""
+        for c in self.canaries.values():
+            try:
+                what = c.violation()
+            except OSError:
+                what = "its descriptor cannot be checked"
+            intact = what is None or not what.startswith("its descriptor")
+            with contextlib.suppress(OSError):
+                if isinstance(c.keep, int):
+                    if intact:
+                        os.close(c.keep)
+                elif intact:
+                    c.keep.close()
+                else:
+                    c.keep.detach()
+        self.canaries = {}

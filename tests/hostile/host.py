@@ -1,0 +1,348 @@
+"""What every hostile machine's runner shares, in a worker process: the
+record of observations (also written, line by line, to the worker's
+journal, so that what happened before a crash is compared too), the loop
+and its exception handler probe (`handler`), the asyncio logger's and
+unraisable exceptions' records, the handles the program knows by index
+(what traps' "self", "last" and index refs name), scheduling the
+callbacks that actions make, the canary (`canary`), and settling the
+loop one iteration at a time.
+
+A machine subclasses Host, implements `run_op(op)` (its ops, which traps'
+["op", ...] actions run too) and drives the program; see handles.py.
+
+It knows nothing of any machine's objects.
+"""
+
+import gc
+import json
+import os
+import sys
+import traceback
+
+from . import canary as canaries
+from . import handler as handlers
+from . import vocab
+
+QUIET = 3  # iterations in a row with nothing recorded: settled
+ENDING_KEPT = ("canary", "loop closed", "closed", "harness error")
+MAX_ITERATIONS = 300
+
+
+def factory_for(name):
+    """The loop factory the dual-run tests call `name` (tests/helpers.py)."""
+    import importlib
+
+    from helpers import SCRIPT_FACTORIES
+
+    module, _, attr = SCRIPT_FACTORIES[name].rpartition(".")
+    return getattr(importlib.import_module(module), attr)
+
+
+class Host:
+    """One program on one loop (see the module's docstring)."""
+
+    def __init__(self, program, loop_name, journal=None):
+        self.p = program
+        self.loop_name = loop_name
+        self.journal = journal
+        self.obs = []
+        self.notes = {}
+        self.handles = []
+        self.step = None  # the program step running (names what it makes)
+        self.made = 0
+        self.loop = None
+        self.canary = None
+        self.spare = None
+        self.budget = vocab.ACTION_BUDGET
+        self.finalizing = 0
+        self.finalized = []
+        self.lateness = 0
+        self.late = []
+        # After the program's end: what was made is torn down and the loop
+        # closed. Which objects a loop still holds then, and so which
+        # finalizers run before or after its close, differs for reasons
+        # that are not behaviour (asyncio's Python frames in reference
+        # cycles, the order a loop drops its queues in). From then on only
+        # crashes, canary violations and what a closed loop does are
+        # compared; the rest is kept in notes["ending"].
+        self.ending = False
+
+    # -- recording
+
+    def rec(self, entry):
+        if self.ending and entry[0] not in ENDING_KEPT:
+            self.notes.setdefault("ending", []).append(entry)
+        elif self.lateness:
+            self.late.append(entry)
+        elif self.finalizing:
+            self.finalized.append(entry)
+        else:
+            self.obs.append(entry)
+        if self.journal is not None:
+            os.write(self.journal, (json.dumps(entry, default=repr) + "\n").encode())
+
+    def mask(self, text):
+        """An exception's or a log's text without what differs between
+        loops for reasons that are not behaviour (handler.mask)."""
+        return handlers.mask(text)
+
+    def flush_finalized(self):
+        """What finalizers recorded since the last flush, as one entry, in
+        a fixed order. When CPython frees an object is the moment its last
+        reference goes, and a native loop may drop a callback before or
+        after its arguments, or at the end of the callback where asyncio
+        drops it at cancel(): the order of finalizers within a step is not
+        compared, what they did is."""
+        if self.finalized:
+            entries = sorted(json.dumps(e, default=repr) for e in self.finalized)
+            self.finalized = []
+            self.rec(["finalized", [json.loads(e) for e in entries]])
+
+    def flush_late(self):
+        """What traps whose calls may come at any time (in another thread)
+        recorded over the whole program, in a fixed order."""
+        if self.late:
+            entries = sorted(json.dumps(e, default=repr) for e in self.late)
+            self.late = []
+            self.rec(["late", [json.loads(e) for e in entries]])
+
+    def unraisable(self, u):
+        entry = ["unraisable", type(u.exc_value).__name__, self.mask(u.exc_value)]
+        if getattr(u.object, "__name__", None) == "__del__":
+            self.finalized.append(entry)  # a finalizer's exception, at its moment
+        else:
+            self.rec(entry)
+
+    def check_canary(self):
+        self.flush_finalized()
+        for kind, what in self.canary.check():
+            self.rec(["canary", kind, what])
+
+    def fill_canary(self):
+        self.canary.fill()
+
+    # -- what actions ask of the host
+
+    def handle_ref(self, ref, trap):
+        """The handle a trap's ref names, or None."""
+        if ref == "self":
+            owner = getattr(trap, "owner", None)
+            return None if owner is None else self.handles[owner]  # None: dropped
+        if not self.handles:
+            return None
+        if ref == "last":
+            return self.handles[-1]
+        return self.handles[ref % len(self.handles)]
+
+    def add_handle(self, handle, *owners):
+        """Remembers handle (by the next index) and tells its traps."""
+        self.handles.append(handle)
+        for obj in owners:
+            if isinstance(obj, vocab._TrapBase):
+                obj.owner = len(self.handles) - 1
+        return handle
+
+    def where(self):
+        """A name for what the program makes outside any trap."""
+        self.made += 1
+        return f"step{self.step}.{self.made}"
+
+    def anon_trap(self, actions, name=None):
+        return vocab.Trap(self, ["trap", name or self.where(), {"__call__": actions}, {}])
+
+    def schedule_actions(self, kind, actions, name):
+        cb = self.anon_trap(actions, name)
+        h = self.loop.call_soon(cb) if kind == "soon" else self.loop.call_later(0, cb)
+        self.add_handle(h, cb)
+
+    def schedule_callback(self, spec):
+        """loop.call_soon(a hostile callback, vocab) as a program step."""
+        cb, args = vocab.make_callback(self, spec)
+        self.add_handle(self.loop.call_soon(cb, *args), cb, *args)
+
+    def spare_fd(self):
+        """A descriptor a trap's fileno() returns: a pipe's read end that
+        nothing writes to."""
+        if self.spare is None:
+            self.spare = os.pipe()
+        return self.spare[0]
+
+    def run_op(self, op):
+        raise NotImplementedError
+
+    # -- running
+
+    def run_once(self):
+        """One loop iteration; an exception that escapes the loop
+        (KeyboardInterrupt out of a callback) is recorded."""
+        self.loop.stop()
+        try:
+            self.loop.run_forever()
+        except BaseException as exc:  # noqa: BLE001 - the exception is the outcome
+            self.rec(["escaped", type(exc).__name__, self.mask(exc)])
+
+    def run_until(self, awaitable):
+        """loop.run_until_complete(awaitable), gone on with when a trap's
+        stop() or KeyboardInterrupt ends it early (each recorded)."""
+        import asyncio
+
+        task = asyncio.ensure_future(awaitable, loop=self.loop)
+        while True:
+            try:
+                return self.loop.run_until_complete(task)
+            except RuntimeError as exc:
+                if task.done() or "stopped before Future completed" not in str(exc):
+                    raise
+                self.rec(["stopped early"])
+            except (KeyboardInterrupt, SystemExit) as exc:
+                if task.done():
+                    raise
+                self.rec(["escaped", type(exc).__name__, self.mask(exc)])
+
+    def end_step(self):
+        """After a step: settle, collect (asyncio's Python frames keep what
+        a callback's exception saw alive in reference cycles, a native
+        loop's C frames do not: what finalizers do is compared step by
+        step, whenever in the step they ran), settle again, and record
+        what finalizers did and what the canary saw."""
+        self.settle()
+        # the youngest generation: what the step made (the collector is off
+        # during a program, so nothing made since the last collection has
+        # moved on); a full collection costs more in a worker that
+        # imported a test module and pytest with it
+        gc.collect(0)
+        self.settle()
+        self.check_canary()
+
+    def settle(self, quiet=QUIET):
+        """Runs iterations until nothing was recorded for `quiet` in a row,
+        filling the canary after each (a close the loop made may have
+        freed a number)."""
+        still = 0
+        for _ in range(MAX_ITERATIONS):
+            seen = len(self.obs)
+            self.run_once()
+            self.fill_canary()
+            still = still + 1 if len(self.obs) == seen else 0
+            if still >= quiet:
+                return
+        self.rec(["unsettled"])
+
+    def make_loop(self):
+        return factory_for(self.loop_name)()
+
+    def start(self):
+        self.loop = self.make_loop()
+        self.loop.set_debug(bool(self.p.get("debug")))
+        self.loop.slow_callback_duration = 1e9
+        mode = self.p.get("handler", "custom")
+        self.probe = handlers.HandlerProbe(
+            self.loop, self.rec, mode, message=self.mask, skip=self.skip_log
+        )
+        self.canary = canaries.Canary(self.p.get("canary", canaries.KINDS))
+        self.fill_canary()
+
+    def finish(self):
+        """Closes the loop, then fills the canary over what it freed."""
+        if not self.loop.is_closed():
+            self.loop.close()
+        self.step = "closed"
+        self.rec(["loop closed"])
+        self.fill_canary()
+        self.after_close()
+        gc.collect()
+        self.check_canary()
+
+    def after_close(self):
+        """What a program may still do with a closed loop: each must raise
+        asyncio's RuntimeError and reach no descriptor."""
+        for name in ("call_soon", "call_soon_threadsafe"):
+            try:
+                getattr(self.loop, name)(self.anon_trap([]))
+                self.rec(["closed", name, "returned"])
+            except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt from a nested run too
+                self.rec(["closed", name, type(exc).__name__, self.mask(exc)])
+
+    def execute(self):
+        """Runs the program (the machine's `program()`), with the records
+        and hooks of every machine around it; returns (obs, notes)."""
+        saved_hook = sys.unraisablehook
+        sys.unraisablehook = self.unraisable
+        gc.disable()
+        try:
+            with handlers.LogProbe(self.rec, self.skip_log, self.mask):
+                self.start()
+                try:
+                    self.program()
+                    self.step = "end"
+                    self.rec(["end"])
+                    self.final()
+                    self.ending = True
+                    self.teardown()
+                    self.end_step()
+                finally:
+                    self.ending = True
+                    self.finish()
+        except BaseException:  # noqa: BLE001 - the harness's own failure is an observation
+            self.rec(["harness error", traceback.format_exc(limit=6).splitlines()[-1]])
+            self.notes["traceback"] = traceback.format_exc()
+        finally:
+            sys.unraisablehook = saved_hook
+            if self.canary is not None:
+                self.canary.close()
+            if self.spare is not None:
+                for fd in self.spare:
+                    os.close(fd)
+            self.close_resources()
+            gc.enable()
+            gc.collect()
+        return self.obs, self.notes
+
+    @staticmethod
+    def skip_log(text):
+        """asyncio's records that are timing, not behaviour."""
+        return any(s in text for s in ("took", "Using selector", "Executing", "poll", "Close <"))
+
+    def program(self):
+        raise NotImplementedError
+
+    def final(self):
+        """The machine's last compared observations (files: every task's
+        outcome and every file's bytes)."""
+
+    def teardown(self):
+        """Cancels every handle the program knows (in debug mode cancel()
+        takes the handle's repr, which a trap may make raise)."""
+        for h in self.handles:
+            if h is not None:
+                try:
+                    h.cancel()
+                except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt from a nested run too
+                    self.rec(["teardown cancel", type(exc).__name__, self.mask(exc)])
+
+    def close_resources(self):
+        """The machine's objects left open (after the loop closed)."""
+
+
+def worker_main(loop_name):
+    """Reads one program per line on stdin, answers one JSON line each (on
+    the descriptor stdout had: stray prints go to stderr); observations
+    are journaled to $ZL_HOSTILE_JOURNAL as they are made."""
+    import faulthandler
+    import time
+
+    from . import machines
+
+    faulthandler.enable()
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    path = os.environ.get("ZL_HOSTILE_JOURNAL")
+    journal = os.open(path, os.O_WRONLY | os.O_APPEND) if path else None
+    for line in sys.stdin:
+        program = json.loads(line)
+        if journal is not None:
+            os.ftruncate(journal, 0)
+        start = time.perf_counter()
+        obs, notes = machines.run(program, loop_name, journal)
+        notes["seconds"] = time.perf_counter() - start
+        out.write(json.dumps({"obs": obs, "notes": notes}, default=repr) + "\n")
