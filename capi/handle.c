@@ -204,6 +204,8 @@ PyObject *zl_run_call(zl_loop *L, PyObject *callback, PyObject *const *args, Py_
 
 int zl_report_callback_exception(zl_loop *L, PyObject *handle)
 {
+    /* the frame asyncio's traceback has on top: Handle._run's */
+    zl_traceback_add("<zloopgo capi/handle.c>", "_run", __LINE__);
     if (PyErr_ExceptionMatches(PyExc_SystemExit) || PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
         return -1;
     PyObject *exc = zl_fetch_exception();

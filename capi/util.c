@@ -8,6 +8,7 @@
  * Layer 1 (capi/zl.h): it calls nothing of the adapter and knows no
  * loop, handle or transport. */
 #include "zl.h"
+#include <frameobject.h>
 #include <structmember.h>
 
 PyObject *zl_fetch_exception(void)
@@ -33,6 +34,26 @@ void zl_restore_exception(PyObject *exc)
 #else
     PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(exc)), exc, PyException_GetTraceback(exc));
 #endif
+}
+
+void zl_traceback_add(const char *file, const char *func, int line)
+{
+    PyObject *exc = zl_fetch_exception();
+    if (exc == NULL)
+        return;
+    PyObject *globals = PyDict_New();
+    PyCodeObject *code = PyCode_NewEmpty(file, func, line);
+    PyFrameObject *frame =
+        globals != NULL && code != NULL ? PyFrame_New(PyThreadState_Get(), code, globals, NULL) : NULL;
+    Py_XDECREF(code);
+    Py_XDECREF(globals);
+    if (frame == NULL)
+        PyErr_Clear(); /* the exception keeps the traceback it has */
+    zl_restore_exception(exc);
+    if (frame != NULL) {
+        PyTraceBack_Here(frame);
+        Py_DECREF(frame);
+    }
 }
 
 PyObject *zl_call_handling(PyObject *obj, PyObject *name, PyObject *exc, PyObject *arg)

@@ -351,6 +351,11 @@ extern PyTypeObject zl_DatagramStateType;
 PyObject *zl_fetch_exception(void);
 /* Sets exc (stolen) as the pending exception again. */
 void zl_restore_exception(PyObject *exc);
+/* Adds a frame (func in file at line) to the pending exception's
+ * traceback, as passing through a Python frame does: asyncio's
+ * Handle._run is one, so that an exception a C callable raises there
+ * still prints "Traceback (most recent call last):" in a log. */
+void zl_traceback_add(const char *file, const char *func, int line);
 /* obj.name(exc) (obj.name(exc, arg) unless arg is NULL) as an `except ...
  * as exc:` clause calls it: exc is the exception being handled meanwhile,
  * so a log with exc_info=True carries it and an exception raised gets it

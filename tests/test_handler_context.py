@@ -221,3 +221,29 @@ def test_the_logged_report_is_asyncios(source, raising_handler):
     # callback's, and logs what it logs
     assert want[2] is raising_handler, want
     assert want[0], want
+
+
+@pytest.mark.parametrize("source", [s for s in SOURCES if s != "add_reader"])
+def test_an_exception_raised_in_c_code_has_a_traceback(loop_factory, source):
+    # The callback is a C function that raises before any Python frame
+    # runs. asyncio's Handle._run is a Python frame, so the exception
+    # still has a traceback and a log of it starts with "Traceback (most
+    # recent call last):"; zloopgo's had none (tests/hostile found it).
+    loop = _loop(loop_factory, False)
+    seen = []
+
+    def handler(_loop, context):
+        exc = context["exception"]
+        log = io.StringIO()
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=log)
+        seen.append((type(exc).__name__, exc.__traceback__ is not None, log.getvalue()))
+
+    loop.set_exception_handler(handler)
+    try:
+        SOURCES[source](loop, len)  # len() with no argument: TypeError
+        for _ in range(3):
+            loop.run_until_complete(asyncio.sleep(0))
+    finally:
+        loop.close()
+    assert [(name, has_tb) for name, has_tb, _ in seen] == [("TypeError", True)]
+    assert seen[0][2].startswith("Traceback (most recent call last):"), seen[0][2]
