@@ -184,8 +184,14 @@ static PyObject *add_watch(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, 
     if (which && previous == NULL)
         L->fds.writers++;
     if (previous != NULL) {
-        zl_handle_cancel(previous);
+        /* asyncio's add_reader raises what the old handle's cancel raised,
+         * the new one watching */
+        int r = zl_handle_cancel(previous);
         Py_DECREF(previous);
+        if (r < 0) {
+            Py_DECREF(h);
+            return NULL;
+        }
     }
     return (PyObject *)h;
 }
@@ -219,8 +225,10 @@ static PyObject *remove_watch(zl_loop *L, PyObject *arg, int which)
         L->fds.writers--;
     if (w->reader == NULL && w->writer == NULL)
         Py_CLEAR(w->fileobj);
-    zl_handle_cancel(h);
+    int r = zl_handle_cancel(h);
     Py_DECREF(h);
+    if (r < 0)
+        return NULL;
     Py_RETURN_TRUE;
 }
 

@@ -294,26 +294,29 @@ void zl_handle_give_call(zl_handle *h, zl_entry *e)
     h->context_snapshot = 0;
 }
 
-void zl_handle_cancel(zl_handle *h)
+int zl_handle_cancel(zl_handle *h)
 {
     if (h->cancelled)
-        return;
+        return 0;
     Py_INCREF(h); /* cancelling may drop the last reference another owner held */
     h->cancelled = 1;
     /* asyncio keeps the repr of a cancelled handle in debug mode, so that
-     * logs still name the callback once it is released */
+     * logs still name the callback once it is released. A repr that
+     * raises makes cancel() raise there, the handle marked cancelled and
+     * its callback and arguments still held. */
     if (h->loop->debug && (h->debug == NULL || h->debug->cancel_repr == NULL)) {
         PyObject *r = PyObject_Repr((PyObject *)h);
         zl_handle_debug *dbg = r ? zl_handle_debug_info(h) : NULL;
-        if (dbg != NULL)
-            dbg->cancel_repr = r;
-        else {
+        if (dbg == NULL) {
             Py_XDECREF(r);
-            PyErr_Clear();
+            Py_DECREF(h);
+            return -1;
         }
+        dbg->cancel_repr = r;
     }
     clear_call(h); /* a run in progress holds what it passes (zl_handle_run) */
     Py_DECREF(h);
+    return 0;
 }
 
 zl_handle_debug *zl_handle_debug_info(zl_handle *h)
@@ -407,8 +410,7 @@ void zl_handle_dealloc(zl_handle *h)
 
 static PyObject *handle_cancel_method(zl_handle *h, PyObject *unused)
 {
-    zl_handle_cancel(h);
-    if (PyErr_Occurred())
+    if (zl_handle_cancel(h) < 0)
         return NULL;
     Py_RETURN_NONE;
 }

@@ -26,20 +26,22 @@ static PyObject *timer_when(zl_timer *h, PyObject *unused) { return timer_when_o
 static PyObject *get_when(zl_timer *h, void *c) { return timer_when_obj(h); }
 static PyObject *get_scheduled(zl_timer *h, void *c) { return PyBool_FromLong(h->scheduled); }
 
-void zl_timer_cancel(zl_timer *h)
+int zl_timer_cancel(zl_timer *h)
 {
     if (h->base.cancelled)
-        return;
+        return 0;
     Py_INCREF(h); /* cancelling may drop the last reference another owner held */
-    zl_handle_cancel(&h->base);
+    /* asyncio's order: the loop forgets the timer, then Handle.cancel
+     * (whose repr, in debug mode, may raise) */
     zl_timer_cancelled(h->base.loop, h);
+    int r = zl_handle_cancel(&h->base);
     Py_DECREF(h);
+    return r;
 }
 
 static PyObject *timer_cancel_method(zl_timer *h, PyObject *unused)
 {
-    zl_timer_cancel(h);
-    if (PyErr_Occurred())
+    if (zl_timer_cancel(h) < 0)
         return NULL;
     Py_RETURN_NONE;
 }

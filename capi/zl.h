@@ -577,7 +577,9 @@ int zl_handle_report_exception(zl_handle *h);
 /* Moves h's callback, argument and context into e (h has at most one
  * argument and keeps none of them). */
 void zl_handle_give_call(zl_handle *h, zl_entry *e);
-void zl_handle_cancel(zl_handle *h);
+/* Handle.cancel(): -1 with the exception set when the repr asyncio takes
+ * in debug mode raises (the handle is cancelled, its callback kept). */
+int zl_handle_cancel(zl_handle *h);
 int zl_handle_types_init(void);
 /* The type of spec as a subclass of asyncio.events.<name> (Handle or
  * TimerHandle), named <name>; NULL with ImportError set if asyncio's class
@@ -711,7 +713,7 @@ void zl_timers_free(zl_loop *L);
 /* capi/timer_handle.c */
 int zl_timer_handle_type_init(void);
 /* TimerHandle.cancel(): the handle's cancel, and its slot marked. */
-void zl_timer_cancel(zl_timer *h);
+int zl_timer_cancel(zl_timer *h);
 
 /* capi/schedule.c: call_soon, call_soon_threadsafe, call_later, call_at */
 int zl_schedule_init(void);
