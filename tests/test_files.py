@@ -683,3 +683,49 @@ def test_a_collected_file_keeps_its_number_while_a_cancelled_write_waits(
     assert loop.run_until_complete(main()) == (0, b"B" * 100)
     assert other.read_bytes() == b"B" * 100
     assert mine.read_bytes() == b"X" * 10 + b"A" * 90
+
+
+@pytest.mark.parametrize(
+    ("mode", "method", "size"),
+    [
+        ("rb", "read", 7),
+        ("rb", "read1", 7),
+        ("rb", "peek", 7),
+        ("rb", "readline", 7),
+        ("r", "read", 7),
+        ("r", "readline", 7),
+        ("ab", "read", 7),
+    ],
+)
+def test_a_size_is_converted_once(loop, tmp_path, mode, method, size):
+    # open()'s object calls a size's __index__ once (or, a BufferedWriter's
+    # read, never); zloopgo's runs the io call again after each fetch of
+    # bytes it did not have yet, and converted the size each time
+    # (tests/hostile/found/read-size-index-called-twice).
+    p = tmp_path / "f"
+    p.write_bytes(b"line one\nline two\n" * 20)
+    calls = []
+
+    class Size:
+        def __index__(self):
+            calls.append(1)
+            return size
+
+    def blocking():
+        with open(p, mode, buffering=64 if "b" in mode else -1) as f:
+            try:
+                return getattr(f, method)(Size())
+            except Exception as exc:  # noqa: BLE001 - the outcome compared
+                return type(exc).__name__
+
+    async def native():
+        async with zloopgo.open(p, mode, buffering=64 if "b" in mode else -1) as f:
+            try:
+                return await getattr(f, method)(Size())
+            except Exception as exc:  # noqa: BLE001 - the outcome compared
+                return type(exc).__name__
+
+    want = blocking()
+    want_calls, calls[:] = len(calls), []
+    got = loop.run_until_complete(native())
+    assert (got, len(calls)) == (want, want_calls)

@@ -38,6 +38,7 @@ import collections
 import contextlib
 import errno
 import io
+import operator
 import os
 import stat as stat_module
 import sys
@@ -726,6 +727,10 @@ class NativeFile(_Base):
         """open()'s read(size). Cancelled: nothing was consumed (the
         position is where it was), except on a stream that cannot seek,
         where bytes already taken are dropped."""
+        if size.__class__ is not int and self._buffered.__class__ is not io.BufferedWriter:
+            # converted once, as open()'s object does (a fetch re-runs the io
+            # call); a BufferedWriter's read raises without converting
+            size = _ssize(size)
         turns = self._turns
         if turns.busy:
             await turns.wait(self._loop)
@@ -856,6 +861,8 @@ class NativeFile(_Base):
         return self._buffered.tell() - sum(len(p) for p in parts)
 
     async def read1(self, size=-1):
+        if size.__class__ is not int and self._buffered.__class__ is not io.BufferedWriter:
+            size = operator.index(size)
         await self._begin()
         try:
             return await self._run(self._buffered.read1, size)
@@ -863,6 +870,8 @@ class NativeFile(_Base):
             self._done()
 
     async def peek(self, size=0):
+        if size.__class__ is not int and self._buffered.__class__ is not io.BufferedWriter:
+            size = operator.index(size)
         await self._begin()
         try:
             return await self._run(self._buffered.peek, size)
@@ -902,6 +911,9 @@ class NativeFile(_Base):
             self._done()
 
     async def readline(self, size=-1):
+        if size.__class__ is not int:
+            # the C TextIOWrapper's readline takes no None, BufferedReader's does
+            size = operator.index(size) if self._text is not None else _ssize(size)
         await self._begin()
         try:
             if self._text is not None:
