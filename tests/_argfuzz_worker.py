@@ -359,13 +359,13 @@ SLOTS = {
         lp.getaddrinfo("127.0.0.1", 80, family=v)
     ),
     "getaddrinfo(type=)": lambda lp, v: lp.run_until_complete(
-        lp.getaddrinfo("localhost", 80, type=v)
+        lp.getaddrinfo("127.1", 80, type=v)
     ),
     "getaddrinfo(proto=)": lambda lp, v: lp.run_until_complete(
-        lp.getaddrinfo("localhost", 80, proto=v)
+        lp.getaddrinfo("127.1", 80, proto=v)
     ),
     "getaddrinfo(flags=)": lambda lp, v: lp.run_until_complete(
-        lp.getaddrinfo("localhost", 80, flags=v)
+        lp.getaddrinfo("127.1", 80, flags=v)
     ),
     "getnameinfo(sockaddr)": lambda lp, v: lp.run_until_complete(lp.getnameinfo(v)),
     "getnameinfo(flags)": lambda lp, v: lp.run_until_complete(lp.getnameinfo(("127.0.0.1", 80), v)),

@@ -157,7 +157,7 @@ if pid == 0:
     errors = []
     coro = asyncio.sleep(0)
     # a name lookup would start or wake a resolver goroutine (issue 19, row 8)
-    lookups = [loop.getaddrinfo("localhost", 80), loop.getnameinfo(("127.0.0.1", 80))]
+    lookups = [loop.getaddrinfo("127.1", 80), loop.getnameinfo(("127.0.0.1", 80))]
     for action in (
         lambda: loop.run_until_complete(coro),
         lambda: loop.add_reader(w, print),

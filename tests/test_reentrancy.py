@@ -157,12 +157,12 @@ class MeddlingFuture(asyncio.Future):
     def set_result(self, result):
         if not again:
             Meddler()  # dropped at once: its finalizer meddles
-            again.append(asyncio.ensure_future(loop.getaddrinfo("localhost", 80)))
+            again.append(asyncio.ensure_future(loop.getaddrinfo("127.1", 80)))
         super().set_result(result)
 
 again = []
 loop.create_future = lambda: MeddlingFuture(loop=loop)
-first = loop.run_until_complete(loop.getaddrinfo("localhost", 80))
+first = loop.run_until_complete(loop.getaddrinfo("127.1", 80))
 second = loop.run_until_complete(again[0])
 print("lookups", first == second, len(first) > 0)
 settle()
