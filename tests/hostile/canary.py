@@ -212,19 +212,21 @@ class Canary:
         return found
 
     def close(self):
-        """Closes the canaries that are still what they were (one whose
-        number was closed under it may be another object's now)."""
+        """Closes the canaries whose number is still theirs (one closed
+        under it may be another object's now). Whether it is theirs is
+        the descriptor's identity alone: what a pipe's write end must hold
+        is checked through its read end, which this may close first."""
         for c in self.canaries.values():
             try:
-                what = c.violation()
+                st = os.fstat(c.fd)
+                ours = (st.st_dev, st.st_ino) == c.identity
             except OSError:
-                what = "its descriptor cannot be checked"
-            intact = what is None or not what.startswith("its descriptor")
+                ours = False
             with contextlib.suppress(OSError):
                 if isinstance(c.keep, int):
-                    if intact:
+                    if ours:
                         os.close(c.keep)
-                elif intact:
+                elif ours:
                     c.keep.close()
                 else:
                     c.keep.detach()
