@@ -520,6 +520,10 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
                             dot ? dot + 1 : name);
 #endif
     }
+    /* a subclass of bytes or bytearray may answer asyncio's `if not data`
+     * with its own __len__ or __bool__: asyncio's own write asks it */
+    if (!PyBytes_CheckExact(data) && !PyByteArray_CheckExact(data) && !PyMemoryView_Check(data))
+        return PyObject_CallMethodOneArg(self, s_write_python, data);
     int flag = field_true(self, F_EOF);
     if (flag != 0) {
         if (flag > 0)

@@ -369,3 +369,36 @@ def test_a_write_after_the_transport_closed_itself_reaches_no_other_socket(loop,
             "'NoneType' object has no attribute 'call_exception_handler'",
         )
     assert loop_errors == []
+
+
+class _LenAnswers(bytearray):
+    """A bytearray whose __len__ answers asyncio's `if not data`."""
+
+    def __init__(self, data, length):
+        super().__init__(data)
+        self.length = length
+        self.asked = 0
+
+    def __len__(self):
+        self.asked += 1
+        return self.length
+
+
+@pytest.mark.parametrize("length", [0, 1])
+def test_a_subclass_len_answers_whether_there_is_data(loop, length):
+    # asyncio's write returns at `if not data`, which a bytearray subclass
+    # answers with its own __len__: one that says 0 sends nothing, even
+    # with bytes in its buffer. zloopgo's native write read the buffer's
+    # size (tests/hostile/found/write-of-a-subclass-ignores-len).
+    ours, peer = socket.socketpair()
+    transport, _ = loop.run_until_complete(loop.connect_accepted_socket(asyncio.Protocol, ours))
+    data = _LenAnswers(b"abc", length)
+    transport.write(data)
+    transport.write(b"!")
+    loop.run_until_complete(asyncio.sleep(0.01))
+    transport.close()
+    loop.run_until_complete(asyncio.sleep(0))
+    got = _read_all(peer)
+    peer.close()
+    assert data.asked == 1
+    assert got == (b"abc!" if length else b"!")
