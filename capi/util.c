@@ -43,8 +43,9 @@ void zl_traceback_add(const char *file, const char *func, int line)
         return;
     PyObject *globals = PyDict_New();
     PyCodeObject *code = PyCode_NewEmpty(file, func, line);
-    PyFrameObject *frame =
-        globals != NULL && code != NULL ? PyFrame_New(PyThreadState_Get(), code, globals, NULL) : NULL;
+    PyFrameObject *frame = globals != NULL && code != NULL
+                               ? PyFrame_New(PyThreadState_Get(), code, globals, NULL)
+                               : NULL;
     Py_XDECREF(code);
     Py_XDECREF(globals);
     if (frame == NULL)
@@ -56,8 +57,25 @@ void zl_traceback_add(const char *file, const char *func, int line)
     }
 }
 
+/* An exception a native path raised in C (a recv_into() refusing the
+ * buffer get_buffer() gave) has no traceback; asyncio's passed through its
+ * Python frames, and a log of it shows them. It gets one frame. */
+static void give_traceback(PyObject *exc)
+{
+    PyObject *tb = PyException_GetTraceback(exc);
+    if (tb != NULL) {
+        Py_DECREF(tb);
+        return;
+    }
+    zl_restore_exception(Py_NewRef(exc));
+    zl_traceback_add("<zloopgo native path>", "<native>", 0);
+    Py_XDECREF(zl_fetch_exception()); /* exc itself, its traceback set */
+}
+
 PyObject *zl_call_handling(PyObject *obj, PyObject *name, PyObject *exc, PyObject *arg)
 {
+    if (PyExceptionInstance_Check(exc))
+        give_traceback(exc);
 #if PY_VERSION_HEX >= 0x030B0000
     /* 3.11+ keeps the exception being handled as one object */
     PyObject *was = PyErr_GetHandledException();

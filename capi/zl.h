@@ -359,7 +359,8 @@ void zl_traceback_add(const char *file, const char *func, int line);
 /* obj.name(exc) (obj.name(exc, arg) unless arg is NULL) as an `except ...
  * as exc:` clause calls it: exc is the exception being handled meanwhile,
  * so a log with exc_info=True carries it and an exception raised gets it
- * as its __context__. A new reference, or NULL with an exception set. */
+ * as its __context__; an exc without a traceback (raised in C) gets a
+ * frame. A new reference, or NULL with an exception set. */
 PyObject *zl_call_handling(PyObject *obj, PyObject *name, PyObject *exc, PyObject *arg);
 /* The offsets of a class's object slots (__slots__), recorded once
  * (zl_layout_record) so that reading one on an instance of that class is a

@@ -247,3 +247,39 @@ def test_an_exception_raised_in_c_code_has_a_traceback(loop_factory, source):
         loop.close()
     assert [(name, has_tb) for name, has_tb, _ in seen] == [("TypeError", True)]
     assert seen[0][2].startswith("Traceback (most recent call last):"), seen[0][2]
+
+
+class _UnfillableBuffer(asyncio.BufferedProtocol):
+    def get_buffer(self, sizehint):
+        return [0]  # recv_into() cannot fill a list
+
+    def buffer_updated(self, nbytes):
+        pass
+
+
+def test_an_exception_a_native_read_raises_has_a_traceback(loop_factory):
+    # recv_into() refusing the buffer raises in C on zloopgo's native read;
+    # asyncio's passes through _read_ready__get_buffer's frame, so the
+    # "Fatal read error" report's exception has a traceback there too.
+    loop = _loop(loop_factory, False)
+    seen = []
+    loop.set_exception_handler(
+        lambda _loop, context: seen.append(
+            (
+                context["message"],
+                type(context["exception"]).__name__,
+                context["exception"].__traceback__ is not None,
+            )
+        )
+    )
+    ours, peer = socket.socketpair()
+    try:
+        ours.setblocking(False)
+        loop.run_until_complete(loop.connect_accepted_socket(_UnfillableBuffer, ours))
+        peer.send(b"data")
+        for _ in range(5):
+            loop.run_until_complete(asyncio.sleep(0.001))
+    finally:
+        peer.close()
+        loop.close()
+    assert seen == [("Fatal read error on socket transport", "TypeError", True)]
