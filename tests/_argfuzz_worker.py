@@ -358,9 +358,7 @@ SLOTS = {
     "getaddrinfo(family=)": lambda lp, v: lp.run_until_complete(
         lp.getaddrinfo("127.0.0.1", 80, family=v)
     ),
-    "getaddrinfo(type=)": lambda lp, v: lp.run_until_complete(
-        lp.getaddrinfo("127.1", 80, type=v)
-    ),
+    "getaddrinfo(type=)": lambda lp, v: lp.run_until_complete(lp.getaddrinfo("127.1", 80, type=v)),
     "getaddrinfo(proto=)": lambda lp, v: lp.run_until_complete(
         lp.getaddrinfo("127.1", 80, proto=v)
     ),

@@ -61,7 +61,8 @@ def deterministic(cases, reference, within=None):
     if within is not None:
         first = answered_within([functools.partial(reference, case) for case in cases], within)
         answered = [(cases[i], answer) for i, answer in first.items()]
-        again = answered_within([functools.partial(reference, case) for case, _ in answered], within)
+        calls = [functools.partial(reference, case) for case, _ in answered]
+        again = answered_within(calls, within)
         return [
             (case, answer)
             for j, (case, answer) in enumerate(answered)
