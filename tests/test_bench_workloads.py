@@ -17,7 +17,9 @@ from benchmark import harness, workloads
 
 @pytest.mark.parametrize("size", [0, 1])
 @pytest.mark.parametrize("name", sorted(workloads.WORKLOADS))
-def test_every_workload_finishes_with_its_counter_at_the_smallest_sizes(name, size):
+def test_every_workload_finishes_with_its_counter_at_the_smallest_sizes(name, size, monkeypatch):
+    # the lookup workloads' name, answered without /etc/hosts or DNS
+    monkeypatch.setenv("ZL_BENCH_LOOKUP_HOST", "127.1")
     rec = harness.sample("zloopgo", workloads.WORKLOADS[name], size, timeout=60, gc_off=True)
     assert rec["status"] == "ok", rec
     assert rec["counter"] == workloads.WORKLOADS[name].expected(size)
