@@ -1,5 +1,6 @@
 // What zloopgo.build_info() reports: the Go toolchain, the reactor and the
 // processor (through cpuid), for bug reports and benchmark provenance.
+
 package main
 
 /*

@@ -6,6 +6,7 @@
 // iteration it calls C once (zl_dispatch, which may run the batches of
 // further iterations alone: core.Lookahead), plus once before a wait that
 // may block (zl_release; zl_dispatch takes the GIL back).
+
 package main
 
 /*

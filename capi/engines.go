@@ -9,6 +9,7 @@
 // This map is the Go half's only process-wide state: the ids C holds
 // must resolve from any thread, whichever loop they belong to. It knows
 // nothing of what the engines do.
+
 package main
 
 /*

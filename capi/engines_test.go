@@ -3,6 +3,7 @@
 // that its poster frees the result. Built with the extension's link flags
 // (CGO_LDFLAGS=-Wl,--unresolved-symbols=ignore-all, as setup.py links):
 // nothing here calls the C half, whose CPython symbols stay unresolved.
+
 package main
 
 import (

@@ -9,6 +9,7 @@
 // Each constant is (c - g) + (g - c) for a C and a Go size, offset or
 // alignment, all of type uintptr: 0 when they are equal, and the compile
 // error "constant ... overflows uintptr" when they differ.
+
 package main
 
 /*

@@ -9,6 +9,7 @@
 // same CPU; the loop thread then waits for the P back. A second P that
 // stays idle lets sysmon leave the loop's P alone for up to 10 ms. Measured
 // in docs/architecture.md ("One iteration, and who does what").
+
 package main
 
 import (

@@ -14,6 +14,7 @@
 // cycles, on top of the cgroup files the runtime opens when it starts).
 // Arming and stopping one timer at load makes the runtime open them now:
 // from the first loop on, the process's descriptors no longer change.
+
 package main
 
 import "time"

@@ -6,6 +6,7 @@
 //
 // It knows core's counters and runtime/metrics; nothing of Python or of
 // what C counts.
+
 package main
 
 /*

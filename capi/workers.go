@@ -8,6 +8,7 @@
 // of the pool's bounds, and live as long as the process. They never touch
 // a Python object: what a piece whose loop closed refers to is freed by a
 // loop thread (zl_workers_drain).
+
 package main
 
 /*

@@ -3,6 +3,7 @@
 // computes deadlines from loop.time(); both read CLOCK_MONOTONIC, except on
 // macOS, where both read mach_absolute_time() (capi/clock.c reads the same
 // clock as CLOCK_UPTIME_RAW).
+
 package core
 
 import (

@@ -4,6 +4,7 @@
 // time.monotonic() reads on Linux. Other systems' time.monotonic() reads
 // other clocks (mach_absolute_time, QueryPerformanceCounter); whether Now
 // matches them there is not checked yet.
+
 package core_test
 
 import (

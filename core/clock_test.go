@@ -1,4 +1,5 @@
 // Checks that Now reads the clock CPython's time.monotonic() reads.
+
 package core_test
 
 import (

@@ -1,6 +1,7 @@
 // The run-once engine: one iteration of the event loop, phase by phase, as
 // listed in doc.go. It owns the timer heap and the reactor; it knows
 // nothing of what a descriptor token, a timer slot or a request id means.
+
 package core
 
 import (

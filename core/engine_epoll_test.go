@@ -1,6 +1,7 @@
 //go:build linux
 
 // The engine over the Linux reactor, woken the way the C adapter wakes it.
+
 package core_test
 
 import (

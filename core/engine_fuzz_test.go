@@ -12,6 +12,7 @@
 //
 // Run briefly:    go test -run '^$' -fuzz FuzzEngineAgainstModel -fuzztime 10s ./core/
 // Run for longer: go test -run '^$' -fuzz FuzzEngineAgainstModel -fuzztime 30m ./core/
+
 package core_test
 
 import (

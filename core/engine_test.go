@@ -2,6 +2,7 @@
 // descriptors, no Python, no real waiting. Deadlines are small offsets from
 // Now(), so a test never depends on how fast the machine is beyond a few
 // hundred milliseconds of slack.
+
 package core_test
 
 import (

@@ -1,6 +1,7 @@
 // Tests of the room the engine's waits have for events: enough for every
 // event that can be ready at once, as asyncio's selectors ask for, so
 // that no ready descriptor's callback is put off to the next iteration.
+
 package core_test
 
 import (

@@ -1,4 +1,5 @@
 // Hooks that only the tests of package core see.
+
 package core
 
 import "time"

@@ -11,9 +11,10 @@
 // (medians of 5 runs), a post and its share of the takes cost 46 ns from
 // 2 goroutines and 117 ns from 16 with no allocation, against 392 and
 // 576 ns and two allocations per post with LSCQ; an iteration with nothing
-// posted costs 5-6 ns (one atomic load) with either. Its one user posts
-// at most a few thousand times a second (name lookups, from at most eight
-// workers). Without LSCQ core also builds for 32-bit targets.
+// posted costs 5-6 ns (one atomic load) with either. Its one user, the
+// adapter's worker pool, posts name lookups (from at most eight workers)
+// and file operations (from at most ZLOOPGO_FILE_WORKERS, 64 by default). Without LSCQ core also builds for 32-bit targets.
+
 package core
 
 import (

@@ -1,5 +1,6 @@
 // The inbox's wake-up accounting, which the public tests see only as
 // timing: one wake-up per batch of posts, none after close.
+
 package core
 
 import (

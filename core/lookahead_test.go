@@ -3,6 +3,7 @@
 // the earliest deadline it holds, the inbox word other goroutines set,
 // none while a trace runs, how to look at the reactor (Peek), and each
 // batch alone an iteration whose wait the host made or was skipped.
+
 package core_test
 
 import (

@@ -2,6 +2,7 @@
 // zero timeout and the host's lock kept while looks keep finding events,
 // backed off while they find nothing, never with nothing watched, and
 // never followed by a sleep once it may have drained a posted wake-up.
+
 package core_test
 
 import (

@@ -1,5 +1,6 @@
 // Guards the layering rule: the engine never imports cgo and never names a
 // CPython API, so it builds and tests without a C compiler or Python.
+
 package core_test
 
 import (

@@ -3,6 +3,7 @@
 // once, for the engine and every backend) under the engine's own names.
 // Which backend NewReactor opens is decided by the build constraint of one
 // reactor_*.go file; nothing here knows which one is in use.
+
 package core
 
 import "github.com/zloopgo/zloopgo/core/poll"

@@ -2,6 +2,7 @@
 
 // The cost of one non-blocking wait through the engine's reactor with a
 // few ready descriptors: the per-event part of RunOnce's hot path.
+
 package core_test
 
 import (

@@ -3,6 +3,7 @@
 // Picks the Linux reactor. Each system gets its backend from the one
 // reactor_*.go file whose build constraint matches; shared code never asks
 // which system it runs on.
+
 package core
 
 import "github.com/zloopgo/zloopgo/core/epoll"

@@ -2,6 +2,7 @@
 
 // Picks the Windows reactor: readiness over an I/O completion port (see
 // reactor_epoll.go).
+
 package core
 
 import "github.com/zloopgo/zloopgo/core/iocp"

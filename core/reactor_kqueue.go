@@ -1,6 +1,7 @@
 //go:build darwin || freebsd
 
 // Picks the kqueue reactor on macOS and FreeBSD (see reactor_epoll.go).
+
 package core
 
 import "github.com/zloopgo/zloopgo/core/kqueue"

@@ -2,6 +2,7 @@
 
 // Systems without a reactor backend: the engine still builds (its tests
 // use fake reactors), NewReactor says why it cannot open one.
+
 package core
 
 import (

@@ -4,6 +4,7 @@
 // the due timers), and the optional per-iteration trace a benchmark asks
 // for. It knows nothing of who reads the figures or how they cross to the
 // host, and nothing of callbacks: the host counts those.
+
 package core
 
 // Stats are an engine's running totals since it was made. Nothing resets

@@ -2,6 +2,7 @@
 // reactor of engine_test.go: each figure follows what the iterations did.
 // Durations are checked for their accounting (which sums hold), never for
 // how long anything took.
+
 package core_test
 
 import (

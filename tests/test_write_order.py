@@ -24,18 +24,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-COALESCE_MAX = 64 * 1024  # capi/transport.c
+HIGH_WATER_DEFAULT = 64 * 1024  # asyncio's default high-water mark
 
 
 class BytesSubclass(bytes):
-    """Not exact bytes: the native write exports its buffer, where it reads
-    exact bytes' storage directly (capi/transport.c, transport_write)."""
+    """Not exact bytes: the native write hands it to asyncio's own write,
+    where it reads exact bytes' storage directly (capi/transport.c,
+    transport_write)."""
 
 
 KINDS = [bytes, BytesSubclass, bytearray, memoryview]
-# Every limit the write path has, and one either side of it: the hold limit
-# (COALESCE_MAX, or the high-water mark when lower), asyncio's default
-# high-water mark (64 KiB), page and socket-buffer sizes, 1 MiB.
+# Every limit the write path has, and one either side of it: asyncio's
+# default high-water mark (64 KiB), page and socket-buffer sizes, 1 MiB.
 THRESHOLDS = sorted(
     {0, 1, 2, 100, 4095, 4096, 4097, 65535, 65536, 65537, 100_000, 200_000, 1 << 20}
 )
@@ -282,7 +282,7 @@ def test_random_writes_arrive_in_order(loop_factory, tls_contexts, over, program
         [1, 200_000, 3, 70_000],
         [56, 65536],
         [65536, 1],
-        [COALESCE_MAX - 1, 1, 1],
+        [HIGH_WATER_DEFAULT - 1, 1, 1],
     ],
 )
 @pytest.mark.parametrize("kind", KINDS)

@@ -4,6 +4,7 @@
 // backend's WakeHandle is checked from outside Go. Run here for epoll, for
 // iocp by cross-compiling this test for Windows (scripts/cross), and on
 // the macOS and Windows runners of the Tests workflow.
+
 package waker_test
 
 import (

@@ -1,6 +1,7 @@
 //go:build linux
 
 // The epoll backend against the reactor conformance suite.
+
 package epoll
 
 import (

@@ -1,6 +1,7 @@
 //go:build linux
 
 // Tests of the epoll backend against real pipes and eventfds.
+
 package epoll
 
 import (

@@ -3,6 +3,7 @@
 // The kqueue backend against the reactor conformance suite, and what only
 // kqueue has. Its WakeHandle, which C uses to wake it, is tested by
 // capi/waker's test against this backend.
+
 package kqueue
 
 import (

@@ -1,4 +1,5 @@
 // The contract's shared layout: the C adapter reads Events in place.
+
 package poll_test
 
 import (

@@ -2,6 +2,7 @@
 
 // The suite's Unix descriptors: pipes, and a socket whose connection is
 // still in progress (Go's net package only hands out finished ones).
+
 package polltest
 
 import (

@@ -3,6 +3,7 @@
 // The suite's Windows sockets: a socket whose connection is still in
 // progress (Go's net package only hands out finished ones). Windows has no
 // pollable pipes (AFD polls sockets only), so the pipe test is skipped.
+
 package polltest
 
 import (
