@@ -44,15 +44,28 @@ static PyObject *str_callback_error; /* "_zl_callback_error" */
 static PyObject *str_run;            /* "run" */
 static PyObject *str_run_debug;      /* "_zl_run_debug" */
 
+/* asyncio's cancel() does `self._callback = None`, then `self._args =
+ * None`: a finalizer the callback's release runs sees _args still there,
+ * and one the arguments' release runs sees both gone, the arguments
+ * dropped last first (a tuple's order). */
 static void clear_call(zl_handle *h)
 {
+    h->args_kept = 1;
     Py_CLEAR(h->callback);
-    for (Py_ssize_t i = 0; i < h->nargs; i++)
-        Py_CLEAR(h->args[i]);
-    if (h->args != h->inline_args)
-        PyMem_Free(h->args);
+    h->args_kept = 0;
+    Py_ssize_t n = h->nargs;
+    PyObject *inline_copy[ZL_INLINE_ARGS];
+    PyObject **args = h->args;
+    if (args == h->inline_args) {
+        memcpy(inline_copy, args, n * sizeof(PyObject *));
+        args = inline_copy;
+    }
     h->args = h->inline_args;
     h->nargs = 0;
+    for (Py_ssize_t i = n - 1; i >= 0; i--)
+        Py_XDECREF(args[i]);
+    if (args != inline_copy)
+        PyMem_Free(args);
 }
 
 zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
@@ -451,7 +464,7 @@ static PyObject *get_callback(zl_handle *h, void *c)
 
 PyObject *zl_handle_args(zl_handle *h) /* handle._args */
 {
-    if (h->callback == NULL)
+    if (h->callback == NULL && !h->args_kept)
         Py_RETURN_NONE;
     PyObject *t = PyTuple_New(h->nargs);
     if (t == NULL)

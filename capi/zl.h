@@ -120,6 +120,7 @@ struct zl_handle_s {
     uint16_t running;
     char cancelled;
     char context_snapshot; /* context is a shared snapshot (capi/context.c) */
+    char args_kept;        /* _args still reads as a tuple: the callback is going (clear_call) */
 };
 
 /* A TimerHandle: a handle with a deadline and a slot the engine holds. */

@@ -104,6 +104,35 @@ def test_remove_reader_raises_what_the_cancel_raises(loop):
 
 
 @pytest.mark.parametrize("method", SCHEDULERS)
+def test_a_finalizer_the_cancel_runs_sees_asyncios_state(loop, method):
+    # asyncio's cancel() sets _callback to None, then _args: the callback's
+    # finalizer, run by the first, still sees the arguments; an argument's,
+    # run by the second, sees neither (tests/hostile, on 3.14).
+    seen = []
+    handles = []
+
+    class Callback:
+        def __call__(self, *args):
+            pass
+
+        def __del__(self):
+            args = handles[0]._args
+            names = None if args is None else [type(a).__name__ for a in args]
+            seen.append(("callback's", handles[0]._callback, names))
+
+    class Arg:
+        def __del__(self):
+            seen.append(("argument's", handles[0]._callback, handles[0]._args))
+
+    handles.append(schedule(loop, method, Callback(), Arg()))
+    seen.append(("before", handles[0]._args[0].__class__.__name__))
+    handles[0].cancel()
+    assert seen[0] == ("before", "Arg")
+    assert seen[1:] == [("callback's", None, ["Arg"]), ("argument's", None, None)]
+    run_once(loop)
+
+
+@pytest.mark.parametrize("method", SCHEDULERS)
 def test_handle_not_cancelled_after_running(loop, method):
     out = []
     h = schedule(loop, method, out.append, 1)
