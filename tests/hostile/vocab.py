@@ -169,13 +169,21 @@ def gen_ref(rng):
 
 def gen_actions(rng, vocab, depth=0, max_actions=3, in_del=False):
     """A list of actions (none, sometimes: a method that only records).
-    in_del: a finalizer's; the callbacks it schedules do not raise (when a
-    finalizer runs is not compared, see host.Host.flush_finalized, and
-    the exception handler's call would come at that moment)."""
+    in_del: a finalizer's; it neither cancels nor runs a handle, and the
+    callbacks it schedules do not raise (when a finalizer runs is not
+    compared, see host.Host.flush_finalized, and the exception handler's
+    call would come at that moment)."""
     out = []
     for _ in range(rng.randint(0, max_actions)):
         kind = _weighted(rng, vocab.weights)
         if kind == "raise" and in_del and depth > 0:
+            kind = "exc_info"
+        if kind in ("cancel", "run") and in_del:
+            # When a finalizer runs differs (asyncio's frames keep a
+            # callback's exception, and what it references, until a
+            # collection; a native loop's C frames do not): a cancel or a
+            # run it makes, or schedules, lands at another point of the
+            # program's own cancels and runs (seen on 3.14).
             kind = "exc_info"
         if kind in ("cancel", "run"):
             out.append([kind, gen_ref(rng)])
