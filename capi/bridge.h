@@ -144,8 +144,9 @@ int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone,
 /* capi/workers.c, called by the pool's goroutines (capi/workers.go; no
  * GIL, no Python): wait for the next piece of work and perform it, filling
  * *out (its completion: value is the piece's address) and *engine (the
- * engine to post it to). */
-void zl_workers_next(zl_completion *out, uintptr_t *engine);
+ * engine to post it to). first: the worker's first call (else it comes
+ * back from posting the last completion). */
+void zl_workers_next(zl_completion *out, uintptr_t *engine, int first);
 /* Hands back a piece whose engine refused its completion (value: the
  * completion's), for a loop thread to free. */
 void zl_workers_orphan(uint64_t value);

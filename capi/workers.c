@@ -85,6 +85,10 @@ static int started;
  * deciding whether to wake or start another, so that slow-starting
  * workers do not make the threads outnumber the bounds. */
 static int starting, waking;
+/* Workers that performed a piece and are posting its completion: each
+ * comes back for more at once, so no thread is started for what it will
+ * take (an idle one is still woken for it meanwhile). */
+static int posting;
 static uint64_t submitted;
 static zl_work *orphans;
 static int orphan_count;
@@ -132,7 +136,8 @@ static int startable(void)
 static idle_worker *wake_or_spawn(int *spawn)
 {
     *spawn = 0;
-    if (startable() <= starting + waking)
+    int wanted = startable() - starting - waking;
+    if (wanted <= 0)
         return NULL;
     idle_worker *w = idle_top;
     if (w != NULL) {
@@ -141,7 +146,7 @@ static idle_worker *wake_or_spawn(int *spawn)
         waking++;
         return w;
     }
-    if (started < bounds_total()) {
+    if (wanted > posting && started < bounds_total()) {
         started++;
         starting++;
         *spawn = 1;
@@ -171,7 +176,7 @@ static void after_fork_in_child(void)
         classes[c].running = classes[c].queued = classes[c].held = 0;
     }
     idle_top = NULL;
-    started = starting = waking = 0;
+    started = starting = waking = posting = 0;
     orphans = NULL;
     orphan_count = 0;
     atomic_store(&have_orphans, 0);
@@ -291,17 +296,18 @@ void zl_workers_count(int cls, zl_workers_counts *out)
 
 /* ---- on a worker's thread: no GIL, no Python ---- */
 
-void zl_workers_next(zl_completion *out, uintptr_t *engine)
+void zl_workers_next(zl_completion *out, uintptr_t *engine, int first)
 {
-    /* Each worker thread's own place on the idle stack; threads live as
-     * long as the process. */
+    /* The calling thread's place on the idle stack (a goroutine may come
+     * back on another thread, but waits inside one call on one thread;
+     * threads live as long as the process). Whether the worker is new is
+     * the worker's to say, not the thread's. */
     static __thread idle_worker self = {.wake = PTHREAD_COND_INITIALIZER};
-    static __thread int arrived;
     pthread_mutex_lock(&lock);
-    if (!arrived) {
-        arrived = 1;
+    if (first)
         starting--;
-    }
+    else
+        posting--;
     int c;
     while ((c = runnable_class()) < 0) {
         self.woken = 0;
@@ -330,6 +336,7 @@ void zl_workers_next(zl_completion *out, uintptr_t *engine)
     pthread_mutex_lock(&lock);
     if (--k->running == 0 && k->held)
         pthread_cond_broadcast(&held_idle);
+    posting++;
     /* While this worker posts the completion, an idle one takes what
      * waits (work held back by the bound may go on now). */
     idle = NULL;

@@ -27,10 +27,10 @@ func zlgo_workers_spawn() {
 }
 
 func worker() {
-	for {
+	for first := C.int(1); ; first = 0 {
 		var out C.zl_completion
 		var engine C.uintptr_t
-		C.zl_workers_next(&out, &engine)
+		C.zl_workers_next(&out, &engine, first)
 		done := core.Completion{Request: core.RequestID(out.token), Value: uint64(out.value), Status: int64(out.status)}
 		if !postTo(engine, done) { // its loop has closed
 			C.zl_workers_orphan(out.value)

@@ -124,10 +124,10 @@ static int post(uintptr_t engine, zl_completion c)
 static void *worker(void *unused)
 {
     (void)unused;
-    for (;;) {
+    for (int first = 1;; first = 0) {
         zl_completion out;
         uintptr_t engine;
-        zl_workers_next(&out, &engine);
+        zl_workers_next(&out, &engine, first);
         if (!post(engine, out))
             zl_workers_orphan(out.value);
     }
