@@ -278,6 +278,23 @@ static PyObject *lock_acquire_restore(PyObject *obj, PyObject *args)
     zl_handle_lock *self = (zl_handle_lock *)obj;
     Py_ssize_t count;
     unsigned long long owner;
+#if PY_VERSION_HEX >= 0x030F0000
+    /* 3.15's RLock takes one argument (METH_O) and names no argument
+     * number for the state's shape */
+    if (PyTuple_GET_SIZE(args) != 1)
+        return PyErr_Format(PyExc_TypeError,
+                            "RLock._acquire_restore() takes exactly one argument (%zd given)",
+                            PyTuple_GET_SIZE(args));
+    PyObject *state = PyTuple_GET_ITEM(args, 0);
+    if (!PyTuple_Check(state))
+        return PyErr_Format(PyExc_TypeError,
+                            "_acquire_restore() argument must be 2-item tuple, not %.50s",
+                            state == Py_None ? "None" : Py_TYPE(state)->tp_name);
+    if (PyTuple_GET_SIZE(state) != 2)
+        return PyErr_Format(PyExc_TypeError,
+                            "_acquire_restore() argument must be tuple of length 2, not %zd",
+                            PyTuple_GET_SIZE(state));
+#endif
     /* RLock's format, for its messages */
     if (!PyArg_ParseTuple(args, "(nK):_acquire_restore", &count, &owner))
         return NULL;
