@@ -981,6 +981,14 @@ class Runner:
                 self.rec(["step", i])
                 self.run_step(step)
                 self.settle()
+                # asyncio's Python frames keep what a callback's exception
+                # saw alive in reference cycles, a native loop's C frames
+                # do not: collected each step (the youngest generation is
+                # all the step made, the collector being off), so that
+                # finalizers are compared step by step (hostile.host.Host
+                # .end_step does the same)
+                gc.collect(0)
+                self.settle()
                 self.report_streams()
                 self.flush_finalized()
                 self.snapshot()
