@@ -85,6 +85,22 @@ async def accepted_pair(loop):
     return transport, recorder.got, peer
 
 
+def read_until_eof(peer, timeout=5.0):
+    """Everything a blocking peer socket receives until EOF (or a reset, or
+    `timeout` seconds without data)."""
+    peer.settimeout(timeout)
+    chunks = []
+    while True:
+        try:
+            b = peer.recv(65536)
+        except (ConnectionResetError, TimeoutError):
+            break
+        if not b:
+            break
+        chunks.append(b)
+    return b"".join(chunks)
+
+
 def run_script(loop_name, body, timeout=60, env=None, args=()):
     """Run `body` in a fresh interpreter with `factory` making a loop of
     `loop_name`, with `env`'s variables added to this process's and

@@ -13,7 +13,7 @@ import socket
 import struct
 
 import pytest
-from helpers import SCRIPT_FACTORIES, accepted_pair, check, run_script
+from helpers import SCRIPT_FACTORIES, accepted_pair, check, read_until_eof, run_script
 
 
 def _reset(peer):
@@ -29,20 +29,6 @@ def _tcp_pair():
         peer, _ = server.accept()
     ours.setblocking(False)
     return ours, peer
-
-
-def _read_all(peer, timeout=5.0):
-    peer.settimeout(timeout)
-    chunks = []
-    while True:
-        try:
-            b = peer.recv(65536)
-        except (ConnectionResetError, TimeoutError):
-            break
-        if not b:
-            break
-        chunks.append(b)
-    return b"".join(chunks)
 
 
 class _WritesThenRaises(asyncio.Protocol):
@@ -103,7 +89,7 @@ def test_bytes_written_before_a_protocol_raises_reach_the_peer(loop, loop_errors
             peer.shutdown(socket.SHUT_WR)
         else:
             peer.send(b"GET / HTTP/1.1\r\n\r\n")
-        got = await loop.run_in_executor(None, _read_all, peer)
+        got = await loop.run_in_executor(None, read_until_eof, peer)
         transport.close()
         peer.close()
         return got
@@ -193,7 +179,7 @@ def test_float_write_buffer_limits_are_accepted_inside_a_callback(loop, high):
         loop.call_soon(write)
         limits = await done
         transport.close()
-        got = await loop.run_in_executor(None, _read_all, peer)
+        got = await loop.run_in_executor(None, read_until_eof, peer)
         peer.close()
         return limits, got
 
@@ -328,7 +314,7 @@ def test_a_write_after_the_transport_closed_itself_reaches_no_other_socket(loop,
         transport.write(b"a" * (1 << 20))
         assert transport.get_write_buffer_size() > 0
         transport.close()
-        got = await loop.run_in_executor(None, _read_all, peer)
+        got = await loop.run_in_executor(None, read_until_eof, peer)
         assert await lost is None
         # the next sockets take the lowest free descriptor numbers: one of
         # them gets the transport's old one
@@ -398,7 +384,7 @@ def test_a_subclass_len_answers_whether_there_is_data(loop, length):
     loop.run_until_complete(asyncio.sleep(0.01))
     transport.close()
     loop.run_until_complete(asyncio.sleep(0))
-    got = _read_all(peer)
+    got = read_until_eof(peer)
     peer.close()
     assert data.asked == 1
     assert got == (b"abc!" if length else b"!")

@@ -8,22 +8,7 @@ import asyncio
 import socket
 
 import pytest
-from helpers import accepted_pair
-
-
-def _read_all(peer):
-    """Everything the peer receives until EOF (or a reset, or 5 s)."""
-    peer.settimeout(5)
-    chunks = []
-    while True:
-        try:
-            b = peer.recv(65536)
-        except (ConnectionResetError, TimeoutError):
-            break
-        if not b:
-            break
-        chunks.append(b)
-    return b"".join(chunks)
+from helpers import accepted_pair, read_until_eof
 
 
 def test_writes_in_one_callback_arrive_in_order(loop):
@@ -35,7 +20,7 @@ def test_writes_in_one_callback_arrive_in_order(loop):
         transport.writelines([b"line-1,", b"line-2"])
         transport.write_eof()
         await asyncio.sleep(0)
-        data = await loop.run_in_executor(None, _read_all, peer)
+        data = await loop.run_in_executor(None, read_until_eof, peer)
         transport.close()
         peer.close()
         return data
@@ -56,7 +41,7 @@ def test_data_written_before_closing_reaches_the_peer(loop, finish):
         else:
             await asyncio.sleep(0)  # the callback returned: the data left
             transport.abort()
-        data = await loop.run_in_executor(None, _read_all, peer)
+        data = await loop.run_in_executor(None, read_until_eof, peer)
         transport.close()
         peer.close()
         await asyncio.sleep(0)
@@ -72,7 +57,7 @@ def test_mutating_a_bytearray_after_write_does_not_change_what_is_sent(loop):
         transport.write(buf)
         buf[:] = b"changed!"
         transport.write_eof()
-        data = await loop.run_in_executor(None, _read_all, peer)
+        data = await loop.run_in_executor(None, read_until_eof, peer)
         transport.close()
         peer.close()
         return data
@@ -91,7 +76,7 @@ def test_many_and_large_writes_in_one_callback(loop):
         for c in chunks:
             transport.write(c)
         transport.write_eof()
-        data = await loop.run_in_executor(None, _read_all, peer)
+        data = await loop.run_in_executor(None, read_until_eof, peer)
         transport.close()
         peer.close()
         return data
@@ -128,7 +113,7 @@ def test_order_kept_when_held_writes_only_partly_leave(loop):
         transport.write(second)
         transport.write(b"C" * 10)
         transport.write_eof()
-        data = await loop.run_in_executor(None, _read_all, peer)
+        data = await loop.run_in_executor(None, read_until_eof, peer)
         transport.close()
         peer.close()
         return data
@@ -147,7 +132,7 @@ def test_a_partly_sent_large_write_keeps_its_tail_in_place(loop, kind):
         transport.write(kind(payload))
         partly_buffered = transport.get_write_buffer_size() > 0
         transport.write_eof()
-        data = await loop.run_in_executor(None, _read_all, peer)
+        data = await loop.run_in_executor(None, read_until_eof, peer)
         transport.close()
         peer.close()
         return partly_buffered, data
