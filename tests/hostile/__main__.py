@@ -20,43 +20,17 @@ import time
 # import the harness as the tests and the workers do (tests/ on the path)
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from transport_diff import compare
+from transport_diff.replay import replay, save
 
 from hostile import bugs, machines, search
-
-
-def save(args, program, name):
-    os.makedirs(args.save, exist_ok=True)
-    path = os.path.join(args.save, name)
-    with open(path, "w") as f:
-        json.dump(program, f, indent=1)
-    return path
 
 
 def show_found(args, program, diff, notes, title):
     print(f"== {title}")
     print(json.dumps(program))
     print(diff.describe(notes))
-    path = save(args, program, f"{title.split()[0]}-{program['machine']}-seed{args.seed}.json")
+    path = save(args.save, program, f"{title.split()[0]}-{program['machine']}-seed{args.seed}.json")
     print(f"saved: {path}; replay: python -m tests.hostile --replay {path}")
-
-
-def replay(args, pair):
-    with open(args.replay) as f:
-        program = json.load(f)
-    ref, other = pair.run(program)
-    if args.show:
-        for name, answer in zip(pair.names, (ref, other), strict=True):
-            print(f"== {name} {answer['notes'].get('seconds')}")
-            for entry in answer["obs"]:
-                print("  " + json.dumps(entry))
-    diff = compare.first_difference(ref["obs"], other["obs"], pair.names)
-    if diff is None:
-        print("no difference")
-        return 0
-    print(diff.describe((ref["notes"], other["notes"])))
-    print("bugs of issue 39 it shows:", bugs.which(diff, program) or "none")
-    return 1
 
 
 def hunt(args, pair):
@@ -111,7 +85,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     with search.pair(args.python, malloc=not args.no_malloc, against=args.against) as pair:
         if args.replay:
-            return replay(args, pair)
+            return replay(pair, args.replay, args.show, bugs.which)
         if args.hunt:
             return hunt(args, pair)
         start = time.monotonic()
@@ -124,7 +98,7 @@ def main(argv=None):
                     hits.setdefault(bug, []).append(program)
                 sig = diff.signature
                 if sig not in tally:
-                    path = save(args, program, f"tally{len(tally)}-{args.machine}.json")
+                    path = save(args.save, program, f"tally{len(tally)}-{args.machine}.json")
                     print(f"new: {sig} ({path}; bugs {bugs.which(diff, program)})", flush=True)
                     tally[sig] = 0
                 tally[sig] += 1
@@ -135,7 +109,7 @@ def main(argv=None):
             for sig, count in sorted(tally.items(), key=lambda kv: -kv[1]):
                 print(f"  {count:5d}  {sig}")
             for bug, programs in sorted(hits.items()):
-                path = save(args, programs[0], f"bug{bug}-{args.machine}.json")
+                path = save(args.save, programs[0], f"bug{bug}-{args.machine}.json")
                 print(f"  bug {bug}: {len(programs)} programs (first: {path})")
             return 1 if tally else 0
         found = search.search(pair, args.machine, args.seed, args.examples)

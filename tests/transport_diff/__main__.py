@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from . import compare, search
 from .programs import MACHINES, NETS, programs
+from .replay import replay, save
 from .workers import Pair
 
 
@@ -36,38 +37,12 @@ def strategy(args):
     return programs(machine, net)
 
 
-def save(args, program, name):
-    os.makedirs(args.save, exist_ok=True)
-    path = os.path.join(args.save, name)
-    with open(path, "w") as f:
-        json.dump(program, f, indent=1)
-    return path
-
-
 def report(args, program, diff, notes, title):
     print(f"== {title}")
     print(json.dumps(program))
     print(diff.describe(notes))
-    path = save(args, program, f"{title.split()[0]}-seed{args.seed}.json")
+    path = save(args.save, program, f"{title.split()[0]}-seed{args.seed}.json")
     print(f"saved: {path}; replay: python -m tests.transport_diff --replay {path}")
-
-
-def replay(args, pair):
-    with open(args.replay) as f:
-        program = json.load(f)
-    ref, other = pair.run(program)
-    if args.show:
-        for name, answer in zip(pair.names, (ref, other), strict=True):
-            print(f"== {name} {answer['notes']}")
-            for entry in answer["obs"]:
-                print("  " + json.dumps(entry))
-    diff = compare.first_difference(ref["obs"], other["obs"], pair.names)
-    if diff is None:
-        print("no difference")
-        return 0
-    print(diff.describe((ref["notes"], other["notes"])))
-    print("known bugs of issue 19 it shows:", compare.known_bugs(diff) or "none")
-    return 1
 
 
 def hunt(args, pair):
@@ -121,7 +96,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     with Pair("asyncio", args.against, args.python) as pair:
         if args.replay:
-            return replay(args, pair)
+            return replay(pair, args.replay, args.show, lambda diff, _: compare.known_bugs(diff))
         if args.hunt:
             return hunt(args, pair)
         start = time.monotonic()
@@ -144,7 +119,7 @@ def main(argv=None):
             print("slowest:", json.dumps(result.slowest[1]))
         for i, (sig, count) in enumerate(sorted(result.signatures.items(), key=lambda kv: -kv[1])):
             program = result.samples[sig][0]
-            path = save(args, program, f"tally{i}-seed{args.seed}.json")
+            path = save(args.save, program, f"tally{i}-seed{args.seed}.json")
             diff = result.samples[sig][1]
             bugs = compare.known_bugs(diff) if diff else "-"
             print(f"  {count:5d}  {sig}  (first: {path}, bugs {bugs})")
