@@ -29,7 +29,7 @@ _t0 = 0.0
 
 def _perf_control(command):
     """Tells a `perf record --control fifo:CTL,ACK` watching this process
-    (ZL_BENCH_PERF_CTL=CTL,ACK, set by benchmark.timesplit) to enable or
+    (ZL_BENCH_PERF_CTL=CTL,ACK, set by probes.timesplit) to enable or
     disable its events, and waits for its ack: perf then samples only the
     measured part. Does nothing without the variable."""
     fifos = os.environ.get("ZL_BENCH_PERF_CTL")

@@ -80,12 +80,6 @@ def ready(port):
         return False
 
 
-def fetch_exit(port):
-    """GET /exit: the server ends its process (apps/instructions.py)."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/exit", timeout=60) as r:
-        r.read()
-
-
 def load(opts, server, port, row, rate, duration):
     """One appload run against the server: its result dict with status."""
     _, path, check = row

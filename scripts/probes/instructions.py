@@ -2,8 +2,8 @@
 that does not drift with the load of a shared machine, for changes that
 should cost nothing measurable in wall time.
 
-    python -m benchmark.instructions [--loops zloopgo,uvloop] [--ops call_soon,stream_rtt]
-    python -m benchmark.instructions --ops stream_rtt --functions 'RunOnce|send_now|zl_dispatch'
+    python -m probes.instructions [--loops zloopgo,uvloop] [--ops call_soon,stream_rtt]
+    python -m probes.instructions --ops stream_rtt --functions 'RunOnce|send_now|zl_dispatch'
 
 Each operation runs N and 2N times in a fresh interpreter under
 `valgrind --tool=callgrind` (PYTHONHASHSEED=0); the difference of the two
