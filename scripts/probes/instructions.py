@@ -28,13 +28,10 @@ import subprocess
 import sys
 import tempfile
 
-FACTORIES = {
-    "asyncio": "asyncio.SelectorEventLoop",
-    **{
-        name: f"__import__('{name}').new_event_loop"
-        for name in ("zloopgo", "uvloop", "rsloop", "zuvloop", "rloop", "zloop", "blazio")
-    },
-}
+from benchmark.worker import FACTORIES as MAKERS
+
+# the benchmark worker's contenders, as the expression that makes a loop
+FACTORIES = {name: f"__import__('{m}').{f}" for name, (m, f) in MAKERS.items()}
 
 # The HTTP ops' keep-alive client, on the same loop as the server on
 # `port`: n x GET /plaintext, each reply's head and 13-byte body read.
