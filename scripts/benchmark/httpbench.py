@@ -238,18 +238,6 @@ def report(opts, samples, absent, elapsed):
     return "\n".join(lines)
 
 
-def versions():
-    from importlib import metadata
-
-    out = {}
-    for d in ("uvicorn", "httptools", "aiohttp"):
-        try:
-            out[d] = metadata.version(d)
-        except metadata.PackageNotFoundError:
-            out[d] = None
-    return out
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=3)
@@ -263,7 +251,7 @@ def main(argv=None):
     p.add_argument("--out", default=os.path.join(ROOT, "bench-results"))
     opts = p.parse_args(argv)
     opts.contenders = [c for c in opts.contenders.split(",") if c in LOOPS]
-    opts.versions = versions()
+    opts.versions = runner.versions(("uvicorn", "httptools", "aiohttp"))
     opts.wrk = shutil.which("wrk")
     opts.skipped = ""
     if opts.wrk is None:

@@ -226,6 +226,19 @@ def write_report(out_dir, kind, tag, text, doc, stamp=None):
     return base
 
 
+def versions(names):
+    """{distribution: its installed version, or None}."""
+    from importlib import metadata
+
+    out = {}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
 def git(root, *args):
     """A git command's output in root, or "unknown"."""
     try:

@@ -31,6 +31,32 @@ SCRIPTS = os.path.dirname(HERE)
 ROOT = os.path.dirname(SCRIPTS)
 T0 = samples.T0
 
+# The parts after the harness, on the network section(s) only, in this
+# order: the command after the interpreter, what --quick adds, where it
+# runs, the label of its time. Each writes TAG-PART.md (its report here)
+# and PART-TAG-*.json (its samples, the section's files[PART]).
+NET_PARTS = {
+    "echo": (
+        [os.path.join(ROOT, "bench_uvloop", "run.py")],
+        ["--rounds", "1", "--warmup", "0", "--num", "2000", "--go-num", "2000", "--sizes", "1024"],
+        ROOT,
+        "echo",
+    ),
+    "http": (
+        ["-m", "benchmark.httpbench"],
+        ["--rounds", "1", "--warmup", "0", "--duration", "1"],
+        SCRIPTS,
+        "HTTP",
+    ),
+    "apps": (
+        ["-m", "benchmark.apps"],
+        ["--rounds", "1", "--duration", "0.3", "--latency-duration", "0.3"],
+        SCRIPTS,
+        "apps",
+    ),
+    "files": (["-m", "benchmark.filebench"], ["--quick"], SCRIPTS, "files"),
+}
+
 
 def log(msg):
     samples.log(f"# {msg}")
@@ -188,53 +214,17 @@ def main(argv):
             report += [text, ""]
             timing.append((f"harness, Python {version}", secs))
             sec["files"]["harness"] = latest(os.path.join(run_dir, f"bench-{tag}-*.json"))
-        if minor in nets and "echo" in parts:
-            cmd = [python, os.path.join(ROOT, "bench_uvloop", "run.py"), "--heading", "###"]
-            cmd += ["--tag", tag, "--out", run_dir]
-            if a.quick:
-                cmd += ["--rounds", "1", "--warmup", "0", "--num", "2000", "--go-num", "2000"]
-                cmd += ["--sizes", "1024"]
+        for part, (args, quick, cwd, label) in NET_PARTS.items():
+            if minor not in nets or part not in parts:
+                continue
+            cmd = [python, *args, "--heading", "###", "--tag", tag, "--out", run_dir]
+            cmd += quick if a.quick else []
             text, secs = run_part(
-                f"echo on {version}", cmd, env, ROOT, os.path.join(run_dir, f"{tag}-echo.md")
+                f"{part} on {version}", cmd, env, cwd, os.path.join(run_dir, f"{tag}-{part}.md")
             )
             report += [text, ""]
-            timing.append((f"echo, Python {version}", secs))
-            sec["files"]["echo"] = latest(os.path.join(run_dir, f"echo-{tag}-*.json"))
-        if minor in nets and "http" in parts:
-            cmd = [python, "-m", "benchmark.httpbench", "--heading", "###", "--tag", tag]
-            cmd += ["--out", run_dir]
-            if a.quick:
-                cmd += ["--rounds", "1", "--warmup", "0", "--duration", "1"]
-            text, secs = run_part(
-                f"http on {version}", cmd, env, SCRIPTS, os.path.join(run_dir, f"{tag}-http.md")
-            )
-            report += [text, ""]
-            timing.append((f"HTTP, Python {version}", secs))
-            sec["files"]["http"] = latest(os.path.join(run_dir, f"http-{tag}-*.json"))
-        if minor in nets and "apps" in parts:
-            cmd = [python, "-m", "benchmark.apps", "--heading", "###", "--tag", tag]
-            cmd += ["--out", run_dir]
-            if a.quick:
-                cmd += ["--rounds", "1", "--duration", "0.3", "--latency-duration", "0.3"]
-            text, secs = run_part(
-                f"apps on {version}", cmd, env, SCRIPTS, os.path.join(run_dir, f"{tag}-apps.md")
-            )
-            report += [text, ""]
-            timing.append((f"apps, Python {version}", secs))
-            sec["files"]["apps"] = latest(os.path.join(run_dir, f"apps-{tag}-*.json"))
-        if minor in nets and "files" in parts:
-            cmd = [python, "-m", "benchmark.filebench", "--heading", "###", "--tag", tag]
-            cmd += ["--out", run_dir] + (["--quick"] if a.quick else [])
-            text, secs = run_part(
-                f"files on {version}",
-                cmd,
-                env,
-                SCRIPTS,
-                os.path.join(run_dir, f"{tag}-filerows.md"),
-            )
-            report += [text, ""]
-            timing.append((f"files, Python {version}", secs))
-            sec["files"]["filebench"] = latest(os.path.join(run_dir, f"files-{tag}-*.json"))
+            timing.append((f"{label}, Python {version}", secs))
+            sec["files"][part] = latest(os.path.join(run_dir, f"{part}-{tag}-*.json"))
         sec["chart"] = None
         if minor in nets and sec["files"].get("harness"):
             try:
@@ -264,7 +254,7 @@ def main(argv):
                 "bars with min–max whiskers, every contender relative to zloopgo's median."
             )
             report.append("")
-        sec_path = os.path.join(run_dir, f"{tag}-files.json")
+        sec_path = os.path.join(run_dir, f"{tag}-section.json")  # the parts' JSON files
         with open(sec_path, "w") as f:
             json.dump(sec, f, indent=1)
 

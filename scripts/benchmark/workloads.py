@@ -29,7 +29,7 @@ _t0 = 0.0
 
 def _perf_control(command):
     """Tells a `perf record --control fifo:CTL,ACK` watching this process
-    (ZL_BENCH_PERF_CTL=CTL,ACK, set by benchmark.timesplit) to enable or
+    (ZL_BENCH_PERF_CTL=CTL,ACK, set by probes.timesplit) to enable or
     disable its events, and waits for its ack: perf then samples only the
     measured part. Does nothing without the variable."""
     fifos = os.environ.get("ZL_BENCH_PERF_CTL")
@@ -327,18 +327,7 @@ def stream_rtt(loop, n):
         server = await asyncio.start_server(handle, HOST, 0)
         reader, writer = await asyncio.open_connection(HOST, _port(server))
         _same_settings(writer.transport, seen)
-        msgs = _MSGS
-        good = 0
-        _start()
-        for i in range(n):
-            msg = msgs[i & 255]
-            writer.write(msg)
-            await writer.drain()
-            if await reader.readexactly(RTT_SIZE) == msg:
-                good += 1
-        dt = _stop()
-        writer.close()
-        await writer.wait_closed()
+        dt, good = await _stream_client(reader, writer, n)
         server.close()
         await server.wait_closed()
         return dt, good
@@ -615,20 +604,19 @@ def _bulk(loop, mib, tls=None):
     return dt, received, checks, extra
 
 
-def getaddrinfo_numeric(loop, n):
-    """n x await loop.getaddrinfo('127.0.0.1', 80, type=SOCK_STREAM), one
-    after another. Counter: calls completed. Check: the last result equals
+def _getaddrinfo_serial(loop, n, host, socktype):
+    """n x await loop.getaddrinfo(host, 80, type=socktype), one after
+    another. Counter: calls completed. Check: the last result equals
     socket.getaddrinfo's for the same arguments (compared once, untimed)."""
-    ref = socket.getaddrinfo(HOST, 80, type=socket.SOCK_STREAM)
+    ref = socket.getaddrinfo(host, 80, type=socktype)
 
     async def main():
         getaddrinfo = loop.getaddrinfo
-        stream = socket.SOCK_STREAM
         res = None
         done = 0
         _start()
         for _ in range(n):
-            res = await getaddrinfo(HOST, 80, type=stream)
+            res = await getaddrinfo(host, 80, type=socktype)
             done += 1
         return _stop(), done, res
 
@@ -636,6 +624,11 @@ def getaddrinfo_numeric(loop, n):
     # with none done there is no answer to compare
     same = n == 0 or res == ref
     return dt, done, {"same_as_socket_getaddrinfo": same}, {"result": repr(res)}
+
+
+def getaddrinfo_numeric(loop, n):
+    """n x await loop.getaddrinfo('127.0.0.1', 80, type=SOCK_STREAM)."""
+    return _getaddrinfo_serial(loop, n, HOST, socket.SOCK_STREAM)
 
 
 # ---- seed 000's table ----------------------------------------------------------
@@ -906,36 +899,15 @@ def tls_rtt(loop, n):
 LOOKUP_HOST = os.environ.get("ZL_BENCH_LOOKUP_HOST", "localhost")
 
 
-def _getaddrinfo_ref():
-    return socket.getaddrinfo(LOOKUP_HOST, 80)
-
-
 def getaddrinfo_localhost(loop, n):
-    """n x await loop.getaddrinfo('localhost', 80), one after another.
-    Counter: calls completed. Check: the last answer equals
-    socket.getaddrinfo('localhost', 80) (compared once, untimed)."""
-    ref = _getaddrinfo_ref()
-
-    async def main():
-        getaddrinfo = loop.getaddrinfo
-        res = None
-        done = 0
-        _start()
-        for _ in range(n):
-            res = await getaddrinfo(LOOKUP_HOST, 80)
-            done += 1
-        return _stop(), done, res
-
-    dt, done, res = loop.run_until_complete(main())
-    # with none done there is no answer to compare
-    same = n == 0 or res == ref
-    return dt, done, {"same_as_socket_getaddrinfo": same}, {"result": repr(res)}
+    """n x await loop.getaddrinfo('localhost', 80), one after another."""
+    return _getaddrinfo_serial(loop, n, LOOKUP_HOST, 0)
 
 
 def getaddrinfo_gather(loop, n):
     """n x loop.getaddrinfo('localhost', 80) at once, awaited with gather.
     Counter: answers equal to socket.getaddrinfo('localhost', 80)."""
-    ref = _getaddrinfo_ref()
+    ref = socket.getaddrinfo(LOOKUP_HOST, 80)
 
     async def main():
         getaddrinfo = loop.getaddrinfo

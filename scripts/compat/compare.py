@@ -12,7 +12,9 @@ confirm SUSPECTS RERUN_ASYNCIO RERUN_ZLOOPGO
     Reads the suspects' reruns (each loop once, only the suspects) and
     exits 1 if any still passes on asyncio and fails on zloopgo.
 
-Inputs are the JSON lines site/zl_outcomes.py writes, one per test phase.
+Inputs are pytest-reportlog's files (`--report-log=FILE`: a JSON line per
+report, flushed as it comes, so a run killed by its timeout leaves what it
+did; under pytest-xdist only the controller writes, with every worker's).
 """
 
 import argparse
@@ -28,13 +30,30 @@ RANK = {"failed": 2, "error": 1}
 
 
 def phase_outcome(line):
+    """The outcome one report-log line gives its test (a test phase's
+    report, or a collection that failed), or None if it gives none."""
+    kind = line.get("$report_type")
+    if kind == "CollectReport":
+        return "error" if line["outcome"] == "failed" else None
+    if kind != "TestReport":
+        return None  # the session's start and finish, warnings
+    xfail = "wasxfail" in line
     if line["outcome"] == "failed":
         return "failed" if line["when"] == "call" else "error"
     if line["outcome"] == "skipped":
-        return "xfailed" if line["xfail"] else "skipped"
+        return "xfailed" if xfail else "skipped"
     if line["when"] == "call":
-        return "xpassed" if line["xfail"] else "passed"
+        return "xpassed" if xfail else "passed"
     return None  # a setup or teardown that passed says nothing alone
+
+
+def message(longrepr):
+    """A report's one-line reason: a skip's, or the exception that failed it."""
+    if isinstance(longrepr, list):  # a skip: [path, line, reason]
+        return str(longrepr[2])
+    if isinstance(longrepr, dict):  # a traceback, serialized
+        return ((longrepr.get("reprcrash") or {}).get("message") or "").strip()[:300]
+    return (longrepr or "").strip()[:300]
 
 
 def load(path):
@@ -46,9 +65,10 @@ def load(path):
             outcome = phase_outcome(line)
             if outcome is None:
                 continue
+            said = message(line["longrepr"]) if line["outcome"] != "passed" else ""
             old = tests.get(line["nodeid"])
             if old is None or RANK.get(outcome, 0) > RANK.get(old[0], 0):
-                tests[line["nodeid"]] = (outcome, line["message"])
+                tests[line["nodeid"]] = (outcome, said)
     return tests
 
 

@@ -41,9 +41,10 @@ compat_setup() {
 }
 
 # compat_install ARGS...: pip install ARGS into VENV (the project and its
-# test dependencies); what got installed is kept in WORK/pip-freeze.txt.
+# test dependencies) with pytest-reportlog (compat_pytest's outcomes); what
+# got installed is kept in WORK/pip-freeze.txt.
 compat_install() {
-    "$VENV/bin/python" -m pip install -q "$@"
+    "$VENV/bin/python" -m pip install -q "$@" pytest-reportlog
     "$VENV/bin/python" -m pip freeze >"$WORK/pip-freeze.txt"
     echo "== installed in ${SECONDS}s (versions: $WORK/pip-freeze.txt)"
 }
@@ -63,7 +64,7 @@ PY
 }
 
 # compat_pytest LOOP OUT TIMEOUT ARGS...: one pytest run of the suite with
-# LOOP (asyncio or zloopgo); outcomes in WORK/OUT.jsonl, output in
+# LOOP (asyncio or zloopgo); outcomes in WORK/OUT.jsonl (pytest-reportlog's), output in
 # WORK/OUT.log, loop counts in WORK/OUT.loops/. Fails only if pytest did
 # not finish with tests run (a timeout, an internal or usage error).
 compat_pytest() {
@@ -75,8 +76,7 @@ compat_pytest() {
         cd "$SRC" &&
             PYTHONPATH="$COMPAT_DIR/site${PYTHONPATH:+:$PYTHONPATH}" \
                 ZL_COMPAT_LOOP=$loop ZL_COMPAT_COUNTS="$WORK/$out.loops" \
-                ZL_COMPAT_OUTCOMES="$WORK/$out.jsonl" \
-                timeout --kill-after=30 "$limit" "$VENV/bin/pytest" -p zl_outcomes "$@"
+                timeout --kill-after=30 "$limit" "$VENV/bin/pytest" --report-log="$WORK/$out.jsonl" "$@"
     ) >"$WORK/$out.log" 2>&1 </dev/null || rc=$?
     echo "-- $out: $(tail -n 1 "$WORK/$out.log") (exit $rc, $((SECONDS - start))s)"
     "$VENV/bin/python" "$COMPAT_DIR/compare.py" loops "$WORK/$out.loops" --run "$loop" || return 1

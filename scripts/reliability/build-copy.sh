@@ -7,7 +7,7 @@
 # the build; used by memcheck.sh, cgocheck2.sh and scripts/sanitize.
 # PYTHON (default python3) picks the interpreter to build for; REV=main,
 # say, builds main's code (a before/after pair for
-# scripts/benchmark/instructions.py).
+# scripts/probes/instructions.py).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PYTHON=${PYTHON:-python3}

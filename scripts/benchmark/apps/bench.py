@@ -80,12 +80,6 @@ def ready(port):
         return False
 
 
-def fetch_exit(port):
-    """GET /exit: the server ends its process (apps/instructions.py)."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/exit", timeout=60) as r:
-        r.read()
-
-
 def load(opts, server, port, row, rate, duration):
     """One appload run against the server: its result dict with status."""
     _, path, check = row
@@ -196,18 +190,6 @@ def build_appload(tmpdir):
     return exe
 
 
-def versions():
-    from importlib import metadata
-
-    out = {}
-    for d in NEEDS:
-        try:
-            out[d] = metadata.version(d)
-        except metadata.PackageNotFoundError:
-            out[d] = None
-    return out
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=3)
@@ -224,7 +206,7 @@ def main(argv=None):
     opts = p.parse_args(argv)
     opts.loads = [float(x) for x in opts.loads.split(",") if x]
     opts.servers = [s for s in opts.servers.split(",") if s in SERVER_ROWS]
-    opts.versions = versions()
+    opts.versions = runner.versions(NEEDS)
     lacking = [d for d, v in opts.versions.items() if v is None]
     opts.skipped = services.missing() or (
         f"not installed in this venv: {', '.join(lacking)}" if lacking else ""

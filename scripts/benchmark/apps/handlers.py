@@ -43,7 +43,7 @@ TEMPLATE = jinja2.Environment(autoescape=True).from_string(
 
 def exit_soon():
     """Ends the process just after the current answer went out, with
-    os._exit: apps/instructions.py stops servers under callgrind through
+    os._exit: probes/perrequest.py stops servers under callgrind through
     GET /exit, since a signal to a process with the Go runtime's threads
     trips callgrind (an assertion in its signal handling)."""
     asyncio.get_running_loop().call_later(0.05, os._exit, 0)

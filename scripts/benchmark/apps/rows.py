@@ -15,9 +15,4 @@ HTTP_ROWS = (
 )
 WS_ROW = ("WebSocket echo, 1 KiB", "/ws", "echo:1024")
 SERVER_ROWS = {"uvicorn": HTTP_ROWS, "aiohttp": HTTP_ROWS, "uvicorn-ws": (WS_ROW,)}
-SERVER_NAMES = {
-    "uvicorn": "uvicorn + Starlette",
-    "aiohttp": "aiohttp.web",
-    "uvicorn-ws": "uvicorn + websockets",
-}
 CONNS = {"uvicorn": 32, "aiohttp": 32, "uvicorn-ws": 100}

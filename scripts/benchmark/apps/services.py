@@ -115,10 +115,10 @@ class Services:
             "start",
         )
         self.pg_data = data
-        self._psql(f"CREATE DATABASE {DB_NAME}", db="postgres")
+        self._run_sql(f"CREATE DATABASE {DB_NAME}", db="postgres")
         rows = ",".join(f"({i},{random.randint(1, WORLD_ROWS)})" for i in range(1, WORLD_ROWS + 1))
         fortunes = ",".join("({},'{}')".format(i, m.replace("'", "''")) for i, m in FORTUNES)
-        self._psql(
+        self._run_sql(
             "CREATE TABLE world (id integer PRIMARY KEY, randomnumber integer NOT NULL);"
             f"INSERT INTO world VALUES {rows};"
             "CREATE TABLE fortune (id integer PRIMARY KEY, message varchar(2048) NOT NULL);"
@@ -146,41 +146,17 @@ class Services:
         self._fill_redis()
         return self
 
-    def _psql(self, sql, db=DB_NAME):
-        self._pg(
-            pg_bin("psql"),
-            "-q",
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(self.pg_port),
-            "-U",
-            DB_USER,
-            "-d",
-            db,
-            input=sql,
-        )
+    def _psql(self, *args, db=DB_NAME, **kw):
+        """psql ARGS on the server as DB_USER, into db."""
+        conn = ("-h", "127.0.0.1", "-p", str(self.pg_port), "-U", DB_USER, "-d", db)
+        return self._pg(pg_bin("psql"), *conn, *args, **kw)
+
+    def _run_sql(self, sql, db=DB_NAME):
+        self._psql("-q", "-v", "ON_ERROR_STOP=1", db=db, input=sql)
 
     def _fill_redis(self):
         """Every World row under world:ID, as the cached row serves it."""
-        out = self._pg(
-            pg_bin("psql"),
-            "-At",
-            "-F",
-            " ",
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(self.pg_port),
-            "-U",
-            DB_USER,
-            "-d",
-            DB_NAME,
-            "-c",
-            "SELECT id, randomnumber FROM world",
-        ).stdout
+        out = self._psql("-At", "-F", " ", "-c", "SELECT id, randomnumber FROM world").stdout
         cmds = []
         pairs = out.split()
         for i in range(0, len(pairs), 2):

@@ -5,7 +5,7 @@ test:
     uvicorn benchmark.apps.starlette_app:app --http httptools --loop L
 
     GET /json  /db  /queries?queries=N  /fortunes  /updates?queries=N
-        /cached?count=N  /ready  /exit (ends the process: apps/instructions.py)
+        /cached?count=N  /ready  /exit (ends the process: probes/perrequest.py)
 
 It knows Starlette's side of each row; the work is the handlers'.
 """

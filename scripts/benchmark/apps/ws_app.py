@@ -5,7 +5,7 @@ test:
     uvicorn benchmark.apps.ws_app:app --ws websockets --loop L
 
     WS /ws  echoes each message (binary or text) as it came
-    GET /ready, GET /exit (ends the process: apps/instructions.py)
+    GET /ready, GET /exit (ends the process: probes/perrequest.py)
 
 It knows the ASGI WebSocket messages; nothing of the loops.
 """

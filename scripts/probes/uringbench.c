@@ -7,7 +7,7 @@
  * question "would io_uring beat the workers?" for the operations the rows
  * make; it knows nothing of zloopgo.
  *
- *   cc -O2 -o /tmp/uringbench scripts/benchmark/uringbench.c -luring -lpthread
+ *   cc -O2 -o /tmp/uringbench scripts/probes/uringbench.c -luring -lpthread
  *   /tmp/uringbench DIR        (makes its files in DIR, ext4 or tmpfs, ...)
  *
  * Prints the median of 5 runs of each, in microseconds per operation. */

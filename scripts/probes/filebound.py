@@ -4,7 +4,7 @@ closed at once under asyncio.gather, zloopgo.open() on a zloopgo loop) run
 with ZLOOPGO_FILE_WORKERS set to each bound, every sample in a fresh
 interpreter, bounds rotated from round to round.
 
-    cd scripts && python -m benchmark.filebound [--rounds 5] [--bounds 8,64,256,10000] [--cold]
+    cd scripts && python -m probes.filebound [--rounds 5] [--bounds 8,64,256,10000] [--cold]
 
 With --cold, every file's pages are dropped from the page cache before
 each sample (posix_fadvise DONTNEED on these files only), so the reads go
@@ -24,8 +24,10 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPTS = os.path.dirname(HERE)
+from benchmark.filebench import MARK, make_data
+from benchmark.harness import SCRIPTS
+from benchmark.samples import rotate
+
 MANY = 10_000
 
 CHILD = """
@@ -63,8 +65,6 @@ def sample(data, bound, cold):
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise RuntimeError(f"bound {bound}: exit {proc.returncode}")
-    from benchmark.filebench import MARK
-
     doc = json.loads(out.split(MARK, 1)[1].splitlines()[0])
     if not all(doc["checks"].values()):
         raise RuntimeError(f"bound {bound}: a check failed: {doc['checks']}")
@@ -81,14 +81,12 @@ def main(argv):
     )
     a = p.parse_args(argv)
     bounds = [int(b) for b in a.bounds.split(",")]
-    from benchmark.filebench import make_data
-
     data = make_data(None, 1 << 20, MANY)
     got = {b: [] for b in bounds}
     try:
         sample(data, bounds[0], a.cold)  # warm-up: dentries and pages cached
         for r in range(a.rounds):
-            for b in bounds[r % len(bounds) :] + bounds[: r % len(bounds)]:
+            for b in rotate(bounds, r):
                 got[b].append(sample(data, b, a.cold))
     finally:
         shutil.rmtree(data)

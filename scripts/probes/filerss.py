@@ -1,6 +1,6 @@
 """Peak RSS with 10,000 reads of 4 KiB in flight at once (issue 25).
 
-One process per measurement: `python -m benchmark.filerss KIND`, KIND one of
+One process per measurement: `python -m probes.filerss KIND`, KIND one of
   worker    zloopgo.open() on a zloopgo loop, every read sent to a file worker
   inline    the same, reads of cached pages completing at once (RWF_NOWAIT)
   executor  loop.run_in_executor(None, os.pread, ...) on asyncio's loop,
@@ -56,7 +56,7 @@ async def _measure(kind, path):
 def main(argv):
     kind = argv[0] if argv else "worker"
     if kind not in KINDS:
-        raise SystemExit(f"usage: python -m benchmark.filerss {{{','.join(KINDS)}}}")
+        raise SystemExit(f"usage: python -m probes.filerss {{{','.join(KINDS)}}}")
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "f")
         with open(path, "wb") as out:

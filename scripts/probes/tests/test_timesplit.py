@@ -1,17 +1,11 @@
-"""scripts/benchmark/timesplit.py: which column a perf sample lands in,
-how `perf report` rows are read, and the workloads' perf control (the
-measured part enables and disables perf's events through fifos, waiting
-for each ack). perf itself is not needed here."""
-
-import os
-import sys
-import threading
+"""probes/timesplit.py: which column a perf sample lands in and how
+`perf report` rows are read (the workloads' side of perf's control is
+tested in benchmark/tests/test_workloads.py). perf itself is not needed
+here."""
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
-
-from benchmark import timesplit, workloads
+from .. import timesplit
 
 ENGINE = "_engine.cpython-314-x86_64-linux-gnu.so"
 
@@ -64,48 +58,3 @@ def test_report_rows_give_samples_object_and_symbol():
         (29, "python3.14", "0x00000000001952c6"),
         (12, ENGINE, "main.(*host).Dispatch"),
     ]
-
-
-def test_the_measured_part_enables_and_disables_perf_and_waits_for_its_acks(tmp_path, monkeypatch):
-    ctl, ack = tmp_path / "ctl", tmp_path / "ack"
-    os.mkfifo(ctl)
-    os.mkfifo(ack)
-    monkeypatch.setenv("ZL_BENCH_PERF_CTL", f"{ctl},{ack}")
-    heard = []
-    acked = threading.Event()
-
-    def perf():
-        # as perf does: both fifos held open read-write, one ack per command
-        c = os.open(ctl, os.O_RDWR)
-        a = os.open(ack, os.O_RDWR)
-        try:
-            with os.fdopen(os.dup(c)) as commands:
-                for _ in range(2):
-                    heard.append(commands.readline().strip())
-                    if heard[-1] == "disable":
-                        acked.wait(5)  # _stop must not return before the ack
-                    os.write(a, b"ack\n")
-        finally:
-            os.close(c)
-            os.close(a)
-
-    t = threading.Thread(target=perf)
-    t.start()
-    workloads._start()
-    assert heard == ["enable"]  # the clock starts after perf's ack
-    finished = []
-    stopper = threading.Thread(target=lambda: finished.append(workloads._stop()))
-    stopper.start()
-    stopper.join(0.2)
-    assert finished == []  # still waiting for the disable's ack
-    acked.set()
-    stopper.join(5)
-    t.join(5)
-    assert heard == ["enable", "disable"]
-    assert len(finished) == 1 and finished[0] >= 0
-
-
-def test_without_the_variable_the_measured_part_does_not_touch_perf(monkeypatch):
-    monkeypatch.delenv("ZL_BENCH_PERF_CTL", raising=False)
-    workloads._start()
-    assert workloads._stop() >= 0

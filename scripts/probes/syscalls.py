@@ -3,8 +3,8 @@ stat), which, unlike strace, do not slow the process and so do not inflate
 the calls the Go runtime makes on its own clock (sysmon's sleeps, its
 futex hand-offs).
 
-    python -m benchmark.syscalls [--loops zloopgo,uvloop] [--workload seed_tcp] [--size 20000]
-    python -m benchmark.syscalls --go-runtime --workload seed_tasks --size 200000
+    python -m probes.syscalls [--loops zloopgo,uvloop] [--workload seed_tcp] [--size 20000]
+    python -m probes.syscalls --go-runtime --workload seed_tasks --size 200000
 
 Each loop runs the workload in a fresh interpreter (benchmark.worker), once
 with SIZE operations and once with none, pinned to one core (taskset -c 1)
@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 
-from .harness import pin_prefix
+from benchmark.harness import pin_prefix
 
 WAITS = ("epoll_wait", "epoll_pwait", "epoll_pwait2", "io_uring_enter")
 IO = WAITS + (
@@ -136,7 +136,7 @@ def name(event):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m benchmark.syscalls", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m probes.syscalls", description=__doc__)
     p.add_argument("--loops", default="zloopgo,uvloop,zuvloop,rsloop,rloop,zloop,blazio,asyncio")
     p.add_argument("--workload", default="seed_tcp")
     p.add_argument("--size", type=int, default=20000)

@@ -1,14 +1,9 @@
-"""scripts/benchmark/syscalls.py: how `perf stat -x,` output is read — the
+"""probes/syscalls.py: how `perf stat -x,` output is read — the
 events asked for, in any order, counts perf could not take as None, other
 lines ignored — and which events a loop's row counts (the Go scheduler's
 uprobes only on zloopgo's). perf itself is not needed here."""
 
-import os
-import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
-
-from benchmark import syscalls
+from .. import syscalls
 
 STAT = """\
 # started on Sat Dec  5 15:20:00 2026

@@ -2,10 +2,10 @@
 _asyncio module, zloopgo's C adapter, its Go engine and runtime, a rival's
 compiled code, libc and the kernel, in nanoseconds per operation.
 
-    python -m benchmark.timesplit [--loops zloopgo,rsloop] [--workloads seed_tasks]
+    python -m probes.timesplit [--loops zloopgo,rsloop] [--workloads seed_tasks]
         [--size N] [--rounds 3] [--pins 1,0-1] [--top 8]
 
-benchmark.instructions counts user-space instructions; this measures time,
+probes.instructions counts user-space instructions; this measures time,
 the kernel's included. `perf record -e cpu-clock` samples every thread of
 one worker process (benchmark.worker, a fresh interpreter per sample, GC
 off as seed 000 runs it) and only while the workload's measured part runs:
@@ -33,7 +33,8 @@ import subprocess
 import sys
 import tempfile
 
-from .harness import pin_prefix
+from benchmark.harness import pin_prefix
+from benchmark.samples import rotate
 
 COLUMNS = ("interpreter", "_asyncio", "adapter (C)", "Go", "loop's own", "libc", "kernel", "other")
 FREQ = 10000  # samples per second of CPU time
@@ -134,16 +135,15 @@ def main(argv=None):
     for workload in args.workloads.split(","):
         size = args.size or sizes.get(workload, 10_000)
         for pin in args.pins.split(","):
-            cpus = pin
             taken = {loop: [] for loop in loops}
             for r in range(args.rounds):
-                for loop in loops[r % len(loops) :] + loops[: r % len(loops)]:
-                    got, why = sample(loop, workload, size, cpus)
+                for loop in rotate(loops, r):
+                    got, why = sample(loop, workload, size, pin)
                     if got is None:
-                        print(f"{workload} {loop} pin {cpus}: failed: {why}", file=sys.stderr)
+                        print(f"{workload} {loop} pin {pin}: failed: {why}", file=sys.stderr)
                     else:
                         taken[loop].append(got)
-            print(f"\n{workload}, {size:,} operations, CPUs {cpus}: ns per operation")
+            print(f"\n{workload}, {size:,} operations, CPUs {pin}: ns per operation")
             print("| loop | wall | CPU | " + " | ".join(COLUMNS) + " |")
             print("| --- |" + " ---: |" * (len(COLUMNS) + 2))
             for loop in loops:

@@ -2,8 +2,8 @@
 that does not drift with the load of a shared machine, for changes that
 should cost nothing measurable in wall time.
 
-    python -m benchmark.instructions [--loops zloopgo,uvloop] [--ops call_soon,stream_rtt]
-    python -m benchmark.instructions --ops stream_rtt --functions 'RunOnce|send_now|zl_dispatch'
+    python -m probes.instructions [--loops zloopgo,uvloop] [--ops call_soon,stream_rtt]
+    python -m probes.instructions --ops stream_rtt --functions 'RunOnce|send_now|zl_dispatch'
 
 Each operation runs N and 2N times in a fresh interpreter under
 `valgrind --tool=callgrind` (PYTHONHASHSEED=0); the difference of the two
@@ -28,13 +28,10 @@ import subprocess
 import sys
 import tempfile
 
-FACTORIES = {
-    "asyncio": "asyncio.SelectorEventLoop",
-    **{
-        name: f"__import__('{name}').new_event_loop"
-        for name in ("zloopgo", "uvloop", "rsloop", "zuvloop", "rloop", "zloop", "blazio")
-    },
-}
+from benchmark.worker import FACTORIES as MAKERS
+
+# the benchmark worker's contenders, as the expression that makes a loop
+FACTORIES = {name: f"__import__('{m}').{f}" for name, (m, f) in MAKERS.items()}
 
 # The HTTP ops' keep-alive client, on the same loop as the server on
 # `port`: n x GET /plaintext, each reply's head and 13-byte body read.

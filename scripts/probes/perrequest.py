@@ -5,7 +5,7 @@ the Go runtime's included). They say what bounds a row: the application's
 own Python (issue 43's "bound", as docs/where-time-goes.md gives it for
 uvicorn plaintext), the loop, or the kernel.
 
-    python -m benchmark.apps.perrequest [--measure instructions|syscalls] \\
+    python -m probes.perrequest [--measure instructions|syscalls] \\
         [--rows json,db] [--servers uvicorn] [--loops asyncio,uvloop,zloopgo] \\
         [--requests 400] [--split]
 
@@ -15,7 +15,7 @@ loop, every answer checked, on the usual connections), then ends itself
 (GET /exit: a signal landing on one of the Go runtime's threads trips
 callgrind); the difference of the two counts divided by N is one request's
 cost without start-up and shut-down. Instructions: with --split divided as
-benchmark/instructions.py divides them (the interpreter, _asyncio,
+probes/instructions.py divides them (the interpreter, _asyncio,
 zloopgo's C adapter and Go engine, another loop's own module, libc); the
 kernel is not counted; zloopgo must be built with GOFLAGS=-tags=valgrind.
 System calls: the calls per request by name, largest first. PostgreSQL,
@@ -29,11 +29,13 @@ import re
 import subprocess
 import sys
 import tempfile
+import urllib.request
 
-from .. import samples as runner
-from ..instructions import PARTS, split
-from . import bench, services
-from .rows import CONNS, SERVER_ROWS
+from benchmark import samples as runner
+from benchmark.apps import bench, services
+from benchmark.apps.rows import CONNS, SERVER_ROWS
+
+from .instructions import PARTS, split
 
 SHORT = {
     "json": "JSON serialization",
@@ -84,6 +86,13 @@ def syscalls(out):
 MEASURES = {"instructions": instructions, "syscalls": syscalls}
 
 
+def fetch_exit(port):
+    """GET /exit: the server ends its process (every application server
+    answers it; see benchmark/apps/handlers.py)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/exit", timeout=60) as r:
+        r.read()
+
+
 def count(opts, server, row, loop, requests, tmpdir):
     """What the counter read of a server run that answered `requests`
     requests, or raises RuntimeError saying why not."""
@@ -110,7 +119,7 @@ def count(opts, server, row, loop, requests, tmpdir):
         if rc != 0:
             raise RuntimeError(f"appload: {(text or 'timed out')[-300:]}")
         with contextlib.suppress(OSError):  # it may be gone before the answer is read
-            bench.fetch_exit(port)
+            fetch_exit(port)
         try:
             srv.proc.wait(600)
         except subprocess.TimeoutExpired:

@@ -1,0 +1,1 @@
+"""Tests of the benchmark harness (pytest, from the repository root)."""

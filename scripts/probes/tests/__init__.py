@@ -1,0 +1,1 @@
+"""Tests of the investigation tools (pytest, from the repository root)."""
