@@ -897,7 +897,8 @@ void zl_drop_lookups(zl_loop *L);
 int zl_lookups_traverse(zl_loop *L, visitproc visit, void *arg);
 
 /* capi/files.c */
-int zl_files_init(void);
+/* Also adds the operations' numbers to the module (FILE_OP_OPEN, ...). */
+int zl_files_init(PyObject *module);
 PyObject *zl_file_op(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_file_workers(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_file_stats(PyObject *mod, PyObject *unused);
