@@ -42,13 +42,11 @@
 #endif
 #include <unistd.h>
 
-/* macOS names struct stat's times differently and has no fdatasync (its
- * Python has no os.fdatasync either: fsync stands in) */
+/* macOS names struct stat's times differently */
 #if defined(__APPLE__)
 #define st_atim st_atimespec
 #define st_mtim st_mtimespec
 #define st_ctim st_ctimespec
-#define fdatasync fsync
 #endif
 
 /* The operations, one copy: zl_files_init exports each as the engine
@@ -61,8 +59,6 @@
  *   LSEEK      fd, offset, whence -> new offset
  *   CLOSE      fd -> None
  *   FTRUNCATE  fd, length -> None
- *   FSYNC      fd, n (1: fdatasync) -> None
- *   FSTAT      fd -> stat tuple
  *   STAT       path, n (0: lstat) -> stat tuple
  *   RENAME     path, path2 -> None
  *   UNLINK     path -> None
@@ -72,7 +68,7 @@
 /* clang-format off */
 #define FILE_OPS(X) \
     X(OPEN) X(PREAD) X(READALL) X(PWRITE) X(LSEEK) X(CLOSE) X(FTRUNCATE) \
-    X(FSYNC) X(FSTAT) X(STAT) X(RENAME) X(UNLINK) X(RMDIR) X(MKDIR) X(LISTDIR)
+    X(STAT) X(RENAME) X(UNLINK) X(RMDIR) X(MKDIR) X(LISTDIR)
 /* clang-format on */
 #define FILE_OP_ENUM(name) OP_##name,
 enum { OP_NONE, FILE_OPS(FILE_OP_ENUM) OP_LAST };
@@ -279,14 +275,6 @@ static void perform(zl_work *w)
             r = ftruncate(op->fd, (off_t)op->offset);
         while (retry_eintr(r));
         break;
-    case OP_FSYNC:
-        do
-            r = op->n ? fdatasync(op->fd) : fsync(op->fd);
-        while (retry_eintr(r));
-        break;
-    case OP_FSTAT:
-        r = fstat(op->fd, &op->st);
-        break;
     case OP_STAT:
         r = op->n ? stat(op->path, &op->st) : lstat(op->path, &op->st);
         break;
@@ -414,7 +402,6 @@ static PyObject *op_value(fileop *op)
     case OP_PWRITE:
     case OP_LSEEK:
         return PyLong_FromLongLong(op->result);
-    case OP_FSTAT:
     case OP_STAT:
         return stat_tuple(&op->st);
     case OP_LISTDIR:
