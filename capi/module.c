@@ -90,9 +90,8 @@ PyMODINIT_FUNC PyInit__engine(void)
         PyModule_AddObjectRef(m, "TLSTransportFastPaths",
                               (PyObject *)&zl_TLSTransportFastPathsType) < 0 ||
         PyModule_AddObjectRef(m, "DatagramState", (PyObject *)&zl_DatagramStateType) < 0 ||
-        PyModule_AddIntConstant(m, "SOCK_SCRATCH_FROM", ZL_SOCK_SCRATCH_FROM) < 0 ||
-        PyModule_AddIntConstant(m, "SOCK_SCRATCH_LIMIT", ZL_SOCK_SCRATCH_LIMIT) < 0 ||
-        zl_files_init(m) < 0) {
+        PyModule_AddIntConstant(m, "SOCK_RX_FROM", ZL_SOCK_RX_FROM) < 0 ||
+        PyModule_AddIntConstant(m, "SOCK_RX_LIMIT", ZL_SOCK_RX_LIMIT) < 0 || zl_files_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }
