@@ -2,12 +2,12 @@
  * loop thread.
  *
  * On the loop thread, _engine.file_op() takes one operation (open, pread,
- * pwrite, lseek, close, stat, rename, ...), checks and converts its
- * arguments, and either finishes it at once when that cannot block (a read
- * of cached pages with preadv2(RWF_NOWAIT), see try_inline) or submits it
- * to the worker pool (capi/workers.c; no Go call). A worker performs the
- * system call on its own thread without the GIL and posts the completion
- * to the loop's engine; zl_dispatch hands it to zl_settle_files, which
+ * pwrite, lseek, close, stat, rename, ...: FILE_OPS below), checks and
+ * converts its arguments, and either finishes it at once when that cannot
+ * block (a read of cached pages with preadv2(RWF_NOWAIT), see try_inline)
+ * or submits it to the worker pool (capi/workers.c; no Go call). A worker
+ * performs the system call on its own thread without the GIL and posts the
+ * completion to the loop's engine; zl_dispatch hands it to zl_settle_files, which
  * builds the result (a bytes object the read landed in, shrunk to what
  * came; a number; a tuple) or the OSError the same call raises in os/io,
  * and settles the operation's future.
@@ -22,7 +22,7 @@
  * At most the pool's file bound of operations run at once in the process,
  * every loop together (ZLOOPGO_FILE_WORKERS, _engine.file_workers()); the
  * rest wait in order. It knows nothing of io's buffering
- * (zloopgo/_files.py), of how the pool schedules its workers, nor of the
+ * (zloopgo/_files/), of how the pool schedules its workers, nor of the
  * engine beyond the completion the pool posts. */
 #define _GNU_SOURCE
 #include "zl.h"
@@ -42,34 +42,36 @@
 #endif
 #include <unistd.h>
 
-/* macOS names struct stat's times differently and has no fdatasync (its
- * Python has no os.fdatasync either: fsync stands in) */
+/* macOS names struct stat's times differently */
 #if defined(__APPLE__)
 #define st_atim st_atimespec
 #define st_mtim st_mtimespec
 #define st_ctim st_ctimespec
-#define fdatasync fsync
 #endif
 
-/* The operations (zloopgo/_files.py has the same numbers). */
-enum {
-    OP_OPEN = 1,  /* path, flags, mode -> (fd, st_mode, st_blksize, st_size, pos|-1, isatty) */
-    OP_PREAD,     /* fd, n, offset (-1: read(2)) -> bytes */
-    OP_READALL,   /* fd, offset (-1: read(2)), size hint -> bytes until EOF */
-    OP_PWRITE,    /* fd, data, offset (-1: write(2)) -> bytes written (all, or error) */
-    OP_LSEEK,     /* fd, offset, whence -> new offset */
-    OP_CLOSE,     /* fd -> None */
-    OP_FTRUNCATE, /* fd, length -> None */
-    OP_FSYNC,     /* fd, n (1: fdatasync) -> None */
-    OP_FSTAT,     /* fd -> stat tuple */
-    OP_STAT,      /* path, n (0: lstat) -> stat tuple */
-    OP_RENAME,    /* path, path2 -> None */
-    OP_UNLINK,    /* path -> None */
-    OP_RMDIR,     /* path -> None */
-    OP_MKDIR,     /* path, mode -> None */
-    OP_LISTDIR,   /* path -> list of bytes names */
-    OP_LAST
-};
+/* The operations, one copy: zl_files_init exports each as the engine
+ * module's FILE_OP_<NAME>, the number zloopgo/_files passes to file_op.
+ *   OPEN       path, flags, mode -> (fd owner, st_mode, st_blksize, st_size,
+ *              pos|-1, isatty, f_type)
+ *   PREAD      fd, n, offset (-1: read(2)) -> bytes
+ *   READALL    fd, offset (-1: read(2)), size hint -> bytes until EOF
+ *   PWRITE     fd, data, offset (-1: write(2)) -> bytes written (all, or error)
+ *   LSEEK      fd, offset, whence -> new offset
+ *   CLOSE      fd -> None
+ *   FTRUNCATE  fd, length -> None
+ *   STAT       path, n (0: lstat) -> stat tuple
+ *   RENAME     path, path2 -> None
+ *   UNLINK     path -> None
+ *   RMDIR      path -> None
+ *   MKDIR      path, mode -> None
+ *   LISTDIR    path -> list of bytes names */
+/* clang-format off */
+#define FILE_OPS(X) \
+    X(OPEN) X(PREAD) X(READALL) X(PWRITE) X(LSEEK) X(CLOSE) X(FTRUNCATE) \
+    X(STAT) X(RENAME) X(UNLINK) X(RMDIR) X(MKDIR) X(LISTDIR)
+/* clang-format on */
+#define FILE_OP_ENUM(name) OP_##name,
+enum { OP_NONE, FILE_OPS(FILE_OP_ENUM) OP_LAST };
 
 typedef struct fileop {
     zl_work work; /* the pool's part; its token carries ZL_DONE_FILE */
@@ -164,7 +166,7 @@ static void do_open(fileop *op)
     op->pos = lseek(fd, 0, SEEK_CUR);
     op->isatty = S_ISCHR(op->st.st_mode) ? isatty(fd) : 0;
     /* the file system's type: closing a file of a local one cannot wait
-     * for a server (zloopgo/_files.py closes those at once) */
+     * for a server (zloopgo/_files/opening.py closes those at once) */
     struct statfs sfs;
     op->fstype = fstatfs(fd, &sfs) == 0 ? (int64_t)sfs.f_type : 0;
     op->result = fd;
@@ -272,14 +274,6 @@ static void perform(zl_work *w)
         do
             r = ftruncate(op->fd, (off_t)op->offset);
         while (retry_eintr(r));
-        break;
-    case OP_FSYNC:
-        do
-            r = op->n ? fdatasync(op->fd) : fsync(op->fd);
-        while (retry_eintr(r));
-        break;
-    case OP_FSTAT:
-        r = fstat(op->fd, &op->st);
         break;
     case OP_STAT:
         r = op->n ? stat(op->path, &op->st) : lstat(op->path, &op->st);
@@ -408,7 +402,6 @@ static PyObject *op_value(fileop *op)
     case OP_PWRITE:
     case OP_LSEEK:
         return PyLong_FromLongLong(op->result);
-    case OP_FSTAT:
     case OP_STAT:
         return stat_tuple(&op->st);
     case OP_LISTDIR:
@@ -513,7 +506,7 @@ static int try_inline(fileop *op)
  * operation ends after its future was cancelled (its caller was). A file
  * passes a method of its own, so that it stays alive, and its descriptor
  * open, while a worker may still use the descriptor, and so that it hands
- * its turn on only then (zloopgo/_files.py, NativeFile._dropped_done). */
+ * its turn on only then (zloopgo/_files/native.py, NativeFile._dropped_done). */
 PyObject *zl_file_op(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 13) {
@@ -656,10 +649,19 @@ PyObject *zl_file_stats(PyObject *mod, PyObject *unused)
     return Py_BuildValue("(iiii)", c.started, c.running, c.queued, c.orphaned);
 }
 
-int zl_files_init(void)
+/* The import-time setup: the names settle() calls, and the operations'
+ * numbers on the module (FILE_OP_OPEN, ...) for zloopgo/_files. */
+int zl_files_init(PyObject *module)
 {
     s_done = PyUnicode_InternFromString("done");
     s_set_result = PyUnicode_InternFromString("set_result");
     s_set_exception = PyUnicode_InternFromString("set_exception");
-    return s_done && s_set_result && s_set_exception ? 0 : -1;
+    if (s_done == NULL || s_set_result == NULL || s_set_exception == NULL)
+        return -1;
+#define FILE_OP_CONSTANT(name)                                            \
+    if (PyModule_AddIntConstant(module, "FILE_OP_" #name, OP_##name) < 0) \
+        return -1;
+    FILE_OPS(FILE_OP_CONSTANT)
+#undef FILE_OP_CONSTANT
+    return 0;
 }

@@ -73,7 +73,7 @@ PyMODINIT_FUNC PyInit__engine(void)
         zl_timer_handle_type_init() < 0 || zl_loop_type_init() < 0 ||
         zl_transport_type_init() < 0 || zl_datagram_type_init() < 0 || zl_tls_init() < 0 ||
         zl_streamfeed_init() < 0 || zl_context_init() < 0 || zl_clock_init() < 0 ||
-        zl_resolver_init() < 0 || zl_dispatch_init() < 0 || zl_files_init() < 0)
+        zl_resolver_init() < 0 || zl_dispatch_init() < 0)
         return NULL;
     if (zl_runtime_init() < 0)
         return NULL;
@@ -90,8 +90,8 @@ PyMODINIT_FUNC PyInit__engine(void)
         PyModule_AddObjectRef(m, "TLSTransportFastPaths",
                               (PyObject *)&zl_TLSTransportFastPathsType) < 0 ||
         PyModule_AddObjectRef(m, "DatagramState", (PyObject *)&zl_DatagramStateType) < 0 ||
-        PyModule_AddIntConstant(m, "SOCK_SCRATCH_FROM", ZL_SOCK_SCRATCH_FROM) < 0 ||
-        PyModule_AddIntConstant(m, "SOCK_SCRATCH_LIMIT", ZL_SOCK_SCRATCH_LIMIT) < 0) {
+        PyModule_AddIntConstant(m, "SOCK_RX_FROM", ZL_SOCK_RX_FROM) < 0 ||
+        PyModule_AddIntConstant(m, "SOCK_RX_LIMIT", ZL_SOCK_RX_LIMIT) < 0 || zl_files_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -18,8 +18,8 @@
  * A plain socket's receive lands in the loop's receive buffer and only
  * what came is copied out (asyncio's sock.recv(n) allocates n bytes
  * first: above glibc's mmap threshold that maps and unmaps memory per
- * call): up to ZL_SOCK_SCRATCH_LIMIT bytes from a non-blocking socket,
- * ZL_SOCK_SCRATCH_FROM to _LIMIT from one in another mode (recv_into).
+ * call): up to ZL_SOCK_RX_LIMIT bytes from a non-blocking socket,
+ * ZL_SOCK_RX_FROM to _LIMIT from one in another mode (recv_into).
  *
  * A plain socket in non-blocking mode (timeout 0.0, as asyncio asks) is
  * received from and sent to with the system calls themselves, as the
@@ -118,7 +118,7 @@ static int errno_outcome(void)
 
 /* sock.recv(n): 1 with what came in *data, 0 when the kernel has nothing
  * now (BlockingIOError or InterruptedError), -1 with the exception set. A
- * plain socket's receive of at most ZL_SOCK_SCRATCH_LIMIT bytes lands in
+ * plain socket's receive of at most ZL_SOCK_RX_LIMIT bytes lands in
  * the loop's receive buffer (recv(2) itself when non-blocking, else
  * recv_into), and what came is copied out. */
 static int recv_now(zl_loop *L, PyObject *sock, PyObject *n, PyObject **data)
@@ -128,10 +128,10 @@ static int recv_now(zl_loop *L, PyObject *sock, PyObject *n, PyObject **data)
     if (size == -1 && PyErr_Occurred())
         PyErr_Clear(); /* beyond a long: sock.recv words the error */
     int fd = nonblocking_fd(sock);
-    int scratch = fd >= 0 ? size > 0 && size <= ZL_SOCK_SCRATCH_LIMIT
-                          : Py_TYPE(sock) == zl_socket_type && size >= ZL_SOCK_SCRATCH_FROM &&
-                                size <= ZL_SOCK_SCRATCH_LIMIT;
-    if (!scratch) {
+    int into_rx = fd >= 0 ? size > 0 && size <= ZL_SOCK_RX_LIMIT
+                          : Py_TYPE(sock) == zl_socket_type && size >= ZL_SOCK_RX_FROM &&
+                                size <= ZL_SOCK_RX_LIMIT;
+    if (!into_rx) {
         PyObject *args[3] = {sock, n, NULL};
         *data = PyObject_VectorcallMethod(s_recv, args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
         return *data != NULL ? 1 : not_now_or_error();

@@ -31,8 +31,8 @@ static PyObject *s_conn_lost, *s_max_size, *s_protocol, *s_data_received, *s_fat
 
 /* A transport whose last read was at least LARGE_READ bytes receives the
  * next one straight into a bytes of max_size, shrunk to what came: a bulk
- * stream then skips copying each read out of the scratch buffer. Small
- * reads stay in the scratch buffer: an exactly sized copy is cheaper than
+ * stream then skips copying each read out of the receive buffer. Small
+ * reads stay in the receive buffer: an exactly sized copy is cheaper than
  * allocating max_size for a few bytes. */
 #define LARGE_READ (64 * 1024)
 

@@ -854,13 +854,13 @@ PyObject *zl_set_datagram_layout(PyObject *mod, PyObject *cls);
 /* ==== Socket methods ==== */
 
 /* capi/sockops.c: LoopCore's sock_recv, sock_recv_into and sock_sendall steps */
-/* The receives from a plain socket that land in the loop's receive buffer,
- * SCRATCH_FROM to SCRATCH_LIMIT bytes (the module's SOCK_SCRATCH_FROM and
- * _LIMIT, which zloopgo's Python steps take too): from glibc's initial
- * mmap threshold up to what the buffer, which keeps the size of its
- * largest receive, may keep. */
-#define ZL_SOCK_SCRATCH_FROM (128 * 1024)
-#define ZL_SOCK_SCRATCH_LIMIT (1 << 20)
+/* The receives from a plain socket that land in the loop's receive buffer
+ * (rx), RX_FROM to RX_LIMIT bytes (the module's SOCK_RX_FROM and
+ * SOCK_RX_LIMIT, which zloopgo's Python steps take too): from glibc's
+ * initial mmap threshold up to what the buffer, which keeps the size of
+ * its largest receive, may keep. */
+#define ZL_SOCK_RX_FROM (128 * 1024)
+#define ZL_SOCK_RX_LIMIT (1 << 20)
 int zl_sockops_init(void);
 PyObject *zl_loop_sock_recv_now(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_loop_sock_sendall_now(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
@@ -897,7 +897,8 @@ void zl_drop_lookups(zl_loop *L);
 int zl_lookups_traverse(zl_loop *L, visitproc visit, void *arg);
 
 /* capi/files.c */
-int zl_files_init(void);
+/* Also adds the operations' numbers to the module (FILE_OP_OPEN, ...). */
+int zl_files_init(PyObject *module);
 PyObject *zl_file_op(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_file_workers(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_file_stats(PyObject *mod, PyObject *unused);

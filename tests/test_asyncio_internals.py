@@ -598,7 +598,7 @@ def test_overridden_methods_keep_asyncios_signatures(cls, asyncio_cls):
 # Names zloopgo's classes define that asyncio's must not have (else they
 # would silently replace asyncio's behaviour).
 ZLOOPGO_OWN = {
-    "Loop": {"_watched_fd", "_zl_read_scratch"},
+    "Loop": {"_watched_fd", "_zl_rx"},
     "SocketTransport": set(),
     "DatagramTransport": set(),
     "ReadPipeTransport": set(),

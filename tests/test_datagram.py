@@ -3,7 +3,7 @@ every size (empty, small, the largest UDP datagram), truncation at
 max_size whatever max_size is set to (smaller, larger than the default,
 0), the same error_received for an ICMP error, data that later datagrams
 do not change, over UDP and Unix datagram sockets. zloopgo receives into
-a per-loop scratch buffer (zloopgo/_datagram.py); these pin that nothing
+a per-loop receive buffer (zloopgo/_datagram.py); these pin that nothing
 a program sees changes. Dual-run."""
 
 import asyncio

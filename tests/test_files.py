@@ -729,3 +729,53 @@ def test_a_size_is_converted_once(loop, tmp_path, mode, method, size):
     want_calls, calls[:] = len(calls), []
     got = loop.run_until_complete(native())
     assert (got, len(calls)) == (want, want_calls)
+
+
+def test_every_file_operation_has_one_number_and_a_caller():
+    # capi/files.c lists its operations once and exports each as
+    # _engine.FILE_OP_<NAME>, which is how zloopgo/_files and zloopgo.os
+    # know their numbers (no copy of them is kept in Python); an operation
+    # no module names is dead code (the fsync and fstat ones were).
+    numbers = {n: getattr(_engine, n) for n in dir(_engine) if n.startswith("FILE_OP_")}
+    assert "FILE_OP_OPEN" in numbers, numbers
+    assert sorted(numbers.values()) == list(range(1, len(numbers) + 1)), numbers
+    package = os.path.dirname(zloopgo.__file__)
+    sources = ""
+    for folder, _, files in os.walk(package):
+        for name in files:
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name)) as f:
+                    sources += f.read()
+    assert [n for n in numbers if n not in sources] == []
+
+
+def test_files_on_another_loop_do_not_load_the_engine(tmp_path):
+    # zloopgo/_files/native.py reads the operation numbers off the engine,
+    # so it is imported only once a zloopgo loop runs: zloopgo.open() and
+    # zloopgo.os on asyncio's loop must not start the Go runtime.
+    script = f"""
+    import asyncio, sys, zloopgo
+    p = {str(tmp_path / "f")!r}
+
+    async def main():
+        async with zloopgo.open(p, "w") as f:
+            await f.write("text")
+        async with zloopgo.open(p, "rb") as f:
+            assert await f.read() == b"text"
+        assert (await zloopgo.os.stat(p)).st_size == 4
+        await zloopgo.os.remove(p)
+
+    asyncio.run(main())
+    print(sorted(m for m in sys.modules if m.startswith("zloopgo.")))
+    """
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    check(proc)
+    loaded = proc.stdout.strip()
+    assert "zloopgo._engine" not in loaded, loaded
+    assert "zloopgo._files.native" not in loaded, loaded

@@ -101,7 +101,7 @@ def test_received_bytes_stay_valid_after_later_reads(loop):
     assert kept == snapshot
 
 
-def test_zloopgo_switches_between_scratch_and_direct_reads():
+def test_zloopgo_switches_between_the_receive_buffer_and_direct_reads():
     # The transport notes, before data_received runs, whether this read was
     # large: the next read then goes straight into its final object.
     import zloopgo

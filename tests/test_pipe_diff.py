@@ -1,8 +1,8 @@
 """Generated programs over read pipe transports, run on asyncio and on
 zloopgo, compared observation by observation. zloopgo's read pipe
-transport reads into the loop's scratch buffer and copies out what came
+transport reads into the loop's receive buffer and copies out what came
 (zloopgo/_pipes.py); a max_size that is not a positive int, or above
-SCRATCH_LIMIT, takes asyncio's own read. These programs walk both sides of
+RX_LIMIT, takes asyncio's own read. These programs walk both sides of
 each of those limits, over the three kinds of descriptor
 connect_read_pipe takes:
 
@@ -12,7 +12,7 @@ connect_read_pipe takes:
   other side is closed;
 - what is written: 1 byte to more than a pipe or a read holds (what the
   non-blocking write end takes is observed too);
-- max_size: 1, small, a pipe's 64 KiB, the default, SCRATCH_LIMIT and one
+- max_size: 1, small, a pipe's 64 KiB, the default, RX_LIMIT and one
   byte more, 0 (asyncio reads that as the end), negative, a float, True;
 - pause_reading and resume_reading, the writer closed (EOF, or EIO on a
   pseudo-terminal, or ECONNRESET on a socket whose writer closes with
@@ -57,7 +57,7 @@ PROGRAMS = int(os.environ.get("ZL_PIPE_PROGRAMS", "60"))
 STEPS = 16
 SETTLE = 6
 KINDS = ["pipe", "socket", "pty"]
-LIMIT = _pipes.SCRATCH_LIMIT
+LIMIT = _pipes.RX_LIMIT
 WRITES = {
     "pipe": [1, 7, 4096, 65535, 65536, 65537, 200_000, 262_144, 262_145],
     "socket": [1, 7, 4096, 65536, 200_000, 262_145],
@@ -424,8 +424,8 @@ def test_generated_pipe_programs_observe_what_asyncio_observes(kind):
         assert_same_observations(f"program {n} ({kind})", steps, observe, kind, steps, debug)
 
 
-def test_reads_take_the_scratch_path_and_the_rest_asyncios(monkeypatch):
-    # The programs above prove nothing about the scratch path if it never
+def test_reads_take_the_receive_buffer_and_the_rest_asyncios(monkeypatch):
+    # The programs above prove nothing about the receive buffer's path if it never
     # ran: count the reads that reach os.readv and asyncio's method.
     calls = {"readv": 0, "asyncio": 0}
     readv, asyncios = os.readv, _pipes.unix_events._UnixReadPipeTransport._read_ready
@@ -454,7 +454,7 @@ def test_reads_take_the_scratch_path_and_the_rest_asyncios(monkeypatch):
                 os.write(w, b"x" * 1000)
                 for _ in range(SETTLE):
                     await asyncio.sleep(0)
-            scratch = dict(calls)
+            via_rx = dict(calls)
             transport.max_size = LIMIT + 1
             os.write(w, b"y")
             for _ in range(SETTLE):
@@ -462,17 +462,17 @@ def test_reads_take_the_scratch_path_and_the_rest_asyncios(monkeypatch):
             os.close(w)
             for _ in range(SETTLE):
                 await asyncio.sleep(0)
-            return scratch, dict(calls), log
+            return via_rx, dict(calls), log
 
-        scratch, after, log = loop.run_until_complete(main())
+        via_rx, after, log = loop.run_until_complete(main())
     finally:
         loop.close()
-    assert scratch == {"readv": 20, "asyncio": 0}
+    assert via_rx == {"readv": 20, "asyncio": 0}
     assert after == {"readv": 20, "asyncio": 2}  # the byte, then the end
     assert log[-2:] == [("eof",), ("lost", None)]
 
 
-def test_a_childs_output_comes_through_the_scratch_path_whole():
+def test_a_childs_output_comes_through_the_receive_buffer_whole():
     # a subprocess's stdout is a read pipe transport too
     async def main(loop):
         child = "import os, sys\nfor i in range(64): os.write(1, bytes([i]) * 65536)\n"

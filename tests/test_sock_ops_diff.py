@@ -5,9 +5,9 @@ observation. zloopgo takes the first three's steps natively
 mode off, and makes the system calls itself when that socket is
 non-blocking; every other case, and sock_recvfrom, takes asyncio's steps
 in Python (zloopgo/_sockmethods.py). A receive lands in a buffer the loop
-keeps (natively: any n up to SCRATCH_LIMIT from a non-blocking plain
-socket; in Python, and natively in other modes: n from SCRATCH_FROM to
-SCRATCH_LIMIT) and what came is copied out. The programs walk both sides
+keeps (natively: any n up to RX_LIMIT from a non-blocking plain
+socket; in Python, and natively in other modes: n from RX_FROM to
+RX_LIMIT) and what came is copied out. The programs walk both sides
 of each of those limits:
 
 - the loop: zloopgo.Loop, or a class derived from it (asyncio: the
@@ -66,7 +66,7 @@ PROGRAMS = int(os.environ.get("ZL_SOCK_OPS_PROGRAMS", "60"))
 STEPS = 16
 SETTLE = 6
 KERNEL_SETTLE = 0.002  # seconds
-FROM, LIMIT = _engine.SOCK_SCRATCH_FROM, _engine.SOCK_SCRATCH_LIMIT
+FROM, LIMIT = _engine.SOCK_RX_FROM, _engine.SOCK_RX_LIMIT
 SIZES = [1, 1000, 65536, FROM - 1, FROM, LIMIT, LIMIT + 1, 0, -1, 2**70, 2.5, True, "x"]
 PAYLOADS = {
     "empty": b"",
@@ -492,14 +492,14 @@ class PlainDerivedLoop(zloopgo.Loop):
     in Python (zloopgo/_sockmethods.py), not the adapter's."""
 
 
-def test_receives_from_scratch_from_on_take_the_scratch_buffer(monkeypatch):
-    # The programs above prove nothing about the Python steps' scratch path
+def test_receives_from_rx_from_on_take_the_receive_buffer(monkeypatch):
+    # The programs above prove nothing about the Python steps' receive-buffer path
     # if it never ran: count the receives that reach recv_into.
     calls = []
     monkeypatch.setattr(
         _sockmethods,
-        "scratch_view",
-        lambda loop, n, view=_sockmethods.scratch_view: (
+        "rx_view",
+        lambda loop, n, view=_sockmethods.rx_view: (
             calls.append(n),
             view(loop, n),
         )[1],

@@ -8,7 +8,7 @@ asyncio calls `sock.recvfrom(max_size)`: with the default max_size of
 mmap threshold and shrinks it to the datagram's size, so each receive
 maps, faults in and unmaps fresh pages (perf: most of a UDP echo's time).
 Here, natively or in _zl_read_ready_python, the datagram lands in a
-scratch buffer the loop keeps and is copied into a bytes of its exact
+receive buffer the loop keeps and is copied into a bytes of its exact
 size: the same bytes, the same truncation at max_size, the same
 exceptions, the same protocol calls in the same order. This module knows
 asyncio's transport internals; nothing of the engine.
@@ -18,7 +18,7 @@ import socket
 from asyncio import selector_events
 
 from . import _engine
-from ._scratch import scratch_view
+from ._rx import rx_view
 
 _NATIVE_FAMILIES = (socket.AF_INET, socket.AF_INET6)
 
@@ -66,7 +66,7 @@ class DatagramTransport(_engine.DatagramFastPaths, selector_events._SelectorData
             # errors differently: asyncio's own path for unusual sizes.
             return selector_events._SelectorDatagramTransport._read_ready(self)
         try:
-            with scratch_view(self._loop, size) as view:
+            with rx_view(self._loop, size) as view:
                 nbytes, addr = self._sock.recvfrom_into(view, size)
                 data = view[:nbytes].tobytes()
         except (BlockingIOError, InterruptedError):

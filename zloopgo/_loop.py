@@ -98,8 +98,8 @@ class Loop(_engine.LoopCore, SockMethods, unix_events._UnixSelectorEventLoop):
         if isinstance(ssock, socket.socket):
             with contextlib.suppress(AttributeError, TypeError, ValueError):
                 self._zl_set_self_pipe(ssock.fileno(), self._signal_handlers)
-        # where receives land before what came is copied out (zloopgo/_scratch.py)
-        self._zl_read_scratch = bytearray()
+        # where receives land before what came is copied out (zloopgo/_rx.py)
+        self._zl_rx = bytearray()
         # Who else hears of each slow callback (zloopgo.instrument's spans):
         # callables (handle, start_ns, end_ns), monotonic nanoseconds.
         self._zl_slow_listeners = []

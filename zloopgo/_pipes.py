@@ -1,6 +1,6 @@
 """zloopgo's read pipe transport (connect_read_pipe, and a subprocess's
 stdout and stderr): asyncio's own unix_events._UnixReadPipeTransport, whose
-_read_ready reads into a scratch buffer the loop keeps and copies what came
+_read_ready reads into a receive buffer the loop keeps and copies what came
 into a bytes of its exact size.
 
 asyncio calls os.read(fd, max_size). With the default max_size of 256 KiB
@@ -11,7 +11,7 @@ read faults fresh pages in: 73,762 minor faults for 256 MiB from a child,
 a third or less (docs/where-time-goes.md, "Reads that allocate what
 they may receive"). Same bytes, the same max_size, the same exceptions
 and log line, the same protocol calls in the same order; a max_size that
-is not a positive int, or above SCRATCH_LIMIT, takes asyncio's own
+is not a positive int, or above RX_LIMIT, takes asyncio's own
 method. The write side is asyncio's:
 its os.write allocates nothing. This module knows asyncio's pipe
 transport; nothing of the engine.
@@ -21,11 +21,11 @@ import os
 from asyncio import unix_events
 from asyncio.log import logger
 
-from ._scratch import scratch_view
+from ._rx import rx_view
 
-# The largest read that lands in the loop's scratch buffer (which keeps
+# The largest read that lands in the loop's receive buffer (which keeps
 # the size of its largest read): a larger max_size is asyncio's own read.
-SCRATCH_LIMIT = 1 << 24
+RX_LIMIT = 1 << 24
 
 
 class ReadPipeTransport(unix_events._UnixReadPipeTransport):
@@ -33,11 +33,11 @@ class ReadPipeTransport(unix_events._UnixReadPipeTransport):
 
     def _read_ready(self):
         size = self.max_size
-        if type(size) is not int or not 0 < size <= SCRATCH_LIMIT:
+        if type(size) is not int or not 0 < size <= RX_LIMIT:
             return unix_events._UnixReadPipeTransport._read_ready(self)
         # from here on, asyncio's _read_ready with os.read's bytes made here
         try:
-            with scratch_view(self._loop, size) as whole, whole[:size] as view:
+            with rx_view(self._loop, size) as whole, whole[:size] as view:
                 nbytes = os.readv(self._fileno, (view,))
                 data = view[:nbytes].tobytes()
         except (BlockingIOError, InterruptedError):

@@ -22,9 +22,9 @@ received, against 2.2 µs with n = 64 KiB (docs/where-time-goes.md,
 exceptions (recv_into and recvfrom_into fail as recv and recvfrom do for
 the sizes taken here), the same order.
 Only a plain socket.socket (a subclass may override recv) and an int n
-from SCRATCH_FROM to SCRATCH_LIMIT take the scratch buffer here; the rest
+from RX_FROM to RX_LIMIT take the receive buffer here; the rest
 is asyncio's recv (below glibc's first mmap threshold the allocation is
-cheaper than the scratch buffer's extra copy and calls). The methods are
+cheaper than the receive buffer's extra copy and calls). The methods are
 asyncio's, line for line, with that receive in place of sock.recv and the
 adapter asked first; tests/test_asyncio_internals.py pins the code they
 copy. This module knows asyncio's loop; nothing of the engine.
@@ -35,34 +35,34 @@ import socket
 from asyncio import base_events, selector_events
 
 from . import _engine
-from ._scratch import scratch_view
+from ._rx import rx_view
 
-# The receives that land in the scratch buffer: from glibc's initial mmap
+# The receives that land in the receive buffer: from glibc's initial mmap
 # threshold up to a size the buffer, which keeps the size of its largest
 # receive, may keep.
-SCRATCH_FROM = _engine.SOCK_SCRATCH_FROM
-SCRATCH_LIMIT = _engine.SOCK_SCRATCH_LIMIT
+RX_FROM = _engine.SOCK_RX_FROM
+RX_LIMIT = _engine.SOCK_RX_LIMIT
 
 _BASE = selector_events.BaseSelectorEventLoop
 
 
-def _takes_scratch(sock, n):
-    return type(sock) is socket.socket and type(n) is int and SCRATCH_FROM <= n <= SCRATCH_LIMIT
+def _takes_rx(sock, n):
+    return type(sock) is socket.socket and type(n) is int and RX_FROM <= n <= RX_LIMIT
 
 
 def _recv(loop, sock, n):
     """sock.recv(n)."""
-    if not _takes_scratch(sock, n):
+    if not _takes_rx(sock, n):
         return sock.recv(n)
-    with scratch_view(loop, n) as whole, whole[:n] as view:
+    with rx_view(loop, n) as whole, whole[:n] as view:
         return view[: sock.recv_into(view, n)].tobytes()
 
 
 def _recvfrom(loop, sock, n):
     """sock.recvfrom(n)."""
-    if not _takes_scratch(sock, n):
+    if not _takes_rx(sock, n):
         return sock.recvfrom(n)
-    with scratch_view(loop, n) as whole, whole[:n] as view:
+    with rx_view(loop, n) as whole, whole[:n] as view:
         nbytes, address = sock.recvfrom_into(view, n)
         return view[:nbytes].tobytes(), address
 

@@ -20,7 +20,7 @@ import functools
 import os as _os
 import stat as _stat
 
-from . import _files
+from ._files.engine import native_engine, run_op
 
 __all__ = [
     "exists",
@@ -62,16 +62,26 @@ async def _executor(func, *args, **kwargs):
     return await loop.run_in_executor(None, functools.partial(func, *args, **kwargs))
 
 
-async def _native(code, path, path2=None, n=0, mode=0, name2=None):
+async def _native(operation, path, path2=None, n=0, mode=0, name2=None):
+    """operation (the name of one of the engine's FILE_OP_* numbers) on a
+    worker."""
     loop = asyncio.get_running_loop()
-    engine = _files._native_engine(loop)
-    return await _files._op(
-        loop, engine, code, n=n, obj=path, obj2=path2, mode=mode, name=name2[0], name2=name2[1]
+    engine = native_engine(loop)
+    return await run_op(
+        loop,
+        engine,
+        getattr(engine, operation),
+        n=n,
+        obj=path,
+        obj2=path2,
+        mode=mode,
+        name=name2[0],
+        name2=name2[1],
     )
 
 
 def _engine_or_none():
-    return _files._native_engine(asyncio.get_running_loop())
+    return native_engine(asyncio.get_running_loop())
 
 
 def _stat_result(t):
@@ -95,7 +105,7 @@ async def stat(path, *, dir_fd=None, follow_symlinks=True):
     b = _plain(path)
     if b is None or dir_fd is not None or not follow_symlinks or _engine_or_none() is None:
         return await _executor(_os.stat, path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
-    return _stat_result(await _native(_files.OP_STAT, b, n=1, name2=(_os.fspath(path), None)))
+    return _stat_result(await _native("FILE_OP_STAT", b, n=1, name2=(_os.fspath(path), None)))
 
 
 async def lstat(path, *, dir_fd=None):
@@ -103,7 +113,7 @@ async def lstat(path, *, dir_fd=None):
     b = _plain(path)
     if b is None or dir_fd is not None or _engine_or_none() is None:
         return await _executor(_os.lstat, path, dir_fd=dir_fd)
-    return _stat_result(await _native(_files.OP_STAT, b, n=0, name2=(_os.fspath(path), None)))
+    return _stat_result(await _native("FILE_OP_STAT", b, n=0, name2=(_os.fspath(path), None)))
 
 
 async def rename(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
@@ -118,7 +128,7 @@ async def rename(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
         or _engine_or_none() is None
     ):
         return await _executor(_os.rename, src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
-    await _native(_files.OP_RENAME, a, b, name2=(_os.fspath(src), _os.fspath(dst)))
+    await _native("FILE_OP_RENAME", a, b, name2=(_os.fspath(src), _os.fspath(dst)))
 
 
 async def remove(path, *, dir_fd=None):
@@ -126,7 +136,7 @@ async def remove(path, *, dir_fd=None):
     b = _plain(path)
     if b is None or dir_fd is not None or _engine_or_none() is None:
         return await _executor(_os.remove, path, dir_fd=dir_fd)
-    await _native(_files.OP_UNLINK, b, name2=(_os.fspath(path), None))
+    await _native("FILE_OP_UNLINK", b, name2=(_os.fspath(path), None))
 
 
 unlink = remove
@@ -137,7 +147,7 @@ async def rmdir(path, *, dir_fd=None):
     b = _plain(path)
     if b is None or dir_fd is not None or _engine_or_none() is None:
         return await _executor(_os.rmdir, path, dir_fd=dir_fd)
-    await _native(_files.OP_RMDIR, b, name2=(_os.fspath(path), None))
+    await _native("FILE_OP_RMDIR", b, name2=(_os.fspath(path), None))
 
 
 async def mkdir(path, mode=0o777, *, dir_fd=None):
@@ -145,7 +155,7 @@ async def mkdir(path, mode=0o777, *, dir_fd=None):
     b = _plain(path)
     if b is None or dir_fd is not None or type(mode) is not int or _engine_or_none() is None:
         return await _executor(_os.mkdir, path, mode, dir_fd=dir_fd)
-    await _native(_files.OP_MKDIR, b, mode=mode, name2=(_os.fspath(path), None))
+    await _native("FILE_OP_MKDIR", b, mode=mode, name2=(_os.fspath(path), None))
 
 
 async def listdir(path="."):
@@ -153,7 +163,7 @@ async def listdir(path="."):
     b = _plain(path)
     if b is None or _engine_or_none() is None:
         return await _executor(_os.listdir, path)
-    names = await _native(_files.OP_LISTDIR, b, name2=(_os.fspath(path), None))
+    names = await _native("FILE_OP_LISTDIR", b, name2=(_os.fspath(path), None))
     if isinstance(path, bytes):
         return names
     return [_os.fsdecode(n) for n in names]

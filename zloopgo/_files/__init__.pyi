@@ -1,4 +1,5 @@
-"""Type stub for zloopgo._files: zloopgo.open() and the file it gives."""
+"""Type stub for the zloopgo._files package: zloopgo.open() and the file it
+gives."""
 
 from collections.abc import Callable, Generator, Iterable
 from os import PathLike
