@@ -1,11 +1,12 @@
-"""What one request of an application row costs its server, by two counts
-that do not drift with the load of a shared machine: user-space
-instructions (callgrind) or system calls by name (strace -f, every thread,
-the Go runtime's included). They say what bounds a row: the application's
+"""What one request of an application row costs its server, by counts that
+do not drift with the load of a shared machine: user-space instructions
+(callgrind), system calls by name (strace -f, every thread, the Go
+runtime's included), or the same at full speed with context switches
+(perf stat's tracepoints, --measure kernel). They say what bounds a row: the application's
 own Python (issue 43's "bound", as docs/where-time-goes.md gives it for
 uvicorn plaintext), the loop, or the kernel.
 
-    python -m probes.perrequest [--measure instructions|syscalls] \\
+    python -m probes.perrequest [--measure instructions|syscalls|kernel] \\
         [--rows json,db] [--servers uvicorn] [--loops asyncio,uvloop,zloopgo] \\
         [--requests 400] [--split]
 
@@ -83,7 +84,48 @@ def syscalls(out):
     return ["strace", "-f", "-c", "-o", out], read
 
 
-MEASURES = {"instructions": instructions, "syscalls": syscalls}
+# the calls a loop makes per request on Linux, each counted by its
+# tracepoint (--measure kernel); others are not counted there
+KERNEL_CALLS = (
+    "read",
+    "write",
+    "writev",
+    "sendto",
+    "recvfrom",
+    "epoll_wait",
+    "epoll_pwait",
+    "epoll_ctl",
+    "futex",
+    "nanosleep",
+    "io_uring_enter",
+)
+
+
+def kernel(out):
+    """The same for perf stat at full speed: {system call: calls} for
+    KERNEL_CALLS (and "total"), and context switches. strace stops every
+    call, so a request takes several times longer under it, and calls that
+    come per unit of time rather than per request (the Go runtime's sysmon,
+    the engine's yield every 8 ms) are counted several times over per
+    request; tracepoints do not slow the server that way."""
+    events = [f"syscalls:sys_enter_{name}" for name in KERNEL_CALLS] + ["context-switches"]
+
+    def read(opts):
+        got = {}
+        with open(out) as f:
+            for line in f:
+                cols = line.strip().split(",")
+                if len(cols) > 2 and cols[0].isdigit():
+                    got[cols[2].removeprefix("syscalls:sys_enter_")] = int(cols[0])
+        if not got:
+            return None
+        got["total"] = sum(v for k, v in got.items() if k != "context-switches")
+        return got
+
+    return ["perf", "stat", "-x,", "-o", out, "-e", ",".join(events), "--"], read
+
+
+MEASURES = {"instructions": instructions, "syscalls": syscalls, "kernel": kernel}
 
 
 def fetch_exit(port):
@@ -131,11 +173,17 @@ def count(opts, server, row, loop, requests, tmpdir):
 
 
 def describe(opts, per):
-    if opts.measure == "syscalls":
-        calls = sorted(((v, k) for k, v in per.items() if k != "total" and v >= 0.01), reverse=True)
-        return f"{per['total']:8.2f} system calls per request: " + ", ".join(
-            f"{name} {v:.2f}" for v, name in calls[:8]
+    if opts.measure in ("syscalls", "kernel"):
+        skip = ("total", "context-switches")
+        calls = sorted(
+            ((v, k) for k, v in per.items() if k not in skip and v >= 0.001), reverse=True
         )
+        line = f"{per['total']:8.3f} system calls per request: " + ", ".join(
+            f"{name} {v:.3f}" for v, name in calls[:8]
+        )
+        if "context-switches" in per:
+            line += f"; context switches {per['context-switches']:.3f}"
+        return line
     line = f"{per['total']:10,.0f} instructions per request"
     if opts.split:
         line += "".join(f"; {part} {per[part]:,.0f}" for part in PARTS if per.get(part))
