@@ -87,7 +87,7 @@ def load(opts, server, port, row, rate, duration):
     cmd = [*opts.pin_client, opts.appload, "-url", f"{scheme}://127.0.0.1:{port}{path}"]
     cmd += ["-check", check, "-duration", f"{duration}s", "-warmup", f"{opts.warmup}s"]
     cmd += ["-conns", str(CONNS[server]), "-rate", f"{rate:.1f}"]
-    out, rc = runner.run_client(cmd, duration + opts.warmup + 30)
+    out, rc = runner.run_client(cmd, duration + opts.warmup + 15)
     if out is None:
         return {"status": "timeout", "detail": "appload did not finish"}
     found = [line for line in out.splitlines() if line.startswith("APPLOAD ")]
@@ -123,16 +123,33 @@ def serve(opts, server, loop, tmpdir, measure):
     return got
 
 
-def measure_throughput(opts, server, rows, port):
-    return [{"row": row[0], **load(opts, server, port, row, 0, opts.duration)} for row in rows]
+def load_once_hung(opts, server, loop, port, row, rate, duration):
+    """load(), unless this (server, loop, row) once hung the load generator:
+    a loop that cannot serve a row is a result once, and waiting out the
+    generator's time-out again in every round and rate would only spend
+    the part's time."""
+    key = (server, loop, row[0])
+    if key in opts.hung:
+        return {"status": "skipped", "detail": f"not run again: {opts.hung[key]}"}
+    got = load(opts, server, port, row, rate, duration)
+    if got["status"] == "timeout":
+        opts.hung[key] = f"{got['status']} in its first run: {got['detail']}"
+    return got
 
 
-def measure_latency(opts, server, rows, base, port):
+def measure_throughput(opts, server, loop, rows, port):
+    return [
+        {"row": row[0], **load_once_hung(opts, server, loop, port, row, 0, opts.duration)}
+        for row in rows
+    ]
+
+
+def measure_latency(opts, server, loop, rows, base, port):
     out = []
     for row in rows:
         for share in opts.loads:
             rate = share * base[row[0]]
-            s = load(opts, server, port, row, rate, opts.latency_duration)
+            s = load_once_hung(opts, server, loop, port, row, rate, opts.latency_duration)
             out.append({"row": row[0], "load": share, "target": rate, **s})
     return out
 
@@ -143,7 +160,7 @@ def throughput_pass(opts, tmpdir):
         for server in opts.servers:
             rows = runner.rotate(list(SERVER_ROWS[server]), k)
             for loop in runner.rotate(opts.contenders, k):
-                measure = functools.partial(measure_throughput, opts, server, rows)
+                measure = functools.partial(measure_throughput, opts, server, loop, rows)
                 for s in serve(opts, server, loop, tmpdir, measure):
                     s.update(server=server, loop=loop, round=label, part="throughput")
                     found.append(s)
@@ -169,7 +186,7 @@ def latency_pass(opts, tmpdir, throughput):
         base = {r[0]: asyncio_max(throughput, server, r[0]) for r in SERVER_ROWS[server]}
         rows = [r for r in SERVER_ROWS[server] if base[r[0]]]
         for loop in runner.rotate(opts.contenders, 1):
-            measure = functools.partial(measure_latency, opts, server, rows, base)
+            measure = functools.partial(measure_latency, opts, server, loop, rows, base)
             for s in serve(opts, server, loop, tmpdir, measure):
                 s.update(server=server, loop=loop, round="1", part="latency")
                 found.append(s)
@@ -215,6 +232,7 @@ def main(argv=None):
     opts.contenders, absent = runner.available(sys.executable, wanted)
     opts.pin_server, opts.pin_client = runner.cpu_pair()
     opts.unable = {}  # (server, loop) -> why it never started
+    opts.hung = {}  # (server, loop, row) -> why the load generator never finished
     t0 = time.monotonic()
     found = []
     if opts.skipped:
