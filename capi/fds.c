@@ -85,10 +85,8 @@ static void fd_forget(zl_loop *L, zl_fdwatch *w)
 static int reactor_watch(zl_loop *L, int fd, uint32_t old, uint32_t new)
 {
     if (L->dispatching && L->sh.poller_fd >= 0 && old != new) {
-        int delta;
-        int err = zl_sys_poller_watch(L->sh.poller_fd, fd, old, new, &delta);
-        L->sh.watched += delta;
-        L->sh.watch_delta += delta;
+        int err =
+            zl_sys_poller_watch(L->sh.poller_fd, fd, old, new, &L->sh.watched, &L->sh.watch_delta);
         L->counters.watches_native++;
         return err;
     }

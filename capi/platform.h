@@ -28,11 +28,13 @@
  *     uint32_t zl_sys_poller_interest(const zl_sys_poller_event *e)
  *                                what is ready, as the engine reports it (1
  *                                readable, 2 writable; an error or hang-up both)
- *     int zl_sys_poller_watch(int poller, int fd, uint32_t old, uint32_t new, int *delta)
+ *     int zl_sys_poller_watch(int poller, int fd, uint32_t old, uint32_t new,
+ *                             int64_t *watched, int32_t *changed)
  *                                fd's interest from old to new (0: not watched),
  *                                as the engine's backend makes the change: 0 or the
  *                                error (a removal of a descriptor already gone is
- *                                none); *delta the change to the count watched
+ *                                none); the change to the count of descriptors
+ *                                watched added to *watched and *changed
  *   Sockets, for a descriptor in non-blocking mode; each call is one system
  *   call: -1 with the error in zl_sys_error() when it fails. The header also
  *   declares the BSD socket API's types, constants and calls the adapter uses

@@ -39,10 +39,10 @@ static inline uint64_t zl_sys_poller_token(const zl_sys_poller_event *e) { retur
 
 static inline uint32_t zl_sys_poller_interest(const zl_sys_poller_event *e) { return e->interest; }
 
-static inline int zl_sys_poller_watch(int poller, int fd, uint32_t old, uint32_t new, int *delta)
+static inline int zl_sys_poller_watch(int poller, int fd, uint32_t old, uint32_t new,
+                                      int64_t *watched, int32_t *changed)
 {
-    (void)poller, (void)fd, (void)old, (void)new;
-    *delta = 0;
+    (void)poller, (void)fd, (void)old, (void)new, (void)watched, (void)changed;
     return ENOSYS;
 }
 

@@ -44,15 +44,18 @@ static inline uint32_t zl_sys_poller_interest(const zl_sys_poller_event *e)
  * old != new) made as core/epoll makes it: the descriptor as its token,
  * EPOLLIN for reading, EPOLLOUT for writing, a removal the kernel refuses
  * with ENOENT or EBADF not an error, the descriptor no longer counted
- * whatever the kernel said. 0 or the errno; *delta is the change to the
- * count of descriptors watched. */
-static inline int zl_sys_poller_watch(int poller, int fd, uint32_t old, uint32_t new, int *delta)
+ * whatever the kernel said. 0 or the errno; the change to the count of
+ * descriptors watched is added to *watched and to *changed. */
+static inline int zl_sys_poller_watch(int poller, int fd, uint32_t old, uint32_t new,
+                                      int64_t *watched, int32_t *changed)
 {
     struct epoll_event ev = {.events = ((new & 1u) ? EPOLLIN : 0u) | ((new & 2u) ? EPOLLOUT : 0u),
                              .data.u64 = (uint64_t)fd};
     int op = old == 0 ? EPOLL_CTL_ADD : new == 0 ? EPOLL_CTL_DEL : EPOLL_CTL_MOD;
     int err = epoll_ctl(poller, op, fd, &ev) < 0 ? errno : 0;
-    *delta = op == EPOLL_CTL_ADD ? err == 0 : op == EPOLL_CTL_DEL ? -1 : 0;
+    int delta = op == EPOLL_CTL_ADD ? err == 0 : op == EPOLL_CTL_DEL ? -1 : 0;
+    *watched += delta;
+    *changed += delta;
     if (op == EPOLL_CTL_DEL && (err == ENOENT || err == EBADF))
         err = 0;
     return err;
