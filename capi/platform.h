@@ -93,9 +93,13 @@
  * QueryPerformanceCounter for the clock, as time.monotonic() reads it;
  * SRWLOCK, CONDITION_VARIABLE and InitOnceExecuteOnce for the threads;
  * zl_sys_at_fork returning 0 (no fork) and zl_sys_loaded doing nothing
- * (no signal masks). What is still POSIX outside this layer: files.c's
- * file operations (pread, fstat, ...), and capi/waker, a package of its
- * own with its Windows branch already. */
+ * (no signal masks). Descriptors stay C ints throughout the adapter (a
+ * socket object's, the descriptor table's index in fds.c): a SOCKET's
+ * value, which Windows keeps small, fits, but the port must check where it
+ * is read (zl_socket_head). What is still POSIX outside this layer:
+ * files.c's file operations (open, pread, fstat, readdir, ...), which a
+ * Windows port writes anew, and capi/waker, a package of its own with its
+ * Windows branch already. */
 #ifndef ZL_PLATFORM_H
 #define ZL_PLATFORM_H
 
