@@ -74,6 +74,9 @@
  *                                changed for Go's runtime as the library loaded
  *                                (on POSIX, the signal mask its threads inherit)
  *
+ * capi/platformtest checks these calls from Go, the poller's against the
+ * engine's own backend; a new platform passes it too.
+ *
  * The platforms:
  *   platform_unix.h, platform_unix.c (//go:build unix): sockets, errors,
  *     clock, threads, the signal mask of Go's threads: POSIX, shared
