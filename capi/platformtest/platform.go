@@ -11,8 +11,8 @@
 // It calls only the header's inline functions, so it needs no Python; the
 // extension itself (capi/) is not built here. The go command does not
 // see changes to headers outside a package's folder: after editing
-// capi/platform*.h, run it with -a (or other CGO_CFLAGS), or it tests the
-// build it cached.
+// capi/platform*.h, run it with -a or with other CGO_CFLAGS (scripts/test
+// adds the headers' hash to them), or it tests the build it cached.
 package platformtest
 
 /*
