@@ -98,9 +98,10 @@ typedef struct {
         next_timer; /* Go, before each zl_dispatch: the engine's earliest deadline, +Inf if none */
     int64_t alone_max;    /* Go, before each zl_dispatch: the most batches C may run alone */
     int64_t alone_ran;    /* C, in zl_dispatch: the batches it ran alone */
-    int64_t alone_polled; /* C, in zl_dispatch: of those, the ones it looked at epoll_fd for */
-    int32_t epoll_fd;     /* Go, before each zl_dispatch: the descriptor of core.Lookahead.Peek
-                       * when it is core.PeekEpoll, else -1 */
+    int64_t alone_polled; /* C, in zl_dispatch: of those, the ones it looked at poller_fd for */
+    int32_t poller_fd;    /* Go, before each zl_dispatch: the descriptor of core.Lookahead.Peek
+                           * when it is a kind capi/platform.h's poller uses (core.PeekEpoll),
+                           * else -1 */
     int32_t pad3;
     int64_t watched; /* the descriptors the engine's reactor watches, counted by whoever
                       * changes them: Go in zlgo_watch, C in fds.c's reactor_watch */
@@ -112,8 +113,8 @@ typedef struct {
     int64_t alone_events; /* C, in zl_dispatch: the events its own waits handed over */
     int32_t alone_looked_empty; /* C, in zl_dispatch: its last look, for a wait that may
                                  * block, found nothing (core.Alone.LookedEmpty) */
-    int32_t watch_delta;        /* C, in zl_dispatch: the change to `watched` its own epoll_ctl
-                          * calls made (core.Alone.Watched) */
+    int32_t watch_delta;        /* C, in zl_dispatch: the change to `watched` its own
+                                 * zl_sys_poller_watch calls made (core.Alone.Watched) */
 } zl_shared;
 
 /* Called by the engine (capi/engine.go); implemented in capi/dispatch.c.
@@ -134,7 +135,7 @@ int zl_grow_events(uintptr_t loop, int64_t need);
  * and up to alone_max more while each is an iteration the engine would
  * only hand over (core.Lookahead; `posted` is the engine's inbox word, a
  * Go pointer valid for the call, nonzero while completions wait), counted
- * in alone_ran, those whose wait it made at epoll_fd in alone_polled, the
+ * in alone_ran, those whose wait it made at poller_fd in alone_polled, the
  * events those waits handed over in alone_events; alone_looked_empty if it
  * returns after a look for a wait that may block found nothing. Returns 0,
  * or -1 with a Python exception set. */

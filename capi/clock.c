@@ -1,5 +1,5 @@
 /* The loop's clock as the program sees it. loop.time() reads the clock
- * time.monotonic() and the engine read (ZL_MONOTONIC below); but asyncio lets a
+ * time.monotonic() and the engine read (zl_sys_monotonic_ns); but asyncio lets a
  * program replace it — unittest.mock.patch.object(loop, "time", fake), a
  * subclass overriding time(), a patch on the class — and then schedules
  * call_later() and decides which timers are due by the replacement. So
@@ -12,41 +12,21 @@
  * It knows the loop object and the time method; nothing of the engine
  * beyond the two fields it sets. */
 #include "zl.h"
-#include <time.h>
 
 static PyObject *s_time;        /* "time" */
 static PyObject *original_time; /* LoopCore.time, the method descriptor */
 
-/* time.monotonic()'s clock, which the Go runtime's nanotime (core.Now)
- * reads too: CLOCK_MONOTONIC, except on macOS, where both read
- * mach_absolute_time(), which is CLOCK_UPTIME_RAW (CLOCK_MONOTONIC there
- * also counts time asleep, and would disagree with both). */
-#if defined(__APPLE__)
-#define ZL_MONOTONIC CLOCK_UPTIME_RAW
-#else
-#define ZL_MONOTONIC CLOCK_MONOTONIC
-#endif
-
+/* time.monotonic()'s clock, which the engine reads too (core.Now): the
+ * platform's (zl_sys_monotonic_ns, capi/platform.h). */
 double zl_monotonic(void)
 {
-    struct timespec ts;
-    clock_gettime(ZL_MONOTONIC, &ts);
     /* the same conversion as time.monotonic() and core.Now() */
-    return (double)((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec) / 1e9;
+    return (double)zl_sys_monotonic_ns() / 1e9;
 }
 
-int64_t zl_monotonic_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(ZL_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+int64_t zl_monotonic_ns(void) { return zl_sys_monotonic_ns(); }
 
-double zl_clock_resolution(void)
-{
-    struct timespec res;
-    return clock_getres(ZL_MONOTONIC, &res) == 0 ? res.tv_sec + res.tv_nsec * 1e-9 : 1e-9;
-}
+double zl_clock_resolution(void) { return zl_sys_clock_resolution(); }
 
 /* Looks at what loop.time is now: LoopCore's own method, or a replacement
  * kept in L->clock.replacement. 0, or -1 with an exception set. */

@@ -28,10 +28,6 @@
  * It knows asyncio's datagram transport attributes by name and the loop's
  * receive buffer (transport.c); nothing of the engine. */
 #include "zl.h"
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 static PyObject *s_conn_lost, *s_max_size, *s_sock, *s_protocol, *s_datagram_received,
     *s_error_received, *s_fatal_error, *s_address, *s_buffer, *s_extra, *s_peername, *s_loop,
@@ -135,14 +131,18 @@ static PyObject *address_of(const struct sockaddr_storage *ss, socklen_t len)
         Py_RETURN_NONE;
     if (ss->ss_family == AF_INET) {
         const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
-        if (inet_ntop(AF_INET, &a->sin_addr, host, sizeof host) == NULL)
-            return PyErr_SetFromErrno(PyExc_OSError);
+        if (inet_ntop(AF_INET, &a->sin_addr, host, sizeof host) == NULL) {
+            zl_sys_raise(zl_sys_error());
+            return NULL;
+        }
         PyObject *items[] = {PyUnicode_FromString(host), PyLong_FromLong(ntohs(a->sin_port))};
         return tuple_of(2, items);
     }
     const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
-    if (inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host) == NULL)
-        return PyErr_SetFromErrno(PyExc_OSError);
+    if (inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host) == NULL) {
+        zl_sys_raise(zl_sys_error());
+        return NULL;
+    }
     PyObject *items[] = {PyUnicode_FromString(host), PyLong_FromLong(ntohs(a->sin6_port)),
                          PyLong_FromUnsignedLong(ntohl(a->sin6_flowinfo)),
                          PyLong_FromUnsignedLong(a->sin6_scope_id)};
@@ -233,14 +233,14 @@ static PyObject *dg_read_ready(PyObject *self, PyObject *unused)
     char *own, *into = zl_rx_take(L, (size_t)max_size, &own);
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
-    ssize_t n = -1;
+    ptrdiff_t n = -1;
     int err = 0;
     if (into != NULL) {
         do {
             len = sizeof ss;
-            n = recvfrom(fd, into, (size_t)max_size, 0, (struct sockaddr *)&ss, &len);
-        } while (n < 0 && errno == EINTR);
-        err = errno;
+            n = zl_sys_recvfrom(fd, into, (size_t)max_size, &ss, &len);
+        } while (n < 0 && zl_sys_interrupted(zl_sys_error()));
+        err = zl_sys_error();
     }
     PyObject *data = n >= 0 ? PyBytes_FromStringAndSize(into, n) : NULL;
     if (into != NULL)
@@ -252,10 +252,9 @@ static PyObject *dg_read_ready(PyObject *self, PyObject *unused)
     }
     if (n < 0) {
         Py_DECREF(d);
-        if (err == EAGAIN || err == EWOULDBLOCK)
+        if (zl_sys_would_block(err))
             Py_RETURN_NONE;
-        errno = err;
-        PyErr_SetFromErrno(PyExc_OSError);
+        zl_sys_raise(err);
         return to_error_received(self);
     }
     PyObject *addr = sender_address(d, &ss, len);
@@ -371,20 +370,19 @@ static PyObject *dg_sendto(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     if (ok <= 0)
         return ok < 0 ? NULL : sendto_python(self, args, nargs, kwnames);
-    ssize_t n;
+    ptrdiff_t n;
     if (connected)
-        n = send(fd, PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data), 0);
+        n = zl_sys_send(fd, PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data));
     else
-        n = sendto(fd, PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data), 0,
-                   (struct sockaddr *)&d->last, d->last_len);
-    int err = errno;
+        n = zl_sys_sendto(fd, PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data), &d->last,
+                          d->last_len);
+    int err = zl_sys_error();
     Py_XDECREF(d);
     if (n >= 0)
         Py_RETURN_NONE;
-    if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)
+    if (zl_sys_would_block(err) || zl_sys_interrupted(err))
         return sendto_python(self, args, nargs, kwnames); /* tries again, buffers */
-    errno = err;
-    PyErr_SetFromErrno(PyExc_OSError);
+    zl_sys_raise(err);
     return to_error_received(self);
 }
 

@@ -13,9 +13,6 @@
  * callback is reported the Python edge's (Loop._zl_slow_callback). */
 #include "zl.h"
 #include <math.h>
-#ifdef __linux__
-#include <sys/epoll.h>
-#endif
 
 static PyObject *s_slow_callback_duration, *s_slow_callback;
 
@@ -252,22 +249,8 @@ static int nothing_else_due(zl_loop *L, const uint32_t *posted)
  * itself. */
 #define LOOK_EVENTS_MAX 64
 
-#ifdef __linux__
-/* epoll's event bits as the engine's interest bits, as core/epoll reports
- * them (fromEpoll): an error or hang-up makes both sides ready. */
-static uint32_t interest_of(uint32_t e)
-{
-    uint32_t in = 0;
-    if (e & ~(uint32_t)EPOLLIN)
-        in |= 2; /* poll.Writable */
-    if (e & ~(uint32_t)EPOLLOUT)
-        in |= 1; /* poll.Readable */
-    return in;
-}
-#endif
-
-/* The engine's zero-timeout wait, made here on its epoll descriptor
- * (core.Lookahead.Peek): the events ready, at most LOOK_EVENTS_MAX + 1 in
+/* The engine's zero-timeout wait, made here on its poller (core.Lookahead.Peek,
+ * zl_sys_poller_look): the events ready, at most LOOK_EVENTS_MAX + 1 in
  * `seen`, or -1 when the engine must make the wait itself — the look
  * failed (EINTR), its buffer filled (more may be ready), or the engine's
  * waker is among them (its wait drains it). It must take every event that
@@ -276,23 +259,21 @@ static uint32_t interest_of(uint32_t e)
  * did not return, so a look that took fewer would change the order the
  * engine's wait then reports them in. Hence room for one more than the
  * most descriptors watched (the waker). What a look leaves to the engine
- * is still there for its wait, in the same order. About 110 ns here,
+ * is still there for its wait, in the same order. About 110 ns on epoll,
  * against 290 for a poll(2) of the descriptor. */
-#ifdef __linux__
-static int look(zl_loop *L, struct epoll_event *seen)
+static int look(zl_loop *L, zl_sys_poller_event *seen)
 {
-    int n = epoll_wait(L->sh.epoll_fd, seen, LOOK_EVENTS_MAX + 1, 0);
+    int n = zl_sys_poller_look(L->sh.poller_fd, seen, LOOK_EVENTS_MAX + 1);
     L->counters.looks_ahead++;
     if (n > 0)
         L->counters.looks_ahead_ready++;
     if (n < 0 || n > LOOK_EVENTS_MAX || n > L->sh.events_cap)
         return -1;
     for (int i = 0; i < n; i++)
-        if (seen[i].data.u64 == UINT64_MAX) /* poll.ReservedToken: the waker */
+        if (zl_sys_poller_token(&seen[i]) == UINT64_MAX) /* poll.ReservedToken: the waker */
             return -1;
     return n;
 }
-#endif
 
 /* Whether the next iteration is one the engine would only hand over, and
  * if so its events, queued here (core.Lookahead): the number queued (0
@@ -317,7 +298,7 @@ static int64_t next_alone(zl_loop *L, const uint32_t *posted)
     if (!ready && L->sh.watched == 0) /* only a timer or a wake-up can end its wait */
         return -1;
     int polls = L->sh.watched != 0 && !(ready && L->sh.quiet);
-    if (polls && (L->sh.epoll_fd < 0 || L->sh.watched > LOOK_EVENTS_MAX))
+    if (polls && (L->sh.poller_fd < 0 || L->sh.watched > LOOK_EVENTS_MAX))
         return -1;
     if (!ready && L->look_skips > 0) { /* paused: the engine's wait goes unlooked too */
         L->look_skips--;
@@ -333,12 +314,8 @@ static int64_t next_alone(zl_loop *L, const uint32_t *posted)
      * again after the yield (a system call twice). */
     if (zl_monotonic() >= L->sh.yield_by)
         return -1;
-#ifdef __linux__
-    struct epoll_event seen[LOOK_EVENTS_MAX + 1];
+    zl_sys_poller_event seen[LOOK_EVENTS_MAX + 1];
     int n = look(L, seen);
-#else
-    int n = -1; /* never reached: only the epoll reactor can be looked at */
-#endif
     if (n < 0 || !nothing_else_due(L, posted)) {
         L->counters.looks_ahead_left++;
         return -1;
@@ -355,10 +332,8 @@ static int64_t next_alone(zl_loop *L, const uint32_t *posted)
         L->look_backoff = 0;
     L->sh.alone_polled++;
     L->sh.alone_events += n;
-#ifdef __linux__
     for (int i = 0; i < n; i++)
-        zl_fd_event(L, seen[i].data.u64, interest_of(seen[i].events));
-#endif
+        zl_fd_event(L, zl_sys_poller_token(&seen[i]), zl_sys_poller_interest(&seen[i]));
     return n;
 }
 
@@ -410,7 +385,7 @@ static int dispatch_batches(zl_loop *L, int64_t nevents, int64_t ntimers, int64_
     return rc;
 }
 
-/* While it runs, sh.epoll_fd is the engine's, which fds.c's reactor_watch
+/* While it runs, sh.poller_fd is the engine's, which fds.c's reactor_watch
  * may change itself (core.Lookahead.Peek), counting in sh.watch_delta. */
 int zl_dispatch(uintptr_t loop, int64_t nevents, int64_t ntimers, int64_t ndone, int reacquire,
                 const uint32_t *posted)

@@ -107,9 +107,11 @@ func (h *host) Dispatch(events []core.Event, timers []core.TimerSlot, done []cor
 	h.shared.next_timer = C.double(ahead.NextTimer)
 	h.shared.yield_by = C.double(ahead.YieldBy)
 	h.shared.alone_max = C.int64_t(ahead.Batches)
-	h.shared.epoll_fd = -1
+	// the one kind capi/platform.h's pollers use (platform_linux.h); with
+	// another, C leaves every wait and change of interest to the engine
+	h.shared.poller_fd = -1
 	if ahead.Peek.Kind == core.PeekEpoll {
-		h.shared.epoll_fd = C.int32_t(ahead.Peek.Handle)
+		h.shared.poller_fd = C.int32_t(ahead.Peek.Handle)
 	}
 	rc := C.zl_dispatch(h.loop, C.int64_t(len(events)), C.int64_t(len(timers)), C.int64_t(len(done)), again,
 		(*C.uint32_t)(unsafe.Pointer(ahead.Posted)))

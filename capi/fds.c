@@ -3,18 +3,14 @@
  * asyncio's selector does (add_reader and the rest, _zl_watch_state,
  * _zl_find_fileobj), and the queueing of a ready descriptor's handles.
  * The kernel is asked only when the watched mask changes: through the
- * engine (zlgo_watch), or, while a batch runs on an epoll engine, by an
- * epoll_ctl of its own (reactor_watch).
+ * engine (zlgo_watch), or, while a batch runs on an engine whose poller C
+ * may use, by a change of its own (reactor_watch, zl_sys_poller_watch).
  *
- * It knows nothing of the reactor but epoll's calls, of timers or of the
- * order callbacks run in. */
+ * It knows nothing of the reactor but the platform's poller calls
+ * (capi/platform.h), of timers or of the order callbacks run in. */
 #include "zl.h"
 #include "_cgo_export.h"
-#include <errno.h>
 #include <limits.h>
-#ifdef __linux__
-#include <sys/epoll.h>
-#endif
 
 /* A descriptor argument as a C int: beyond int's range, the OverflowError
  * asyncio's selector gets from epoll. */
@@ -80,32 +76,20 @@ static void fd_forget(zl_loop *L, zl_fdwatch *w)
 }
 
 /* The reactor's change of fd's interest from old to new (0: not watched),
- * 0 or an errno. While zl_dispatch runs a batch and the engine's reactor
- * is epoll, it is made here, as core/epoll makes it (the descriptor as its
- * token, EPOLLIN for reading, EPOLLOUT for writing, a removal the kernel
- * refuses with ENOENT or EBADF not an error, the descriptor no longer
- * counted whatever the kernel said), with the count kept in sh.watched and
+ * 0 or an errno. While zl_dispatch runs a batch and the engine's poller is
+ * one C may use (sh.poller_fd), it is made here, as the engine's backend
+ * makes it (zl_sys_poller_watch), with the count kept in sh.watched and
  * its change reported to the engine when the dispatch returns
  * (core.Alone.Watched): sock_recv's add_reader and remove_reader then cost
  * no crossing into Go. Otherwise the engine makes it (zlgo_watch). */
 static int reactor_watch(zl_loop *L, int fd, uint32_t old, uint32_t new)
 {
-#ifdef __linux__
-    if (L->dispatching && L->sh.epoll_fd >= 0 && old != new) {
-        struct epoll_event ev = {.events =
-                                     ((new & 1u) ? EPOLLIN : 0u) | ((new & 2u) ? EPOLLOUT : 0u),
-                                 .data.u64 = (uint64_t)fd};
-        int op = old == 0 ? EPOLL_CTL_ADD : new == 0 ? EPOLL_CTL_DEL : EPOLL_CTL_MOD;
-        int err = epoll_ctl(L->sh.epoll_fd, op, fd, &ev) < 0 ? errno : 0;
-        int delta = op == EPOLL_CTL_ADD ? err == 0 : op == EPOLL_CTL_DEL ? -1 : 0;
-        L->sh.watched += delta;
-        L->sh.watch_delta += delta;
-        if (op == EPOLL_CTL_DEL && (err == ENOENT || err == EBADF))
-            err = 0;
+    if (L->dispatching && L->sh.poller_fd >= 0 && old != new) {
+        int err =
+            zl_sys_poller_watch(L->sh.poller_fd, fd, old, new, &L->sh.watched, &L->sh.watch_delta);
         L->counters.watches_native++;
         return err;
     }
-#endif
     return zlgo_watch(L->engine, fd, old, new);
 }
 
@@ -135,8 +119,7 @@ static int change_watch(zl_loop *L, int fd, zl_fdwatch *w, uint32_t new)
         (void)reactor_watch(L, fd, old, 0);
         fd_forget(L, w);
     }
-    errno = err;
-    PyErr_SetFromErrno(PyExc_OSError);
+    zl_sys_raise(err);
     return -1;
 }
 

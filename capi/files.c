@@ -29,7 +29,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -103,7 +102,7 @@ typedef struct fileop {
     int has_view;
 } fileop;
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static zl_sys_once once = ZL_SYS_ONCE_INIT;
 
 static void init_once(void)
 {
@@ -535,7 +534,7 @@ PyObject *zl_file_op(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_ValueError, "file_op: unknown operation");
         return NULL;
     }
-    pthread_once(&once, init_once);
+    zl_sys_call_once(&once, init_once);
     fileop *op = PyMem_RawCalloc(1, sizeof *op);
     if (op == NULL)
         return PyErr_NoMemory();
@@ -628,7 +627,7 @@ fail:
  * once in the process when n > 0; returns the bound in force. */
 PyObject *zl_file_workers(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
-    pthread_once(&once, init_once);
+    zl_sys_call_once(&once, init_once);
     long n = nargs > 0 ? PyLong_AsLong(args[0]) : 0;
     if (n == -1 && PyErr_Occurred())
         return NULL;

@@ -25,7 +25,6 @@
 #include "zl.h"
 #include <math.h>
 #include <pythread.h>
-#include <time.h>
 
 typedef struct {
     PyObject_HEAD
@@ -59,8 +58,7 @@ int zl_is_handle_lock(PyObject *obj) { return Py_IS_TYPE(obj, lock_type); }
  * raised. */
 static int wait_and_take(zl_handle_lock *self, unsigned long me, double timeout)
 {
-    struct timespec start;
-    clock_gettime(CLOCK_MONOTONIC, &start);
+    int64_t start = zl_sys_monotonic_ns();
     long nap_us = 20;
     for (;;) {
         if (self->owner == 0) {
@@ -70,18 +68,15 @@ static int wait_and_take(zl_handle_lock *self, unsigned long me, double timeout)
         }
         double waited = 0;
         if (timeout >= 0) {
-            struct timespec now;
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            waited = (double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9;
+            waited = (double)(zl_sys_monotonic_ns() - start) / 1e9;
             if (waited >= timeout)
                 return 0;
         }
         long nap = nap_us;
         if (timeout >= 0 && (timeout - waited) * 1e6 < nap)
             nap = (long)((timeout - waited) * 1e6) + 1;
-        struct timespec ts = {nap / 1000000, (nap % 1000000) * 1000};
         PyThreadState *saved = PyEval_SaveThread();
-        nanosleep(&ts, NULL);
+        zl_sys_sleep_us(nap);
         PyEval_RestoreThread(saved);
         if (PyErr_CheckSignals() < 0)
             return -1;

@@ -14,7 +14,6 @@
 #include "zl.h"
 #include <math.h>
 #include "_cgo_export.h"
-#include <errno.h>
 
 static PyObject *loop_time(zl_loop *L, PyObject *unused)
 {
@@ -50,8 +49,8 @@ static PyObject *loop_run_engine(zl_loop *L, PyObject *unused)
     if (rc == -1)
         return NULL;
     if (rc > 0) {
-        errno = rc;
-        return PyErr_SetFromErrno(PyExc_OSError);
+        zl_sys_raise(rc);
+        return NULL;
     }
     Py_RETURN_NONE;
 }
@@ -112,8 +111,7 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     int err = 0;
     L->engine = zlgo_engine_new((uintptr_t)L, &L->sh, L->sh.resolution, &L->waker, &err);
     if (L->engine == 0) {
-        errno = err;
-        PyErr_SetFromErrno(PyExc_OSError);
+        zl_sys_raise(err);
         Py_DECREF(L);
         return NULL;
     }

@@ -68,7 +68,7 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__engine(void)
 {
-    zl_runtime_loaded();
+    zl_sys_loaded();
     if (zl_sockets_init() < 0 || zl_handle_lock_type_init() < 0 || zl_handle_types_init() < 0 ||
         zl_timer_handle_type_init() < 0 || zl_loop_type_init() < 0 ||
         zl_transport_type_init() < 0 || zl_datagram_type_init() < 0 || zl_tls_init() < 0 ||

@@ -15,13 +15,8 @@
  * It knows the loop's futures and what a lookup is; nothing of the engine
  * or of how the pool schedules its workers. */
 #include "zl.h"
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 /* getnameinfo's own refusals, beside the EAI_* codes */
 #define ZL_MULTIPLE_ADDRESSES 1000001
@@ -183,8 +178,8 @@ static PyObject *gaierror; /* socket.gaierror */
 static PyObject *lookup_error(lookup *r)
 {
     if (r->code == EAI_SYSTEM) {
-        errno = r->err;
-        return PyErr_SetFromErrno(PyExc_OSError);
+        zl_sys_raise(r->err);
+        return NULL;
     }
     if (r->code == ZL_MULTIPLE_ADDRESSES) {
         PyErr_SetString(PyExc_OSError, "sockaddr resolved to multiple addresses");

@@ -17,7 +17,6 @@
  * socket's methods. It knows the socket module; nothing of loops,
  * transports or the engine. */
 #include "zl.h"
-#include <sys/socket.h>
 
 PyTypeObject *zl_socket_type;
 int zl_socket_layout_known;

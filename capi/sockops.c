@@ -35,9 +35,6 @@
  * table (fds.c), socket objects (sockets.c), futures (tasks.c) and the
  * receive buffer (transport.c); nothing of the engine. */
 #include "zl.h"
-#include <errno.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 static PyObject *partial_type;        /* functools.partial */
 static PyTypeObject *weak_value_dict; /* weakref.WeakValueDictionary */
@@ -84,7 +81,7 @@ static inline int nonblocking_fd(PyObject *sock)
  * of theirs ends it: -2) and the call is made again on the descriptor
  * sock holds then, which a handler may have closed (-1: EBADF) or put in
  * another mode (the call then waits as the module's would, without the
- * GIL). The count, or -1 with errno set. */
+ * GIL). The count, or -1 with the error in zl_sys_error(). */
 static inline Py_ssize_t sock_syscall(PyObject *sock, int fd, int sending, void *buf, size_t len)
 {
     int waits = 0; /* a handler made the socket blocking */
@@ -92,12 +89,12 @@ static inline Py_ssize_t sock_syscall(PyObject *sock, int fd, int sending, void 
         Py_ssize_t n;
         if (waits) {
             Py_BEGIN_ALLOW_THREADS;
-            n = sending ? send(fd, buf, len, 0) : recv(fd, buf, len, 0);
+            n = sending ? zl_sys_send(fd, buf, len) : zl_sys_recv(fd, buf, len);
             Py_END_ALLOW_THREADS;
         } else {
-            n = sending ? send(fd, buf, len, 0) : recv(fd, buf, len, 0);
+            n = sending ? zl_sys_send(fd, buf, len) : zl_sys_recv(fd, buf, len);
         }
-        if (n >= 0 || errno != EINTR)
+        if (n >= 0 || !zl_sys_interrupted(zl_sys_error()))
             return n;
         if (PyErr_CheckSignals() < 0)
             return -2;
@@ -106,13 +103,15 @@ static inline Py_ssize_t sock_syscall(PyObject *sock, int fd, int sending, void 
     }
 }
 
-/* The call failed with errno: the socket module's exception for it, or,
- * for EAGAIN, nothing (0). EINTR never gets here. */
-static int errno_outcome(void)
+/* The call failed (zl_sys_error()): the socket module's exception for it,
+ * or, when it would have waited (EAGAIN), nothing (0). EINTR never gets
+ * here. */
+static int error_outcome(void)
 {
-    if (errno == EAGAIN || errno == EWOULDBLOCK)
+    int err = zl_sys_error();
+    if (zl_sys_would_block(err))
         return 0;
-    PyErr_SetFromErrno(PyExc_OSError);
+    zl_sys_raise(err);
     return -1;
 }
 
@@ -144,7 +143,7 @@ static int recv_now(zl_loop *L, PyObject *sock, PyObject *n, PyObject **data)
     if (fd >= 0) {
         got = sock_syscall(sock, fd, 0, buf, (size_t)size);
         if (got == -1)
-            r = errno_outcome(); /* -2: a signal handler's exception stands */
+            r = error_outcome(); /* -2: a signal handler's exception stands */
     } else {
         PyObject *view = PyMemoryView_FromMemory(buf, size, PyBUF_WRITE);
         if (view != NULL) {
@@ -186,14 +185,14 @@ static Py_ssize_t send_now(PyObject *sock, PyObject *data)
     }
     Py_ssize_t sent =
         sock_syscall(sock, fd, 1, PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data));
-    return sent >= 0 ? sent : sent == -1 ? errno_outcome() : -1;
+    return sent >= 0 ? sent : sent == -1 ? error_outcome() : -1;
 }
 
 /* recv(2) on sock's fd into view (released): recv_into_now's outcome. */
 static int recv_into_view(PyObject *sock, int fd, Py_buffer *view, PyObject **count)
 {
     Py_ssize_t got = sock_syscall(sock, fd, 0, view->buf, (size_t)view->len);
-    int r = got >= 0 ? 1 : got == -1 ? errno_outcome() : -1;
+    int r = got >= 0 ? 1 : got == -1 ? error_outcome() : -1;
     PyBuffer_Release(view);
     if (r == 1 && (*count = PyLong_FromSsize_t(got)) == NULL)
         r = -1;

@@ -18,10 +18,7 @@
  * and writes it adds to (zl_counters.transports); it knows nothing of the
  * engine. */
 #include "zl.h"
-#include <errno.h>
-#include <netinet/in.h>
 #include <structmember.h>
-#include <sys/socket.h>
 
 static PyObject *s_conn_lost, *s_max_size, *s_protocol, *s_data_received, *s_fatal_error, *s_on_eof,
     *s_read_ready_cb, *s_eof, *s_empty_waiter, *s_buffer, *s_write_python, *s_read_python,
@@ -208,7 +205,7 @@ static inline zl_transport_counts *counts(zl_loop *L, const zl_transport *t)
 }
 
 /* A native recv of n bytes (or an error, EOF: n <= 0) is counted. */
-static inline void count_read(zl_transport_counts *c, ssize_t n)
+static inline void count_read(zl_transport_counts *c, ptrdiff_t n)
 {
     if (c != NULL) {
         c->reads++;
@@ -252,11 +249,11 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
     } else if ((into = zl_rx_take(L, (size_t)max_size, &own)) == NULL) {
         return report_fatal(self, msg_read_error);
     }
-    ssize_t n;
+    ptrdiff_t n;
     do {
-        n = recv(fd, into, max_size, 0);
-    } while (n < 0 && errno == EINTR);
-    int err = errno;
+        n = zl_sys_recv(fd, into, max_size);
+    } while (n < 0 && zl_sys_interrupted(zl_sys_error()));
+    int err = zl_sys_error();
     count_read(counts(L, t), n);
     if (n <= 0) {
         if (data != NULL)
@@ -265,10 +262,9 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
             zl_rx_give_back(L, own);
         if (n == 0)
             return PyObject_CallMethodNoArgs(self, s_on_eof);
-        if (err == EAGAIN || err == EWOULDBLOCK)
+        if (zl_sys_would_block(err))
             Py_RETURN_NONE;
-        errno = err;
-        PyErr_SetFromErrno(PyExc_OSError);
+        zl_sys_raise(err);
         return report_fatal(self, msg_read_error);
     }
     if (t != NULL)
@@ -340,18 +336,17 @@ static int recv_into(PyObject *sock, PyObject *buf, PyObject **count, Py_ssize_t
     if (zl_socket_nonblocking_fd(sock) != ZL_NOT_A_SOCKET &&
         (PyByteArray_CheckExact(buf) || PyMemoryView_Check(buf))) {
         if (PyObject_GetBuffer(buf, &view, PyBUF_WRITABLE) == 0) {
-            ssize_t n;
+            ptrdiff_t n;
             do {
-                n = recv(zl_socket_fd(sock), view.buf, view.len, 0);
-            } while (n < 0 && errno == EINTR);
-            int err = errno;
+                n = zl_sys_recv(zl_socket_fd(sock), view.buf, view.len);
+            } while (n < 0 && zl_sys_interrupted(zl_sys_error()));
+            int err = zl_sys_error();
             *filled = view.len;
             PyBuffer_Release(&view);
-            if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK))
+            if (n < 0 && zl_sys_would_block(err))
                 return 0;
             if (n < 0) {
-                errno = err;
-                PyErr_SetFromErrno(PyExc_OSError);
+                zl_sys_raise(err);
                 return -1;
             }
             *count = PyLong_FromSsize_t(n);
@@ -469,23 +464,22 @@ static PyObject *send_now(PyObject *self, PyObject *sock, PyObject *data, Py_buf
     zl_transport *t = state_of(self);
     zl_loop *owner = t != NULL ? transport_loop(self) : NULL;
     int fd = zl_socket_fd(sock);
-    ssize_t n;
+    ptrdiff_t n;
     do {
-        /* MSG_NOSIGNAL: a closed peer is an error on this transport,
-         * never a SIGPIPE, whatever the process's SIGPIPE setting */
-        n = send(fd, view->buf, view->len, MSG_NOSIGNAL);
-    } while (n < 0 && errno == EINTR);
-    int err = errno;
+        /* a closed peer is an error on this transport, never a SIGPIPE,
+         * whatever the process's SIGPIPE setting */
+        n = zl_sys_send_nosignal(fd, view->buf, view->len);
+    } while (n < 0 && zl_sys_interrupted(zl_sys_error()));
+    int err = zl_sys_error();
     zl_transport_counts *c = counts(owner, t);
     if (c != NULL) {
         c->writes++;
         c->write_bytes += n > 0 ? (uint64_t)n : 0;
         /* what is left goes to asyncio's buffer (below) */
-        c->writes_buffered += n != view->len && (n >= 0 || err == EAGAIN || err == EWOULDBLOCK);
+        c->writes_buffered += n != view->len && (n >= 0 || zl_sys_would_block(err));
     }
-    if (n < 0 && err != EAGAIN && err != EWOULDBLOCK) {
-        errno = err;
-        PyErr_SetFromErrno(PyExc_OSError);
+    if (n < 0 && !zl_sys_would_block(err)) {
+        zl_sys_raise(err);
         return report_fatal(self, msg_write_error);
     }
     if (n == view->len)

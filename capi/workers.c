@@ -30,7 +30,7 @@
  * touch Python; the next loop thread that submits or settles work frees it
  * with its kind's discard (zl_workers_drain).
  *
- * fork(). Inside fork() the pool waits for nothing: pthread_atfork takes
+ * fork(). Inside fork() the pool waits for nothing: a fork handler takes
  * its mutex for the instant of the fork, so that the child's copy of the
  * queues is whole, and the child forgets it all: it has none of the worker
  * threads, and its loops cannot run (runtime.c refuses every call into Go
@@ -47,18 +47,16 @@
  * nothing of Python, loops or the engine beyond the engine id it hands
  * back; scripts/reliability/tsan_pool.c builds it alone under ThreadSanitizer. */
 #include "workers.h"
-#include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
-#include <time.h>
+#include "platform.h"
 
 /* capi/workers.go: starts one more worker goroutine. */
 extern void zlgo_workers_spawn(void);
 
 /* A worker waiting for work: its place on the idle stack. */
 typedef struct idle_worker {
-    pthread_cond_t wake;
+    zl_sys_cond wake;
     int woken;
     struct idle_worker *below;
 } idle_worker;
@@ -71,14 +69,14 @@ typedef struct {
     int held; /* holds in force: none may start (zl_workers_hold) */
 } work_class;
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static zl_sys_mutex lock = ZL_SYS_MUTEX_INIT;
 static work_class classes[ZL_WORK_CLASSES] = {
     [ZL_WORK_LOOKUP] = {.bound = ZL_LOOKUP_WORKERS},
     [ZL_WORK_FILE] = {.bound = ZL_FILE_WORKERS_DEFAULT},
 };
 static idle_worker *idle_top;
 /* Signalled when a held class's last running piece finishes. */
-static pthread_cond_t held_idle = PTHREAD_COND_INITIALIZER;
+static zl_sys_cond held_idle = ZL_SYS_COND_INIT;
 static int started;
 /* Workers on their way to a piece: started but not yet in zl_workers_next,
  * or woken off the idle stack and not yet awake. They count as taken when
@@ -158,16 +156,16 @@ static void wake(idle_worker *w, int spawn)
 {
     /* Signalled after unlocking: the worker does not wake into a held lock. */
     if (w != NULL)
-        pthread_cond_signal(&w->wake);
+        zl_sys_cond_signal(&w->wake);
     if (spawn)
         zlgo_workers_spawn();
 }
 
 /* ---- fork ---- */
 
-static void before_fork(void) { pthread_mutex_lock(&lock); }
+static void before_fork(void) { zl_sys_mutex_lock(&lock); }
 
-static void after_fork_in_parent(void) { pthread_mutex_unlock(&lock); }
+static void after_fork_in_parent(void) { zl_sys_mutex_unlock(&lock); }
 
 static void after_fork_in_child(void)
 {
@@ -181,27 +179,27 @@ static void after_fork_in_child(void)
     orphan_count = 0;
     atomic_store(&have_orphans, 0);
     /* The parent's threads may have waited on it: a fresh one. */
-    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    zl_sys_mutex fresh = ZL_SYS_MUTEX_INIT;
     lock = fresh;
-    pthread_cond_t fresh_cond = PTHREAD_COND_INITIALIZER;
+    zl_sys_cond fresh_cond = ZL_SYS_COND_INIT;
     held_idle = fresh_cond;
 }
 
-static pthread_once_t fork_rule = PTHREAD_ONCE_INIT;
+static zl_sys_once fork_rule = ZL_SYS_ONCE_INIT;
 
 static void install_fork_rule(void)
 {
-    pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+    (void)zl_sys_at_fork(before_fork, after_fork_in_parent, after_fork_in_child);
 }
 
 /* ---- on a loop thread ---- */
 
 void zl_work_submit(zl_work *w)
 {
-    pthread_once(&fork_rule, install_fork_rule);
+    zl_sys_call_once(&fork_rule, install_fork_rule);
     zl_workers_drain();
     w->next = NULL;
-    pthread_mutex_lock(&lock);
+    zl_sys_mutex_lock(&lock);
     work_class *k = &classes[w->kind->cls];
     w->seq = ++submitted;
     if (k->tail != NULL)
@@ -212,7 +210,7 @@ void zl_work_submit(zl_work *w)
     k->queued++;
     int spawn;
     idle_worker *idle = wake_or_spawn(&spawn);
-    pthread_mutex_unlock(&lock);
+    zl_sys_mutex_unlock(&lock);
     wake(idle, spawn);
 }
 
@@ -220,12 +218,12 @@ void zl_workers_drain(void)
 {
     if (!atomic_load(&have_orphans))
         return;
-    pthread_mutex_lock(&lock);
+    zl_sys_mutex_lock(&lock);
     zl_work *w = orphans;
     orphans = NULL;
     orphan_count = 0;
     atomic_store(&have_orphans, 0);
-    pthread_mutex_unlock(&lock);
+    zl_sys_mutex_unlock(&lock);
     while (w != NULL) {
         zl_work *next = w->next;
         w->kind->discard(w);
@@ -235,7 +233,7 @@ void zl_workers_drain(void)
 
 int zl_workers_bound(int cls, int n)
 {
-    pthread_mutex_lock(&lock);
+    zl_sys_mutex_lock(&lock);
     idle_worker *idle = NULL;
     int spawn = 0;
     if (n > 0) {
@@ -245,53 +243,46 @@ int zl_workers_bound(int cls, int n)
         idle = wake_or_spawn(&spawn);
     }
     int now = classes[cls].bound;
-    pthread_mutex_unlock(&lock);
+    zl_sys_mutex_unlock(&lock);
     wake(idle, spawn);
     return now;
 }
 
 int zl_workers_hold(int cls, int64_t timeout_ns)
 {
-    pthread_once(&fork_rule, install_fork_rule);
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += timeout_ns / 1000000000;
-    deadline.tv_nsec += timeout_ns % 1000000000;
-    if (deadline.tv_nsec >= 1000000000) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000;
-    }
-    pthread_mutex_lock(&lock);
+    zl_sys_call_once(&fork_rule, install_fork_rule);
+    zl_sys_deadline deadline = zl_sys_deadline_after(timeout_ns);
+    zl_sys_mutex_lock(&lock);
     classes[cls].held++;
     while (classes[cls].running > 0)
-        if (pthread_cond_timedwait(&held_idle, &lock, &deadline) == ETIMEDOUT)
+        if (zl_sys_cond_wait_until(&held_idle, &lock, &deadline))
             break;
     int left = classes[cls].running;
-    pthread_mutex_unlock(&lock);
+    zl_sys_mutex_unlock(&lock);
     return left;
 }
 
 void zl_workers_unhold(int cls)
 {
-    pthread_mutex_lock(&lock);
+    zl_sys_mutex_lock(&lock);
     if (classes[cls].held > 0)
         classes[cls].held--;
     /* What was held back may start: the first worker calls the next as it
      * takes its piece. */
     int spawn;
     idle_worker *idle = wake_or_spawn(&spawn);
-    pthread_mutex_unlock(&lock);
+    zl_sys_mutex_unlock(&lock);
     wake(idle, spawn);
 }
 
 void zl_workers_count(int cls, zl_workers_counts *out)
 {
-    pthread_mutex_lock(&lock);
+    zl_sys_mutex_lock(&lock);
     out->started = started;
     out->running = classes[cls].running;
     out->queued = classes[cls].queued;
     out->orphaned = orphan_count;
-    pthread_mutex_unlock(&lock);
+    zl_sys_mutex_unlock(&lock);
 }
 
 /* ---- on a worker's thread: no GIL, no Python ---- */
@@ -302,8 +293,8 @@ void zl_workers_next(zl_completion *out, uintptr_t *engine, int first)
      * back on another thread, but waits inside one call on one thread;
      * threads live as long as the process). Whether the worker is new is
      * the worker's to say, not the thread's. */
-    static __thread idle_worker self = {.wake = PTHREAD_COND_INITIALIZER};
-    pthread_mutex_lock(&lock);
+    static __thread idle_worker self = {.wake = ZL_SYS_COND_INIT};
+    zl_sys_mutex_lock(&lock);
     if (first)
         starting--;
     else
@@ -316,7 +307,7 @@ void zl_workers_next(zl_completion *out, uintptr_t *engine, int first)
         /* A woken worker may find the piece taken by a busy worker that
          * came back first; it then goes back on the stack. */
         while (!self.woken)
-            pthread_cond_wait(&self.wake, &lock);
+            zl_sys_cond_wait(&self.wake, &lock);
         waking--;
     }
     work_class *k = &classes[c];
@@ -330,12 +321,12 @@ void zl_workers_next(zl_completion *out, uintptr_t *engine, int first)
      * next worker is called now, not at the next submission. */
     int spawn;
     idle_worker *idle = wake_or_spawn(&spawn);
-    pthread_mutex_unlock(&lock);
+    zl_sys_mutex_unlock(&lock);
     wake(idle, spawn);
     w->kind->perform(w);
-    pthread_mutex_lock(&lock);
+    zl_sys_mutex_lock(&lock);
     if (--k->running == 0 && k->held)
-        pthread_cond_broadcast(&held_idle);
+        zl_sys_cond_broadcast(&held_idle);
     posting++;
     /* While this worker posts the completion, an idle one takes what
      * waits (work held back by the bound may go on now). */
@@ -346,7 +337,7 @@ void zl_workers_next(zl_completion *out, uintptr_t *engine, int first)
         idle->woken = 1;
         waking++;
     }
-    pthread_mutex_unlock(&lock);
+    zl_sys_mutex_unlock(&lock);
     wake(idle, 0);
     out->token = w->token;
     out->value = (uint64_t)(uintptr_t)w;
@@ -357,10 +348,10 @@ void zl_workers_next(zl_completion *out, uintptr_t *engine, int first)
 void zl_workers_orphan(uint64_t value)
 {
     zl_work *w = (zl_work *)(uintptr_t)value;
-    pthread_mutex_lock(&lock);
+    zl_sys_mutex_lock(&lock);
     w->next = orphans;
     orphans = w;
     orphan_count++;
     atomic_store(&have_orphans, 1);
-    pthread_mutex_unlock(&lock);
+    zl_sys_mutex_unlock(&lock);
 }

@@ -11,9 +11,11 @@
  * one flat folder because cgo builds the C files of its package's folder
  * only: the headings are the folders it cannot have.
  *
+ *   Platform: what the adapter asks of the system (platform.h and its inline calls)
+ *     platform_unix.c the POSIX calls not inlined: an errno's OSError; Go threads' signal mask
  *   Foundations
  *     util.c          exceptions, interned names, raw buffers, calls made as `except` makes them
- *     runtime.c       the fork guard; the hooks set at import; the signal mask of Go's threads
+ *     runtime.c       the fork guard; the hooks set at import
  *     clock.c         loop.time(), the program's replacement if any
  *     context.c       context snapshots, the spare context
  *   Handles and timers
@@ -56,6 +58,7 @@
 #include <Python.h>
 #include <stdatomic.h>
 #include "bridge.h"
+#include "platform.h"
 #include "stats.h"
 #include "workers.h"
 
@@ -265,11 +268,11 @@ typedef struct {
     uint64_t slow;    /* dispatch.c: of which slow, reported */
     uint64_t wakeups; /* schedule.c: wake-ups call_soon_threadsafe wrote to the reactor */
     uint64_t looks_ahead, looks_ahead_ready,
-        looks_ahead_left;    /* dispatch.c: looks at the epoll descriptor for an iteration
+        looks_ahead_left;    /* dispatch.c: looks at the engine's poller for an iteration
                            * alone, of which found an event, and those after which
                            * the engine made the iteration's wait itself */
-    uint64_t watches_native; /* fds.c: changes of a descriptor's interest made by an
-                              * epoll_ctl of the adapter's own (reactor_watch) */
+    uint64_t watches_native; /* fds.c: changes of a descriptor's interest made on the
+                              * engine's poller by the adapter itself (reactor_watch) */
 } zl_counters;
 
 /* stats.c: whether callbacks are timed, and the copies reset_stats() took. */
@@ -293,7 +296,7 @@ struct zl_loop {
     atomic_int wake_sent; /* a wake-up was written during this sleep (schedule.c) */
     int32_t look_skips;   /* dispatch.c: waits that may block left to the engine unlooked */
     int32_t look_backoff; /* dispatch.c: look_skips after the next look that finds nothing */
-    char dispatching;     /* dispatch.c: zl_dispatch is running (sh.epoll_fd is the engine's) */
+    char dispatching;     /* dispatch.c: zl_dispatch is running (sh.poller_fd is the engine's) */
     PyThreadState *saved_tstate; /* while it sleeps (dispatch.c) */
     PyThreadState *run_tstate;   /* the thread running the loop, while it runs */
     PyObject *debug_value;       /* what set_debug() was given, if not a bool (its truth: debug) */
@@ -471,10 +474,6 @@ extern PyObject *zl_futures_module;   /* asyncio.futures: Future is looked up pe
 extern PyObject *zl_tasks_module;     /* asyncio.tasks: Task is looked up per call */
 extern PyObject *zl_base_create_task; /* asyncio's BaseEventLoop.create_task */
 int zl_runtime_init(void);
-/* Gives the thread that loaded the library its signal mask back (the
- * library's initializer blocked the process-directed signals in it, so
- * that Go's threads start with them blocked); first in the module's init. */
-void zl_runtime_loaded(void);
 int zl_check_not_forked(void);
 PyObject *zl_set_asyncio(PyObject *mod, PyObject *args);
 PyObject *zl_forked_child_flag(PyObject *mod, PyObject *unused);
