@@ -84,7 +84,16 @@ def pair():
 def test_zloopgo_matches_asyncio(pair, machine, net, share, tmp_path):
     examples = max(1, round(TOTAL * share))
     result = search.search(pair, programs(machine, net), examples, SEED)
-    assert not result.flaky, "a program that differed did not differ when run again"
+    if result.flaky:
+        program, diff, notes = result.first
+        path = tmp_path / "program.json"
+        path.write_text(json.dumps(program, indent=1))
+        pytest.fail(
+            f"program {result.found_at} (seed {SEED}) differed once and not when run again\n"
+            f"{json.dumps(program)}\n{diff.describe(notes)}\n"
+            f"replay: python -m tests.transport_diff --replay {path}",
+            pytrace=False,
+        )
     if result.minimal is not None:
         _fail(result, pair.names, tmp_path)
 
