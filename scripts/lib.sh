@@ -31,19 +31,29 @@ zl_pythons() {
 }
 
 # zl_venv PYTHON PACKAGES...: prints the path of a virtualenv for PYTHON
-# (.venv-X.Y in the checkout) with zloopgo installed editable and PACKAGES
-# from PyPI.
+# (.venv-X.Y in the checkout; .venv-MACHINE-X.Y on a machine other than
+# x86_64, such as scripts/arm64's aarch64 root, which shares the checkout)
+# with zloopgo installed editable and PACKAGES from PyPI.
 zl_venv() {
     local py=$1; shift
     local ver dir
     ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-    dir=".venv-$ver"
+    dir=".venv-$(zl_machine_tag)$ver"
     if [ ! -x "$dir/bin/python" ]; then
         "$py" -m venv "$dir" >&2
     fi
     "$dir/bin/python" -m pip install -q --upgrade pip >&2
     "$dir/bin/python" -m pip install -q -e . "$@" >&2
     echo "$dir"
+}
+
+# zl_machine_tag: "" on x86_64, else the machine and a dash ("aarch64-"):
+# what the names of a checkout's per-Python directories carry, so that the
+# x86_64 ones and those of the arm64 root (scripts/arm64) do not mix.
+zl_machine_tag() {
+    local machine
+    machine=$(uname -m)
+    [ "$machine" = x86_64 ] || echo -n "$machine-"
 }
 
 # zl_need COMMAND PACKAGE: makes sure COMMAND is on PATH, installing the
@@ -87,6 +97,42 @@ zl_shell_files() {
             *) case "$(head -n 1 "$f")" in '#!'*[/\ ]bash | '#!'*[/\ ]sh | '# shellcheck shell='*) echo "$f" ;; esac ;;
         esac
     done
+}
+
+# zl_host_zig: (on x86_64) installs zig's C compiler from PyPI (ziglang, into
+# scripts/cross's .venv-cross-X.Y) and prints its binary's path relative to
+# the checkout: a static x86_64 program, which also runs natively inside the
+# arm64 root (mounted at /src there), where the root's gcc runs emulated.
+zl_host_zig() {
+    local cross
+    cross=.venv-cross-$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    if [ ! -x "$cross/bin/python" ]; then python3 -m venv "$cross" >&2; fi
+    "$cross/bin/python" -m pip install -q ziglang==0.17.1 >&2
+    "$cross/bin/python" -c 'import os, ziglang; print(os.path.relpath(os.path.join(os.path.dirname(ziglang.__file__), "zig")))'
+}
+
+# zl_zig_cgo_env PYTHON ZIG DIR: CC= and CGO_CFLAGS= (one line each) for cgo
+# to compile for aarch64 with ZIG (zl_host_zig's binary), against glibc 2.17
+# (the Wheels workflow's floor): a wrapper in DIR, as scripts/cross makes,
+# and DIR/pyconfig, which holds Debian's multiarch pyconfig.h that PYTHON's
+# include/pyconfig.h includes as <aarch64-linux-gnu/python3.X/pyconfig.h>
+# (zig searches its own libc headers, not /usr/include).
+zl_zig_cgo_env() {
+    local py=$1 zig=$2 dir=$3 multiarch pyver
+    multiarch=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("MULTIARCH") or "")')
+    pyver=$("$py" -c 'import sys; print("python%d.%d%s" % (*sys.version_info[:2], sys.abiflags))')
+    mkdir -p "$dir/pyconfig/$multiarch"
+    if [ -n "$multiarch" ] && [ -d "/usr/include/$multiarch/$pyver" ]; then
+        ln -sfn "/usr/include/$multiarch/$pyver" "$dir/pyconfig/$multiarch/$pyver"
+    fi
+    # zig's driver refuses --unresolved-symbols (setup.py's), and its lld
+    # leaves a shared object's undefined symbols (CPython's) to the loader anyway
+    # shellcheck disable=SC2016 # expanded by the wrapper
+    printf '#!/bin/sh\nfor a do shift; [ "$a" = -Wl,--unresolved-symbols=ignore-all ] || set -- "$@" "$a"; done\nexec %s cc -target aarch64-linux-gnu.2.17 "$@"\n' "$zig" >"$dir/zigcc"
+    chmod +x "$dir/zigcc"
+    # -O2: a CGO_CFLAGS replaces cgo's default -O2 -g, and zig's clang
+    # without optimization turns on UBSan, whose runtime nothing links
+    printf '%s\n' "CC=$dir/zigcc" "CGO_CFLAGS=-O2 -g -I$dir/pyconfig"
 }
 
 # ---- scripts/bench only -------------------------------------------------------
