@@ -2,7 +2,7 @@
 // kernel's epoll_event, on Linux: both change and read the same epoll
 // descriptor (the engine through golang.org/x/sys/unix's EpollEvent in
 // core/epoll, the adapter through <sys/epoll.h>'s struct epoll_event in
-// fds.c's reactor_watch and dispatch.c's look), and both name a
+// platform_linux.h's zl_sys_poller_watch and zl_sys_poller_look), and both name a
 // descriptor by the 64-bit user data, which the engine writes and reads
 // as EpollEvent's Fd (low half) and Pad (high half). That struct differs
 // by architecture: packed, 12 bytes with the data at offset 4 on x86_64;
