@@ -156,13 +156,22 @@ typedef struct {
     PyObject *fileobj;
 } zl_fdwatch;
 
+/* What one interpreter's _engine module holds (module.c makes it; a
+ * loop reaches it as L->state). Every interpreter that imports the module
+ * has its own: docs/architecture.md, "State: per process, per
+ * interpreter, per loop", says what is still process-wide. */
+typedef struct {
+    PyTypeObject *loop_type; /* LoopCore, made from this module (loop.c) */
+    zl_loop *live_loops;     /* pending.c: this interpreter's loops not yet deallocated */
+} zl_module_state;
+
 /* The last handle made, to look at again, and the list of live loops
  * (pending.c alone reads and writes it). */
 typedef struct {
     zl_handle *last;                /* NULL once looked at */
     uint64_t pos;                   /* its position in the ready queue, if */
     char queued;                    /* it waits there (not in a timer slot) */
-    zl_loop *prev_live, *next_live; /* the list of live loops */
+    zl_loop *prev_live, *next_live; /* the list of its interpreter's live loops */
 } zl_pending;
 
 /* One entry of the ready queue (ready.c): a handle the queue holds a
@@ -287,13 +296,14 @@ struct zl_loop {
     PyObject_HEAD
     zl_shared sh; /* read by the engine; see bridge.h */
     /* loop.c */
-    uintptr_t engine;     /* Go engine id; 0 once released */
-    void *waker;          /* how call_soon_threadsafe wakes the reactor (capi/waker), or NULL */
-    atomic_int polling;   /* the loop thread sleeps in the reactor (dispatch.c) */
-    atomic_int wake_sent; /* a wake-up was written during this sleep (schedule.c) */
-    int32_t look_skips;   /* dispatch.c: waits that may block left to the engine unlooked */
-    int32_t look_backoff; /* dispatch.c: look_skips after the next look that finds nothing */
-    char dispatching;     /* dispatch.c: zl_dispatch is running (sh.epoll_fd is the engine's) */
+    zl_module_state *state; /* its module's, of the interpreter that made it */
+    uintptr_t engine;       /* Go engine id; 0 once released */
+    void *waker;            /* how call_soon_threadsafe wakes the reactor (capi/waker), or NULL */
+    atomic_int polling;     /* the loop thread sleeps in the reactor (dispatch.c) */
+    atomic_int wake_sent;   /* a wake-up was written during this sleep (schedule.c) */
+    int32_t look_skips;     /* dispatch.c: waits that may block left to the engine unlooked */
+    int32_t look_backoff;   /* dispatch.c: look_skips after the next look that finds nothing */
+    char dispatching;       /* dispatch.c: zl_dispatch is running (sh.epoll_fd is the engine's) */
     PyThreadState *saved_tstate; /* while it sleeps (dispatch.c) */
     PyThreadState *run_tstate;   /* the thread running the loop, while it runs */
     PyObject *debug_value;       /* what set_debug() was given, if not a bool (its truth: debug) */
@@ -330,13 +340,19 @@ typedef struct {
 
 extern PyTypeObject zl_TransportStateType;
 
-extern PyTypeObject zl_LoopType;
-/* obj is a zloopgo loop. zloopgo.Loop's solid base (tp_base) is LoopCore:
- * looked at first, it spares the MRO walk of PyObject_TypeCheck on the
+/* LoopCore's deallocator (loop.c): what marks LoopCore, of whichever
+ * interpreter, among a class's bases. */
+void zl_loop_dealloc(zl_loop *L);
+/* obj is a zloopgo loop, of any interpreter's LoopCore: a class whose
+ * instances have a zl_loop layout has LoopCore on its chain of solid
+ * bases (tp_base), found second for zloopgo.Loop, with no MRO walk on the
  * paths that ask for every packet. */
 static inline int zl_is_loop(PyObject *obj)
 {
-    return Py_TYPE(obj)->tp_base == &zl_LoopType || PyObject_TypeCheck(obj, &zl_LoopType);
+    for (PyTypeObject *t = Py_TYPE(obj); t != NULL; t = t->tp_base)
+        if (t->tp_dealloc == (destructor)zl_loop_dealloc)
+            return 1;
+    return 0;
 }
 extern PyTypeObject *zl_HandleType; /* heap types (handle.c, timer_handle.c) */
 extern PyTypeObject *zl_TimerHandleType;
@@ -482,6 +498,8 @@ PyObject *zl_forked_child_flag(PyObject *mod, PyObject *unused);
 /* capi/clock.c */
 int zl_clock_init(void);
 double zl_monotonic(void);
+/* loop.time(), LoopCore's own method: the clock above, in seconds. */
+PyObject *zl_loop_time(zl_loop *L, PyObject *unused);
 int64_t zl_monotonic_ns(void);    /* the same clock in nanoseconds */
 double zl_clock_resolution(void); /* its resolution in seconds, for the engine */
 /* Notices a loop.time() replaced on the loop's class. 0 or -1. */
@@ -672,7 +690,9 @@ void zl_entry_release(zl_loop *L, zl_entry *e);
 int zl_entry_run(zl_loop *L, zl_entry *e);
 
 /* capi/pending.c: pending handles and the collector */
-int zl_pending_init(void);
+/* Hooks the collector of the module's interpreter (gc.callbacks) to the
+ * module state's live loops. */
+int zl_pending_init(PyObject *module);
 /* h was just made and waits in the ready queue at pos (queued) or in a timer slot. */
 void zl_pending_note(zl_loop *L, zl_handle *h, uint64_t pos, int queued);
 /* h is about to be released by its slot: it is no longer the one to look at. */
@@ -913,6 +933,9 @@ int zl_dispatch_init(void);
 
 /* capi/loop.c */
 int zl_loop_type_init(void);
+/* LoopCore, made from the module (a heap type per interpreter); NULL
+ * with an exception set. */
+PyTypeObject *zl_loop_type_new(PyObject *module);
 /* asyncio's _check_closed. The loop's one closed flag is asyncio's
  * _closed (loop.c stores it here); the engine is released only after it
  * is set. */
