@@ -91,14 +91,22 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     if (zl_check_not_forked() < 0)
         return NULL;
-    zl_loop *L = (zl_loop *)type->tp_alloc(type, 0);
-    if (L == NULL)
-        return NULL;
     /* the module of LoopCore, the solid base of every loop class */
     PyTypeObject *core = type;
     while (core->tp_dealloc != (destructor)zl_loop_dealloc)
         core = core->tp_base;
-    L->state = PyType_GetModuleState(core);
+    zl_module_state *state = PyType_GetModuleState(core);
+    if (state == NULL)
+        return NULL;
+    if (state->futures_module == NULL) { /* what create_future and create_task call */
+        PyErr_SetString(PyExc_RuntimeError,
+                        "zloopgo._engine: set_asyncio() was not called (import zloopgo)");
+        return NULL;
+    }
+    zl_loop *L = (zl_loop *)type->tp_alloc(type, 0);
+    if (L == NULL)
+        return NULL;
+    L->state = state;
     zl_timers_make(L);
     L->fds.self_pipe = -1; /* until zloopgo.Loop names it */
     int ready = zl_ready_make(L);

@@ -125,19 +125,39 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
 {
     zl_module_state *state = PyModule_GetState(m);
     Py_VISIT(state->loop_type);
+    Py_VISIT(state->futures_module);
+    Py_VISIT(state->tasks_module);
+    Py_VISIT(state->base_create_task);
+    Py_VISIT(state->threadsafe.type);
+    Py_VISIT(state->threadsafe.runner);
     return 0;
 }
 
-/* The live-loop list is borrowed: each loop holds its class, which holds
- * the module, so the state outlives every loop on it. */
+/* Breaks the cycles the module is in: it holds LoopCore and the
+ * _ThreadSafeHandle runner, which hold it (call_soon_threadsafe then
+ * makes asyncio's Handle, as before 3.14). asyncio's modules stay until
+ * the module is freed: a loop still alive while the collector clears the
+ * module (at exit) may make futures and tasks, and no cycle runs through
+ * them. The live-loop list is
+ * borrowed: each loop holds its class, which holds the module, so the
+ * state outlives every loop on it. */
 static int module_clear(PyObject *m)
 {
     zl_module_state *state = PyModule_GetState(m);
     Py_CLEAR(state->loop_type);
+    Py_CLEAR(state->threadsafe.type);
+    Py_CLEAR(state->threadsafe.runner);
     return 0;
 }
 
-static void module_free(void *m) { module_clear((PyObject *)m); }
+static void module_free(void *m)
+{
+    zl_module_state *state = PyModule_GetState((PyObject *)m);
+    module_clear((PyObject *)m);
+    Py_CLEAR(state->futures_module);
+    Py_CLEAR(state->tasks_module);
+    Py_CLEAR(state->base_create_task);
+}
 
 static PyModuleDef_Slot module_slots[] = {
     {Py_mod_exec, exec_module},

@@ -156,6 +156,15 @@ typedef struct {
     PyObject *fileobj;
 } zl_fdwatch;
 
+/* 3.14+'s asyncio.events._ThreadSafeHandle, as call_soon_threadsafe makes
+ * one (schedule.c): the class, the callable that runs one, and the
+ * offsets of its slots. */
+typedef struct {
+    PyTypeObject *type; /* events._ThreadSafeHandle, or NULL before 3.14 */
+    PyObject *runner;   /* run_threadsafe, bound to the module */
+    Py_ssize_t callback, args, cancelled, loop, source_traceback, repr, context, lock; /* offsets */
+} zl_threadsafe_class;
+
 /* What one interpreter's _engine module holds (module.c makes it; a
  * loop reaches it as L->state). Every interpreter that imports the module
  * has its own: docs/architecture.md, "State: per process, per
@@ -163,6 +172,11 @@ typedef struct {
 typedef struct {
     PyTypeObject *loop_type; /* LoopCore, made from this module (loop.c) */
     zl_loop *live_loops;     /* pending.c: this interpreter's loops not yet deallocated */
+    /* runtime.c (set_asyncio), read by tasks.c: */
+    PyObject *futures_module;       /* asyncio.futures: Future is looked up per call */
+    PyObject *tasks_module;         /* asyncio.tasks: Task is looked up per call */
+    PyObject *base_create_task;     /* asyncio's BaseEventLoop.create_task */
+    zl_threadsafe_class threadsafe; /* schedule.c (set_threadsafe_handle) */
 } zl_module_state;
 
 /* The last handle made, to look at again, and the list of live loops
@@ -482,10 +496,7 @@ int zl_intern_names(const zl_name *names, size_t n);
 int zl_grow_raw(void **buf, int64_t *cap, int64_t first, int64_t need, size_t size);
 
 /* capi/runtime.c */
-extern int zl_forked_child;           /* set in a child forked after the engine started */
-extern PyObject *zl_futures_module;   /* asyncio.futures: Future is looked up per call */
-extern PyObject *zl_tasks_module;     /* asyncio.tasks: Task is looked up per call */
-extern PyObject *zl_base_create_task; /* asyncio's BaseEventLoop.create_task */
+extern int zl_forked_child; /* set in a child forked after the engine started */
 int zl_runtime_init(void);
 /* Gives the thread that loaded the library its signal mask back (the
  * library's initializer blocked the process-directed signals in it, so

@@ -117,8 +117,9 @@ loop.close()
 def test_the_module_imported_again_makes_a_working_loop_type():
     """Multi-phase init runs the module's exec again when it is imported
     again (deleted from sys.modules), making a second LoopCore and collector
-    hook: loops of both modules work side by side, with handles referenced
-    from elsewhere and a collection."""
+    hook: loops of both modules work side by side (each with its module's
+    asyncio objects and 3.14's _ThreadSafeHandle runner), with handles
+    referenced from elsewhere and a collection."""
     body = """
 import gc
 first = zloopgo.new_event_loop()
@@ -132,11 +133,15 @@ async def work(tag):
     gc.collect()
     fut = loop.create_future()
     loop.call_later(0.001, fut.set_result, tag)
+    other = threading.Thread(target=loop.call_soon_threadsafe, args=(kept.append, None))
+    other.start()
+    other.join()
+    await loop.create_task(asyncio.sleep(0.01))
     return await fut, len(kept), loop.time() > 0
 for loop in (first, second):
     print(loop.run_until_complete(work(type(loop).__module__)))
     loop.close()
 """
     proc = run_script("zloopgo", body)
-    check(proc, "('zloopgo._loop', 3, True)")
-    assert proc.stdout.splitlines().count("('zloopgo._loop', 3, True)") == 2, proc.stdout
+    check(proc, "('zloopgo._loop', 4, True)")
+    assert proc.stdout.splitlines().count("('zloopgo._loop', 4, True)") == 2, proc.stdout
