@@ -75,11 +75,10 @@ static int process_init(void)
     if (process_ready)
         return 0;
     zl_runtime_loaded();
-    if (zl_sockets_init() < 0 || zl_handle_lock_type_init() < 0 || zl_handle_types_init() < 0 ||
-        zl_timer_handle_type_init() < 0 || zl_loop_type_init() < 0 ||
-        zl_transport_type_init() < 0 || zl_datagram_type_init() < 0 || zl_tls_init() < 0 ||
-        zl_streamfeed_init() < 0 || zl_context_init() < 0 || zl_clock_init() < 0 ||
-        zl_resolver_init() < 0 || zl_dispatch_init() < 0)
+    if (zl_sockets_init() < 0 || zl_handle_types_init() < 0 || zl_timer_handle_type_init() < 0 ||
+        zl_loop_type_init() < 0 || zl_transport_type_init() < 0 || zl_datagram_type_init() < 0 ||
+        zl_tls_init() < 0 || zl_streamfeed_init() < 0 || zl_context_init() < 0 ||
+        zl_clock_init() < 0 || zl_resolver_init() < 0 || zl_dispatch_init() < 0)
         return -1;
     if (zl_runtime_init() < 0)
         return -1;
@@ -103,11 +102,13 @@ static int exec_module(PyObject *m)
         return -1;
     zl_module_state *state = PyModule_GetState(m);
     state->loop_type = zl_loop_type_new(m);
-    if (state->loop_type == NULL || zl_pending_init(m) < 0)
+    if (state->loop_type == NULL || zl_handle_type_made(m, state) < 0 ||
+        zl_timer_handle_type_made(m, state) < 0 || zl_handle_lock_type_new(m, state) < 0 ||
+        zl_pending_init(m) < 0)
         return -1;
     if (PyModule_AddObjectRef(m, "LoopCore", (PyObject *)state->loop_type) < 0 ||
-        PyModule_AddObjectRef(m, "Handle", (PyObject *)zl_HandleType) < 0 ||
-        PyModule_AddObjectRef(m, "TimerHandle", (PyObject *)zl_TimerHandleType) < 0 ||
+        PyModule_AddObjectRef(m, "Handle", (PyObject *)state->handle_type) < 0 ||
+        PyModule_AddObjectRef(m, "TimerHandle", (PyObject *)state->timer_handle_type) < 0 ||
         PyModule_AddObjectRef(m, "StreamFastPaths", (PyObject *)&zl_StreamFastPathsType) < 0 ||
         PyModule_AddObjectRef(m, "TransportState", (PyObject *)&zl_TransportStateType) < 0 ||
         PyModule_AddObjectRef(m, "DatagramFastPaths", (PyObject *)&zl_DatagramFastPathsType) < 0 ||
@@ -125,6 +126,10 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
 {
     zl_module_state *state = PyModule_GetState(m);
     Py_VISIT(state->loop_type);
+    Py_VISIT(state->handle_type);
+    Py_VISIT(state->timer_handle_type);
+    Py_VISIT(state->lock_type);
+    Py_VISIT(state->asyncio_handle_run);
     Py_VISIT(state->futures_module);
     Py_VISIT(state->tasks_module);
     Py_VISIT(state->base_create_task);
@@ -145,6 +150,9 @@ static int module_clear(PyObject *m)
 {
     zl_module_state *state = PyModule_GetState(m);
     Py_CLEAR(state->loop_type);
+    Py_CLEAR(state->handle_type);
+    Py_CLEAR(state->timer_handle_type);
+    Py_CLEAR(state->lock_type);
     Py_CLEAR(state->threadsafe.type);
     Py_CLEAR(state->threadsafe.runner);
     return 0;
@@ -154,6 +162,7 @@ static void module_free(void *m)
 {
     zl_module_state *state = PyModule_GetState((PyObject *)m);
     module_clear((PyObject *)m);
+    Py_CLEAR(state->asyncio_handle_run);
     Py_CLEAR(state->futures_module);
     Py_CLEAR(state->tasks_module);
     Py_CLEAR(state->base_create_task);

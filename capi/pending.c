@@ -56,7 +56,7 @@ void zl_pending_check(zl_loop *L)
         if (!PyObject_GC_IsTracked((PyObject *)h))
             PyObject_GC_Track(h);
     } else if (L->pending.queued && h->nargs <= 1 && h->debug == NULL && !h->running &&
-               Py_TYPE(h) == zl_HandleType) {
+               Py_TYPE(h) == L->state->handle_type) {
         zl_ready_take_call(L, L->pending.pos, h);
     }
 }

@@ -115,7 +115,8 @@ static PyObject *schedule_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nar
     if (check_schedule(L, method, args[0], &traceback) < 0)
         return NULL;
     zl_pending_check(L);
-    zl_handle *h = zl_handle_new(L, zl_HandleType, args[0], args + 1, nargs - 1, context, 1);
+    zl_handle *h =
+        zl_handle_new(L, L->state->handle_type, args[0], args + 1, nargs - 1, context, 1);
     if (h == NULL) {
         Py_XDECREF(traceback);
         return NULL;
@@ -310,7 +311,7 @@ static PyObject *threadsafe_handle_new(zl_loop *L, PyObject *callback, PyObject 
     for (Py_ssize_t i = 0; i < nargs; i++)
         PyTuple_SET_ITEM(argt, i, Py_NewRef(args[i]));
     context = context == NULL || context == Py_None ? PyContext_CopyCurrent() : Py_NewRef(context);
-    PyObject *lock = context ? zl_handle_lock_new() : NULL;
+    PyObject *lock = context ? zl_handle_lock_new(L->state) : NULL;
     PyObject *h = lock ? threadsafe.type->tp_alloc(threadsafe.type, 0) : NULL;
     if (h == NULL) {
         Py_DECREF(argt);
@@ -520,8 +521,8 @@ static PyObject *schedule_at(zl_loop *L, PyObject *when_obj, double when, PyObje
         return NULL;
     }
     zl_pending_check(L);
-    zl_timer *h =
-        (zl_timer *)zl_handle_new(L, zl_TimerHandleType, args[0], args + 1, nargs - 1, context, 1);
+    zl_timer *h = (zl_timer *)zl_handle_new(L, L->state->timer_handle_type, args[0], args + 1,
+                                            nargs - 1, context, 1);
     if (h == NULL) {
         Py_XDECREF(traceback);
         Py_XDECREF(pushed);

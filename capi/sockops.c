@@ -525,7 +525,7 @@ static PyObject *unwatch_when_done(zl_loop *L, PyObject *const *args, Py_ssize_t
     PyObject *fd = args[0];
     if (handle != Py_None) {
         int cancelled;
-        if (Py_TYPE(handle) == zl_HandleType) {
+        if (Py_TYPE(handle) == L->state->handle_type) {
             cancelled = ((zl_handle *)handle)->cancelled;
         } else {
             PyObject *r = PyObject_VectorcallMethod(s_cancelled, &handle,

@@ -170,8 +170,12 @@ typedef struct {
  * has its own: docs/architecture.md, "State: per process, per
  * interpreter, per loop", says what is still process-wide. */
 typedef struct {
-    PyTypeObject *loop_type; /* LoopCore, made from this module (loop.c) */
-    zl_loop *live_loops;     /* pending.c: this interpreter's loops not yet deallocated */
+    PyTypeObject *loop_type;         /* LoopCore, made from this module (loop.c) */
+    PyTypeObject *handle_type;       /* zloopgo.Handle (handle.c), from this module too */
+    PyTypeObject *timer_handle_type; /* zloopgo.TimerHandle (timer_handle.c) */
+    PyTypeObject *lock_type;         /* HandleLock (handle_lock.c) */
+    PyObject *asyncio_handle_run;    /* handle.c: asyncio.events.Handle._run */
+    zl_loop *live_loops;             /* pending.c: this interpreter's loops not yet deallocated */
     /* runtime.c (set_asyncio), read by tasks.c: */
     PyObject *futures_module;       /* asyncio.futures: Future is looked up per call */
     PyObject *tasks_module;         /* asyncio.tasks: Task is looked up per call */
@@ -368,8 +372,6 @@ static inline int zl_is_loop(PyObject *obj)
             return 1;
     return 0;
 }
-extern PyTypeObject *zl_HandleType; /* heap types (handle.c, timer_handle.c) */
-extern PyTypeObject *zl_TimerHandleType;
 extern PyTypeObject zl_StreamFastPathsType;
 extern PyTypeObject zl_DatagramFastPathsType;                          /* datagram.c */
 extern PyTypeObject zl_TLSFastPathsType, zl_TLSTransportFastPathsType; /* tls.c */
@@ -554,10 +556,11 @@ PyObject *zl_context_layout_ok(PyObject *mod, PyObject *unused);
 
 /* capi/handle_lock.c: the recursive lock a _ThreadSafeHandle of the
  * adapter's holds in `_lock` */
-int zl_handle_lock_type_init(void);
-/* A new lock, free. */
-PyObject *zl_handle_lock_new(void);
-/* Whether obj is such a lock. */
+/* Makes the module's HandleLock type (state->lock_type): 0 or -1. */
+int zl_handle_lock_type_new(PyObject *module, zl_module_state *state);
+/* A new lock, free, of the module's type. */
+PyObject *zl_handle_lock_new(zl_module_state *state);
+/* Whether obj is such a lock (of any module's type). */
 int zl_is_handle_lock(PyObject *obj);
 /* Takes it for the calling thread, waiting with the GIL released while
  * another holds it: 0, or -1 with an exception set (a signal handler's). */
@@ -612,11 +615,15 @@ void zl_handle_give_call(zl_handle *h, zl_entry *e);
  * in debug mode raises (the handle is cancelled, its callback kept). */
 int zl_handle_cancel(zl_handle *h);
 int zl_handle_types_init(void);
+/* Makes the module's Handle type (state->handle_type) and reads asyncio's
+ * Handle._run: 0 or -1. */
+int zl_handle_type_made(PyObject *module, zl_module_state *state);
 /* The type of spec as a subclass of asyncio.events.<name> (Handle or
- * TimerHandle), named <name>; NULL with ImportError set if asyncio's class
- * has not the instance layout zl_handle begins with (our fields at
- * fields_at). */
-PyTypeObject *zl_handle_type_new(PyType_Spec *spec, const char *name, Py_ssize_t fields_at);
+ * TimerHandle), named <name>, made from the module; NULL with ImportError
+ * set if asyncio's class has not the instance layout zl_handle begins
+ * with (our fields at fields_at). */
+PyTypeObject *zl_handle_type_new(PyObject *module, PyType_Spec *spec, const char *name,
+                                 Py_ssize_t fields_at);
 /* What Handle defines, for TimerHandle to define too (it does not inherit
  * them: its base is asyncio's TimerHandle): the methods and attributes,
  * each list ending with an empty entry. The repr of both is asyncio's own
@@ -745,6 +752,8 @@ void zl_timers_free(zl_loop *L);
 
 /* capi/timer_handle.c */
 int zl_timer_handle_type_init(void);
+/* Makes the module's TimerHandle type (state->timer_handle_type): 0 or -1. */
+int zl_timer_handle_type_made(PyObject *module, zl_module_state *state);
 /* TimerHandle.cancel(): the handle's cancel, and its slot marked. */
 int zl_timer_cancel(zl_timer *h);
 
