@@ -13,8 +13,7 @@
  * beyond the two fields it sets. */
 #include "zl.h"
 
-static PyObject *s_time;        /* "time" */
-static PyObject *original_time; /* LoopCore.time, the method descriptor */
+static PyObject *s_time; /* "time" */
 
 /* time.monotonic()'s clock, which the engine reads too (core.Now): the
  * platform's (zl_sys_monotonic_ns, capi/platform.h). */
@@ -25,6 +24,8 @@ double zl_monotonic(void)
 }
 
 int64_t zl_monotonic_ns(void) { return zl_sys_monotonic_ns(); }
+
+PyObject *zl_loop_time(zl_loop *L, PyObject *unused) { return PyFloat_FromDouble(zl_monotonic()); }
 
 double zl_clock_resolution(void) { return zl_sys_clock_resolution(); }
 
@@ -40,8 +41,7 @@ static int refresh(zl_loop *L)
     PyObject *found = _PyType_Lookup(Py_TYPE(L), s_time); /* borrowed */
     int own = PyCFunction_Check(time) && PyCFunction_GET_SELF(time) == (PyObject *)L &&
               found != NULL && Py_IS_TYPE(found, &PyMethodDescr_Type) &&
-              ((PyMethodDescrObject *)found)->d_method ==
-                  ((PyMethodDescrObject *)original_time)->d_method;
+              ((PyMethodDescrObject *)found)->d_method->ml_meth == (PyCFunction)zl_loop_time;
     L->clock.type_version = Py_TYPE(L)->tp_version_tag; /* the lookups gave it one */
     if (own) {
         Py_DECREF(time);
@@ -95,16 +95,7 @@ int zl_loop_setattro(PyObject *self, PyObject *name, PyObject *value)
 int zl_clock_init(void)
 {
     s_time = PyUnicode_InternFromString("time");
-    if (s_time == NULL)
-        return -1;
-    original_time = PyDict_GetItemWithError(zl_LoopType.tp_dict, s_time); /* borrowed */
-    if (original_time == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_RuntimeError, "LoopCore has no time method");
-        return -1;
-    }
-    Py_INCREF(original_time);
-    return 0;
+    return s_time == NULL ? -1 : 0;
 }
 
 int zl_clock_traverse(zl_loop *L, visitproc visit, void *arg)

@@ -174,7 +174,8 @@ int zl_context_traverse(zl_loop *L, visitproc visit, void *arg)
 PyObject *zl_set_handle_context(PyObject *mod, PyObject *args)
 {
     PyObject *handle, *ctx;
-    if (!PyArg_ParseTuple(args, "O!O!", zl_HandleType, &handle, &PyContext_Type, &ctx))
+    zl_module_state *state = PyModule_GetState(mod);
+    if (!PyArg_ParseTuple(args, "O!O!", state->handle_type, &handle, &PyContext_Type, &ctx))
         return NULL;
     zl_handle *h = (zl_handle *)handle;
     if (h->running)

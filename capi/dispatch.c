@@ -138,7 +138,7 @@ static int run_timed_entry(zl_loop *L, zl_entry *e, int64_t threshold)
     int rc = zl_entry_run(L, e);
     int64_t t1 = zl_monotonic_ns();
     if (count_timed(L, t0, t1, threshold) && rc == 0) {
-        zl_handle *h = zl_handle_new(L, zl_HandleType, callback, &arg, nargs, NULL, 0);
+        zl_handle *h = zl_handle_new(L, L->state->handle_type, callback, &arg, nargs, NULL, 0);
         rc = h != NULL ? report_slow(L, (PyObject *)h, t0, t1) : -1;
         Py_XDECREF(h);
     }

@@ -142,7 +142,7 @@ static PyObject *add_watch(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, 
         return NULL;
     if (zl_check_closed(L) < 0 || check_fd(fd) < 0)
         return NULL;
-    zl_handle *h = zl_handle_new(L, zl_HandleType, args[2], args + 3, nargs - 3, NULL, 0);
+    zl_handle *h = zl_handle_new(L, L->state->handle_type, args[2], args + 3, nargs - 3, NULL, 0);
     if (h == NULL)
         return NULL;
     /* The kernel is asked first: a descriptor it refuses (any number

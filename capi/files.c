@@ -513,7 +513,7 @@ PyObject *zl_file_op(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *loop = args[0], *future = args[1];
-    if (!PyObject_TypeCheck(loop, &zl_LoopType)) {
+    if (!zl_is_loop(loop)) {
         PyErr_SetString(PyExc_TypeError, "file_op: not a zloopgo loop");
         return NULL;
     }

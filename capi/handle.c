@@ -25,7 +25,7 @@
 
 static zl_handle_pool *pool_of(zl_loop *L, PyTypeObject *type)
 {
-    return type == zl_HandleType ? &L->callbacks.handle_pool : &L->callbacks.timer_pool;
+    return type == L->state->handle_type ? &L->callbacks.handle_pool : &L->callbacks.timer_pool;
 }
 
 void zl_handle_pools_free(zl_loop *L)
@@ -408,9 +408,10 @@ void zl_handle_dealloc(zl_handle *h)
     PyTypeObject *type = Py_TYPE(h);
     zl_loop *L = (zl_loop *)Py_XNewRef((PyObject *)h->loop); /* alive until h is pooled */
     type->tp_clear((PyObject *)h);
-    zl_handle_pool *pool = L != NULL && (type == zl_HandleType || type == zl_TimerHandleType)
-                               ? pool_of(L, type)
-                               : NULL;
+    zl_handle_pool *pool =
+        L != NULL && (type == L->state->handle_type || type == L->state->timer_handle_type)
+            ? pool_of(L, type)
+            : NULL;
     if (pool != NULL && pool->n < FREELIST_MAX &&
         (pool->items != NULL ||
          (pool->items = PyMem_Malloc(FREELIST_MAX * sizeof(zl_handle *))) != NULL))
@@ -443,15 +444,16 @@ static PyObject *handle_get_context(zl_handle *h, PyObject *unused)
     return Py_NewRef(h->context);
 }
 
-/* asyncio's Handle._run, for a handle whose call is released (cancelled):
- * it does what asyncio's does then, context.run(None, *None) failing and
- * that failure reported, on every version. */
-static PyObject *asyncio_handle_run;
-
+/* asyncio's Handle._run (the module state's), for a handle whose call is
+ * released (cancelled): it does what asyncio's does then,
+ * context.run(None, *None) failing and that failure reported, on every
+ * version. */
 static PyObject *handle_run_method(zl_handle *h, PyObject *unused)
 {
+    if (h->callback == NULL && h->loop == NULL) /* cleared by the collector */
+        return PyErr_Format(PyExc_RuntimeError, "the handle was cleared");
     if (h->callback == NULL)
-        return PyObject_CallOneArg(asyncio_handle_run, (PyObject *)h);
+        return PyObject_CallOneArg(h->loop->state->asyncio_handle_run, (PyObject *)h);
     if (zl_handle_run(h) < 0)
         return NULL;
     Py_RETURN_NONE;
@@ -529,8 +531,6 @@ PyGetSetDef zl_handle_getset[] = {
 /* Handle and TimerHandle are heap types, as classes defined in Python are:
  * messages then name them "Handle" and "TimerHandle", as asyncio's, while
  * __module__ is "zloopgo" (a static type has one only in a dotted name). */
-PyTypeObject *zl_HandleType;
-
 static PyType_Slot handle_slots[] = {
     {Py_tp_doc, "A callback scheduled with call_soon(), as asyncio.Handle."},
     {Py_tp_dealloc, zl_handle_dealloc},
@@ -583,12 +583,13 @@ static PyTypeObject *asyncio_handle_class(const char *name, Py_ssize_t fields_at
     return t;
 }
 
-PyTypeObject *zl_handle_type_new(PyType_Spec *spec, const char *name, Py_ssize_t fields_at)
+PyTypeObject *zl_handle_type_new(PyObject *module, PyType_Spec *spec, const char *name,
+                                 Py_ssize_t fields_at)
 {
     PyTypeObject *base = asyncio_handle_class(name, fields_at);
     if (base == NULL)
         return NULL;
-    PyTypeObject *type = (PyTypeObject *)PyType_FromSpecWithBases(spec, (PyObject *)base);
+    PyTypeObject *type = (PyTypeObject *)PyType_FromModuleAndSpec(module, spec, (PyObject *)base);
     Py_DECREF(base);
     /* tp_name without the module, as a class defined in Python has it
      * (setting __name__ does the same), for messages */
@@ -602,13 +603,17 @@ int zl_handle_types_init(void)
     str_callback_error = PyUnicode_InternFromString("_zl_callback_error");
     str_run = PyUnicode_InternFromString("run");
     str_run_debug = PyUnicode_InternFromString("_zl_run_debug");
-    if (str_callback_error == NULL || str_run == NULL || str_run_debug == NULL)
-        return -1;
-    zl_HandleType =
-        zl_handle_type_new(&handle_spec, "Handle", offsetof(zl_handle, asyncio_timer_slots));
-    if (zl_HandleType == NULL)
+    return str_callback_error == NULL || str_run == NULL || str_run_debug == NULL ? -1 : 0;
+}
+
+int zl_handle_type_made(PyObject *module, zl_module_state *state)
+{
+    state->handle_type = zl_handle_type_new(module, &handle_spec, "Handle",
+                                            offsetof(zl_handle, asyncio_timer_slots));
+    if (state->handle_type == NULL)
         return -1;
     /* the type's base is asyncio.events.Handle */
-    asyncio_handle_run = PyObject_GetAttrString((PyObject *)zl_HandleType->tp_base, "_run");
-    return asyncio_handle_run == NULL ? -1 : 0;
+    state->asyncio_handle_run =
+        PyObject_GetAttrString((PyObject *)state->handle_type->tp_base, "_run");
+    return state->asyncio_handle_run == NULL ? -1 : 0;
 }

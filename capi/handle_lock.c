@@ -32,11 +32,9 @@ typedef struct {
     unsigned long count; /* how many times that thread took it */
 } zl_handle_lock;
 
-static PyTypeObject *lock_type; /* made once at import */
-
-PyObject *zl_handle_lock_new(void)
+PyObject *zl_handle_lock_new(zl_module_state *state)
 {
-    zl_handle_lock *self = PyObject_New(zl_handle_lock, lock_type);
+    zl_handle_lock *self = PyObject_New(zl_handle_lock, state->lock_type);
     if (self == NULL)
         return NULL;
     self->owner = 0;
@@ -51,7 +49,7 @@ static void lock_dealloc(PyObject *obj)
     Py_DECREF(type);
 }
 
-int zl_is_handle_lock(PyObject *obj) { return Py_IS_TYPE(obj, lock_type); }
+int zl_is_handle_lock(PyObject *obj) { return Py_TYPE(obj)->tp_dealloc == lock_dealloc; }
 
 /* Waits with the GIL released until the lock is free, at most timeout
  * seconds (< 0: no bound): 1 taken, 0 timed out, -1 a signal handler
@@ -350,8 +348,8 @@ static PyType_Slot lock_slots[] = {
 static PyType_Spec lock_spec = {"zloopgo._engine.HandleLock", sizeof(zl_handle_lock), 0,
                                 Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, lock_slots};
 
-int zl_handle_lock_type_init(void)
+int zl_handle_lock_type_new(PyObject *module, zl_module_state *state)
 {
-    lock_type = (PyTypeObject *)PyType_FromSpec(&lock_spec);
-    return lock_type == NULL ? -1 : 0;
+    state->lock_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &lock_spec, NULL);
+    return state->lock_type == NULL ? -1 : 0;
 }

@@ -1,11 +1,13 @@
-/* LoopCore: the native half of zloopgo.Loop. This file holds the type:
- * making a loop (with its engine), the collector's traverse and clear,
- * deallocation, the method table, the attributes asyncio reads (_closed,
- * _debug, _stopping), time/stop/get_debug, running the engine from _zl_run()
- * and closing it. What the loop holds lives in one file each: the ready
- * queue (ready.c), timer slots (timers.c), scheduling (schedule.c),
- * futures and tasks (tasks.c), the descriptor table (fds.c), the engine's
- * calls into C (dispatch.c).
+/* LoopCore: the native half of zloopgo.Loop. This file holds the type, a
+ * heap type each module object makes (zl_loop_type_new) so that a loop
+ * reaches its module's state (L->state) through its class: making a loop
+ * (with its engine), the collector's traverse and clear, deallocation,
+ * the method table, the attributes asyncio reads (_closed, _debug,
+ * _stopping), stop/get_debug (time is clock.c's), running the engine from
+ * _zl_run() and closing it. What the loop holds lives in one file each:
+ * the ready queue (ready.c), timer slots (timers.c), scheduling
+ * (schedule.c), futures and tasks (tasks.c), the descriptor table
+ * (fds.c), the engine's calls into C (dispatch.c).
  *
  * It allocates and frees the buffers the engine fills (sh.events, and
  * sh.timers_out and sh.done, which dispatch.c grows); of every other
@@ -14,11 +16,6 @@
 #include "zl.h"
 #include <math.h>
 #include "_cgo_export.h"
-
-static PyObject *loop_time(zl_loop *L, PyObject *unused)
-{
-    return PyFloat_FromDouble(zl_monotonic());
-}
 
 /* get_debug(): every asyncio Future and Task asks it when created, so it
  * is native too (set_debug stays asyncio's, writing _debug below). */
@@ -93,9 +90,22 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     if (zl_check_not_forked() < 0)
         return NULL;
+    /* the module of LoopCore, the solid base of every loop class */
+    PyTypeObject *core = type;
+    while (core->tp_dealloc != (destructor)zl_loop_dealloc)
+        core = core->tp_base;
+    zl_module_state *state = PyType_GetModuleState(core);
+    if (state == NULL)
+        return NULL;
+    if (state->futures_module == NULL) { /* what create_future and create_task call */
+        PyErr_SetString(PyExc_RuntimeError,
+                        "zloopgo._engine: set_asyncio() was not called (import zloopgo)");
+        return NULL;
+    }
     zl_loop *L = (zl_loop *)type->tp_alloc(type, 0);
     if (L == NULL)
         return NULL;
+    L->state = state;
     zl_timers_make(L);
     L->fds.self_pipe = -1; /* until zloopgo.Loop names it */
     int ready = zl_ready_make(L);
@@ -125,6 +135,7 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 
 static int loop_traverse(zl_loop *L, visitproc visit, void *arg)
 {
+    Py_VISIT(Py_TYPE(L)); /* a heap type's instances hold it */
     Py_VISIT(L->debug_value);
     int (*parts[])(zl_loop *, visitproc, void *) = {
         zl_tasks_traverse, zl_context_traverse, zl_clock_traverse, zl_lookups_traverse,
@@ -155,7 +166,7 @@ static int loop_clear(zl_loop *L)
     return 0;
 }
 
-static void loop_dealloc(zl_loop *L)
+void zl_loop_dealloc(zl_loop *L)
 {
     PyObject_GC_UnTrack(L);
     zl_pending_loop_removed(L);
@@ -169,7 +180,9 @@ static void loop_dealloc(zl_loop *L)
     PyMem_RawFree(L->sh.events);
     PyMem_RawFree(L->sh.timers_out);
     PyMem_RawFree(L->sh.done);
-    Py_TYPE(L)->tp_free((PyObject *)L);
+    PyTypeObject *type = Py_TYPE(L);
+    type->tp_free((PyObject *)L);
+    Py_DECREF(type); /* what the instance held (subtype_dealloc leaves it to a heap base) */
 }
 
 /* _closed, _stopping and _debug are the attributes asyncio.BaseEventLoop
@@ -220,7 +233,7 @@ static PyMethodDef loop_methods[] = {
     {"call_later", (PyCFunction)(void (*)(void))zl_loop_call_later, METH_FASTCALL | METH_KEYWORDS,
      NULL},
     {"call_at", (PyCFunction)(void (*)(void))zl_loop_call_at, METH_FASTCALL | METH_KEYWORDS, NULL},
-    {"time", (PyCFunction)loop_time, METH_NOARGS, NULL},
+    {"time", (PyCFunction)zl_loop_time, METH_NOARGS, NULL},
     {"create_future", (PyCFunction)zl_loop_create_future, METH_NOARGS, NULL},
     {"create_task", (PyCFunction)(void (*)(void))zl_loop_create_task, METH_FASTCALL | METH_KEYWORDS,
      NULL},
@@ -261,27 +274,33 @@ static PyGetSetDef loop_getset[] = {
      NULL},
     {NULL}};
 
-PyTypeObject zl_LoopType = {
-    /* clang-format off */
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "zloopgo._engine.LoopCore",
-    /* clang-format on */
-    .tp_doc = "The native core of zloopgo.Loop.",
-    .tp_basicsize = sizeof(zl_loop),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
-    .tp_new = loop_new,
-    .tp_dealloc = (destructor)loop_dealloc,
-    .tp_traverse = (traverseproc)loop_traverse,
-    .tp_clear = (inquiry)loop_clear,
-    .tp_methods = loop_methods,
-    .tp_getset = loop_getset,
-    .tp_setattro = zl_loop_setattro,
+static PyType_Slot loop_slots[] = {
+    {Py_tp_doc, "The native core of zloopgo.Loop: scheduling, descriptors and the engine."},
+    {Py_tp_new, loop_new},
+    {Py_tp_dealloc, zl_loop_dealloc},
+    {Py_tp_traverse, loop_traverse},
+    {Py_tp_clear, loop_clear},
+    {Py_tp_methods, loop_methods},
+    {Py_tp_getset, loop_getset},
+    {Py_tp_setattro, zl_loop_setattro},
+    {0, NULL}};
+
+static PyType_Spec loop_spec = {
+    .name = "zloopgo._engine.LoopCore",
+    .basicsize = sizeof(zl_loop),
+    .flags =
+        Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = loop_slots,
 };
 
 int zl_loop_type_init(void)
 {
-    if (zl_pending_init() < 0 || zl_schedule_init() < 0 || zl_tasks_init() < 0 ||
-        zl_sockops_init() < 0)
+    if (zl_schedule_init() < 0 || zl_tasks_init() < 0 || zl_sockops_init() < 0)
         return -1;
-    return PyType_Ready(&zl_LoopType);
+    return 0;
+}
+
+PyTypeObject *zl_loop_type_new(PyObject *module)
+{
+    return (PyTypeObject *)PyType_FromModuleAndSpec(module, &loop_spec, NULL);
 }

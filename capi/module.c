@@ -1,5 +1,6 @@
-/* The extension module zloopgo._engine: readies every native type and
- * file, and lists the module's functions (the hooks zloopgo's Python edge
+/* The extension module zloopgo._engine, initialized in two phases (PEP
+ * 489) with a state per module object (zl_module_state): readies every
+ * native type and file, and lists the module's functions (the hooks zloopgo's Python edge
  * installs live in runtime.c, the fork guard too).
  *
  * The top layer (capi/zl.h): it may call any file; none calls it. */
@@ -61,28 +62,53 @@ static PyMethodDef module_methods[] = {
     {"trace_take", zl_trace_take, METH_O, "The iterations recorded, as tuples; stops the trace."},
     {NULL}};
 
-static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "_engine", "zloopgo's native engine (Go) and adapter (C).", -1,
-    module_methods,
-};
+/* What is still per process (docs/architecture.md, "State: per process,
+ * per interpreter, per loop"): the types other than LoopCore, the interned
+ * names, asyncio's classes the Python edge hands over. Made once, by the
+ * main interpreter, the only one exec_module lets in; a second import
+ * there (the module deleted from sys.modules) reuses them, as the
+ * single-phase module's copied dictionary did. */
+static int process_ready;
 
-PyMODINIT_FUNC PyInit__engine(void)
+static int process_init(void)
 {
+    if (process_ready)
+        return 0;
     zl_sys_loaded();
-    if (zl_sockets_init() < 0 || zl_handle_lock_type_init() < 0 || zl_handle_types_init() < 0 ||
-        zl_timer_handle_type_init() < 0 || zl_loop_type_init() < 0 ||
-        zl_transport_type_init() < 0 || zl_datagram_type_init() < 0 || zl_tls_init() < 0 ||
-        zl_streamfeed_init() < 0 || zl_context_init() < 0 || zl_clock_init() < 0 ||
-        zl_resolver_init() < 0 || zl_dispatch_init() < 0)
-        return NULL;
+    if (zl_sockets_init() < 0 || zl_handle_types_init() < 0 || zl_timer_handle_type_init() < 0 ||
+        zl_loop_type_init() < 0 || zl_transport_type_init() < 0 || zl_datagram_type_init() < 0 ||
+        zl_tls_init() < 0 || zl_streamfeed_init() < 0 || zl_context_init() < 0 ||
+        zl_clock_init() < 0 || zl_resolver_init() < 0 || zl_dispatch_init() < 0)
+        return -1;
     if (zl_runtime_init() < 0)
-        return NULL;
-    PyObject *m = PyModule_Create(&module_def);
-    if (m == NULL)
-        return NULL;
-    if (PyModule_AddObjectRef(m, "LoopCore", (PyObject *)&zl_LoopType) < 0 ||
-        PyModule_AddObjectRef(m, "Handle", (PyObject *)zl_HandleType) < 0 ||
-        PyModule_AddObjectRef(m, "TimerHandle", (PyObject *)zl_TimerHandleType) < 0 ||
+        return -1;
+    process_ready = 1;
+    return 0;
+}
+
+static int exec_module(PyObject *m)
+{
+    /* Until nothing process-wide holds Python objects, only the main
+     * interpreter may load the module: Py_mod_multiple_interpreters keeps
+     * isolated interpreters out, this the legacy ones that share the main
+     * GIL (which would otherwise get the main interpreter's objects). */
+    if (PyInterpreterState_Get() != PyInterpreterState_Main()) {
+        PyErr_SetString(PyExc_ImportError,
+                        "module zloopgo._engine does not support loading in subinterpreters yet "
+                        "(zloopgo's engine keeps process-wide Python objects)");
+        return -1;
+    }
+    if (process_init() < 0)
+        return -1;
+    zl_module_state *state = PyModule_GetState(m);
+    state->loop_type = zl_loop_type_new(m);
+    if (state->loop_type == NULL || zl_handle_type_made(m, state) < 0 ||
+        zl_timer_handle_type_made(m, state) < 0 || zl_handle_lock_type_new(m, state) < 0 ||
+        zl_pending_init(m) < 0)
+        return -1;
+    if (PyModule_AddObjectRef(m, "LoopCore", (PyObject *)state->loop_type) < 0 ||
+        PyModule_AddObjectRef(m, "Handle", (PyObject *)state->handle_type) < 0 ||
+        PyModule_AddObjectRef(m, "TimerHandle", (PyObject *)state->timer_handle_type) < 0 ||
         PyModule_AddObjectRef(m, "StreamFastPaths", (PyObject *)&zl_StreamFastPathsType) < 0 ||
         PyModule_AddObjectRef(m, "TransportState", (PyObject *)&zl_TransportStateType) < 0 ||
         PyModule_AddObjectRef(m, "DatagramFastPaths", (PyObject *)&zl_DatagramFastPathsType) < 0 ||
@@ -91,9 +117,75 @@ PyMODINIT_FUNC PyInit__engine(void)
                               (PyObject *)&zl_TLSTransportFastPathsType) < 0 ||
         PyModule_AddObjectRef(m, "DatagramState", (PyObject *)&zl_DatagramStateType) < 0 ||
         PyModule_AddIntConstant(m, "SOCK_RX_FROM", ZL_SOCK_RX_FROM) < 0 ||
-        PyModule_AddIntConstant(m, "SOCK_RX_LIMIT", ZL_SOCK_RX_LIMIT) < 0 || zl_files_init(m) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
+        PyModule_AddIntConstant(m, "SOCK_RX_LIMIT", ZL_SOCK_RX_LIMIT) < 0 || zl_files_init(m) < 0)
+        return -1;
+    return 0;
 }
+
+static int module_traverse(PyObject *m, visitproc visit, void *arg)
+{
+    zl_module_state *state = PyModule_GetState(m);
+    Py_VISIT(state->loop_type);
+    Py_VISIT(state->handle_type);
+    Py_VISIT(state->timer_handle_type);
+    Py_VISIT(state->lock_type);
+    Py_VISIT(state->asyncio_handle_run);
+    Py_VISIT(state->futures_module);
+    Py_VISIT(state->tasks_module);
+    Py_VISIT(state->base_create_task);
+    Py_VISIT(state->threadsafe.type);
+    Py_VISIT(state->threadsafe.runner);
+    return 0;
+}
+
+/* Breaks the cycles the module is in: it holds LoopCore and the
+ * _ThreadSafeHandle runner, which hold it (call_soon_threadsafe then
+ * makes asyncio's Handle, as before 3.14). asyncio's modules stay until
+ * the module is freed: a loop still alive while the collector clears the
+ * module (at exit) may make futures and tasks, and no cycle runs through
+ * them. The live-loop list is
+ * borrowed: each loop holds its class, which holds the module, so the
+ * state outlives every loop on it. */
+static int module_clear(PyObject *m)
+{
+    zl_module_state *state = PyModule_GetState(m);
+    Py_CLEAR(state->loop_type);
+    Py_CLEAR(state->handle_type);
+    Py_CLEAR(state->timer_handle_type);
+    Py_CLEAR(state->lock_type);
+    Py_CLEAR(state->threadsafe.type);
+    Py_CLEAR(state->threadsafe.runner);
+    return 0;
+}
+
+static void module_free(void *m)
+{
+    zl_module_state *state = PyModule_GetState((PyObject *)m);
+    module_clear((PyObject *)m);
+    Py_CLEAR(state->asyncio_handle_run);
+    Py_CLEAR(state->futures_module);
+    Py_CLEAR(state->tasks_module);
+    Py_CLEAR(state->base_create_task);
+}
+
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, exec_module},
+#if PY_VERSION_HEX >= 0x030C0000
+    /* what is true until every cached object is per interpreter (issue 41) */
+    {Py_mod_multiple_interpreters, Py_MOD_MULTIPLE_INTERPRETERS_NOT_SUPPORTED},
+#endif
+    {0, NULL}};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_engine",
+    .m_doc = "zloopgo's native engine (Go) and adapter (C).",
+    .m_size = sizeof(zl_module_state),
+    .m_methods = module_methods,
+    .m_slots = module_slots,
+    .m_traverse = module_traverse,
+    .m_clear = module_clear,
+    .m_free = module_free,
+};
+
+PyMODINIT_FUNC PyInit__engine(void) { return PyModuleDef_Init(&module_def); }

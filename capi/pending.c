@@ -20,16 +20,16 @@
  *   (zl_handle_release) tracks it too if something still holds it.
  *
  * This file alone reads and writes the loop's `pending` record and the
- * list of live loops the collector hook walks. That list is process-wide:
- * it is changed and read only with the GIL held (loop creation and
- * deallocation, the hook), and tests/test_loops_in_threads.py runs loops in
- * several threads with a collection on nearly every allocation.
+ * list of live loops the collector hook walks. That list is the module
+ * state's, one per interpreter, as the collector and its gc.callbacks
+ * are: it is changed and read only with that interpreter's GIL held (loop
+ * creation and deallocation, the hook), and tests/test_loops_in_threads.py
+ * runs loops in several threads with a collection on nearly every
+ * allocation.
  *
  * It knows the ready queue only through zl_ready_take_call; nothing of
  * timers' slots or the engine. */
 #include "zl.h"
-
-static zl_loop *live_loops; /* every loop not yet deallocated, for the collector hook */
 
 void zl_pending_note(zl_loop *L, zl_handle *h, uint64_t pos, int queued)
 {
@@ -56,18 +56,20 @@ void zl_pending_check(zl_loop *L)
         if (!PyObject_GC_IsTracked((PyObject *)h))
             PyObject_GC_Track(h);
     } else if (L->pending.queued && h->nargs <= 1 && h->debug == NULL && !h->running &&
-               Py_TYPE(h) == zl_HandleType) {
+               Py_TYPE(h) == L->state->handle_type) {
         zl_ready_take_call(L, L->pending.pos, h);
     }
 }
 
-/* gc.callbacks entry: before a collection, no pending handle may be both
- * untracked and referenced from elsewhere. */
+/* gc.callbacks entry, bound to the module: before a collection, no
+ * pending handle of its interpreter's loops may be both untracked and
+ * referenced from elsewhere. */
 static PyObject *before_collection(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
+    zl_module_state *state = PyModule_GetState(mod);
     if (nargs >= 1 && PyUnicode_Check(args[0]) &&
         PyUnicode_CompareWithASCIIString(args[0], "start") == 0)
-        for (zl_loop *L = live_loops; L != NULL; L = L->pending.next_live)
+        for (zl_loop *L = state->live_loops; L != NULL; L = L->pending.next_live)
             zl_pending_check(L);
     Py_RETURN_NONE;
 }
@@ -76,11 +78,11 @@ static PyMethodDef before_collection_def = {
     "_zloopgo_before_collection", (PyCFunction)(void (*)(void))before_collection, METH_FASTCALL,
     "Tracks the pending handles of zloopgo loops that are referenced from elsewhere."};
 
-int zl_pending_init(void)
+int zl_pending_init(PyObject *module)
 {
     PyObject *gc = PyImport_ImportModule("gc");
     PyObject *callbacks = gc ? PyObject_GetAttrString(gc, "callbacks") : NULL;
-    PyObject *hook = callbacks ? PyCFunction_New(&before_collection_def, NULL) : NULL;
+    PyObject *hook = callbacks ? PyCFunction_New(&before_collection_def, module) : NULL;
     int r = hook ? PyList_Append(callbacks, hook) : -1;
     Py_XDECREF(hook);
     Py_XDECREF(callbacks);
@@ -90,18 +92,19 @@ int zl_pending_init(void)
 
 void zl_pending_loop_added(zl_loop *L)
 {
-    L->pending.next_live = live_loops;
-    if (live_loops != NULL)
-        live_loops->pending.prev_live = L;
-    live_loops = L;
+    zl_loop **live_loops = &L->state->live_loops;
+    L->pending.next_live = *live_loops;
+    if (*live_loops != NULL)
+        (*live_loops)->pending.prev_live = L;
+    *live_loops = L;
 }
 
 void zl_pending_loop_removed(zl_loop *L)
 {
     if (L->pending.prev_live != NULL)
         L->pending.prev_live->pending.next_live = L->pending.next_live;
-    else if (live_loops == L)
-        live_loops = L->pending.next_live;
+    else if (L->state->live_loops == L)
+        L->state->live_loops = L->pending.next_live;
     if (L->pending.next_live != NULL)
         L->pending.next_live->pending.prev_live = L->pending.prev_live;
 }

@@ -68,7 +68,8 @@ void zl_entry_release(zl_loop *L, zl_entry *e)
 /* A Handle holding an entry's call (its references move to it). */
 static zl_handle *handle_for_entry(zl_loop *L, zl_entry *e)
 {
-    zl_handle *h = zl_handle_new(L, zl_HandleType, e->call, &e->arg, e->nargs, e->context, 0);
+    zl_handle *h =
+        zl_handle_new(L, L->state->handle_type, e->call, &e->arg, e->nargs, e->context, 0);
     if (h != NULL && e->context != NULL) /* else (a bare call) it took a snapshot of its own */
         h->context_snapshot = (e->flags & ZL_ENTRY_SNAPSHOT) != 0;
     zl_entry_release(L, e);

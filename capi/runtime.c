@@ -13,9 +13,6 @@
 #include "zl.h"
 
 int zl_forked_child;
-PyObject *zl_futures_module;
-PyObject *zl_tasks_module;
-PyObject *zl_base_create_task;
 
 static void mark_forked_child(void) { zl_forked_child = 1; }
 
@@ -45,9 +42,10 @@ PyObject *zl_set_asyncio(PyObject *mod, PyObject *args)
     PyObject *futures, *tasks, *base_create_task;
     if (!PyArg_ParseTuple(args, "OOO", &futures, &tasks, &base_create_task))
         return NULL;
-    Py_XSETREF(zl_futures_module, Py_NewRef(futures));
-    Py_XSETREF(zl_tasks_module, Py_NewRef(tasks));
-    Py_XSETREF(zl_base_create_task, Py_NewRef(base_create_task));
+    zl_module_state *state = PyModule_GetState(mod);
+    Py_XSETREF(state->futures_module, Py_NewRef(futures));
+    Py_XSETREF(state->tasks_module, Py_NewRef(tasks));
+    Py_XSETREF(state->base_create_task, Py_NewRef(base_create_task));
     Py_RETURN_NONE;
 }
 

@@ -115,7 +115,8 @@ static PyObject *schedule_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nar
     if (check_schedule(L, method, args[0], &traceback) < 0)
         return NULL;
     zl_pending_check(L);
-    zl_handle *h = zl_handle_new(L, zl_HandleType, args[0], args + 1, nargs - 1, context, 1);
+    zl_handle *h =
+        zl_handle_new(L, L->state->handle_type, args[0], args + 1, nargs - 1, context, 1);
     if (h == NULL) {
         Py_XDECREF(traceback);
         return NULL;
@@ -155,12 +156,8 @@ PyObject *zl_loop_call_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
  * runs as its _run does: the lock held, cancellation looked at again, then
  * context.run(callback, *args). Its cancel(), cancelled() and repr stay
  * asyncio's Python methods. Debug mode takes zloopgo's Python edge
- * (asyncio's steps, traceback, RLock and all). Set once at import. */
-static struct {
-    PyTypeObject *type; /* events._ThreadSafeHandle, or NULL before 3.14 */
-    PyObject *runner;   /* run_threadsafe as a callable */
-    Py_ssize_t callback, args, cancelled, loop, source_traceback, repr, context, lock; /* offsets */
-} threadsafe;
+ * (asyncio's steps, traceback, RLock and all). Set at import, in the
+ * module's state (zl_threadsafe_class). */
 
 static PyObject *str_threadsafe_python; /* "_zl_call_soon_threadsafe_python" */
 static PyObject *str_enter;             /* "__enter__" */
@@ -206,8 +203,9 @@ static int exit_lock(PyObject *lock)
 
 /* handle._run of a _ThreadSafeHandle, after the loop's own look at
  * _cancelled (zloopgo's queue holds this call, the handle its argument). */
-static PyObject *run_threadsafe(PyObject *unused, PyObject *handle)
+static PyObject *run_threadsafe(PyObject *mod, PyObject *handle)
 {
+    const zl_threadsafe_class threadsafe = ((zl_module_state *)PyModule_GetState(mod))->threadsafe;
     /* the adapter queues only handles it made; anything else is refused,
      * not trusted (the runner is reachable from Python) */
     if (!PyObject_TypeCheck(handle, threadsafe.type) ||
@@ -285,19 +283,20 @@ PyObject *zl_set_threadsafe_handle(PyObject *mod, PyObject *args)
         PyErr_Format(PyExc_TypeError, "%s has a __dict__", t->tp_name);
         return NULL;
     }
-    PyObject *runner = PyCFunction_New(&run_threadsafe_def, NULL);
+    PyObject *runner = PyCFunction_New(&run_threadsafe_def, mod);
     if (runner == NULL)
         return NULL;
-    Py_XSETREF(threadsafe.runner, runner);
-    Py_XSETREF(threadsafe.type, (PyTypeObject *)Py_NewRef(type));
-    threadsafe.callback = offsets[0];
-    threadsafe.args = offsets[1];
-    threadsafe.cancelled = offsets[2];
-    threadsafe.loop = offsets[3];
-    threadsafe.source_traceback = offsets[4];
-    threadsafe.repr = offsets[5];
-    threadsafe.context = offsets[6];
-    threadsafe.lock = offsets[7];
+    zl_threadsafe_class *threadsafe = &((zl_module_state *)PyModule_GetState(mod))->threadsafe;
+    Py_XSETREF(threadsafe->runner, runner);
+    Py_XSETREF(threadsafe->type, (PyTypeObject *)Py_NewRef(type));
+    threadsafe->callback = offsets[0];
+    threadsafe->args = offsets[1];
+    threadsafe->cancelled = offsets[2];
+    threadsafe->loop = offsets[3];
+    threadsafe->source_traceback = offsets[4];
+    threadsafe->repr = offsets[5];
+    threadsafe->context = offsets[6];
+    threadsafe->lock = offsets[7];
     return Py_NewRef(runner);
 }
 
@@ -305,13 +304,14 @@ PyObject *zl_set_threadsafe_handle(PyObject *mod, PyObject *args)
 static PyObject *threadsafe_handle_new(zl_loop *L, PyObject *callback, PyObject *const *args,
                                        Py_ssize_t nargs, PyObject *context)
 {
+    const zl_threadsafe_class threadsafe = L->state->threadsafe;
     PyObject *argt = PyTuple_New(nargs);
     if (argt == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < nargs; i++)
         PyTuple_SET_ITEM(argt, i, Py_NewRef(args[i]));
     context = context == NULL || context == Py_None ? PyContext_CopyCurrent() : Py_NewRef(context);
-    PyObject *lock = context ? zl_handle_lock_new() : NULL;
+    PyObject *lock = context ? zl_handle_lock_new(L->state) : NULL;
     PyObject *h = lock ? threadsafe.type->tp_alloc(threadsafe.type, 0) : NULL;
     if (h == NULL) {
         Py_DECREF(argt);
@@ -350,7 +350,7 @@ static PyObject *schedule_threadsafe(zl_loop *L, PyObject *const *args, Py_ssize
         return NULL;
     /* queued as the runner's call itself: no Handle of the adapter's, no
      * context of its own (the runner enters the handle's) */
-    if (zl_ready_push_bare(L, threadsafe.runner, Py_NewRef(handle)) < 0) {
+    if (zl_ready_push_bare(L, L->state->threadsafe.runner, Py_NewRef(handle)) < 0) {
         Py_DECREF(handle);
         return NULL;
     }
@@ -364,11 +364,11 @@ PyObject *zl_loop_call_soon_threadsafe(zl_loop *L, PyObject *const *args, Py_ssi
     nargs = PyVectorcall_NARGS(nargs);
     if (!parse_call(L, args, nargs, kwnames, 1, &context))
         return bind_as_asyncio(L, str_bind_call_soon_threadsafe, args, nargs, kwnames);
-    if (threadsafe.type == NULL)
+    if (L->state->threadsafe.type == NULL)
         h = schedule_soon(L, args, nargs, context, "call_soon_threadsafe");
     else if (!L->debug)
         h = schedule_threadsafe(L, args, nargs, context);
-    else if (args[0] == threadsafe.runner)
+    else if (args[0] == L->state->threadsafe.runner)
         /* debug mode: the handle zloopgo's Python edge made, queued */
         h = schedule_soon(L, args, nargs, context, "call_soon_threadsafe");
     else {
@@ -521,8 +521,8 @@ static PyObject *schedule_at(zl_loop *L, PyObject *when_obj, double when, PyObje
         return NULL;
     }
     zl_pending_check(L);
-    zl_timer *h =
-        (zl_timer *)zl_handle_new(L, zl_TimerHandleType, args[0], args + 1, nargs - 1, context, 1);
+    zl_timer *h = (zl_timer *)zl_handle_new(L, L->state->timer_handle_type, args[0], args + 1,
+                                            nargs - 1, context, 1);
     if (h == NULL) {
         Py_XDECREF(traceback);
         Py_XDECREF(pushed);

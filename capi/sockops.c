@@ -46,7 +46,10 @@ static PyObject *s_recv, *s_recv_into, *s_send, *s_fileno, *s_done, *s_set_resul
 /* L is zloopgo.Loop itself, whose solid base is LoopCore; a class derived
  * from it has Loop as its base and may override any method asyncio's
  * steps call. */
-static int plain_loop(zl_loop *L) { return Py_TYPE(L)->tp_base == &zl_LoopType; }
+static int plain_loop(zl_loop *L)
+{
+    return Py_TYPE(L)->tp_base->tp_dealloc == (destructor)zl_loop_dealloc;
+}
 
 /* zloopgo.Loop itself outside debug mode, with a socket.socket: asyncio's
  * steps may be taken here; anything else takes them in Python. */
@@ -521,7 +524,7 @@ static PyObject *unwatch_when_done(zl_loop *L, PyObject *const *args, Py_ssize_t
     PyObject *fd = args[0];
     if (handle != Py_None) {
         int cancelled;
-        if (Py_TYPE(handle) == zl_HandleType) {
+        if (Py_TYPE(handle) == L->state->handle_type) {
             cancelled = ((zl_handle *)handle)->cancelled;
         } else {
             PyObject *r = PyObject_VectorcallMethod(s_cancelled, &handle,

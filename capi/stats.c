@@ -17,7 +17,7 @@
  * own, or NULL with an exception set. */
 static zl_loop *open_loop(PyObject *obj)
 {
-    if (!PyObject_TypeCheck(obj, &zl_LoopType)) {
+    if (!zl_is_loop(obj)) {
         PyErr_Format(PyExc_TypeError, "expected a zloopgo loop, got %.200s", Py_TYPE(obj)->tp_name);
         return NULL;
     }
@@ -163,7 +163,7 @@ PyObject *zl_set_slow_callbacks(PyObject *mod, PyObject *args)
     int on;
     if (!PyArg_ParseTuple(args, "Op", &loop, &on))
         return NULL;
-    if (!PyObject_TypeCheck(loop, &zl_LoopType)) {
+    if (!zl_is_loop(loop)) {
         PyErr_Format(PyExc_TypeError, "expected a zloopgo loop, got %.200s",
                      Py_TYPE(loop)->tp_name);
         return NULL;

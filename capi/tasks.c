@@ -12,7 +12,7 @@ static PyObject *str_Future, *str_Task, *kw_loop, *kw_loop_name, *kw_loop_contex
 /* create_future(): asyncio's futures.Future(loop=self), without a Python frame. */
 PyObject *zl_loop_create_future(zl_loop *L, PyObject *unused)
 {
-    PyObject *future_type = PyObject_GetAttr(zl_futures_module, str_Future);
+    PyObject *future_type = PyObject_GetAttr(L->state->futures_module, str_Future);
     if (future_type == NULL)
         return NULL;
     PyObject *args[1] = {(PyObject *)L};
@@ -36,7 +36,7 @@ static PyObject *general_create_task(zl_loop *L, PyObject *const *args, Py_ssize
     stack[0] = (PyObject *)L;
     for (Py_ssize_t i = 0; i < nargs + nkw; i++)
         stack[i + 1] = args[i];
-    PyObject *r = PyObject_Vectorcall(zl_base_create_task, stack, nargs + 1, kwnames);
+    PyObject *r = PyObject_Vectorcall(L->state->base_create_task, stack, nargs + 1, kwnames);
     if (stack != small)
         PyMem_Free(stack);
     return r;
@@ -50,9 +50,9 @@ static int on_running_thread(zl_loop *L)
     return L->run_tstate != NULL && L->run_tstate == PyThreadState_Get();
 }
 
-static PyObject *new_task(PyObject *const *stack, Py_ssize_t nkw, PyObject *kwnames)
+static PyObject *new_task(zl_loop *L, PyObject *const *stack, Py_ssize_t nkw, PyObject *kwnames)
 {
-    PyObject *task_type = PyObject_GetAttr(zl_tasks_module, str_Task);
+    PyObject *task_type = PyObject_GetAttr(L->state->tasks_module, str_Task);
     if (task_type == NULL)
         return NULL;
     PyObject *task = PyObject_Vectorcall(task_type, stack, 1, nkw > 0 ? kwnames : NULL);
@@ -82,10 +82,10 @@ PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t narg
     if (zl_check_closed(L) < 0)
         return NULL;
     if (on_running_thread(L)) /* Task(coro, **kwargs): the arguments as they came */
-        return new_task(args, nkw, kwnames);
+        return new_task(L, args, nkw, kwnames);
     if (nkw == 0) {
         PyObject *stack[2] = {args[0], (PyObject *)L};
-        return new_task(stack, 1, kw_loop);
+        return new_task(L, stack, 1, kw_loop);
     }
     PyObject *stack[TASK_KEYWORDS_MAX + 2] = {args[0], (PyObject *)L};
     PyObject *names = PyTuple_New(nkw + 1);
@@ -96,7 +96,7 @@ PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t narg
         PyTuple_SET_ITEM(names, i + 1, Py_NewRef(PyTuple_GET_ITEM(kwnames, i)));
         stack[i + 2] = args[i + 1];
     }
-    PyObject *task = new_task(stack, nkw + 1, names);
+    PyObject *task = new_task(L, stack, nkw + 1, names);
     Py_DECREF(names);
     return task;
 }
@@ -142,14 +142,14 @@ PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t narg
         stack[n++] = context;
     }
     if (!on_running_thread(L))
-        return new_task(stack, PyTuple_GET_SIZE(names), names);
+        return new_task(L, stack, PyTuple_GET_SIZE(names), names);
     /* loop= goes (on_running_thread) */
     stack[1] = args[0];
     names = names == kw_loop_name_context ? kw_name_context
             : names == kw_loop_name       ? kw_name
             : names == kw_loop_context    ? kw_context
                                           : NULL;
-    return new_task(stack + 1, names ? PyTuple_GET_SIZE(names) : 0, names);
+    return new_task(L, stack + 1, names ? PyTuple_GET_SIZE(names) : 0, names);
 }
 #endif
 

@@ -106,8 +106,6 @@ full:
     return -1;
 }
 
-PyTypeObject *zl_TimerHandleType; /* a heap type, as Handle (handle.c) */
-
 static PyType_Slot timer_slots[] = {
     {Py_tp_doc, "A callback scheduled with call_later() or call_at(), as asyncio.TimerHandle."},
     {Py_tp_dealloc, zl_handle_dealloc},
@@ -128,8 +126,12 @@ int zl_timer_handle_type_init(void)
 {
     /* Handle's entries are added once: the slot after TimerHandle's own
      * two attributes is empty until they are */
-    if (timer_getset[2].name == NULL && add_handles_own() < 0)
-        return -1;
-    zl_TimerHandleType = zl_handle_type_new(&timer_spec, "TimerHandle", offsetof(zl_handle, loop));
-    return zl_TimerHandleType == NULL ? -1 : 0;
+    return timer_getset[2].name == NULL && add_handles_own() < 0 ? -1 : 0;
+}
+
+int zl_timer_handle_type_made(PyObject *module, zl_module_state *state)
+{
+    state->timer_handle_type =
+        zl_handle_type_new(module, &timer_spec, "TimerHandle", offsetof(zl_handle, loop));
+    return state->timer_handle_type == NULL ? -1 : 0;
 }

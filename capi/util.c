@@ -105,7 +105,8 @@ PyObject *zl_call_handling(PyObject *obj, PyObject *name, PyObject *exc, PyObjec
  * resolves to (not ones a class between them overrides) are copied. */
 PyObject *zl_own_methods(PyObject *mod, PyObject *cls)
 {
-    if (!PyType_Check(cls) || !(((PyTypeObject *)cls)->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
+    if (!PyType_Check(cls) || !(((PyTypeObject *)cls)->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
+        strncmp(((PyTypeObject *)cls)->tp_name, "zloopgo._engine.", 16) == 0) {
         PyErr_Format(PyExc_TypeError, "expected a class defined in Python, got %R", cls);
         return NULL;
     }
@@ -114,8 +115,9 @@ PyObject *zl_own_methods(PyObject *mod, PyObject *cls)
     PyObject *mro = type->tp_mro;
     for (Py_ssize_t i = 1; owned != NULL && mro != NULL && i < PyTuple_GET_SIZE(mro); i++) {
         PyTypeObject *base = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
-        if ((base->tp_flags & Py_TPFLAGS_HEAPTYPE) || base->tp_methods == NULL ||
-            strncmp(base->tp_name, "zloopgo._engine.", 16) != 0)
+        /* the adapter's types, static or made from the module (LoopCore):
+         * a class defined in Python has no tp_methods, nor such a name */
+        if (base->tp_methods == NULL || strncmp(base->tp_name, "zloopgo._engine.", 16) != 0)
             continue;
         for (PyMethodDef *def = base->tp_methods; def->ml_name != NULL; def++) {
             if (def->ml_flags & (METH_CLASS | METH_STATIC | METH_COEXIST))

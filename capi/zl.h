@@ -159,13 +159,40 @@ typedef struct {
     PyObject *fileobj;
 } zl_fdwatch;
 
+/* 3.14+'s asyncio.events._ThreadSafeHandle, as call_soon_threadsafe makes
+ * one (schedule.c): the class, the callable that runs one, and the
+ * offsets of its slots. */
+typedef struct {
+    PyTypeObject *type; /* events._ThreadSafeHandle, or NULL before 3.14 */
+    PyObject *runner;   /* run_threadsafe, bound to the module */
+    Py_ssize_t callback, args, cancelled, loop, source_traceback, repr, context, lock; /* offsets */
+} zl_threadsafe_class;
+
+/* What one interpreter's _engine module holds (module.c makes it; a
+ * loop reaches it as L->state). Every interpreter that imports the module
+ * has its own: docs/architecture.md, "State: per process, per
+ * interpreter, per loop", says what is still process-wide. */
+typedef struct {
+    PyTypeObject *loop_type;         /* LoopCore, made from this module (loop.c) */
+    PyTypeObject *handle_type;       /* zloopgo.Handle (handle.c), from this module too */
+    PyTypeObject *timer_handle_type; /* zloopgo.TimerHandle (timer_handle.c) */
+    PyTypeObject *lock_type;         /* HandleLock (handle_lock.c) */
+    PyObject *asyncio_handle_run;    /* handle.c: asyncio.events.Handle._run */
+    zl_loop *live_loops;             /* pending.c: this interpreter's loops not yet deallocated */
+    /* runtime.c (set_asyncio), read by tasks.c: */
+    PyObject *futures_module;       /* asyncio.futures: Future is looked up per call */
+    PyObject *tasks_module;         /* asyncio.tasks: Task is looked up per call */
+    PyObject *base_create_task;     /* asyncio's BaseEventLoop.create_task */
+    zl_threadsafe_class threadsafe; /* schedule.c (set_threadsafe_handle) */
+} zl_module_state;
+
 /* The last handle made, to look at again, and the list of live loops
  * (pending.c alone reads and writes it). */
 typedef struct {
     zl_handle *last;                /* NULL once looked at */
     uint64_t pos;                   /* its position in the ready queue, if */
     char queued;                    /* it waits there (not in a timer slot) */
-    zl_loop *prev_live, *next_live; /* the list of live loops */
+    zl_loop *prev_live, *next_live; /* the list of its interpreter's live loops */
 } zl_pending;
 
 /* One entry of the ready queue (ready.c): a handle the queue holds a
@@ -290,13 +317,14 @@ struct zl_loop {
     PyObject_HEAD
     zl_shared sh; /* read by the engine; see bridge.h */
     /* loop.c */
-    uintptr_t engine;     /* Go engine id; 0 once released */
-    void *waker;          /* how call_soon_threadsafe wakes the reactor (capi/waker), or NULL */
-    atomic_int polling;   /* the loop thread sleeps in the reactor (dispatch.c) */
-    atomic_int wake_sent; /* a wake-up was written during this sleep (schedule.c) */
-    int32_t look_skips;   /* dispatch.c: waits that may block left to the engine unlooked */
-    int32_t look_backoff; /* dispatch.c: look_skips after the next look that finds nothing */
-    char dispatching;     /* dispatch.c: zl_dispatch is running (sh.poller_fd is the engine's) */
+    zl_module_state *state; /* its module's, of the interpreter that made it */
+    uintptr_t engine;       /* Go engine id; 0 once released */
+    void *waker;            /* how call_soon_threadsafe wakes the reactor (capi/waker), or NULL */
+    atomic_int polling;     /* the loop thread sleeps in the reactor (dispatch.c) */
+    atomic_int wake_sent;   /* a wake-up was written during this sleep (schedule.c) */
+    int32_t look_skips;     /* dispatch.c: waits that may block left to the engine unlooked */
+    int32_t look_backoff;   /* dispatch.c: look_skips after the next look that finds nothing */
+    char dispatching;       /* dispatch.c: zl_dispatch is running (sh.poller_fd is the engine's) */
     PyThreadState *saved_tstate; /* while it sleeps (dispatch.c) */
     PyThreadState *run_tstate;   /* the thread running the loop, while it runs */
     PyObject *debug_value;       /* what set_debug() was given, if not a bool (its truth: debug) */
@@ -333,16 +361,20 @@ typedef struct {
 
 extern PyTypeObject zl_TransportStateType;
 
-extern PyTypeObject zl_LoopType;
-/* obj is a zloopgo loop. zloopgo.Loop's solid base (tp_base) is LoopCore:
- * looked at first, it spares the MRO walk of PyObject_TypeCheck on the
+/* LoopCore's deallocator (loop.c): what marks LoopCore, of whichever
+ * interpreter, among a class's bases. */
+void zl_loop_dealloc(zl_loop *L);
+/* obj is a zloopgo loop, of any interpreter's LoopCore: a class whose
+ * instances have a zl_loop layout has LoopCore on its chain of solid
+ * bases (tp_base), found second for zloopgo.Loop, with no MRO walk on the
  * paths that ask for every packet. */
 static inline int zl_is_loop(PyObject *obj)
 {
-    return Py_TYPE(obj)->tp_base == &zl_LoopType || PyObject_TypeCheck(obj, &zl_LoopType);
+    for (PyTypeObject *t = Py_TYPE(obj); t != NULL; t = t->tp_base)
+        if (t->tp_dealloc == (destructor)zl_loop_dealloc)
+            return 1;
+    return 0;
 }
-extern PyTypeObject *zl_HandleType; /* heap types (handle.c, timer_handle.c) */
-extern PyTypeObject *zl_TimerHandleType;
 extern PyTypeObject zl_StreamFastPathsType;
 extern PyTypeObject zl_DatagramFastPathsType;                          /* datagram.c */
 extern PyTypeObject zl_TLSFastPathsType, zl_TLSTransportFastPathsType; /* tls.c */
@@ -469,10 +501,7 @@ int zl_intern_names(const zl_name *names, size_t n);
 int zl_grow_raw(void **buf, int64_t *cap, int64_t first, int64_t need, size_t size);
 
 /* capi/runtime.c */
-extern int zl_forked_child;           /* set in a child forked after the engine started */
-extern PyObject *zl_futures_module;   /* asyncio.futures: Future is looked up per call */
-extern PyObject *zl_tasks_module;     /* asyncio.tasks: Task is looked up per call */
-extern PyObject *zl_base_create_task; /* asyncio's BaseEventLoop.create_task */
+extern int zl_forked_child; /* set in a child forked after the engine started */
 int zl_runtime_init(void);
 int zl_check_not_forked(void);
 PyObject *zl_set_asyncio(PyObject *mod, PyObject *args);
@@ -481,6 +510,8 @@ PyObject *zl_forked_child_flag(PyObject *mod, PyObject *unused);
 /* capi/clock.c */
 int zl_clock_init(void);
 double zl_monotonic(void);
+/* loop.time(), LoopCore's own method: the clock above, in seconds. */
+PyObject *zl_loop_time(zl_loop *L, PyObject *unused);
 int64_t zl_monotonic_ns(void);    /* the same clock in nanoseconds */
 double zl_clock_resolution(void); /* its resolution in seconds, for the engine */
 /* Notices a loop.time() replaced on the loop's class. 0 or -1. */
@@ -524,10 +555,11 @@ PyObject *zl_context_layout_ok(PyObject *mod, PyObject *unused);
 
 /* capi/handle_lock.c: the recursive lock a _ThreadSafeHandle of the
  * adapter's holds in `_lock` */
-int zl_handle_lock_type_init(void);
-/* A new lock, free. */
-PyObject *zl_handle_lock_new(void);
-/* Whether obj is such a lock. */
+/* Makes the module's HandleLock type (state->lock_type): 0 or -1. */
+int zl_handle_lock_type_new(PyObject *module, zl_module_state *state);
+/* A new lock, free, of the module's type. */
+PyObject *zl_handle_lock_new(zl_module_state *state);
+/* Whether obj is such a lock (of any module's type). */
 int zl_is_handle_lock(PyObject *obj);
 /* Takes it for the calling thread, waiting with the GIL released while
  * another holds it: 0, or -1 with an exception set (a signal handler's). */
@@ -582,11 +614,15 @@ void zl_handle_give_call(zl_handle *h, zl_entry *e);
  * in debug mode raises (the handle is cancelled, its callback kept). */
 int zl_handle_cancel(zl_handle *h);
 int zl_handle_types_init(void);
+/* Makes the module's Handle type (state->handle_type) and reads asyncio's
+ * Handle._run: 0 or -1. */
+int zl_handle_type_made(PyObject *module, zl_module_state *state);
 /* The type of spec as a subclass of asyncio.events.<name> (Handle or
- * TimerHandle), named <name>; NULL with ImportError set if asyncio's class
- * has not the instance layout zl_handle begins with (our fields at
- * fields_at). */
-PyTypeObject *zl_handle_type_new(PyType_Spec *spec, const char *name, Py_ssize_t fields_at);
+ * TimerHandle), named <name>, made from the module; NULL with ImportError
+ * set if asyncio's class has not the instance layout zl_handle begins
+ * with (our fields at fields_at). */
+PyTypeObject *zl_handle_type_new(PyObject *module, PyType_Spec *spec, const char *name,
+                                 Py_ssize_t fields_at);
 /* What Handle defines, for TimerHandle to define too (it does not inherit
  * them: its base is asyncio's TimerHandle): the methods and attributes,
  * each list ending with an empty entry. The repr of both is asyncio's own
@@ -671,7 +707,9 @@ void zl_entry_release(zl_loop *L, zl_entry *e);
 int zl_entry_run(zl_loop *L, zl_entry *e);
 
 /* capi/pending.c: pending handles and the collector */
-int zl_pending_init(void);
+/* Hooks the collector of the module's interpreter (gc.callbacks) to the
+ * module state's live loops. */
+int zl_pending_init(PyObject *module);
 /* h was just made and waits in the ready queue at pos (queued) or in a timer slot. */
 void zl_pending_note(zl_loop *L, zl_handle *h, uint64_t pos, int queued);
 /* h is about to be released by its slot: it is no longer the one to look at. */
@@ -713,6 +751,8 @@ void zl_timers_free(zl_loop *L);
 
 /* capi/timer_handle.c */
 int zl_timer_handle_type_init(void);
+/* Makes the module's TimerHandle type (state->timer_handle_type): 0 or -1. */
+int zl_timer_handle_type_made(PyObject *module, zl_module_state *state);
 /* TimerHandle.cancel(): the handle's cancel, and its slot marked. */
 int zl_timer_cancel(zl_timer *h);
 
@@ -912,6 +952,9 @@ int zl_dispatch_init(void);
 
 /* capi/loop.c */
 int zl_loop_type_init(void);
+/* LoopCore, made from the module (a heap type per interpreter); NULL
+ * with an exception set. */
+PyTypeObject *zl_loop_type_new(PyObject *module);
 /* asyncio's _check_closed. The loop's one closed flag is asyncio's
  * _closed (loop.c stores it here); the engine is released only after it
  * is set. */
