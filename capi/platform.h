@@ -116,6 +116,8 @@
     defined(__DragonFly__)
 #include "platform_kqueue.h"
 #include "platform_unix.h"
+#elif defined(_WIN32)
+#include "platform_windows.h"
 #else
 #error "capi/platform.h: no platform layer for this system (the list is above)"
 #endif

@@ -21,6 +21,10 @@
 
 /* ---- sockets ---- */
 
+/* What CPython's socket object keeps a socket in (SOCKET_T): the field
+ * zl_socket_head (zl.h) reads. */
+typedef int zl_sys_socket;
+
 static inline ptrdiff_t zl_sys_recv(int fd, void *buf, size_t len) { return recv(fd, buf, len, 0); }
 
 static inline ptrdiff_t zl_sys_send(int fd, const void *buf, size_t len)
