@@ -12,17 +12,9 @@
 
 /* As the socket module raises it (Modules/socketmodule.c, set_error):
  * OSError with winerror set, whose errno and subclass CPython derives
- * from the Windows code. An errno-style code (below Winsock's base: the
- * C library's, or EIO the adapter reports for an error without a code)
- * is raised as the os module raises errno. */
-void zl_sys_raise(int err)
-{
-    if (err > 0 && err < WSABASEERR && err < 100) {
-        errno = err;
-        PyErr_SetFromErrno(PyExc_OSError);
-        return;
-    }
-    PyErr_SetExcFromWindowsErr(PyExc_OSError, err);
-}
+ * from the Windows code. Every code that reaches it here is Windows's:
+ * Winsock's from the socket calls, Win32's from the engine (capi's Go side
+ * reports them, errors_windows.go). */
+void zl_sys_raise(int err) { PyErr_SetExcFromWindowsErr(PyExc_OSError, err); }
 
 void zl_sys_loaded(void) {}
