@@ -43,6 +43,8 @@
  *   getaddrinfo has none).
  *     zl_sys_socket              what a socket object keeps its socket in
  *                                (CPython's SOCKET_T), read by zl_socket_head
+ *     const char *zl_sys_gai_message(int code)   a getaddrinfo/getnameinfo
+ *                                error's message, as socket.gaierror gives it
  *     ptrdiff_t zl_sys_recv(int fd, void *buf, size_t len)
  *     ptrdiff_t zl_sys_send(int fd, const void *buf, size_t len)
  *     ptrdiff_t zl_sys_send_nosignal(int fd, const void *buf, size_t len)

@@ -51,6 +51,10 @@ static inline ptrdiff_t zl_sys_sendto(int fd, const void *buf, size_t len,
     return sendto(fd, buf, len, 0, (const struct sockaddr *)to, to_len);
 }
 
+/* The message of getaddrinfo's or getnameinfo's error code, as the socket
+ * module's gaierror gives it. */
+static inline const char *zl_sys_gai_message(int code) { return gai_strerror(code); }
+
 /* ---- errors ---- */
 
 static inline int zl_sys_error(void) { return errno; }

@@ -98,6 +98,16 @@ static inline ptrdiff_t zl_sys_sendto(int fd, const void *buf, size_t len,
  * (errno in the C library's): a value it never returns. */
 #define EAI_SYSTEM INT_MIN
 
+/* The message of getaddrinfo's or getnameinfo's error code, as the socket
+ * module's gaierror gives it: Windows' CPython is built without
+ * gai_strerror (PC/pyconfig.h has no HAVE_GAI_STRERROR) and says this
+ * whatever the code. */
+static inline const char *zl_sys_gai_message(int code)
+{
+    (void)code;
+    return "getaddrinfo failed";
+}
+
 /* ---- errors ---- */
 
 static inline int zl_sys_error(void) { return WSAGetLastError(); }

@@ -194,7 +194,7 @@ static PyObject *lookup_error(lookup *r)
         PyErr_SetString(PyExc_OSError, "IPv4 sockaddr must be 2 tuple");
         return NULL;
     }
-    PyObject *v = Py_BuildValue("(is)", r->code, gai_strerror(r->code));
+    PyObject *v = Py_BuildValue("(is)", r->code, zl_sys_gai_message(r->code));
     if (v != NULL) {
         PyErr_SetObject(gaierror, v);
         Py_DECREF(v);
