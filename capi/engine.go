@@ -10,7 +10,6 @@
 package main
 
 /*
-#include <errno.h>
 #include "bridge.h"
 */
 import "C"
@@ -18,18 +17,15 @@ import "C"
 import (
 	"errors"
 	"math"
+	"syscall"
 	"unsafe"
 
 	"github.com/zloopgo/zloopgo/capi/waker"
 	"github.com/zloopgo/zloopgo/core"
-	"golang.org/x/sys/unix"
 )
 
 // errPython means a Python exception is set and Run must return to C.
 var errPython = errors.New("python exception pending")
-
-// errNoMemory means C could not grow a buffer the engine hands over.
-var errNoMemory = unix.ENOMEM
 
 // host implements core.Host for one C loop object.
 type host struct {
@@ -131,13 +127,14 @@ type loopEngine struct {
 	waker  waker.Waker // C memory, which C's loop points at until it closes
 }
 
-// errnoOf turns an error into the errno C reports, EIO if it has none.
+// errnoOf turns an error into the error code C reports (zl_sys_raise's),
+// errUnknown if it has none.
 func errnoOf(err error) C.int {
-	var errno unix.Errno
+	var errno syscall.Errno
 	if errors.As(err, &errno) {
 		return C.int(errno)
 	}
-	return C.EIO
+	return C.int(errUnknown)
 }
 
 // zlgo_engine_new opens an engine for a C loop. It returns its id, or 0

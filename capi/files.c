@@ -1,3 +1,5 @@
+//go:build unix
+
 /* Blocking file-system calls for zloopgo.open() and zloopgo.os, off the
  * loop thread.
  *

@@ -39,7 +39,12 @@
  *   call: -1 with the error in zl_sys_error() when it fails. The header also
  *   declares the BSD socket API's types, constants and calls the adapter uses
  *   as they are (sockaddr_storage, socklen_t, AF_*, SOCK_*, getaddrinfo,
- *   getnameinfo, inet_ntop, ntohs).
+ *   getnameinfo, inet_ntop, ntohs, EAI_SYSTEM: a value never returned where
+ *   getaddrinfo has none).
+ *     zl_sys_socket              what a socket object keeps its socket in
+ *                                (CPython's SOCKET_T), read by zl_socket_head
+ *     const char *zl_sys_gai_message(int code)   a getaddrinfo/getnameinfo
+ *                                error's message, as socket.gaierror gives it
  *     ptrdiff_t zl_sys_recv(int fd, void *buf, size_t len)
  *     ptrdiff_t zl_sys_send(int fd, const void *buf, size_t len)
  *     ptrdiff_t zl_sys_send_nosignal(int fd, const void *buf, size_t len)
@@ -84,25 +89,24 @@
  *   platform_kqueue.h: macOS and the BSDs: core/kqueue hands out no poller
  *     to look at (no Peek), so C never makes a look or a change there;
  *     macOS's CLOCK_UPTIME_RAW
+ *   platform_windows.h, platform_windows.c (//go:build windows): Winsock
+ *     for the sockets (a SOCKET's value as the descriptor, WSAGetLastError()
+ *     as zl_sys_error, WSAEWOULDBLOCK and WSAEINTR, a plain send: Windows
+ *     sends no SIGPIPE), zl_sys_raise as the socket module raises a Winsock
+ *     error (winerror), QueryPerformanceCounter for the clock as
+ *     time.monotonic() reads it, SRWLOCK, CONDITION_VARIABLE and
+ *     InitOnceExecuteOnce for the threads, no fork handlers, nothing done
+ *     at load; a poller C cannot look at (core/iocp's AFD polls have no
+ *     zero-timeout look: the engine makes every wait, as on kqueue).
+ *     Descriptors stay C ints throughout the adapter (a socket object's,
+ *     the descriptor table's index in fds.c): a SOCKET's value, which
+ *     Windows keeps small, fits; zl_sys_socket is what a socket object
+ *     holds (zl_socket_head).
  *
- * What a Windows platform must provide (platform_windows.h, chosen below,
- * and platform_windows.c): the poller over core/iocp (AFD polls have no
- * zero-timeout look today, so core/iocp would first need a Peek kind, or
- * the look fails and the engine makes every wait); Winsock for the socket
- * calls (a SOCKET's value as the descriptor, WSAGetLastError() as
- * zl_sys_error, WSAEWOULDBLOCK and WSAEINTR, no MSG_NOSIGNAL: Windows
- * sends no SIGPIPE; <winsock2.h> and <ws2tcpip.h> for the BSD API);
- * zl_sys_raise as the socket module raises a Winsock error (winerror);
- * QueryPerformanceCounter for the clock, as time.monotonic() reads it;
- * SRWLOCK, CONDITION_VARIABLE and InitOnceExecuteOnce for the threads;
- * zl_sys_at_fork returning 0 (no fork) and zl_sys_loaded doing nothing
- * (no signal masks). Descriptors stay C ints throughout the adapter (a
- * socket object's, the descriptor table's index in fds.c): a SOCKET's
- * value, which Windows keeps small, fits, but the port must check where it
- * is read (zl_socket_head). What is still POSIX outside this layer:
- * files.c's file operations (open, pread, fstat, readdir, ...), which a
- * Windows port writes anew, and capi/waker, a package of its own with its
- * Windows branch already. */
+ * What is still POSIX outside this layer: files.c's file operations (open,
+ * pread, fstat, readdir, ...), which a Windows port writes anew
+ * (files_windows.c offers none meanwhile), and capi/waker, a package of
+ * its own with its Windows branch already. */
 #ifndef ZL_PLATFORM_H
 #define ZL_PLATFORM_H
 
@@ -116,6 +120,8 @@
     defined(__DragonFly__)
 #include "platform_kqueue.h"
 #include "platform_unix.h"
+#elif defined(_WIN32)
+#include "platform_windows.h"
 #else
 #error "capi/platform.h: no platform layer for this system (the list is above)"
 #endif

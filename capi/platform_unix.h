@@ -21,6 +21,10 @@
 
 /* ---- sockets ---- */
 
+/* What CPython's socket object keeps a socket in (SOCKET_T): the field
+ * zl_socket_head (zl.h) reads. */
+typedef int zl_sys_socket;
+
 static inline ptrdiff_t zl_sys_recv(int fd, void *buf, size_t len) { return recv(fd, buf, len, 0); }
 
 static inline ptrdiff_t zl_sys_send(int fd, const void *buf, size_t len)
@@ -46,6 +50,10 @@ static inline ptrdiff_t zl_sys_sendto(int fd, const void *buf, size_t len,
 {
     return sendto(fd, buf, len, 0, (const struct sockaddr *)to, to_len);
 }
+
+/* The message of getaddrinfo's or getnameinfo's error code, as the socket
+ * module's gaierror gives it. */
+static inline const char *zl_sys_gai_message(int code) { return gai_strerror(code); }
 
 /* ---- errors ---- */
 

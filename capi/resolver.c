@@ -149,10 +149,15 @@ static PyMethodDef fork_hooks[] = {
     {"_zl_lookups_after_fork", after_fork_in_parent, METH_NOARGS, NULL},
 };
 
-/* os.register_at_fork(before=..., after_in_parent=...) */
+/* os.register_at_fork(before=..., after_in_parent=...); nothing where os
+ * has none (Windows: no fork, nothing to hold back). */
 static int register_fork_hooks(void)
 {
     PyObject *os = PyImport_ImportModule("os");
+    if (os != NULL && !PyObject_HasAttrString(os, "register_at_fork")) {
+        Py_DECREF(os);
+        return 0;
+    }
     PyObject *reg = os ? PyObject_GetAttrString(os, "register_at_fork") : NULL;
     PyObject *before = reg ? PyCFunction_New(&fork_hooks[0], NULL) : NULL;
     PyObject *after = before ? PyCFunction_New(&fork_hooks[1], NULL) : NULL;
@@ -189,7 +194,7 @@ static PyObject *lookup_error(lookup *r)
         PyErr_SetString(PyExc_OSError, "IPv4 sockaddr must be 2 tuple");
         return NULL;
     }
-    PyObject *v = Py_BuildValue("(is)", r->code, gai_strerror(r->code));
+    PyObject *v = Py_BuildValue("(is)", r->code, zl_sys_gai_message(r->code));
     if (v != NULL) {
         PyErr_SetObject(gaierror, v);
         Py_DECREF(v);

@@ -13,6 +13,7 @@
  *
  *   Platform: what the adapter asks of the system (platform.h and its inline calls)
  *     platform_unix.c the POSIX calls not inlined: an errno's OSError; Go threads' signal mask
+ *     platform_windows.c the Windows calls not inlined: a Winsock error's OSError
  *   Foundations
  *     util.c          exceptions, interned names, raw buffers, calls made as `except` makes them
  *     runtime.c       the fork guard; the hooks set at import
@@ -42,7 +43,8 @@
  *   Resolver and files
  *     workers.c       the one worker pool: queues, bounds, idle workers, orphans, fork
  *     resolver.c      name lookups on the pool's workers
- *     files.c         file operations on the pool's workers, their bound
+ *     files.c         file operations on the pool's workers, their bound (POSIX)
+ *     files_windows.c files.c's functions where its operations are not ported: none offered
  *   Loop core
  *     dispatch.c      the engine's calls into C: one iteration's batch
  *     loop.c          the LoopCore type: making, running, closing a loop
@@ -807,7 +809,7 @@ PyObject *zl_loop_set_self_pipe(zl_loop *L, PyObject *const *args, Py_ssize_t na
  * sockets.c checks at import. */
 typedef struct {
     PyObject_HEAD
-    int sock_fd;
+    zl_sys_socket sock_fd;
     int sock_family;
     int sock_type;
     int sock_proto;

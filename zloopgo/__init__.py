@@ -19,7 +19,7 @@ import json
 import platform
 import sys
 import threading
-from asyncio import events, unix_events
+from asyncio import events
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -77,6 +77,21 @@ def _policy_function(name: str) -> Any:
 _get_policy: Callable[[], _Policy] = _policy_function("get_event_loop_policy")
 _set_policy: Callable[[_Policy | None], None] = _policy_function("set_event_loop_policy")
 
+# asyncio's default policy of this platform, whose loops EventLoopPolicy
+# replaces: the Unix one (its child watchers up to 3.13), or Windows'
+# (3.14's private name first: the public one warns there).
+if sys.platform == "win32":
+    from asyncio import windows_events
+
+    _DefaultPolicy = (
+        getattr(windows_events, "_DefaultEventLoopPolicy", None)
+        or windows_events.DefaultEventLoopPolicy
+    )
+else:
+    from asyncio import unix_events
+
+    _DefaultPolicy = unix_events._UnixDefaultEventLoopPolicy
+
 
 # after the names above, which the file modules do not need
 from . import os  # noqa: E402
@@ -104,7 +119,7 @@ if not TYPE_CHECKING:
         raise AttributeError(f"module 'zloopgo' has no attribute {name!r}")
 
 
-class EventLoopPolicy(unix_events._UnixDefaultEventLoopPolicy):
+class EventLoopPolicy(_DefaultPolicy):
     """asyncio's default policy, making zloopgo loops."""
 
     def _loop_factory(self) -> Loop:

@@ -26,15 +26,30 @@ from asyncio import (
     futures,
     selector_events,
     tasks,
-    unix_events,
 )
 
 from . import _engine, _tls
 from ._datagram import DatagramTransport
 from ._numeric_addr import numeric_getaddrinfo
-from ._pipes import ReadPipeTransport
 from ._sockmethods import SockMethods
 from ._transports import SocketTransport
+
+# The asyncio loop whose code runs on the adapter's primitives, the one
+# place the platform decides it (docs/compatibility.md, "Windows"): the
+# Unix selector loop (signals, subprocesses, pipes over descriptors), or on
+# Windows the selector loop asyncio has there, a readiness loop as the
+# engine's core/iocp is, with add_reader/add_writer on sockets; what only
+# asyncio's ProactorEventLoop has (pipes, subprocesses) it has not yet, and
+# raises NotImplementedError for as asyncio's SelectorEventLoop does.
+if sys.platform == "win32":
+    _AsyncioLoop = selector_events.BaseSelectorEventLoop
+    ReadPipeTransport = None
+else:
+    from asyncio import unix_events
+
+    from ._pipes import ReadPipeTransport
+
+    _AsyncioLoop = unix_events._UnixSelectorEventLoop
 
 # run_forever's steps, as this Python's BaseEventLoop.run_forever takes them
 # (tests/test_asyncio_internals.py checks its code against these):
@@ -85,7 +100,7 @@ class _WatchedDescriptors:
         self._loop = None
 
 
-class Loop(_engine.LoopCore, SockMethods, unix_events._UnixSelectorEventLoop):
+class Loop(_engine.LoopCore, SockMethods, _AsyncioLoop):
     """An asyncio event loop run by zloopgo's Go engine."""
 
     def __init__(self, *, slow_callbacks=None):
@@ -362,8 +377,10 @@ class Loop(_engine.LoopCore, SockMethods, unix_events._UnixSelectorEventLoop):
                 ssl_handshake_timeout=ssl_handshake_timeout,
             )
 
-    def _make_read_pipe_transport(self, pipe, protocol, waiter=None, extra=None):
-        return ReadPipeTransport(self, pipe, protocol, waiter, extra)
+    if ReadPipeTransport is not None:
+
+        def _make_read_pipe_transport(self, pipe, protocol, waiter=None, extra=None):
+            return ReadPipeTransport(self, pipe, protocol, waiter, extra)
 
     def _make_datagram_transport(self, sock, protocol, address=None, waiter=None, extra=None):
         self._ensure_fd_no_transport(sock)

@@ -1,6 +1,8 @@
 """How the package reaches the engine's file operations without loading
 the engine: native_engine(loop) is the _engine module only when loop is a
-zloopgo loop (and so the engine is loaded already), and run_op starts one
+zloopgo loop (and so the engine is loaded already) whose engine has the
+operations (not on Windows yet: capi/files_windows.c offers none, and
+everything takes the executor fallback), and run_op starts one
 operation (capi/files.c's file_op, whose operation numbers are the
 module's FILE_OP_* constants) and awaits its result.
 
@@ -13,9 +15,10 @@ import sys
 
 
 def native_engine(loop):
-    """The _engine module when loop is a zloopgo loop, else None."""
+    """The _engine module when loop is a zloopgo loop whose engine has the
+    file operations, else None."""
     mod = sys.modules.get("zloopgo._engine")
-    if mod is not None and isinstance(loop, mod.LoopCore):
+    if mod is not None and isinstance(loop, mod.LoopCore) and hasattr(mod, "FILE_OP_OPEN"):
         return mod
     return None
 
