@@ -3,7 +3,8 @@
  * no poller to look at (core/poll.PeekNone): capi/engine.go then gives C
  * no descriptor (zl_shared.poller_fd is -1), so the engine makes every
  * wait and every change of interest itself, and C never calls the poller
- * functions below; they answer as a poller that cannot be used would.
+ * functions (platform_nopoller.h's, which answer as a poller that cannot
+ * be used would).
  * Making C look at a kqueue means a Peek kind in core/kqueue first.
  *
  * It knows which clock time.monotonic() reads on these systems; nothing
@@ -24,26 +25,6 @@
 #define ZL_SYS_MONOTONIC_CLOCK CLOCK_MONOTONIC
 #endif
 
-typedef struct {
-    uint64_t token;
-    uint32_t interest;
-} zl_sys_poller_event;
-
-static inline int zl_sys_poller_look(int poller, zl_sys_poller_event *seen, int room)
-{
-    (void)poller, (void)seen, (void)room;
-    return -1; /* the engine makes the wait */
-}
-
-static inline uint64_t zl_sys_poller_token(const zl_sys_poller_event *e) { return e->token; }
-
-static inline uint32_t zl_sys_poller_interest(const zl_sys_poller_event *e) { return e->interest; }
-
-static inline int zl_sys_poller_watch(int poller, int fd, uint32_t old, uint32_t new,
-                                      int64_t *watched, int32_t *changed)
-{
-    (void)poller, (void)fd, (void)old, (void)new, (void)watched, (void)changed;
-    return ENOSYS;
-}
+#include "platform_nopoller.h"
 
 #endif

@@ -9,7 +9,7 @@
  * wait on with a zero timeout (core/poll.PeekNone), so capi/engine.go
  * gives C no descriptor (zl_shared.poller_fd is -1), the engine makes every
  * wait and every change of interest, and C never calls the poller
- * functions below; they answer as a poller that cannot be used would.
+ * functions (platform_nopoller.h's).
  *
  * A descriptor is a SOCKET's value, kept in a C int as the rest of the
  * adapter keeps descriptors (Windows allocates small handle values, and
@@ -31,28 +31,7 @@
 #include <stdint.h>
 
 /* ---- the engine's poller: none C can use ---- */
-
-typedef struct {
-    uint64_t token;
-    uint32_t interest;
-} zl_sys_poller_event;
-
-static inline int zl_sys_poller_look(int poller, zl_sys_poller_event *seen, int room)
-{
-    (void)poller, (void)seen, (void)room;
-    return -1; /* the engine makes the wait */
-}
-
-static inline uint64_t zl_sys_poller_token(const zl_sys_poller_event *e) { return e->token; }
-
-static inline uint32_t zl_sys_poller_interest(const zl_sys_poller_event *e) { return e->interest; }
-
-static inline int zl_sys_poller_watch(int poller, int fd, uint32_t old, uint32_t new,
-                                      int64_t *watched, int32_t *changed)
-{
-    (void)poller, (void)fd, (void)old, (void)new, (void)watched, (void)changed;
-    return ENOSYS;
-}
+#include "platform_nopoller.h"
 
 /* ---- sockets ---- */
 
