@@ -61,13 +61,22 @@ KNOWN = sorted(
 
 def _fail(result, names, tmp_path):
     program, diff, notes = result.minimal
+    first = result.first[0]
+    _report(
+        f"{names[1]} differs from {names[0]} (seed {SEED}, program {result.found_at}, "
+        f"shrunk from {len(first['steps'])} steps to {len(program['steps'])})",
+        program,
+        diff,
+        notes,
+        tmp_path,
+    )
+
+
+def _report(headline, program, diff, notes, tmp_path):
     path = tmp_path / "program.json"
     path.write_text(json.dumps(program, indent=1))
-    first = result.first[0]
     pytest.fail(
-        f"{names[1]} differs from {names[0]} (seed {SEED}, program {result.found_at}, "
-        f"shrunk from {len(first['steps'])} steps to {len(program['steps'])})\n"
-        f"{json.dumps(program)}\n{diff.describe(notes)}\n"
+        f"{headline}\n{json.dumps(program)}\n{diff.describe(notes)}\n"
         f"replay: python -m tests.transport_diff --replay {path}",
         pytrace=False,
     )
@@ -85,15 +94,8 @@ def test_zloopgo_matches_asyncio(pair, machine, net, share, tmp_path):
     examples = max(1, round(TOTAL * share))
     result = search.search(pair, programs(machine, net), examples, SEED)
     if result.flaky:
-        program, diff, notes = result.first
-        path = tmp_path / "program.json"
-        path.write_text(json.dumps(program, indent=1))
-        pytest.fail(
-            f"program {result.found_at} (seed {SEED}) differed once and not when run again\n"
-            f"{json.dumps(program)}\n{diff.describe(notes)}\n"
-            f"replay: python -m tests.transport_diff --replay {path}",
-            pytrace=False,
-        )
+        headline = f"program {result.found_at} (seed {SEED}) differed once and not when run again"
+        _report(headline, *result.first, tmp_path)
     if result.minimal is not None:
         _fail(result, pair.names, tmp_path)
 
