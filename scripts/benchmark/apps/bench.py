@@ -37,7 +37,7 @@ import time
 import urllib.request
 
 from .. import samples as runner
-from ..httpbench import uvicorn_loop
+from ..httpbench import cpu_ticks, uvicorn_loop
 from ..peers import PEERS
 from . import report, services
 from .rows import CONNS, SERVER_ROWS
@@ -80,24 +80,41 @@ def ready(port):
         return False
 
 
-def load(opts, server, port, row, rate, duration):
-    """One appload run against the server: its result dict with status."""
+def _cpu_seconds(pid):
+    try:
+        return cpu_ticks(pid)
+    except OSError:  # the server is gone: its fate is the sample's status
+        return None
+
+
+def load(opts, server, port, pid, row, rate, duration, warmup):
+    """One appload run against the server (process pid): its result dict
+    with status, and the server's CPU time per answer while it ran
+    (server_cpu_us: every thread, user and system, over every answer the
+    generator checked, the warm-up's included). Time taken from the server
+    by anything else on its CPU does not count in it, so it separates loops
+    where a noisy machine makes requests/s swing."""
     _, path, check = row
     scheme = "ws" if check.startswith("echo") else "http"
     cmd = [*opts.pin_client, opts.appload, "-url", f"{scheme}://127.0.0.1:{port}{path}"]
-    cmd += ["-check", check, "-duration", f"{duration}s", "-warmup", f"{opts.warmup}s"]
+    cmd += ["-check", check, "-duration", f"{duration}s", "-warmup", f"{warmup}s"]
     cmd += ["-conns", str(CONNS[server]), "-rate", f"{rate:.1f}"]
-    out, rc = runner.run_client(cmd, duration + opts.warmup + 15)
+    cpu_before = _cpu_seconds(pid)
+    out, rc = runner.run_client(cmd, duration + warmup + 15)
+    cpu_after = _cpu_seconds(pid)
     if out is None:
         return {"status": "timeout", "detail": "appload did not finish"}
     found = [line for line in out.splitlines() if line.startswith("APPLOAD ")]
     if rc != 0 or not found:
         return {"status": "mismatch" if "APPLOAD-ERROR" in out else "error", "detail": out[-300:]}
-    return {"status": "ok", **json.loads(found[-1][len("APPLOAD ") :])}
+    got = {"status": "ok", **json.loads(found[-1][len("APPLOAD ") :])}
+    if None not in (cpu_before, cpu_after) and got.get("answered"):
+        got["server_cpu_us"] = (cpu_after - cpu_before) * 1e6 / got["answered"]
+    return got
 
 
 def serve(opts, server, loop, tmpdir, measure):
-    """Starts a fresh server for (server, loop) and calls measure(port) with
+    """Starts a fresh server for (server, loop) and calls measure(port, pid) with
     it; returns measure's samples, or one failed sample per row if the
     server would not start or died."""
     port = runner.free_port()
@@ -114,7 +131,7 @@ def serve(opts, server, loop, tmpdir, measure):
             # again in every round would only spend the part's time
             opts.unable[(server, loop)] = f"{status} in its first start: {detail}"
             return [{"row": r[0], "status": status, "detail": detail} for r in SERVER_ROWS[server]]
-        got = measure(port)
+        got = measure(port, srv.proc.pid)
         fate = {}
         if not srv.finish(fate, 10):
             for s in got:
@@ -123,7 +140,7 @@ def serve(opts, server, loop, tmpdir, measure):
     return got
 
 
-def load_once_hung(opts, server, loop, port, row, rate, duration):
+def load_once_hung(opts, server, loop, port, pid, row, rate, duration, warmup):
     """load(), unless this (server, loop, row) once hung the load generator:
     a loop that cannot serve a row is a result once, and waiting out the
     generator's time-out again in every round and rate would only spend
@@ -131,26 +148,43 @@ def load_once_hung(opts, server, loop, port, row, rate, duration):
     key = (server, loop, row[0])
     if key in opts.hung:
         return {"status": "skipped", "detail": f"not run again: {opts.hung[key]}"}
-    got = load(opts, server, port, row, rate, duration)
+    got = load(opts, server, port, pid, row, rate, duration, warmup)
     if got["status"] == "timeout":
         opts.hung[key] = f"{got['status']} in its first run: {got['detail']}"
     return got
 
 
-def measure_throughput(opts, server, loop, rows, port):
-    return [
-        {"row": row[0], **load_once_hung(opts, server, loop, port, row, 0, opts.duration)}
-        for row in rows
-    ]
+def measure_throughput(opts, server, loop, rows, port, pid):
+    once = functools.partial(load_once_hung, opts, server, loop, port, pid)
+    return [{"row": r[0], **once(r, 0, opts.duration, opts.warmup)} for r in rows]
 
 
-def measure_latency(opts, server, loop, rows, base, port):
+def measure_latency(opts, server, loop, rows, base, ceiling, port, pid):
+    """opts.latency_samples samples of each row at each rate, the rows
+    rotated between passes, so that a burst of noise spoils one sample of
+    a row, not its figure (the report takes the median p99). A rate above
+    this loop's own maximum on the row is not run: its queue would only
+    grow, and the figure would be the sample's length."""
+    once = functools.partial(load_once_hung, opts, server, loop, port, pid)
     out = []
-    for row in rows:
-        for share in opts.loads:
-            rate = share * base[row[0]]
-            s = load_once_hung(opts, server, loop, port, row, rate, opts.latency_duration)
-            out.append({"row": row[0], "load": share, "target": rate, **s})
+    for k in range(opts.latency_samples):
+        # the server is warm after the first pass: a short warm-up opens
+        # the connections
+        warmup = opts.warmup if k == 0 else min(opts.warmup, 0.05)
+        for row in runner.rotate(rows, k):
+            for share in opts.loads:
+                rate = share * base[row[0]]
+                top = ceiling.get(row[0])
+                if top is None or top < rate:
+                    if k == 0:
+                        why = "no maximum measured" if top is None else f"its maximum {top:,.0f}/s"
+                        out.append(
+                            {"row": row[0], "load": share, "target": rate, "status": "saturated"}
+                            | {"detail": f"not run above the loop's own maximum ({why})"}
+                        )
+                    continue
+                s = once(row, rate, opts.latency_duration, warmup)
+                out.append({"row": row[0], "load": share, "target": rate, "sample": k + 1, **s})
     return out
 
 
@@ -171,11 +205,11 @@ def throughput_pass(opts, tmpdir):
     return found
 
 
-def asyncio_max(samples, server, row):
+def median_max(samples, server, row, loop="asyncio"):
     rates = [
         s["rate"]
         for s in samples
-        if (s["server"], s["row"], s["loop"], s["status"]) == (server, row, "asyncio", "ok")
+        if (s["server"], s["row"], s["loop"], s["status"]) == (server, row, loop, "ok")
     ]
     return statistics.median(rates) if rates else None
 
@@ -183,10 +217,11 @@ def asyncio_max(samples, server, row):
 def latency_pass(opts, tmpdir, throughput):
     found = []
     for server in opts.servers:
-        base = {r[0]: asyncio_max(throughput, server, r[0]) for r in SERVER_ROWS[server]}
+        base = {r[0]: median_max(throughput, server, r[0]) for r in SERVER_ROWS[server]}
         rows = [r for r in SERVER_ROWS[server] if base[r[0]]]
         for loop in runner.rotate(opts.contenders, 1):
-            measure = functools.partial(measure_latency, opts, server, loop, rows, base)
+            ceiling = {r[0]: median_max(throughput, server, r[0], loop) for r in rows}
+            measure = functools.partial(measure_latency, opts, server, loop, rows, base, ceiling)
             for s in serve(opts, server, loop, tmpdir, measure):
                 s.update(server=server, loop=loop, round="1", part="latency")
                 found.append(s)
@@ -211,8 +246,9 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=3)
     # the defaults fit the part in about 10 minutes here with every rival
-    p.add_argument("--duration", type=float, default=0.6, help="seconds per throughput sample")
-    p.add_argument("--latency-duration", type=float, default=0.75, help="seconds per rate")
+    p.add_argument("--duration", type=float, default=0.5, help="seconds per throughput sample")
+    p.add_argument("--latency-duration", type=float, default=0.4, help="seconds per sample")
+    p.add_argument("--latency-samples", type=int, default=3, help="samples per row and rate")
     p.add_argument("--warmup", type=float, default=0.15, help="seconds before each measurement")
     p.add_argument("--loads", default="0.5,0.9", help="shares of asyncio's maximum")
     p.add_argument("--contenders", default=",".join(LOOPS))

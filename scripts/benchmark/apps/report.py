@@ -29,17 +29,32 @@ def row_keys(opts, found):
     return [(srv, r[0]) for srv in opts.servers for r in SERVER_ROWS[srv]]
 
 
-def throughput_medians(opts, found):
-    """{(server, row): {loop: median requests/s}}."""
+def throughput_medians(opts, found, key="rate"):
+    """{(server, row): {loop: median of the throughput samples' key}}
+    (requests/s, or server_cpu_us)."""
     out = {}
     for srv, row in row_keys(opts, found):
         out[(srv, row)] = {
             loop: _median(
-                [s["rate"] for s in _ok(found, part="throughput", server=srv, row=row, loop=loop)]
+                [
+                    s[key]
+                    for s in _ok(found, part="throughput", server=srv, row=row, loop=loop)
+                    if s.get(key) is not None
+                ]
             )
             for loop in opts.contenders
         }
     return out
+
+
+def latency_figures(found, share):
+    """{(server, row, loop): the latency sample at load `share` whose p99 is
+    the median of that cell's samples (the lower middle one of an even
+    count): one burst of noise moves a sample, not the figure."""
+    cells = {}
+    for s in _ok(found, part="latency", load=share):
+        cells.setdefault((s["server"], s["row"], s["loop"]), []).append(s)
+    return {k: sorted(v, key=lambda s: s["p99_us"])[(len(v) - 1) // 2] for k, v in cells.items()}
 
 
 def place(medians, loop=ZL):
@@ -80,8 +95,13 @@ def markdown(opts, found, absent, elapsed, pngs=()):
         f"and round, loops and rows rotated, {opts.duration:g} s per sample after "
         f"{opts.warmup:g} s of warm-up. Latency: open loop at "
         + " and ".join(f"{x:.0%}" for x in opts.loads)
-        + f" of asyncio's median maximum on each row, {opts.latency_duration:g} s each, "
-        "latency counted from when each request was due. **zloopgo vs X > 1: zloopgo better.**"
+        + f" of asyncio's median maximum on each row, {opts.latency_samples} samples of "
+        f"{opts.latency_duration:g} s each (the rows rotated between them; the figure is the "
+        "sample with the median p99), latency counted from when each request was due; a rate "
+        "above a loop's own maximum on that row is not run. Server CPU per request: the "
+        "server's CPU time (every thread, user and system) over the answers while a "
+        "throughput sample ran, which time taken by other processes does not inflate. "
+        "**zloopgo vs X > 1: zloopgo better.**"
     )
     if absent:
         add("")
@@ -107,20 +127,31 @@ def markdown(opts, found, absent, elapsed, pngs=()):
         ratios = [tables.fmt_ratio(tables.versus(med.get(ZL), med[p], True)) for p in peers]
         rows.append([srv, row, *figures, *ratios, place(med)])
     lines.extend(tables.table(head, rows, labels=2))
+    cpu = throughput_medians(opts, found, "server_cpu_us")
+    add("Server CPU time per request, µs (median; lower is better):")
+    add("")
+    head = ["server", "row", *names] + [f"zloopgo vs {p}" for p in peers] + ["zloopgo's place"]
+    rows = []
+    for (srv, row), med in cpu.items():
+        rows.append(
+            [srv, row]
+            + ["—" if med[c] is None else f"{med[c]:,.1f}" for c in names]
+            + [tables.fmt_ratio(tables.versus(med.get(ZL), med[p], False)) for p in peers]
+            + [place({c: (-v if v else None) for c, v in med.items()})]
+        )
+    lines.extend(tables.table(head, rows, labels=2))
     for share in opts.loads:
         add(f"p99 latency at {share:.0%} of asyncio's maximum, µs (p50 / p99 / p99.9 below):")
         add("")
         head = ["server", "row", "rate", *names] + [f"zloopgo vs {p}" for p in peers]
         rows = []
+        figure = latency_figures(found, share)
         for srv, row in row_keys(opts, found):
-            got = {
-                c: _ok(found, part="latency", server=srv, row=row, loop=c, load=share)
-                for c in names
-            }
-            target = next((s["target"] for v in got.values() for s in v), None)
+            got = {c: figure.get((srv, row, c)) for c in names}
+            target = next((s["target"] for s in got.values() if s), None)
             if target is None:
                 continue
-            p99 = {c: (v[0]["p99_us"] if v else None) for c, v in got.items()}
+            p99 = {c: (s["p99_us"] if s else None) for c, s in got.items()}
             rows.append(
                 [srv, row, f"{target:,.0f}/s"]
                 + ["—" if p99[c] is None else f"{p99[c]:,.0f}" for c in names]
@@ -149,15 +180,17 @@ def markdown(opts, found, absent, elapsed, pngs=()):
         if s.get("part") != "latency" or s["status"] != "ok":
             continue
         rows.append(
-            [s["server"], s["row"], f"{s['load']:.0%}", s["loop"], f"{s['rate']:,.0f}"]
+            [s["server"], s["row"], f"{s['load']:.0%}", s["loop"], str(s.get("sample", 1))]
+            + [f"{s['rate']:,.0f}"]
             + [f"{s[k]:,.0f}" for k in ("p50_us", "p99_us", "p999_us", "max_us")]
             + [f"{s['late']:,}"]
         )
     lines.extend(
         tables.table(
-            ["server", "row", "load", "loop", "req/s", "p50", "p99", "p99.9", "max", "late"],
+            ["server", "row", "load", "loop", "sample", "req/s", "p50", "p99", "p99.9", "max"]
+            + ["late"],
             rows,
-            labels=4,
+            labels=5,
         )
     )
     bad = [
@@ -179,7 +212,8 @@ def markdown(opts, found, absent, elapsed, pngs=()):
 
 
 def options_doc(opts):
-    keep = ("rounds", "duration", "latency_duration", "warmup", "loads", "contenders", "servers")
+    keep = ("rounds", "duration", "latency_duration", "latency_samples", "warmup", "loads")
+    keep += ("contenders", "servers")
     doc = {k: getattr(opts, k) for k in keep}
     doc.update(versions=opts.versions, skipped=opts.skipped, pin_server=opts.pin_server)
     doc["services"] = getattr(opts, "services", None)
@@ -231,8 +265,8 @@ def charts(opts, found, path_of):
         out.append(path)
     share = max(opts.loads) if opts.loads else None
     lat = {}
-    for s in _ok(found, part="latency", load=share):
-        lat.setdefault(s["loop"], []).append(s)
+    for (_, _, loop), s in latency_figures(found, share).items():
+        lat.setdefault(loop, []).append(s)
     if lat:
         loops = [c for c in opts.contenders if c in lat]
         fig, ax = plt.subplots(figsize=(11, 4.2))

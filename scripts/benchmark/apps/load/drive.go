@@ -21,6 +21,7 @@ type result struct {
 	Conns      int     `json:"conns"`
 	TargetRate float64 `json:"target_rate,omitempty"`
 	Requests   int64   `json:"requests"`
+	Answered   int64   `json:"answered"` // every checked answer, the warm-up's too: what the server did while this ran
 	Seconds    float64 `json:"seconds"`
 	Rate       float64 `json:"rate"`
 	Late       int64   `json:"late"` // open loop: sent over 1 ms after due (their connection still waited for an earlier answer)
@@ -50,6 +51,7 @@ type worker struct {
 	check    func([]byte) error
 	hist     *hdrhistogram.Histogram
 	requests int64
+	answered int64
 	late     int64
 	err      error
 }
@@ -109,6 +111,7 @@ func run(opts options) (result, error) {
 		}
 		all.Merge(w.hist)
 		res.Requests += w.requests
+		res.Answered += w.answered
 		res.Late += w.late
 	}
 	res.Rate = float64(res.Requests) / res.Seconds
@@ -133,6 +136,7 @@ func (w *worker) one(from, slot, measureFrom, end time.Time) error {
 			return err
 		}
 	}
+	w.answered++
 	if !slot.Before(measureFrom) && slot.Before(end) {
 		w.requests++
 		us := time.Since(from).Microseconds()
