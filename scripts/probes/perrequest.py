@@ -2,11 +2,13 @@
 do not drift with the load of a shared machine: user-space instructions
 (callgrind), system calls by name (strace -f, every thread, the Go
 runtime's included), or the same at full speed with context switches
-(perf stat's tracepoints, --measure kernel). They say what bounds a row: the application's
-own Python (issue 43's "bound", as docs/where-time-goes.md gives it for
-uvicorn plaintext), the loop, or the kernel.
+(perf stat's tracepoints, --measure kernel); or CPU time, user and system
+apart (--measure cpu, perf stat's rusage: time, so compare loops side by
+side). They say what bounds a row: the application's own Python (issue
+43's "bound", as docs/where-time-goes.md gives it for uvicorn plaintext),
+the loop, or the kernel.
 
-    python -m probes.perrequest [--measure instructions|syscalls|kernel] \\
+    python -m probes.perrequest [--measure instructions|syscalls|kernel|cpu] \\
         [--rows json,db] [--servers uvicorn] [--loops asyncio,uvloop,zloopgo] \\
         [--requests 400] [--split]
 
@@ -125,7 +127,33 @@ def kernel(out):
     return ["perf", "stat", "-x,", "-o", out, "-e", ",".join(events), "--"], read
 
 
-MEASURES = {"instructions": instructions, "syscalls": syscalls, "kernel": kernel}
+def cpu(out):
+    """The server's CPU time at full speed, user and system apart (perf
+    stat's rusage of the server, every thread), in µs, and its context
+    switches. Time, unlike the counts above, moves with what else runs:
+    run the loops side by side and read it beside the counts. The split
+    says whether a difference is the loop's user-space work or the
+    kernel's (a second send per reply, a wake-up)."""
+    figure = re.compile(r"^\s*([\d.,]+)\s+(?:msec\s+)?(task-clock|context-switches)\b")
+    seconds = re.compile(r"^\s*([\d.]+)\s+seconds (user|sys)\s*$")
+
+    def read(opts):
+        got = {}
+        with open(out) as f:
+            for line in f:
+                if m := figure.match(line):
+                    got[m.group(2)] = float(m.group(1).replace(",", ""))
+                elif m := seconds.match(line):
+                    got[m.group(2)] = float(m.group(1)) * 1e6
+        if "user" not in got or "sys" not in got:
+            return None
+        got["total"] = got["user"] + got["sys"]
+        return got
+
+    return ["perf", "stat", "-o", out, "-e", "task-clock,context-switches", "--"], read
+
+
+MEASURES = {"instructions": instructions, "syscalls": syscalls, "kernel": kernel, "cpu": cpu}
 
 
 def fetch_exit(port):
@@ -173,6 +201,11 @@ def count(opts, server, row, loop, requests, tmpdir):
 
 
 def describe(opts, per):
+    if opts.measure == "cpu":
+        return (
+            f"{per['total']:8.1f} µs of CPU per request: user {per['user']:.1f}, "
+            f"system {per['sys']:.1f}; context switches {per.get('context-switches', 0):.3f}"
+        )
     if opts.measure in ("syscalls", "kernel"):
         skip = ("total", "context-switches")
         calls = sorted(
