@@ -244,20 +244,56 @@ def charts(opts, found, path_of):
     medians = throughput_medians(opts, found)
     keys = [k for k, v in medians.items() if v.get("asyncio")]
     if keys:
-        loops = opts.contenders
-        fig, ax = plt.subplots(figsize=(11, 0.42 * len(keys) * 1.0 + 1.6))
-        width = 0.8 / len(loops)
-        for j, loop in enumerate(loops):
-            ys = [i + (j - (len(loops) - 1) / 2) * width for i in range(len(keys))]
-            xs = [(medians[k][loop] or 0) / medians[k]["asyncio"] for k in keys]
-            ax.barh(ys, xs, height=width, color=COLORS.get(loop, "#333333"), label=loop)
+        # one line per row, one marker per loop: eight loops' bars side by
+        # side on thirteen rows could not be read at a README's width
+        loops = [c for c in opts.contenders if any(medians[k].get(c) for k in keys)]
+        fig, ax = plt.subplots(figsize=(9, 0.34 * len(keys) + 1.9))
+        for i in range(len(keys)):
+            ax.axhline(i, color="#eeeeee", linewidth=0.8, zorder=0)
+        floor = 0.2  # below it a loop is drawn at the edge, pointing left
+        for loop in loops:
+            ys = [i for i, k in enumerate(keys) if medians[k].get(loop)]
+            xs = [medians[keys[i]][loop] / medians[keys[i]]["asyncio"] for i in ys]
+            ours = loop == ZL
+            low = [x < floor for x in xs]
+            if any(low):
+                ax.scatter(
+                    [floor] * sum(low),
+                    [y for y, b in zip(ys, low, strict=True) if b],
+                    s=30,
+                    marker="<",
+                    color=COLORS.get(loop, "#333333"),
+                    zorder=2,
+                )
+            ys = [y for y, b in zip(ys, low, strict=True) if not b]
+            xs = [x for x, b in zip(xs, low, strict=True) if not b]
+            ax.scatter(
+                xs,
+                ys,
+                s=70 if ours else 30,
+                marker="D" if ours else "o",
+                color=COLORS.get(loop, "#333333"),
+                edgecolors="black" if ours else "none",
+                linewidths=0.6,
+                zorder=3 if ours else 2,
+                label=loop,
+            )
         ax.axvline(1.0, color="black", linewidth=0.8)
+        ax.set_xscale("log")  # a loop many times slower must not flatten the others
+        ticks = [0.25, 0.5, 0.75, 1, 1.5, 2, 3]
+        ax.set_xlim(floor * 0.95, 3.2)
+        ax.set_xticks(ticks, [f"{t:g}x" for t in ticks])
+        ax.xaxis.set_minor_formatter(plt.NullFormatter())
         ax.set_yticks(range(len(keys)))
         ax.set_yticklabels([f"{srv}: {row}" for srv, row in keys], fontsize=8)
-        ax.invert_yaxis()
-        ax.set_xlabel("requests/s relative to asyncio (median; > 1 is faster)", fontsize=8)
+        ax.set_ylim(len(keys) - 0.5, -0.5)
+        ax.set_xlabel(
+            "requests/s relative to asyncio (median; > 1 is faster, log scale; "
+            f"< at the edge: below {floor:g}x)",
+            fontsize=9,
+        )
         ax.set_title("Application rows: throughput relative to asyncio", fontsize=10)
-        ax.legend(fontsize=7, loc="lower right", ncol=2)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=len(loops))
         fig.tight_layout()
         path = path_of("throughput")
         fig.savefig(path, dpi=100)
@@ -269,10 +305,11 @@ def charts(opts, found, path_of):
         lat.setdefault(loop, []).append(s)
     if lat:
         loops = [c for c in opts.contenders if c in lat]
-        fig, ax = plt.subplots(figsize=(11, 4.2))
+        fig, ax = plt.subplots(figsize=(9, 4.2))
         # each loop's percentiles as the median over the rows of its figure
         # divided by asyncio's on that row: rows of different sizes weigh alike
         base_of = {(s["server"], s["row"]): s for s in lat.get("asyncio", [])}
+        drawn = []
         for j, (key, label) in enumerate(
             (("p50_us", "p50"), ("p99_us", "p99"), ("p999_us", "p99.9"))
         ):
@@ -284,6 +321,7 @@ def charts(opts, found, path_of):
                     if (s["server"], s["row"]) in base_of
                 ]
                 xs.append(statistics.median(ratios) if ratios else 0)
+            drawn += [x for x in xs if x > 0]
             ax.bar(
                 [i + (j - 1) * 0.27 for i in range(len(loops))],
                 xs,
@@ -293,6 +331,10 @@ def charts(opts, found, path_of):
             )
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_yscale("log")  # a loop many times slower must not flatten the others
+        ticks = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20)
+        ticks = [t for t in ticks if min(drawn, default=1) / 2 <= t <= max(drawn, default=1) * 2]
+        ax.set_yticks(ticks, [f"{t:g}x" for t in ticks])
+        ax.yaxis.set_minor_formatter(plt.NullFormatter())
         ax.set_xticks(range(len(loops)))
         ax.set_xticklabels(loops, fontsize=9)
         ax.set_ylabel(
