@@ -91,7 +91,8 @@ def load(opts, server, port, pid, row, rate, duration, warmup):
     """One appload run against the server (process pid): its result dict
     with status, and the server's CPU time per answer while it ran
     (server_cpu_us: every thread, user and system, over every answer the
-    generator checked, the warm-up's included). Time taken from the server
+    generator checked, the warm-up's included) and the share of one CPU it
+    used meanwhile (server_busy). Time taken from the server
     by anything else on its CPU does not count in it, so it separates loops
     where a noisy machine makes requests/s swing."""
     _, path, check = row
@@ -99,9 +100,9 @@ def load(opts, server, port, pid, row, rate, duration, warmup):
     cmd = [*opts.pin_client, opts.appload, "-url", f"{scheme}://127.0.0.1:{port}{path}"]
     cmd += ["-check", check, "-duration", f"{duration}s", "-warmup", f"{warmup}s"]
     cmd += ["-conns", str(CONNS[server]), "-rate", f"{rate:.1f}"]
-    cpu_before = _cpu_seconds(pid)
+    cpu_before, wall_before = _cpu_seconds(pid), time.monotonic()
     out, rc = runner.run_client(cmd, duration + warmup + 15)
-    cpu_after = _cpu_seconds(pid)
+    cpu_after, wall = _cpu_seconds(pid), time.monotonic() - wall_before
     if out is None:
         return {"status": "timeout", "detail": "appload did not finish"}
     found = [line for line in out.splitlines() if line.startswith("APPLOAD ")]
@@ -110,6 +111,11 @@ def load(opts, server, port, pid, row, rate, duration, warmup):
     got = {"status": "ok", **json.loads(found[-1][len("APPLOAD ") :])}
     if None not in (cpu_before, cpu_after) and got.get("answered"):
         got["server_cpu_us"] = (cpu_after - cpu_before) * 1e6 / got["answered"]
+        # the share of one CPU the server used while the generator ran (its
+        # start and connections included): well under 1 in a closed loop,
+        # the server waited, for PostgreSQL, Redis or the generator, and
+        # requests/s on that row are not the loop's to win
+        got["server_busy"] = (cpu_after - cpu_before) / wall
     return got
 
 

@@ -140,6 +140,19 @@ def markdown(opts, found, absent, elapsed, pngs=()):
             + [place({c: (-v if v else None) for c, v in med.items()})]
         )
     lines.extend(tables.table(head, rows, labels=2))
+    busy = throughput_medians(opts, found, "server_busy")
+    add(
+        "Server busy: the share of its CPU the server used while a throughput sample ran "
+        "(median). Well under 100%, the server waited for PostgreSQL, Redis or the load "
+        "generator, which share the other CPU: that row's requests/s measure them more than "
+        "the loop."
+    )
+    add("")
+    rows = [
+        [srv, row] + ["—" if med[c] is None else f"{med[c]:.0%}" for c in names]
+        for (srv, row), med in busy.items()
+    ]
+    lines.extend(tables.table(["server", "row", *names], rows, labels=2))
     for share in opts.loads:
         add(f"p99 latency at {share:.0%} of asyncio's maximum, µs (p50 / p99 / p99.9 below):")
         add("")

@@ -109,6 +109,7 @@ def _thr(loop, rate, cpu, row="JSON serialization"):
         "status": "ok",
         "rate": rate,
         "server_cpu_us": cpu,
+        "server_busy": 0.5,
         "round": "1",
     }
 
@@ -123,6 +124,8 @@ def test_the_report_ranks_server_cpu_per_request_lowest_first_and_shows_the_medi
     cells = [c.strip() for c in json_row.strip("|").split("|")]
     # asyncio, zloopgo, uvloop; zloopgo vs asyncio, vs uvloop; place
     assert cells[2:] == ["90.0", "50.0", "60.0", "1.80x", "1.20x", "1st of 3"]
+    busy_table = text.split("Server busy:")[1].split("\n\n")[1]
+    assert "| uvicorn | JSON serialization | 50% | 50% | 50% |" in busy_table
     p99_table = text.split("p99 latency at 90%")[1].split("\n\n")[1]
     json_row = next(line for line in p99_table.splitlines() if "JSON serialization" in line)
     cells = [c.strip() for c in json_row.strip("|").split("|")]
