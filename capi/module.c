@@ -174,6 +174,14 @@ static PyModuleDef_Slot module_slots[] = {
     /* what is true until every cached object is per interpreter (issue 41) */
     {Py_mod_multiple_interpreters, Py_MOD_MULTIPLE_INTERPRETERS_NOT_SUPPORTED},
 #endif
+#if PY_VERSION_HEX >= 0x030D0000
+    /* The adapter relies on the GIL (docs/architecture.md, "Free-threaded
+     * builds: what is still missing" lists where and what replaces it):
+     * said, not left to the default, so that a free-threaded interpreter
+     * keeps the GIL on for it. Py_MOD_GIL_NOT_USED once all of that is built
+     * and a free-threaded suite has passed. */
+    {Py_mod_gil, Py_MOD_GIL_USED},
+#endif
     {0, NULL}};
 
 static struct PyModuleDef module_def = {

@@ -222,7 +222,7 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
     PyObject *sock = get_field(self, F_SOCK);
     if (sock == NULL)
         return NULL;
-    long max_size;
+    long max_size = 0; /* read_size sets it when usual != 0, which gcc cannot always see */
     int usual = zl_socket_nonblocking_fd(sock) != ZL_NOT_A_SOCKET ? read_size(self, &max_size) : 0;
     if (usual == 0) { /* asyncio's own read, for an unusual max_size or socket */
         Py_DECREF(sock);

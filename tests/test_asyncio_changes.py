@@ -10,7 +10,8 @@ expectation:
 - 3.14: the per-thread task lists of _asyncio (all_tasks and
   current_task asked from another thread, a task left by a finished
   thread) and its C Task and Future;
-- free-threaded builds: refused with a message, at build and at import.
+- free-threaded builds: refused with a message, at build and at import;
+  the engine declares with Py_mod_gil (3.13+) that it uses the GIL.
 
 The policy deprecations of 3.14 are tests/test_policy_py314.py's.
 """
@@ -18,6 +19,8 @@ The policy deprecations of 3.14 are tests/test_policy_py314.py's.
 import ast
 import asyncio
 import contextvars
+import ctypes
+import importlib
 import os
 import re
 import subprocess
@@ -725,3 +728,46 @@ def test_build_refuses_a_free_threaded_build():
         ns["refuse_free_threaded"]()
     assert "free-threaded" in str(stop.value.code)
     assert_names_the_free_threaded_section(str(stop.value.code))
+
+
+def test_the_engine_declares_that_it_uses_the_gil():
+    # Py_mod_gil (3.13+), read from the built module's PyModuleDef: said
+    # outright, Py_MOD_GIL_USED, so that a free-threaded interpreter would
+    # keep the GIL on for the adapter. Before 3.13 the slot does not exist
+    # (a module declaring it would not load): there the test reads the
+    # definition only.
+    engine = importlib.import_module("zloopgo._engine")
+
+    class Slot(ctypes.Structure):
+        _fields_ = [("slot", ctypes.c_int), ("value", ctypes.c_void_p)]
+
+    class ModuleDef(ctypes.Structure):  # a default build's PyModuleDef
+        _fields_ = [
+            ("ob_refcnt", ctypes.c_ssize_t),
+            ("ob_type", ctypes.c_void_p),
+            ("m_init", ctypes.c_void_p),
+            ("m_index", ctypes.c_ssize_t),
+            ("m_copy", ctypes.c_void_p),
+            ("m_name", ctypes.c_char_p),
+            ("m_doc", ctypes.c_char_p),
+            ("m_size", ctypes.c_ssize_t),
+            ("m_methods", ctypes.c_void_p),
+            ("m_slots", ctypes.POINTER(Slot)),
+        ]
+
+    get_def = ctypes.pythonapi.PyModule_GetDef
+    get_def.argtypes, get_def.restype = [ctypes.py_object], ctypes.POINTER(ModuleDef)
+    module_def = get_def(engine).contents
+    assert module_def.m_name.decode() in ("_engine", "zloopgo._engine")
+    slots = {}
+    i = 0
+    while module_def.m_slots[i].slot != 0:
+        slots[module_def.m_slots[i].slot] = module_def.m_slots[i].value
+        i += 1
+    # Py_mod_exec is 2 and Py_mod_gil 4 up to 3.14; 3.15 numbers every
+    # slot anew (slots_generated.h): 85 and 87
+    exec_slot, gil_slot = (85, 87) if sys.version_info >= (3, 15) else (2, 4)
+    assert exec_slot in slots
+    if sys.version_info >= (3, 13):
+        assert gil_slot in slots, "no Py_mod_gil slot: the default is left to the interpreter"
+        assert slots[gil_slot] is None  # Py_MOD_GIL_USED, (void *)0
