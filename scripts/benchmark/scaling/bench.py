@@ -151,7 +151,14 @@ def wait_ready(procs, servers, timeout):
         exited = [srv for srv in procs if srv.proc.poll() is not None]
         if exited or time.monotonic() > deadline:
             time.sleep(0.1)  # the others' failure lines too
-            return failure_of(outputs(procs)) or (exited or procs)[0].not_ready("listened")
+            why = failure_of(outputs(procs))
+            if why:
+                return why
+            crashed = [srv.proc.returncode for srv in exited if srv.proc.returncode < 0]
+            if crashed:
+                tail = runner.last_line(outputs(procs), 200)
+                return "crash", f"a server died of signal {-crashed[0]} before listening: {tail}"
+            return (exited or procs)[0].not_ready("listened")
         time.sleep(0.02)
 
 

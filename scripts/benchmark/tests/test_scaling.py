@@ -85,6 +85,20 @@ def test_http_servers_must_have_answered_at_least_what_the_generator_counted():
     assert bench.check_counts("http", client, [stats(requests=60), stats(requests=30)], 2)
 
 
+def test_a_server_that_dies_of_a_signal_before_listening_is_a_crash(tmp_path):
+    kill = "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
+    with bench.runner.Server([sys.executable, "-c", kill], str(tmp_path / "out")) as srv:
+        status, detail = bench.wait_ready([srv], 1, 20)
+    assert status == "crash"
+    assert "signal 9" in detail
+
+
+def test_a_server_that_prints_its_failure_is_that_failure(tmp_path):
+    say = f"print('SCALING-FAILED 0 {REFUSAL}'); raise SystemExit(3)"
+    with bench.runner.Server([sys.executable, "-c", say], str(tmp_path / "out")) as srv:
+        assert bench.wait_ready([srv], 1, 20) == ("refused", REFUSAL)
+
+
 # ---- report.py -----------------------------------------------------------
 
 
