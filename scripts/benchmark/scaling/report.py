@@ -114,6 +114,24 @@ def standing(samples, row, cells):
     return out
 
 
+def split(samples, row):
+    """A sentence on how SO_REUSEPORT spread the connections between 2
+    servers: the smaller share in the accepted samples of the row."""
+    smaller = sorted(
+        min(s["connections"])
+        for s in samples
+        if s["row"] == row and s["servers"] == 2 and s["status"] == "ok" and s.get("connections")
+    )
+    if not smaller:
+        return []
+    total = sum(next(s["connections"] for s in samples if s.get("connections") and s["row"] == row))
+    mid = smaller[len(smaller) // 2]
+    return [
+        f"SO_REUSEPORT's split of the {total} connections between 2 servers: the smaller "
+        f"share was {smaller[0]}–{smaller[-1]} (median {mid}) over {len(smaller)} samples."
+    ]
+
+
 def grouped_failures(samples):
     """(label values, status, detail) of the failed samples, one per kind,
     the detail prefixed with how many samples failed so."""
@@ -213,7 +231,7 @@ def render(opts, cells, samples, absent):
                 ]
             )
         lines.extend(tables.table(head, rows))
-        lines.extend(standing(samples, row, cells) + [""])
+        lines.extend(standing(samples, row, cells) + split(samples, row) + [""])
         add("Every cell: median, min, max, CoV:")
         add("")
         every = []

@@ -154,6 +154,12 @@ def test_the_report_gives_ratios_refusals_and_where_zloopgo_stands():
     assert "| echo | zloopgo in interpreters | 2 | refused | 1 sample(s): " + REFUSAL in text
     assert "**rloop in processes**: not installed" in text
     assert "server on CPU 1 and the generator on CPU 0" in text
+    assert "split" not in text  # no sample says how its connections were spread
+    samples[1]["connections"], samples[3]["connections"] = [20, 12], [15, 17]
+    assert report.split(samples, "echo") == [
+        "SO_REUSEPORT's split of the 32 connections between 2 servers: the smaller share "
+        "was 12–15 (median 15) over 2 samples."
+    ]
     # zloopgo measured: its place and its memory against two processes
     samples[4:] = [
         sample("echo", "interp", "zloopgo", 1, 2500.0),
