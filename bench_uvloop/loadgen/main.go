@@ -3,7 +3,11 @@
 // requests/s measures the server and not the client.
 //
 // It opens -conns TCP connections to -addr and on each one sends -num
-// messages of -msize bytes, one in flight per connection: a message goes
+// messages of -msize bytes (or, with -duration D, as many as it can until D
+// has passed, then waits for the echoes in flight: a fixed time instead of
+// a fixed count, so that servers sharing a port through SO_REUSEPORT, each
+// given a random share of the connections, are all busy until the end),
+// one in flight per connection: a message goes
 // out when the previous echo has fully arrived and matched what was sent
 // (every byte compared; each message carries its connection and sequence
 // number). One OS thread, one epoll set, non-blocking sockets with
@@ -64,13 +68,17 @@ func main() {
 	num := flag.Int("num", 20000, "messages per connection")
 	timeout := flag.Duration("timeout", 120*time.Second, "give up after this long")
 	spin := flag.Bool("spin", false, "busy-poll (epoll_wait with timeout 0) instead of sleeping")
+	duration := flag.Duration("duration", 0, "> 0: send until this long has passed, not -num messages")
 	flag.Parse()
-	if *msize < 16 || *conns < 1 || *num < 1 {
-		fail(errors.New("need -msize >= 16, -conns >= 1, -num >= 1"))
+	if *msize < 16 || *conns < 1 || (*num < 1 && *duration <= 0) {
+		fail(errors.New("need -msize >= 16, -conns >= 1, -num >= 1 or -duration > 0"))
 	}
 	runtime.GOMAXPROCS(1)
 	runtime.LockOSThread()
-	res, err := run(*addr, *conns, *msize, *num, *timeout, *spin)
+	if *duration > 0 {
+		*num = 0 // no count: the time decides
+	}
+	res, err := run(*addr, *conns, *msize, *num, *duration, *timeout, *spin)
 	if err != nil {
 		fail(err)
 	}
@@ -166,7 +174,8 @@ func cpuSeconds() float64 {
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
-func run(addr string, nconns, msize, num int, timeout time.Duration, spin bool) (*result, error) {
+// run drives the server; num == 0 means until duration has passed.
+func run(addr string, nconns, msize, num int, duration, timeout time.Duration, spin bool) (*result, error) {
 	sa, err := sockaddr(addr)
 	if err != nil {
 		return nil, err
@@ -192,11 +201,12 @@ func run(addr string, nconns, msize, num int, timeout time.Duration, spin bool) 
 			return nil, err
 		}
 	}
-	lat := make([]int64, 0, nconns*num)
+	lat := make([]int64, 0, max(nconns*num, 1<<16))
 	events := make([]unix.EpollEvent, nconns)
 	cpu0 := cpuSeconds()
 	start := time.Now()
 	deadline := start.Add(timeout)
+	stopSending := start.Add(duration)
 	for _, c := range conns {
 		fill(c.msg, c.id, 0)
 		if err := send(c); err != nil {
@@ -206,8 +216,7 @@ func run(addr string, nconns, msize, num int, timeout time.Duration, spin bool) 
 	left := nconns
 	for left > 0 {
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("timed out after %v with %d of %d requests done",
-				timeout, len(lat), nconns*num)
+			return nil, fmt.Errorf("timed out after %v with %d requests done", timeout, len(lat))
 		}
 		wait := 1000
 		if spin {
@@ -246,7 +255,7 @@ func run(addr string, nconns, msize, num int, timeout time.Duration, spin bool) 
 					c.id, c.sent-1)
 			}
 			c.got = 0
-			if c.sent == num {
+			if c.sent == num || (num == 0 && time.Now().After(stopSending)) {
 				if err := unix.EpollCtl(ep, unix.EPOLL_CTL_DEL, c.fd, nil); err != nil {
 					return nil, err
 				}
@@ -262,7 +271,7 @@ func run(addr string, nconns, msize, num int, timeout time.Duration, spin bool) 
 	elapsed := time.Since(start).Seconds()
 	cpu := cpuSeconds() - cpu0
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	total := nconns * num
+	total := len(lat) // every echo received and matched
 	return &result{
 		Requests:   total,
 		Seconds:    elapsed,

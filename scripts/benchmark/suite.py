@@ -1,8 +1,9 @@
 """The whole benchmark for scripts/bench: for every Python section, the
 harness (seed 000's tables, GC off and on, the span), then on the
 network section(s) the echo matrices (bench_uvloop/run.py), the HTTP
-row, the application rows (benchmark/apps/) and the file rows
-(benchmark/filebench.py); then one Markdown report
+row, the application rows (benchmark/apps/), the file rows
+(benchmark/filebench.py) and the scaling rows (benchmark/scaling/: 1 and
+2 servers in interpreters and in processes); then one Markdown report
 with a section per Python, the JSON of every part, and a PNG chart per
 section, all in bench-results/. A full run (every part, no --quick, no
 harness arguments) also rewrites the tables of docs/benchmarks.md and its
@@ -55,6 +56,12 @@ NET_PARTS = {
         "apps",
     ),
     "files": (["-m", "benchmark.filebench"], ["--quick"], SCRIPTS, "files"),
+    "scaling": (
+        ["-m", "benchmark.scaling"],
+        ["--rounds", "1", "--duration", "0.5"],
+        SCRIPTS,
+        "scaling",
+    ),
 }
 
 
@@ -151,8 +158,8 @@ def main(argv):
     p.add_argument("--quick", action="store_true")
     p.add_argument(
         "--parts",
-        default="harness,echo,http,apps,files",
-        help="of harness,echo,http,apps,files",
+        default="harness,echo,http,apps,files,scaling",
+        help="of harness,echo,http,apps,files,scaling",
     )
     p.add_argument("--installs", default="", help="X.Y=peers.json,... from benchmark.peers")
     p.add_argument("--zloopgo-source", default="the checkout")

@@ -1,0 +1,7 @@
+"""python -m benchmark.scaling: the scaling part (bench.py)."""
+
+import sys
+
+from .bench import main
+
+sys.exit(main())
