@@ -2,7 +2,8 @@
 asyncio.create_subprocess_exec/_shell with piped stdin, stdout and stderr
 (communicate, wait, returncode, terminate, kill, send_signal),
 connect_read_pipe/connect_write_pipe over a pipe (data, EOF, flow
-control, a close while a read is outstanding).
+control, a close while a read is outstanding), and Ctrl+C (SIGINT) ending
+a wait in run_until_complete.
 
 The reference loop is asyncio's that has these (helpers.PIPE_FACTORIES):
 its selector loop on Unix, its ProactorEventLoop on Windows, where zloopgo
@@ -18,7 +19,7 @@ import signal
 import sys
 
 import pytest
-from helpers import PIPE_FACTORIES, run_once
+from helpers import PIPE_FACTORIES, PIPE_SCRIPT_FACTORIES, check, run_once, run_script
 
 WINDOWS = sys.platform == "win32"
 PIPE = asyncio.subprocess.PIPE
@@ -255,6 +256,33 @@ def test_subprocess_exit_is_seen_with_nothing_else_to_do(loop):
         return await asyncio.wait_for(proc.wait(), 30)
 
     assert loop.run_until_complete(main()) == 0
+
+
+@pytest.mark.parametrize("loop_name", sorted(PIPE_SCRIPT_FACTORIES))
+def test_sigint_interrupts_run_until_complete_while_it_waits(loop_name):
+    # From another thread, a while into a long wait: raise_signal on
+    # Windows (what Ctrl+C's handler does there), a process signal elsewhere.
+    proc = run_script(
+        loop_name,
+        """
+        loop = factory()
+        def interrupt():
+            if sys.platform == "win32":
+                signal.raise_signal(signal.SIGINT)
+            else:
+                os.kill(os.getpid(), signal.SIGINT)
+        threading.Timer(0.5, interrupt).start()
+        start = time.monotonic()
+        try:
+            loop.run_until_complete(asyncio.sleep(60))
+        except KeyboardInterrupt:
+            print("interrupted", time.monotonic() - start < 30)
+        loop.close()
+        """,
+        timeout=90,
+        factories=PIPE_SCRIPT_FACTORIES,
+    )
+    check(proc, "interrupted True")
 
 
 def test_run_once_with_a_read_outstanding_returns(loop):

@@ -2,7 +2,7 @@
 selector loop (readiness over the engine's core/iocp: sockets,
 add_reader/add_writer), with what only asyncio's ProactorEventLoop has
 there: pipes (connect_read_pipe, connect_write_pipe, named pipes) and
-subprocesses.
+subprocesses, and Ctrl+C ending a wait (the proactor's wakeup socket).
 
 The pipes and subprocesses are the proactor's own code: its pipe
 transports (proactor_events), its subprocess transport (windows_events)
@@ -26,6 +26,7 @@ engine.
 import _overlapped
 import _winapi
 import collections
+import signal
 import threading
 from asyncio import proactor_events, selector_events, windows_events
 
@@ -125,12 +126,17 @@ class ThreadWaitedProactor(windows_events.IocpProactor):
 
 
 class SelectorLoopWithPipes(selector_events.BaseSelectorEventLoop):
-    """asyncio's Windows selector loop plus the ProactorEventLoop's pipes
-    and subprocesses."""
+    """asyncio's Windows selector loop plus the ProactorEventLoop's pipes,
+    subprocesses and wakeup socket."""
 
     def __init__(self, selector=None):
         super().__init__(selector)
         self._pipe_proactor = None
+        # as BaseProactorEventLoop: a signal (Ctrl+C) writes to the
+        # self-pipe's socket, which ends the engine's wait, and the loop
+        # then runs Python's handler (KeyboardInterrupt)
+        if threading.current_thread() is threading.main_thread():
+            signal.set_wakeup_fd(self._csock.fileno())
 
     @property
     def _proactor(self):
@@ -147,6 +153,8 @@ class SelectorLoopWithPipes(selector_events.BaseSelectorEventLoop):
             raise RuntimeError("Cannot close a running event loop")
         if self.is_closed():
             return
+        if threading.current_thread() is threading.main_thread():
+            signal.set_wakeup_fd(-1)
         proactor, self._pipe_proactor = self._pipe_proactor, None
         if proactor is not None:
             proactor.close()
