@@ -2,8 +2,9 @@
 asyncio.create_subprocess_exec/_shell with piped stdin, stdout and stderr
 (communicate, wait, returncode, terminate, kill, send_signal),
 connect_read_pipe/connect_write_pipe over a pipe (data, EOF, flow
-control, a close while a read is outstanding), and Ctrl+C (SIGINT) ending
-a wait in run_until_complete.
+control, a close while a read is outstanding), bad arguments, named pipes
+(Windows), and Ctrl+C (SIGINT) ending a wait in run_until_complete and
+asyncio.run.
 
 The reference loop is asyncio's that has these (helpers.PIPE_FACTORIES):
 its selector loop on Unix, its ProactorEventLoop on Windows, where zloopgo
@@ -258,14 +259,65 @@ def test_subprocess_exit_is_seen_with_nothing_else_to_do(loop):
     assert loop.run_until_complete(main()) == 0
 
 
+BAD_CALLS = {
+    "exec shell=True": lambda lp: lp.subprocess_exec(
+        asyncio.SubprocessProtocol, sys.executable, shell=True
+    ),
+    "exec bufsize=1": lambda lp: lp.subprocess_exec(
+        asyncio.SubprocessProtocol, sys.executable, bufsize=1
+    ),
+    "exec text=True": lambda lp: lp.subprocess_exec(
+        asyncio.SubprocessProtocol, sys.executable, text=True
+    ),
+    "shell list": lambda lp: lp.subprocess_shell(asyncio.SubprocessProtocol, ["echo"]),
+    "missing program": lambda lp: lp.subprocess_exec(
+        asyncio.SubprocessProtocol, "zloopgo-no-such-program-here"
+    ),
+}
+
+
+def observe_bad_calls(factory):
+    """Each bad call's exception: its type and arguments."""
+    loop = factory()
+    seen = {}
+    try:
+        for name, call in BAD_CALLS.items():
+            try:
+                loop.run_until_complete(call(loop))
+            except Exception as exc:  # noqa: BLE001 - the exception is what is observed
+                seen[name] = (type(exc).__name__, exc.args)
+            else:  # pragma: no cover - a failure shows it
+                seen[name] = "no exception"
+    finally:
+        loop.close()
+    return seen
+
+
+def test_bad_subprocess_calls_raise_as_the_reference_loop():
+    want = observe_bad_calls(PIPE_FACTORIES["asyncio"])
+    assert observe_bad_calls(PIPE_FACTORIES["zloopgo"]) == want
+    assert want["exec shell=True"] == ("ValueError", ("shell must be False",))
+    assert want["missing program"][0] == "FileNotFoundError"
+
+
 @pytest.mark.parametrize("loop_name", sorted(PIPE_SCRIPT_FACTORIES))
-def test_sigint_interrupts_run_until_complete_while_it_waits(loop_name):
+@pytest.mark.parametrize(
+    "run",
+    [
+        "loop = factory(); loop.run_until_complete(asyncio.sleep(60)); loop.close()",
+        # asyncio.run's own SIGINT handler cancels the main task
+        "asyncio.run(asyncio.sleep(60), loop_factory=factory)",
+    ],
+    ids=["run_until_complete", "asyncio.run"],
+)
+def test_sigint_interrupts_run_until_complete_while_it_waits(loop_name, run):
     # From another thread, a while into a long wait: raise_signal on
     # Windows (what Ctrl+C's handler does there), a process signal elsewhere.
+    if "loop_factory" in run and sys.version_info < (3, 12):
+        pytest.skip("asyncio.run takes loop_factory from 3.12")
     proc = run_script(
         loop_name,
-        """
-        loop = factory()
+        f"""
         def interrupt():
             if sys.platform == "win32":
                 signal.raise_signal(signal.SIGINT)
@@ -274,15 +326,39 @@ def test_sigint_interrupts_run_until_complete_while_it_waits(loop_name):
         threading.Timer(0.5, interrupt).start()
         start = time.monotonic()
         try:
-            loop.run_until_complete(asyncio.sleep(60))
+            {run}
         except KeyboardInterrupt:
             print("interrupted", time.monotonic() - start < 30)
-        loop.close()
         """,
         timeout=90,
         factories=PIPE_SCRIPT_FACTORIES,
     )
     check(proc, "interrupted True")
+
+
+@pytest.mark.skipif(not WINDOWS, reason="Windows' named pipes")
+def test_a_named_pipe_server_and_client_talk(loop):
+    address = rf"\\.\pipe\zloopgo-test-{os.getpid()}-{id(loop):x}"
+
+    class Echo(asyncio.Protocol):
+        def connection_made(self, transport):
+            self.transport = transport
+
+        def data_received(self, data):
+            self.transport.write(data.upper())
+
+    async def main():
+        [server] = await loop.start_serving_pipe(Echo, address)
+        transport, client = await loop.create_pipe_connection(Events, address)
+        transport.write(b"hello")
+        while received(client.calls) != b"HELLO":
+            await asyncio.sleep(0.01)
+        transport.close()
+        server.close()
+        await asyncio.sleep(0.05)
+        return client.calls
+
+    assert loop.run_until_complete(main()) == ["made", b"HELLO", ("lost", None)]
 
 
 def test_run_once_with_a_read_outstanding_returns(loop):

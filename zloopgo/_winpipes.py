@@ -73,8 +73,15 @@ class ThreadWaitedProactor(windows_events.IocpProactor):
     def _finish_dequeued(self):
         """On the loop thread: each status as IocpProactor._poll finishes it."""
         self._wake_pending = False
-        while self._dequeued:
-            self._finish(self._dequeued.popleft())
+        try:
+            while self._dequeued:
+                self._finish(self._dequeued.popleft())
+        finally:
+            # a KeyboardInterrupt between two leaves the rest for the next
+            # iteration, not for the next packet
+            if self._dequeued and not self._wake_pending and not self._loop.is_closed():
+                self._wake_pending = True
+                self._loop.call_soon(self._finish_dequeued)
         for ov in self._unregistered:
             self._cache.pop(ov.address, None)
         self._unregistered.clear()
