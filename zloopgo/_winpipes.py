@@ -87,8 +87,9 @@ class ThreadWaitedProactor(windows_events.IocpProactor):
         self._unregistered.clear()
 
     def _finish(self, status):
-        # IocpProactor._poll's steps for one status (3.10-3.15 alike); what
-        # select() would return (_results) nobody asks for here.
+        # IocpProactor._poll's steps for one status (the _poll they were
+        # copied from: tests/test_subprocess_pipes.py, REVIEWED_IOCP_POLL);
+        # what select() would return (_results) nobody asks for here.
         err, transferred, key, address = status
         try:
             f, ov, obj, callback = self._cache.pop(address)
