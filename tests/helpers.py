@@ -26,6 +26,15 @@ SCRIPT_FACTORIES = {
     "zloopgo": "zloopgo.new_event_loop",
 }
 FACTORIES = {name: pkgutil.resolve_name(path) for name, path in SCRIPT_FACTORIES.items()}
+# The two loops of the dual-run tests of pipes and subprocesses: on Windows
+# asyncio's reference there is its ProactorEventLoop (the default), as its
+# SelectorEventLoop has neither.
+PIPE_SCRIPT_FACTORIES = (
+    {**SCRIPT_FACTORIES, "asyncio": "asyncio.ProactorEventLoop"}
+    if sys.platform == "win32"
+    else SCRIPT_FACTORIES
+)
+PIPE_FACTORIES = {name: pkgutil.resolve_name(path) for name, path in PIPE_SCRIPT_FACTORIES.items()}
 
 
 def run_once(loop):
@@ -101,15 +110,15 @@ def read_until_eof(peer, timeout=5.0):
     return b"".join(chunks)
 
 
-def run_script(loop_name, body, timeout=60, env=None, args=()):
+def run_script(loop_name, body, timeout=60, env=None, args=(), factories=SCRIPT_FACTORIES):
     """Run `body` in a fresh interpreter with `factory` making a loop of
-    `loop_name`, with `env`'s variables added to this process's and
-    `args` before -c; returns the CompletedProcess (a hang is a
-    TimeoutExpired)."""
+    `loop_name` (as `factories` names it), with `env`'s variables added to
+    this process's and `args` before -c; returns the CompletedProcess (a
+    hang is a TimeoutExpired)."""
     code = (
         "import asyncio, errno, os, signal, socket, sys, threading, time\n"
         "import zloopgo\n"
-        f"factory = {SCRIPT_FACTORIES[loop_name]}\n" + textwrap.dedent(body)
+        f"factory = {factories[loop_name]}\n" + textwrap.dedent(body)
     )
     return subprocess.run(
         [sys.executable, *args, "-c", code],

@@ -5,7 +5,9 @@ stop, the run loop and descriptor watching) come from the C adapter's
 LoopCore, which drives the Go engine. Everything else (tasks, futures,
 exception handling, executors, async generators, sockets, transports,
 servers, TLS, signals, subprocesses) is asyncio's own code from the Unix
-selector loop, running on top of those primitives; TCP and Unix stream
+selector loop (on Windows its selector loop, with the ProactorEventLoop's
+pipes and subprocesses: zloopgo/_winpipes.py), running on top of those
+primitives; TCP and Unix stream
 sockets, TLS's among them, get the adapter's SocketTransport. This module knows the
 adapter's Python-facing methods; it knows nothing of Go.
 """
@@ -38,11 +40,12 @@ from ._transports import SocketTransport
 # place the platform decides it (docs/compatibility.md, "Windows"): the
 # Unix selector loop (signals, subprocesses, pipes over descriptors), or on
 # Windows the selector loop asyncio has there, a readiness loop as the
-# engine's core/iocp is, with add_reader/add_writer on sockets; what only
-# asyncio's ProactorEventLoop has (pipes, subprocesses) it has not yet, and
-# raises NotImplementedError for as asyncio's SelectorEventLoop does.
+# engine's core/iocp is, with add_reader/add_writer on sockets, plus what
+# only asyncio's ProactorEventLoop has: pipes, subprocesses and Ctrl+C's
+# wakeup socket, the proactor's own code (zloopgo/_winpipes.py).
 if sys.platform == "win32":
-    _AsyncioLoop = selector_events.BaseSelectorEventLoop
+    from ._winpipes import SelectorLoopWithPipes as _AsyncioLoop
+
     ReadPipeTransport = None
 else:
     from asyncio import unix_events
