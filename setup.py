@@ -1,9 +1,14 @@
 """Builds zloopgo's extension module with the Go toolchain.
 
 The module zloopgo._engine is a Go c-shared library (capi/ plus core/),
-named with the interpreter's extension suffix. CPython's symbols are left
-unresolved, to be bound to the interpreter that loads it, as for any
-extension module.
+named with the interpreter's extension suffix. On Linux and macOS
+CPython's symbols are left unresolved, to be bound to the interpreter that
+loads it, as for any extension module; on Windows it links against the
+interpreter's python3X.dll through the import library a python.org-style
+install carries (libs/python3X.lib), with a GCC-compatible C compiler for
+cgo (MinGW-w64 gcc, or zig cc / llvm-mingw's clang named by CC: cgo cannot
+use MSVC's cl or clang-cl), and CPython 3.10-3.12's GetTickCount64 clock
+(the zloopgo_tickcount64 build tag, core/clock_windows_tickcount64.go).
 """
 
 import os
@@ -50,6 +55,24 @@ def refuse_free_threaded():
         )
 
 
+def windows_build(env):
+    """On Windows: the compiler check, the link against python3X.dll and the
+    build tags (go build's -tags argument, or [])."""
+    if "CC" not in env and shutil.which("gcc") is None:
+        sys.exit(
+            "zloopgo: building on Windows needs a GCC-compatible C compiler for cgo on "
+            "PATH (MinGW-w64's gcc), or CC naming one (CC='zig cc', or llvm-mingw's "
+            "clang); MSVC's cl and clang-cl cannot build cgo"
+        )
+    libs = os.path.join(sys.base_prefix, "libs")
+    name = "python{}{}".format(*sys.version_info[:2])
+    if not os.path.isfile(os.path.join(libs, name + ".lib")):
+        sys.exit(f"zloopgo: no {name}.lib in {libs}: building needs CPython's import library")
+    env["CGO_LDFLAGS"] = f'"-L{libs}" -l{name} ' + env.get("CGO_LDFLAGS", "")
+    # time.monotonic() is GetTickCount64 before 3.13 (capi/clock.c checks)
+    return ["-tags", "zloopgo_tickcount64"] if sys.version_info < (3, 13) else []
+
+
 class GoBuildExt(build_ext):
     def build_extension(self, ext):
         refuse_free_threaded()
@@ -59,8 +82,12 @@ class GoBuildExt(build_ext):
         env = dict(os.environ)
         include = sysconfig.get_paths()["include"]
         env["CGO_ENABLED"] = "1"
-        env["CGO_CFLAGS"] = f"-I{include} -O2 -Wall " + env.get("CGO_CFLAGS", "")
-        if sys.platform == "darwin":
+        # quoted: go splits CGO_CFLAGS on spaces outside quotes ("Program Files")
+        env["CGO_CFLAGS"] = f'"-I{include}" -O2 -Wall ' + env.get("CGO_CFLAGS", "")
+        tags = []
+        if sys.platform == "win32":
+            tags = windows_build(env)
+        elif sys.platform == "darwin":
             env["CGO_LDFLAGS"] = "-undefined dynamic_lookup " + env.get("CGO_LDFLAGS", "")
         else:
             env["CGO_LDFLAGS"] = "-Wl,--unresolved-symbols=ignore-all " + env.get("CGO_LDFLAGS", "")
@@ -73,6 +100,7 @@ class GoBuildExt(build_ext):
             "-buildmode=c-shared",
             "-trimpath",
             "-buildvcs=false",
+            *tags,
             "-o",
             tmp,
             "./capi",
@@ -86,7 +114,9 @@ class GoBuildExt(build_ext):
                 os.remove(h)
 
 
-setup(
-    ext_modules=[Extension("zloopgo._engine", sources=["capi/module.c"])],
-    cmdclass={"build_ext": GoBuildExt},
-)
+# setuptools runs this file as __main__; tests/test_setup_windows.py imports it
+if __name__ == "__main__":
+    setup(
+        ext_modules=[Extension("zloopgo._engine", sources=["capi/module.c"])],
+        cmdclass={"build_ext": GoBuildExt},
+    )

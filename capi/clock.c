@@ -13,6 +13,17 @@
  * beyond the two fields it sets. */
 #include "zl.h"
 
+/* On Windows, time.monotonic() reads GetTickCount64 before CPython 3.13
+ * and QueryPerformanceCounter from 3.13 on; the build tag
+ * zloopgo_tickcount64 picks the former for C and Go alike
+ * (capi/clock_tickcount64_windows.go), and setup.py sets it from the
+ * interpreter's version. A build whose tag disagrees with the Python.h it
+ * compiles against would schedule timers on another clock than
+ * loop.time()'s: it stops here. */
+#if defined(MS_WINDOWS) && ((PY_VERSION_HEX < 0x030D0000) != defined(ZL_SYS_CLOCK_TICKCOUNT64))
+#error "CPython < 3.13 on Windows needs -tags zloopgo_tickcount64, and only it does"
+#endif
+
 static PyObject *s_time; /* "time" */
 
 /* time.monotonic()'s clock, which the engine reads too (core.Now): the

@@ -1,8 +1,9 @@
 /* Windows's part of the platform layer (capi/platform.h): Winsock for the
- * sockets, QueryPerformanceCounter for the clock, slim reader/writer locks,
- * condition variables and one-time initialization for the threads, and a
- * poller C cannot look at. Inline for the same reason as platform_unix.h:
- * a transport's read and write are one system call each.
+ * sockets, QueryPerformanceCounter for the clock (GetTickCount64 for
+ * CPython 3.10-3.12), slim reader/writer locks, condition variables and
+ * one-time initialization for the threads, and a poller C cannot look at.
+ * Inline for the same reason as platform_unix.h: a transport's read and
+ * write are one system call each.
  *
  * The engine's reactor here is core/iocp: readiness from IOCTL_AFD_POLL
  * completions on an I/O completion port. It hands out no poller C could
@@ -97,8 +98,9 @@ static inline int zl_sys_interrupted(int err) { return err == WSAEINTR; }
 
 /* ---- the clock ---- */
 
-/* time.monotonic()'s clock on Windows, and core.Now()'s there
- * (core/clock_windows.go): QueryPerformanceCounter, converted to
+#ifndef ZL_SYS_CLOCK_TICKCOUNT64
+/* time.monotonic()'s clock on Windows from CPython 3.13 on, and core.Now()'s
+ * there (core/clock_windows.go): QueryPerformanceCounter, converted to
  * nanoseconds as CPython converts it (whole seconds, then the remainder,
  * so that the product cannot overflow). */
 static inline int64_t zl_sys_monotonic_ns(void)
@@ -116,6 +118,24 @@ static inline double zl_sys_clock_resolution(void)
     QueryPerformanceFrequency(&frequency);
     return 1.0 / (double)frequency.QuadPart;
 }
+#else
+/* CPython 3.10-3.12's time.monotonic() on Windows, and core.Now()'s in a
+ * build with the zloopgo_tickcount64 tag (core/clock_windows_tickcount64.go;
+ * capi/clock_tickcount64_windows.go defines ZL_SYS_CLOCK_TICKCOUNT64):
+ * GetTickCount64's milliseconds in nanoseconds, as CPython converts them. */
+static inline int64_t zl_sys_monotonic_ns(void) { return (int64_t)GetTickCount64() * 1000000; }
+
+/* What those versions report as its resolution: the clock interrupt's
+ * period (GetSystemTimeAdjustment's increment, in 100 ns units). */
+static inline double zl_sys_clock_resolution(void)
+{
+    DWORD adjustment, increment;
+    BOOL disabled;
+    if (!GetSystemTimeAdjustment(&adjustment, &increment, &disabled))
+        return 1e-3;
+    return increment * 1e-7;
+}
+#endif
 
 static inline void zl_sys_sleep_us(long us) { Sleep((DWORD)((us + 999) / 1000)); }
 

@@ -3,7 +3,10 @@
 // computes deadlines from loop.time(); both read CLOCK_MONOTONIC, except on
 // macOS, where both read mach_absolute_time() (capi/clock.c reads the same
 // clock as CLOCK_UPTIME_RAW), and on Windows, where both read
-// QueryPerformanceCounter (nanotime: clock_runtime.go, clock_windows.go).
+// QueryPerformanceCounter from CPython 3.13 on and GetTickCount64 before
+// (nanotime: clock_runtime.go, clock_windows.go,
+// clock_windows_tickcount64.go, the latter chosen by the
+// zloopgo_tickcount64 build tag).
 
 package core
 

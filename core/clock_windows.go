@@ -1,10 +1,12 @@
-//go:build windows
+//go:build windows && !zloopgo_tickcount64
 
-// nanotime on Windows: QueryPerformanceCounter, which time.monotonic()
-// reads there (Python/pytime.c, py_get_monotonic_clock). The Go runtime's
-// own reading is the shared interrupt time, another clock with another
-// origin, so the engine cannot use it to compare deadlines computed from
-// loop.time().
+// nanotime on Windows for CPython 3.13 and newer: QueryPerformanceCounter,
+// which time.monotonic() reads there (Python/pytime.c,
+// py_get_monotonic_clock; 3.10-3.12 read GetTickCount64 instead:
+// clock_windows_tickcount64.go, chosen by the zloopgo_tickcount64 build
+// tag). The Go runtime's own reading is the shared interrupt time, another
+// clock with another origin, so the engine cannot use it to compare
+// deadlines computed from loop.time().
 
 package core
 

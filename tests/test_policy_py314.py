@@ -22,7 +22,16 @@ import zloopgo
 SIMULATE_314 = textwrap.dedent(
     """
     import asyncio, sys, types, warnings
-    from asyncio import events, unix_events
+    from asyncio import events
+
+    # The module of this system's default policy, and that policy by the
+    # name it has before 3.14 (3.14 names it _DefaultEventLoopPolicy).
+    if sys.platform == "win32":
+        from asyncio import windows_events as platform_events
+        old_default = "WindowsProactorEventLoopPolicy"
+    else:
+        from asyncio import unix_events as platform_events
+        old_default = "_UnixDefaultEventLoopPolicy"
 
     # What 3.14 deprecates (or renamed or removed) that zloopgo could touch.
     DEPRECATED = {
@@ -59,13 +68,13 @@ SIMULATE_314 = textwrap.dedent(
         events._set_event_loop_policy = events.set_event_loop_policy
         events._AbstractEventLoopPolicy = events.AbstractEventLoopPolicy
         events._BaseDefaultEventLoopPolicy = events.BaseDefaultEventLoopPolicy
-        unix_events._DefaultEventLoopPolicy = unix_events._UnixDefaultEventLoopPolicy
+        platform_events._DefaultEventLoopPolicy = getattr(platform_events, old_default)
 
         def init_event_loop_policy():
             # 3.14's: the default policy by its private name.
             with events._lock:
                 if events._event_loop_policy is None:
-                    events._event_loop_policy = unix_events._DefaultEventLoopPolicy()
+                    events._event_loop_policy = platform_events._DefaultEventLoopPolicy()
 
         events._init_event_loop_policy = init_event_loop_policy
         for module in (asyncio, events):
@@ -75,7 +84,7 @@ SIMULATE_314 = textwrap.dedent(
             "DefaultEventLoopPolicy": asyncio.__dict__.pop("DefaultEventLoopPolicy"),
             "AbstractEventLoopPolicy": asyncio.__dict__.pop("AbstractEventLoopPolicy"),
         }
-        del unix_events.DefaultEventLoopPolicy
+        del platform_events.DefaultEventLoopPolicy
 
         def package_getattr(name):
             if name in hidden:
@@ -84,7 +93,7 @@ SIMULATE_314 = textwrap.dedent(
             raise AttributeError(name)
 
         asyncio.__getattr__ = package_getattr
-    for module in (asyncio, events, unix_events):
+    for module in (asyncio, events, platform_events):
         module.__class__ = Recorder
 
     warnings.simplefilter("error")
@@ -123,7 +132,7 @@ SIMULATE_314 = textwrap.dedent(
         loop.close()
     finally:
         zloopgo.uninstall()
-    assert type(events._get_event_loop_policy()) is unix_events._UnixDefaultEventLoopPolicy
+    assert type(events._get_event_loop_policy()) is platform_events._DefaultEventLoopPolicy
     assert asyncio.run(loop_type()) is not zloopgo.Loop
     assert zloopgo.run(loop_type()) is zloopgo.Loop
 

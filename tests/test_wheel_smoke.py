@@ -10,11 +10,15 @@ import platform
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import zloopgo
 
-GOARCH = {"x86_64": "amd64", "aarch64": "arm64"}
+GOARCH = {"x86_64": "amd64", "aarch64": "arm64", "AMD64": "amd64", "ARM64": "arm64"}
+GOOS = {"linux": "linux", "darwin": "darwin", "win32": "windows"}
+# The reactor each system's build has (core/reactor_*.go).
+REACTOR = {"linux": "epoll", "darwin": "kqueue", "win32": "iocp"}
 # Set by `--installed-wheel` (scripts/wheel): zloopgo must come from a wheel.
 REQUIRE_WHEEL = False
 
@@ -109,12 +113,29 @@ def test_tcp_echo():
 def test_build_info():
     info = zloopgo.build_info()
     assert info["go_version"].startswith("go1."), info
-    assert info["goos"] == "linux"
+    assert info["goos"] == GOOS.get(sys.platform, sys.platform)
     assert info["goarch"] == GOARCH.get(platform.machine(), platform.machine())
-    assert info["reactor"] == "epoll"
+    assert info["reactor"] == REACTOR.get(sys.platform, "kqueue")
     assert info["zloopgo_version"] == zloopgo.__version__ == importlib.metadata.version("zloopgo")
     assert info["python_version"] == platform.python_version()
     assert info["logical_cores"] >= 1
+
+
+def test_loop_time_reads_time_monotonic():
+    # asyncio's loop.time() is time.monotonic(), whose clock differs by
+    # system and version (on Windows, GetTickCount64 before 3.13 and
+    # QueryPerformanceCounter after): every reading falls between the
+    # readings of time.monotonic() around it, which another clock (another
+    # origin, another resolution) would soon break.
+    loop = zloopgo.new_event_loop()
+    try:
+        for _ in range(2000):
+            before = time.monotonic()
+            now = loop.time()
+            after = time.monotonic()
+            assert before <= now <= after, (before, now, after, time.get_clock_info("monotonic"))
+    finally:
+        loop.close()
 
 
 def wheel_record():
@@ -141,7 +162,9 @@ def test_type_files_and_engine_are_installed():
         assert recorded is not None, f"zloopgo was not imported from a wheel: {zloopgo.__file__}"
     if recorded is not None:
         # One engine, this interpreter's, and the type files.
-        engines = {f for f in recorded if f.startswith("zloopgo/_engine") and f.endswith(".so")}
+        engines = {
+            f for f in recorded if f.startswith("zloopgo/_engine") and f.endswith((".so", ".pyd"))
+        }
         assert engines == {"zloopgo/" + engine}, engines
         assert {"zloopgo/py.typed", "zloopgo/_loop.pyi", "zloopgo/_engine.pyi"} <= recorded
 

@@ -1,8 +1,8 @@
-/* pyconfig.h for building zloopgo's extension for Windows CPython (x86_64,
- * the python.org kind: MSVC-built, python3XY.dll) with a GCC-style cross
- * compiler (zig cc -target x86_64-windows-gnu). scripts/windows copies
- * CPython's headers (a Linux root's) and puts this file in place of their
- * pyconfig.h, which describes Linux.
+/* pyconfig.h for building zloopgo's extension for Windows CPython 3.10-3.14
+ * (x86_64, the python.org kind: MSVC-built, python3XY.dll) with a GCC-style
+ * cross compiler (zig cc -target x86_64-windows-gnu). scripts/windows copies
+ * CPython's headers (a Linux build's of the same minor version) and puts
+ * this file in place of their pyconfig.h, which describes Linux.
  *
  * It states what an extension module needs to agree with the interpreter:
  * the platform macros, the interpreter in a DLL, the sizes of C types on
@@ -38,7 +38,11 @@
 #include <basetsd.h>
 
 typedef long long Py_ssize_t;
+/* 3.10's pyport.h defines PY_SSIZE_T_MAX itself; from 3.11 on it expects
+ * it here with HAVE_PY_SSIZE_T (Python.h includes patchlevel.h first) */
+#if PY_VERSION_HEX >= 0x030B0000
 #define PY_SSIZE_T_MAX LLONG_MAX
+#endif
 #define HAVE_PY_SSIZE_T 1
 
 #define PY_LONG_LONG long long

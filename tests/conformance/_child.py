@@ -2,6 +2,11 @@
 
 Usage: python _child.py MODULE EVENTS_FILE [HANG_AFTER_SECONDS]
 
+With ZLCONF_LOOP=asyncio in the environment it runs the module on asyncio's
+own loops instead, untouched (no swap, no adapters, no bindings), still
+recording every test's outcome and loops: the reference a baseline of what
+fails on any loop somewhere (Windows CPython under Wine) is taken from.
+
 Swaps asyncio's loop factories for zloopgo's, checks that the swap took
 effect, then runs ``test.test_asyncio.MODULE`` with unittest and writes one
 JSON object per line to EVENTS_FILE (flushed per test, so a parent that
@@ -23,7 +28,7 @@ import time
 import traceback
 import typing
 import unittest
-from asyncio import base_events, events, unix_events
+from asyncio import base_events, events
 
 import network  # this directory (sys.path[0])
 
@@ -83,15 +88,34 @@ def make_zloopgo():
     return zloopgo.new_event_loop()
 
 
+def default_policy_class():
+    """This system's default policy class, by its 3.14 name or its older one
+    (unix_events' on POSIX, windows_events' proactor policy on Windows)."""
+    if sys.platform == "win32":
+        from asyncio import windows_events as platform_events
+    else:
+        from asyncio import unix_events as platform_events
+    return (
+        getattr(platform_events, "_DefaultEventLoopPolicy", None)
+        or platform_events.DefaultEventLoopPolicy
+    )
+
+
+STOCK = os.environ.get("ZLCONF_LOOP") == "asyncio"
+
+
 def install_swap():
     """Make every default path to a new loop produce a zloopgo Loop."""
     asyncio.new_event_loop = zloopgo_factory
     events.new_event_loop = zloopgo_factory
     # Policies made after a test module's tearDownModule resets the policy
     # (and the one asyncio creates lazily) also make zloopgo loops.
-    unix_events._UnixDefaultEventLoopPolicy._loop_factory = staticmethod(zloopgo_factory)
+    default_policy_class()._loop_factory = staticmethod(zloopgo_factory)
     zloopgo.install()
 
+
+def install_tracking():
+    """Count the loops each test creates and runs, by kind."""
     orig_init = base_events.BaseEventLoop.__init__
 
     def tracked_init(self, *args, **kwargs):
@@ -361,19 +385,24 @@ class StreamingResult(unittest.TestResult):
 
 
 def run(modname, emit):
-    install_swap()
-    ok, seen = probe_swap()
-    emit(event="swap", ok=ok, seen=seen, python=sys.version.split()[0])
+    if STOCK:
+        emit(event="swap", ok=None, seen={}, stock=True, python=sys.version.split()[0])
+    else:
+        install_swap()
+    install_tracking()
+    if not STOCK:
+        ok, seen = probe_swap()
+        emit(event="swap", ok=ok, seen=seen, python=sys.version.split()[0])
     TRACK.reset()
 
     full = f"test.test_asyncio.{modname}"
     try:
         mod = importlib.import_module(full)
-        if modname in ADAPTERS and os.environ.get("ZLCONF_NO_ADAPT") != "1":
+        if modname in ADAPTERS and os.environ.get("ZLCONF_NO_ADAPT") != "1" and not STOCK:
             adapt, how = ADAPTERS[modname]
             adapt(mod)
             emit(event="adapted", how=how)
-        if modname in network.BINDINGS:
+        if modname in network.BINDINGS and not STOCK:
             suite = network.load(mod, make_zloopgo)
         else:
             suite = unittest.defaultTestLoader.loadTestsFromModule(mod)

@@ -1,7 +1,7 @@
 """Run CPython's own asyncio test modules on zloopgo.
 
     python tests/conformance/run.py [--json out.json] [--module X ...] [--timeout S]
-                                    [--network | --all]
+                                    [--network | --all] [--asyncio]
 
 By default the modules that need no sockets; --network runs the socket,
 server and subprocess ones (CPython's mixins bound to zloopgo as network.py
@@ -15,6 +15,10 @@ asyncio.run, asyncio.Runner, the policy and IsolatedAsyncioTestCase all
 get a zloopgo Loop, and records for every test whether it ran on zloopgo,
 only on a test double (test_utils.TestLoop, a mocked BaseEventLoop) or on
 no loop at all.
+
+--asyncio runs the modules on asyncio's own loops instead (the child's
+ZLCONF_LOOP=asyncio): the reference for a baseline of what fails on any
+loop where the interpreter runs (scripts/windows asyncio-suite, under Wine).
 
 Prints a Markdown table and exits 0; --json writes every test's outcome.
 The known failures per Python minor version live in baseline-3.X.json next
@@ -93,9 +97,11 @@ def baseline_path(version=None):
     return HERE / f"baseline-{major}.{minor}.json"
 
 
-def run_module(name, timeout):
+def run_module(name, timeout, on_asyncio=False):
     """Run one module in a child; return its summary dict."""
-    with tempfile.TemporaryDirectory(prefix="zlconf-") as tmp:
+    # ignore_cleanup_errors: on Windows a crashed child's debugger can
+    # still hold its log open, which would end the whole run here
+    with tempfile.TemporaryDirectory(prefix="zlconf-", ignore_cleanup_errors=True) as tmp:
         events_file = Path(tmp) / "events.jsonl"
         log_file = Path(tmp) / "output.log"
         cmd = [
@@ -109,6 +115,9 @@ def run_module(name, timeout):
         ]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         env.pop("PYTHONASYNCIODEBUG", None)
+        env.pop("ZLCONF_LOOP", None)
+        if on_asyncio:
+            env["ZLCONF_LOOP"] = "asyncio"
         t0 = time.monotonic()
         with open(log_file, "wb") as log:
             proc = subprocess.Popen(
@@ -118,7 +127,10 @@ def run_module(name, timeout):
                 rc = proc.wait(timeout=timeout)
                 hung = False
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+                if sys.platform == "win32":  # no process groups: the child alone
+                    proc.kill()
+                else:
+                    os.killpg(proc.pid, signal.SIGKILL)
                 rc = proc.wait()
                 hung = True
         seconds = round(time.monotonic() - t0, 2)
@@ -169,7 +181,9 @@ def summarize(name, events, rc, hung, seconds, output):
     }
     ran = [t for t in tests if t["kind"] != "fixture" and t["outcome"] != "skip"]
     kinds = {k: sum(t["kind"] == k for t in ran) for k in ("zloopgo", "double", "none")}
-    if swap is None or not swap["ok"]:
+    if swap is not None and swap.get("stock"):
+        check = "asyncio"  # --asyncio: no swap to check
+    elif swap is None or not swap["ok"]:
         check = "FAIL"
     elif kinds["zloopgo"]:
         check = "ok"
@@ -238,6 +252,9 @@ def main(argv=None):
         "--network", action="store_true", help="the socket/server/subprocess modules instead"
     )
     which.add_argument("--all", action="store_true", help="both sets of modules")
+    ap.add_argument(
+        "--asyncio", action="store_true", help="on asyncio's own loops (a reference run)"
+    )
     args = ap.parse_args(argv)
 
     sockless, network = available_modules(), available_modules(network=True)
@@ -251,10 +268,13 @@ def main(argv=None):
 
     results = []
     for name, timeout in mods:
-        results.append(run_module(name, args.timeout or timeout))
+        results.append(run_module(name, args.timeout or timeout, args.asyncio))
 
-    print(f"CPython {sys.version.split()[0]} asyncio tests on zloopgo\n")
+    on = "asyncio's own loops" if args.asyncio else "zloopgo"
+    print(f"CPython {sys.version.split()[0]} asyncio tests on {on}\n")
     print(table(results))
+    if args.asyncio:
+        print("\n(test double: a loop not zloopgo's, here mostly asyncio's own.)")
     for r in results:
         if r["adapted"]:
             print(f"\n\\* {r['module']}: {r['adapted']}.")
@@ -265,7 +285,15 @@ def main(argv=None):
             print(f"- {tid} [{f['outcome']}, {f['kind']}]: {f['message']}")
     if args.json:
         Path(args.json).write_text(
-            json.dumps({"python": sys.version.split()[0], "modules": results}, indent=1)
+            json.dumps(
+                {
+                    "python": sys.version.split()[0],
+                    "platform": sys.platform,
+                    "loop": "asyncio" if args.asyncio else "zloopgo",
+                    "modules": results,
+                },
+                indent=1,
+            )
         )
     return 0
 
