@@ -62,28 +62,32 @@ typedef struct {
     PyObject *last_addr; /* the tuple, or NULL before the first datagram */
 } zl_datagram;
 
-static void datagram_state_dealloc(zl_datagram *d)
+/* Its own deallocator, which also marks a DatagramState of any
+ * interpreter's module (state_of): a heap type's instance releases its
+ * class. */
+static void datagram_state_dealloc(PyObject *self)
 {
-    Py_CLEAR(d->last_addr);
-    Py_TYPE(d)->tp_free((PyObject *)d);
+    PyTypeObject *type = Py_TYPE(self);
+    Py_CLEAR(((zl_datagram *)self)->last_addr);
+    type->tp_free(self);
+    Py_DECREF(type);
 }
 
-PyTypeObject zl_DatagramStateType = {
-    /* clang-format off */
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "zloopgo._engine.DatagramState",
-    /* clang-format on */
-    .tp_doc = "What a datagram transport's native methods keep: the last sender's address.",
-    .tp_basicsize = sizeof(zl_datagram),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_new = PyType_GenericNew,
-    .tp_dealloc = (destructor)datagram_state_dealloc,
-};
+static PyType_Slot state_slots[] = {
+    {Py_tp_doc, "What a datagram transport's native methods keep: the last sender's address."},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_dealloc, datagram_state_dealloc},
+    {0, NULL}};
 
-static zl_datagram *state_of(PyObject *self) /* new reference or NULL, no error */
+static PyType_Spec state_spec = {"zloopgo._engine.DatagramState", sizeof(zl_datagram), 0,
+                                 Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE, state_slots};
+
+/* The transport's DatagramState (a new reference), known by its
+ * deallocator, or NULL (no error set) when it has none. */
+static zl_datagram *state_of(PyObject *self)
 {
     PyObject *s = zl_layout_get(&layout, self, D_STATE);
-    if (s != NULL && Py_TYPE(s) == &zl_DatagramStateType)
+    if (s != NULL && Py_TYPE(s)->tp_dealloc == datagram_state_dealloc)
         return (zl_datagram *)s;
     Py_XDECREF(s);
     PyErr_Clear();
@@ -394,16 +398,27 @@ static PyMethodDef dg_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-PyTypeObject zl_DatagramFastPathsType = {
-    /* clang-format off */
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "zloopgo._engine.DatagramFastPaths",
-    /* clang-format on */
-    .tp_doc = "Native per-datagram methods for asyncio's datagram transport.",
-    .tp_basicsize = sizeof(PyObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_methods = dg_methods,
-};
+static PyType_Slot dg_slots[] = {
+    {Py_tp_doc, "Native per-datagram methods for asyncio's datagram transport."},
+    {Py_tp_methods, dg_methods},
+    {0, NULL}};
+
+/* A base of zloopgo's datagram transport class only: no instances of its own. */
+static PyType_Spec dg_spec = {"zloopgo._engine.DatagramFastPaths", sizeof(PyObject), 0,
+                              Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_IMMUTABLETYPE |
+                                  Py_TPFLAGS_DISALLOW_INSTANTIATION,
+                              dg_slots};
+
+int zl_datagram_types_new(PyObject *module, zl_module_state *state)
+{
+    state->datagram_fast_paths_type =
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &dg_spec, NULL);
+    if (state->datagram_fast_paths_type == NULL)
+        return -1;
+    state->datagram_state_type =
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &state_spec, NULL);
+    return state->datagram_state_type == NULL ? -1 : 0;
+}
 
 int zl_datagram_type_init(void)
 {
@@ -427,7 +442,5 @@ int zl_datagram_type_init(void)
     };
     if (zl_intern_names(names, sizeof names / sizeof names[0]) < 0)
         return -1;
-    if (PyType_Ready(&zl_DatagramStateType) < 0)
-        return -1;
-    return PyType_Ready(&zl_DatagramFastPathsType);
+    return 0;
 }

@@ -104,18 +104,21 @@ static int exec_module(PyObject *m)
     state->loop_type = zl_loop_type_new(m);
     if (state->loop_type == NULL || zl_handle_type_made(m, state) < 0 ||
         zl_timer_handle_type_made(m, state) < 0 || zl_handle_lock_type_new(m, state) < 0 ||
-        zl_pending_init(m) < 0)
+        zl_pending_init(m) < 0 || zl_transport_types_new(m, state) < 0 ||
+        zl_datagram_types_new(m, state) < 0 || zl_tls_types_new(m, state) < 0)
         return -1;
     if (PyModule_AddObjectRef(m, "LoopCore", (PyObject *)state->loop_type) < 0 ||
         PyModule_AddObjectRef(m, "Handle", (PyObject *)state->handle_type) < 0 ||
         PyModule_AddObjectRef(m, "TimerHandle", (PyObject *)state->timer_handle_type) < 0 ||
-        PyModule_AddObjectRef(m, "StreamFastPaths", (PyObject *)&zl_StreamFastPathsType) < 0 ||
-        PyModule_AddObjectRef(m, "TransportState", (PyObject *)&zl_TransportStateType) < 0 ||
-        PyModule_AddObjectRef(m, "DatagramFastPaths", (PyObject *)&zl_DatagramFastPathsType) < 0 ||
-        PyModule_AddObjectRef(m, "TLSFastPaths", (PyObject *)&zl_TLSFastPathsType) < 0 ||
+        PyModule_AddObjectRef(m, "StreamFastPaths", (PyObject *)state->stream_fast_paths_type) <
+            0 ||
+        PyModule_AddObjectRef(m, "TransportState", (PyObject *)state->transport_state_type) < 0 ||
+        PyModule_AddObjectRef(m, "DatagramFastPaths", (PyObject *)state->datagram_fast_paths_type) <
+            0 ||
+        PyModule_AddObjectRef(m, "TLSFastPaths", (PyObject *)state->tls_fast_paths_type) < 0 ||
         PyModule_AddObjectRef(m, "TLSTransportFastPaths",
-                              (PyObject *)&zl_TLSTransportFastPathsType) < 0 ||
-        PyModule_AddObjectRef(m, "DatagramState", (PyObject *)&zl_DatagramStateType) < 0 ||
+                              (PyObject *)state->tls_transport_fast_paths_type) < 0 ||
+        PyModule_AddObjectRef(m, "DatagramState", (PyObject *)state->datagram_state_type) < 0 ||
         PyModule_AddIntConstant(m, "SOCK_RX_FROM", ZL_SOCK_RX_FROM) < 0 ||
         PyModule_AddIntConstant(m, "SOCK_RX_LIMIT", ZL_SOCK_RX_LIMIT) < 0 || zl_files_init(m) < 0)
         return -1;
@@ -129,6 +132,12 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(state->handle_type);
     Py_VISIT(state->timer_handle_type);
     Py_VISIT(state->lock_type);
+    Py_VISIT(state->stream_fast_paths_type);
+    Py_VISIT(state->transport_state_type);
+    Py_VISIT(state->datagram_fast_paths_type);
+    Py_VISIT(state->datagram_state_type);
+    Py_VISIT(state->tls_fast_paths_type);
+    Py_VISIT(state->tls_transport_fast_paths_type);
     Py_VISIT(state->asyncio_handle_run);
     Py_VISIT(state->futures_module);
     Py_VISIT(state->tasks_module);
@@ -153,6 +162,12 @@ static int module_clear(PyObject *m)
     Py_CLEAR(state->handle_type);
     Py_CLEAR(state->timer_handle_type);
     Py_CLEAR(state->lock_type);
+    Py_CLEAR(state->stream_fast_paths_type);
+    Py_CLEAR(state->transport_state_type);
+    Py_CLEAR(state->datagram_fast_paths_type);
+    Py_CLEAR(state->datagram_state_type);
+    Py_CLEAR(state->tls_fast_paths_type);
+    Py_CLEAR(state->tls_transport_fast_paths_type);
     Py_CLEAR(state->threadsafe.type);
     Py_CLEAR(state->threadsafe.runner);
     return 0;

@@ -184,11 +184,16 @@ void zl_rx_give_back(zl_loop *L, char *own)
         L->rx.busy = 0;
 }
 
-/* The transport's native state, or NULL (no error set) when it has none. */
+static void transport_state_dealloc(PyObject *self);
+
+/* The transport's native state, or NULL (no error set) when it has none:
+ * a TransportState of any interpreter's module, known by its deallocator
+ * (one load more than comparing with the class, no lookup of it). */
 static zl_transport *state_of(PyObject *self)
 {
     PyObject *s = slot_value(self, F_STATE);
-    return s != NULL && Py_TYPE(s) == &zl_TransportStateType ? (zl_transport *)s : NULL;
+    return s != NULL && Py_TYPE(s)->tp_dealloc == transport_state_dealloc ? (zl_transport *)s
+                                                                          : NULL;
 }
 
 /* The zloopgo loop this transport belongs to, or NULL. */
@@ -627,17 +632,25 @@ static PyGetSetDef state_getset[] = {
     {"kind", state_kind, state_set_kind, NULL, NULL},
     {NULL}};
 
-PyTypeObject zl_TransportStateType = {
-    /* clang-format off */
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "zloopgo._engine.TransportState",
-    /* clang-format on */
-    .tp_doc = "What zloopgo's native transport methods keep beside asyncio's attributes.",
-    .tp_basicsize = sizeof(zl_transport),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_new = PyType_GenericNew,
-    .tp_getset = state_getset,
-};
+/* Its own deallocator, which also marks a TransportState of any
+ * interpreter's module (state_of): a heap type's instance releases its
+ * class. */
+static void transport_state_dealloc(PyObject *self)
+{
+    PyTypeObject *type = Py_TYPE(self);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+static PyType_Slot state_slots[] = {
+    {Py_tp_doc, "What zloopgo's native transport methods keep beside asyncio's attributes."},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_dealloc, transport_state_dealloc},
+    {Py_tp_getset, state_getset},
+    {0, NULL}};
+
+static PyType_Spec state_spec = {"zloopgo._engine.TransportState", sizeof(zl_transport), 0,
+                                 Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE, state_slots};
 
 void zl_rx_free(zl_loop *L)
 {
@@ -661,16 +674,27 @@ static PyMethodDef fast_methods[] = {
      "Return True if the transport is closing or closed."},
     {NULL}};
 
-PyTypeObject zl_StreamFastPathsType = {
-    /* clang-format off */
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "zloopgo._engine.StreamFastPaths",
-    /* clang-format on */
-    .tp_doc = "Native per-packet methods for asyncio's socket transport.",
-    .tp_basicsize = sizeof(PyObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_methods = fast_methods,
-};
+static PyType_Slot fast_slots[] = {
+    {Py_tp_doc, "Native per-packet methods for asyncio's socket transport."},
+    {Py_tp_methods, fast_methods},
+    {0, NULL}};
+
+/* A base of zloopgo's transport class only: no instances of its own. */
+static PyType_Spec fast_spec = {"zloopgo._engine.StreamFastPaths", sizeof(PyObject), 0,
+                                Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE |
+                                    Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+                                fast_slots};
+
+int zl_transport_types_new(PyObject *module, zl_module_state *state)
+{
+    state->stream_fast_paths_type =
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &fast_spec, NULL);
+    if (state->stream_fast_paths_type == NULL)
+        return -1;
+    state->transport_state_type =
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &state_spec, NULL);
+    return state->transport_state_type == NULL ? -1 : 0;
+}
 
 int zl_transport_type_init(void)
 {
@@ -706,7 +730,5 @@ int zl_transport_type_init(void)
     minus_one = PyLong_FromLong(-1);
     if (minus_one == NULL)
         return -1;
-    if (PyType_Ready(&zl_TransportStateType) < 0)
-        return -1;
-    return PyType_Ready(&zl_StreamFastPathsType);
+    return 0;
 }

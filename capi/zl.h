@@ -179,8 +179,16 @@ typedef struct {
     PyTypeObject *handle_type;       /* zloopgo.Handle (handle.c), from this module too */
     PyTypeObject *timer_handle_type; /* zloopgo.TimerHandle (timer_handle.c) */
     PyTypeObject *lock_type;         /* HandleLock (handle_lock.c) */
-    PyObject *asyncio_handle_run;    /* handle.c: asyncio.events.Handle._run */
-    zl_loop *live_loops;             /* pending.c: this interpreter's loops not yet deallocated */
+    /* the transports' native method bases and state objects, from this
+     * module too: */
+    PyTypeObject *stream_fast_paths_type;        /* StreamFastPaths (transport.c) */
+    PyTypeObject *transport_state_type;          /* TransportState (transport.c) */
+    PyTypeObject *datagram_fast_paths_type;      /* DatagramFastPaths (datagram.c) */
+    PyTypeObject *datagram_state_type;           /* DatagramState (datagram.c) */
+    PyTypeObject *tls_fast_paths_type;           /* TLSFastPaths (tls.c) */
+    PyTypeObject *tls_transport_fast_paths_type; /* TLSTransportFastPaths (tls.c) */
+    PyObject *asyncio_handle_run;                /* handle.c: asyncio.events.Handle._run */
+    zl_loop *live_loops; /* pending.c: this interpreter's loops not yet deallocated */
     /* runtime.c (set_asyncio), read by tasks.c: */
     PyObject *futures_module;       /* asyncio.futures: Future is looked up per call */
     PyObject *tasks_module;         /* asyncio.tasks: Task is looked up per call */
@@ -361,8 +369,6 @@ typedef struct {
                        * wrote nothing (tls.c says so: zl_transport_fed_quietly) */
 } zl_transport;
 
-extern PyTypeObject zl_TransportStateType;
-
 /* LoopCore's deallocator (loop.c): what marks LoopCore, of whichever
  * interpreter, among a class's bases. */
 void zl_loop_dealloc(zl_loop *L);
@@ -377,10 +383,6 @@ static inline int zl_is_loop(PyObject *obj)
             return 1;
     return 0;
 }
-extern PyTypeObject zl_StreamFastPathsType;
-extern PyTypeObject zl_DatagramFastPathsType;                          /* datagram.c */
-extern PyTypeObject zl_TLSFastPathsType, zl_TLSTransportFastPathsType; /* tls.c */
-extern PyTypeObject zl_DatagramStateType;
 
 /* ==== Foundations ==== */
 
@@ -856,6 +858,8 @@ int zl_stream_feed(PyObject *protocol, const char *buf, Py_ssize_t n);
 
 /* capi/transport.c */
 int zl_transport_type_init(void);
+/* Makes StreamFastPaths and TransportState from the module, into state. */
+int zl_transport_types_new(PyObject *module, zl_module_state *state);
 PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls);
 /* callback is a socket transport's native _read_ready method */
 int zl_is_native_read(PyObject *callback);
@@ -882,6 +886,8 @@ void zl_transport_fed_quietly(PyObject *transport);
 
 /* capi/tls.c */
 int zl_tls_init(void);
+/* Makes TLSFastPaths and TLSTransportFastPaths from the module, into state. */
+int zl_tls_types_new(PyObject *module, zl_module_state *state);
 /* _engine.set_tls(SSLProtocol, SSLProtocolState, SSLAgainErrors, SSLObject,
  * is_closing_asks_transport, zloopgo's SSLProtocol, its app transport) */
 PyObject *zl_set_tls(PyObject *mod, PyObject *args);
@@ -890,6 +896,8 @@ PyObject *zl_set_tls(PyObject *mod, PyObject *args);
 
 /* capi/datagram.c */
 int zl_datagram_type_init(void);
+/* Makes DatagramFastPaths and DatagramState from the module, into state. */
+int zl_datagram_types_new(PyObject *module, zl_module_state *state);
 PyObject *zl_set_datagram_layout(PyObject *mod, PyObject *cls);
 
 /* ==== Socket methods ==== */

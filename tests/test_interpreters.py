@@ -145,3 +145,117 @@ for loop in (first, second):
     proc = run_script("zloopgo", body)
     check(proc, "('zloopgo._loop', 4, True)")
     assert proc.stdout.splitlines().count("('zloopgo._loop', 4, True)") == 2, proc.stdout
+
+
+# The six classes that were static types before issue 41's step 1: the
+# transports' native method bases and their state objects.
+TRANSPORT_TYPES = (
+    "StreamFastPaths",
+    "TransportState",
+    "DatagramFastPaths",
+    "DatagramState",
+    "TLSFastPaths",
+    "TLSTransportFastPaths",
+)
+
+
+def test_each_module_object_has_its_own_transport_types_and_both_serve():
+    """The transports' native bases and state objects are heap types made
+    from the module (a static type would be one object shared by every
+    interpreter): a second module object, imported again after its
+    deletion from sys.modules, has classes of its own, immutable like
+    the static ones were; TCP, UDP and TLS round trips run on loops of
+    both modules, as on asyncio, the module imported last's with its
+    native paths (the TCP counters, which only the native path adds to,
+    count its transport)."""
+    body = f"""
+import ssl, trustme
+from zloopgo import _engine as first_engine
+first = zloopgo.new_event_loop()
+for name in [n for n in sys.modules if n == "zloopgo" or n.startswith("zloopgo.")]:
+    del sys.modules[name]
+import zloopgo as again
+from zloopgo import _engine as second_engine
+second = again.new_event_loop()
+HEAP = 1 << 9
+for name in {TRANSPORT_TYPES!r}:
+    a, b = getattr(first_engine, name), getattr(second_engine, name)
+    try:
+        a.zl_probe = 1
+        immutable = False
+    except TypeError:
+        immutable = True
+    print(name, a is not b, bool(a.__flags__ & HEAP), a.__module__, immutable)
+
+ca = trustme.CA()
+cert = ca.issue_cert("localhost")
+server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+cert.configure_cert(server_ctx)
+client_ctx = ssl.create_default_context()
+ca.configure_trust(client_ctx)
+
+class Echo(asyncio.Protocol):
+    def connection_made(self, transport):
+        self.transport = transport
+    def data_received(self, data):
+        self.transport.write(data)
+
+class DatagramEcho(asyncio.DatagramProtocol):
+    def connection_made(self, transport):
+        self.transport = transport
+    def datagram_received(self, data, addr):
+        self.transport.sendto(data[::-1], addr)
+
+class DatagramClient(asyncio.DatagramProtocol):
+    def __init__(self):
+        self.got = asyncio.get_running_loop().create_future()
+    def datagram_received(self, data, addr):
+        self.got.set_result(data)
+
+async def stream_round_trip(ssl_server, ssl_client):
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(Echo, "127.0.0.1", 0, ssl=ssl_server)
+    port = server.sockets[0].getsockname()[1]
+    kw = dict(ssl=ssl_client, server_hostname="localhost") if ssl_client else {{}}
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, **kw)
+    writer.write(b"x" * 100000)
+    got = await reader.readexactly(100000)
+    writer.close()
+    await writer.wait_closed()
+    server.close()
+    await server.wait_closed()
+    return len(got)
+
+async def datagram_round_trip():
+    loop = asyncio.get_running_loop()
+    server, _ = await loop.create_datagram_endpoint(DatagramEcho, local_addr=("127.0.0.1", 0))
+    client, proto = await loop.create_datagram_endpoint(
+        DatagramClient, remote_addr=server.get_extra_info("sockname"))
+    client.sendto(b"abc")
+    got = await proto.got
+    client.close()
+    server.close()
+    return got
+
+async def all_round_trips():
+    return (await stream_round_trip(None, None), await datagram_round_trip(),
+            await stream_round_trip(server_ctx, client_ctx))
+
+reference = asyncio.SelectorEventLoop()
+expected = reference.run_until_complete(all_round_trips())
+reference.close()
+for tag, loop, engine in (("first", first, first_engine), ("second", second, second_engine)):
+    got = loop.run_until_complete(all_round_trips())
+    native_reads = engine.stats(loop)["transports"]["tcp"]["reads"] > 0
+    print(tag, got == expected)
+    print(tag, "native", native_reads)
+    loop.close()
+"""
+    proc = run_script("zloopgo", body)
+    check(
+        proc,
+        *(f"{name} True True zloopgo._engine True" for name in TRANSPORT_TYPES),
+        "first True",
+        "second True",
+        "second native True",
+    )
