@@ -82,6 +82,21 @@ static PyType_Slot state_slots[] = {
 static PyType_Spec state_spec = {"zloopgo._engine.DatagramState", sizeof(zl_datagram), 0,
                                  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE, state_slots};
 
+/* self's zloopgo loop, from its slot (borrowed: the slot holds it), or
+ * NULL (no error set) when the slot is unset or holds no zloopgo loop. */
+static inline zl_loop *slot_loop(PyObject *self)
+{
+    PyObject *loop = zl_layout_slot(&layout, self, D_LOOP);
+    return loop != NULL && zl_is_loop(loop) ? (zl_loop *)loop : NULL;
+}
+
+/* The socket.socket of L's interpreter, whose sockets alone the native
+ * calls serve: NULL (none) without a zloopgo loop. */
+static inline const PyTypeObject *socket_type_of(const zl_loop *L)
+{
+    return L != NULL ? L->state->socket_type : NULL;
+}
+
 /* The transport's DatagramState (a new reference), known by its
  * deallocator, or NULL (no error set) when it has none. */
 static zl_datagram *state_of(PyObject *self)
@@ -216,7 +231,10 @@ static PyObject *dg_read_ready(PyObject *self, PyObject *unused)
     if (sock == NULL)
         return NULL;
     long max_size;
-    int ok = zl_socket_nonblocking_fd(sock) != ZL_NOT_A_SOCKET
+    /* the loop dispatching this read: alive until it returns */
+    zl_loop *L = slot_loop(self);
+    const PyTypeObject *socket_type = socket_type_of(L);
+    int ok = zl_socket_nonblocking_fd(socket_type, sock) != ZL_NOT_A_SOCKET
                  ? exact_long(PyObject_GetAttr(self, s_max_size), &max_size)
                  : 0;
     zl_datagram *d = ok > 0 && max_size > 0 && max_size <= MAX_NATIVE_READ ? state_of(self) : NULL;
@@ -224,16 +242,9 @@ static PyObject *dg_read_ready(PyObject *self, PyObject *unused)
         Py_DECREF(sock);
         return ok < 0 ? NULL : read_python(self);
     }
-    PyObject *loop = zl_layout_get(&layout, self, D_LOOP);
-    if (loop == NULL) {
-        Py_DECREF(sock);
-        Py_DECREF(d);
-        return NULL;
-    }
     /* the descriptor the socket holds now, after max_size's lookup */
-    int fd = zl_socket_fd(sock);
+    int fd = zl_socket_fd(socket_type, sock);
     Py_DECREF(sock);
-    zl_loop *L = zl_is_loop(loop) ? (zl_loop *)loop : NULL;
     char *own, *into = zl_rx_take(L, (size_t)max_size, &own);
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
@@ -249,7 +260,6 @@ static PyObject *dg_read_ready(PyObject *self, PyObject *unused)
     PyObject *data = n >= 0 ? PyBytes_FromStringAndSize(into, n) : NULL;
     if (into != NULL)
         zl_rx_give_back(L, own);
-    Py_DECREF(loop);
     if (into == NULL || (n >= 0 && data == NULL)) { /* MemoryError, as recvfrom raises it */
         Py_DECREF(d);
         return to_fatal_error(self);
@@ -366,7 +376,8 @@ static PyObject *dg_sendto(PyObject *self, PyObject *const *args, Py_ssize_t nar
      * _sock_fd may name another socket by now) and a socket the native
      * send does not serve take asyncio's sendto, which fails or sends */
     PyObject *sock = ok > 0 ? zl_layout_get(&layout, self, D_SOCK) : NULL;
-    int fd = sock != NULL ? zl_socket_nonblocking_fd(sock) : ZL_NOT_A_SOCKET;
+    int fd = sock != NULL ? zl_socket_nonblocking_fd(socket_type_of(slot_loop(self)), sock)
+                          : ZL_NOT_A_SOCKET;
     Py_XDECREF(sock);
     if (ok > 0 && (sock == NULL || fd == ZL_NOT_A_SOCKET)) {
         ok = sock == NULL ? -1 : 0;

@@ -105,7 +105,9 @@ static int exec_module(PyObject *m)
     if (state->loop_type == NULL || zl_handle_type_made(m, state) < 0 ||
         zl_timer_handle_type_made(m, state) < 0 || zl_handle_lock_type_new(m, state) < 0 ||
         zl_pending_init(m) < 0 || zl_transport_types_new(m, state) < 0 ||
-        zl_datagram_types_new(m, state) < 0 || zl_tls_types_new(m, state) < 0)
+        zl_datagram_types_new(m, state) < 0 || zl_tls_types_new(m, state) < 0 ||
+        zl_sockets_state_new(state) < 0 || zl_resolver_state_new(state) < 0 ||
+        zl_sockops_state_new(state) < 0)
         return -1;
     if (PyModule_AddObjectRef(m, "LoopCore", (PyObject *)state->loop_type) < 0 ||
         PyModule_AddObjectRef(m, "Handle", (PyObject *)state->handle_type) < 0 ||
@@ -138,6 +140,12 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(state->datagram_state_type);
     Py_VISIT(state->tls_fast_paths_type);
     Py_VISIT(state->tls_transport_fast_paths_type);
+    Py_VISIT(state->socket_type);
+    Py_VISIT(state->gaierror);
+    Py_VISIT(state->family_members);
+    Py_VISIT(state->kind_members);
+    Py_VISIT(state->partial_type);
+    Py_VISIT(state->weak_value_dict);
     Py_VISIT(state->asyncio_handle_run);
     Py_VISIT(state->futures_module);
     Py_VISIT(state->tasks_module);
@@ -168,6 +176,12 @@ static int module_clear(PyObject *m)
     Py_CLEAR(state->datagram_state_type);
     Py_CLEAR(state->tls_fast_paths_type);
     Py_CLEAR(state->tls_transport_fast_paths_type);
+    Py_CLEAR(state->socket_type);
+    Py_CLEAR(state->gaierror);
+    Py_CLEAR(state->family_members);
+    Py_CLEAR(state->kind_members);
+    Py_CLEAR(state->partial_type);
+    Py_CLEAR(state->weak_value_dict);
     Py_CLEAR(state->threadsafe.type);
     Py_CLEAR(state->threadsafe.runner);
     return 0;

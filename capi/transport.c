@@ -204,6 +204,13 @@ static zl_loop *transport_loop(PyObject *self)
 }
 
 /* The counters of t's kind on loop L (zl.h, zl_counters), or NULL. */
+/* The socket.socket of L's interpreter, whose sockets alone the native
+ * calls serve: NULL (none) without a zloopgo loop. */
+static inline const PyTypeObject *socket_type_of(const zl_loop *L)
+{
+    return L != NULL ? L->state->socket_type : NULL;
+}
+
 static inline zl_transport_counts *counts(zl_loop *L, const zl_transport *t)
 {
     return L != NULL && t != NULL ? &L->counters.transports[(int)t->kind] : NULL;
@@ -228,19 +235,22 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
     if (sock == NULL)
         return NULL;
     long max_size;
-    int usual = zl_socket_nonblocking_fd(sock) != ZL_NOT_A_SOCKET ? read_size(self, &max_size) : 0;
+    /* the loop whose dispatch runs this read, alive until it returns */
+    zl_loop *L = transport_loop(self);
+    int usual = zl_socket_nonblocking_fd(socket_type_of(L), sock) != ZL_NOT_A_SOCKET
+                    ? read_size(self, &max_size)
+                    : 0;
     if (usual == 0) { /* asyncio's own read, for an unusual max_size or socket */
         Py_DECREF(sock);
         return PyObject_CallMethodNoArgs(self, s_read_python);
     }
     /* what the socket's recv reads when it is called: the descriptor
      * the socket holds after max_size's lookup (a closed one fails) */
-    int fd = zl_socket_fd(sock);
+    int fd = zl_socket_fd(socket_type_of(L), sock);
     Py_DECREF(sock);
     if (usual < 0)
         return usual == -1 ? NULL : Py_NewRef(Py_None);
     zl_transport *t = state_of(self);
-    zl_loop *L = transport_loop(self);
     PyObject *data = NULL; /* the final object, when the read goes straight into it */
     char *into, *own = NULL;
     int direct = t != NULL && t->large_reads && max_size > LARGE_READ;
@@ -333,17 +343,18 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
  * to the socket's own recv_into, which also raises what asyncio reports
  * for a buffer it cannot fill (a list, bytes, a strided or read-only
  * view) and runs a buffer's own __buffer__ as asyncio's call does. */
-static int recv_into(PyObject *sock, PyObject *buf, PyObject **count, Py_ssize_t *filled)
+static int recv_into(const PyTypeObject *socket_type, PyObject *sock, PyObject *buf,
+                     PyObject **count, Py_ssize_t *filled)
 {
     Py_buffer view;
     *count = NULL;
     *filled = -1;
-    if (zl_socket_nonblocking_fd(sock) != ZL_NOT_A_SOCKET &&
+    if (zl_socket_nonblocking_fd(socket_type, sock) != ZL_NOT_A_SOCKET &&
         (PyByteArray_CheckExact(buf) || PyMemoryView_Check(buf))) {
         if (PyObject_GetBuffer(buf, &view, PyBUF_WRITABLE) == 0) {
             ptrdiff_t n;
             do {
-                n = zl_sys_recv(zl_socket_fd(sock), view.buf, view.len);
+                n = zl_sys_recv(zl_socket_fd(socket_type, sock), view.buf, view.len);
             } while (n < 0 && zl_sys_interrupted(zl_sys_error()));
             int err = zl_sys_error();
             *filled = view.len;
@@ -393,10 +404,10 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
     /* the socket is looked up now, as asyncio's self._sock.recv_into */
     PyObject *sock = get_field(self, F_SOCK), *nbytes = NULL;
     Py_ssize_t filled = -1;
-    int got = sock != NULL ? recv_into(sock, buf, &nbytes, &filled) : -1;
+    zl_loop *L = transport_loop(self); /* dispatching this read: alive until it returns */
+    int got = sock != NULL ? recv_into(socket_type_of(L), sock, buf, &nbytes, &filled) : -1;
     Py_XDECREF(sock);
     Py_DECREF(buf);
-    zl_loop *L = transport_loop(self);
     zl_transport *t = state_of(self);
     if (got <= 0) {
         count_read(counts(L, t), -1);
@@ -464,11 +475,12 @@ static PyObject *buffer_rest(PyObject *self, PyObject *data, Py_ssize_t sent)
 /* Sends data now, from the caller's buffer, with one send(2) on the
  * descriptor sock holds at this moment; the rest is buffered and an
  * error goes to _fatal_error, as asyncio's write does. */
-static PyObject *send_now(PyObject *self, PyObject *sock, PyObject *data, Py_buffer *view)
+static PyObject *send_now(PyObject *self, zl_loop *L, PyObject *sock, PyObject *data,
+                          Py_buffer *view)
 {
     zl_transport *t = state_of(self);
-    zl_loop *owner = t != NULL ? transport_loop(self) : NULL;
-    int fd = zl_socket_fd(sock);
+    zl_loop *owner = t != NULL ? L : NULL;
+    int fd = zl_socket_fd(socket_type_of(L), sock);
     ptrdiff_t n;
     do {
         /* a closed peer is an error on this transport, never a SIGPIPE,
@@ -545,7 +557,11 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
     PyObject *sock = get_field(self, F_SOCK);
     if (sock == NULL)
         return NULL;
-    if (zl_socket_nonblocking_fd(sock) == ZL_NOT_A_SOCKET) {
+    /* held by the transport's slot; no Python code runs from here to the
+     * send for the class whose slots are read (the only one with a loop
+     * here) */
+    zl_loop *L = transport_loop(self);
+    if (zl_socket_nonblocking_fd(socket_type_of(L), sock) == ZL_NOT_A_SOCKET) {
         Py_DECREF(sock);
         return PyObject_CallMethodOneArg(self, s_write_python, data);
     }
@@ -579,7 +595,7 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
     Py_ssize_t buffered = PyObject_Length(buffer);
     Py_DECREF(buffer);
     if (buffered == 0)
-        r = send_now(self, sock, data, &view);
+        r = send_now(self, L, sock, data, &view);
     else if (buffered > 0) { /* bytes already wait for the socket: this write queues behind them */
         zl_transport_counts *c = counts(transport_loop(self), state_of(self));
         if (c != NULL)

@@ -187,8 +187,15 @@ typedef struct {
     PyTypeObject *datagram_state_type;           /* DatagramState (datagram.c) */
     PyTypeObject *tls_fast_paths_type;           /* TLSFastPaths (tls.c) */
     PyTypeObject *tls_transport_fast_paths_type; /* TLSTransportFastPaths (tls.c) */
-    PyObject *asyncio_handle_run;                /* handle.c: asyncio.events.Handle._run */
-    zl_loop *live_loops; /* pending.c: this interpreter's loops not yet deallocated */
+    /* other modules' objects, this interpreter's: */
+    PyTypeObject *socket_type;     /* socket.socket (sockets.c) */
+    PyObject *gaierror;            /* socket.gaierror (resolver.c) */
+    PyObject *family_members;      /* {value: socket.AddressFamily member} (resolver.c) */
+    PyObject *kind_members;        /* {value: socket.SocketKind member} (resolver.c) */
+    PyObject *partial_type;        /* functools.partial (sockops.c) */
+    PyTypeObject *weak_value_dict; /* weakref.WeakValueDictionary (sockops.c) */
+    PyObject *asyncio_handle_run;  /* handle.c: asyncio.events.Handle._run */
+    zl_loop *live_loops;           /* pending.c: this interpreter's loops not yet deallocated */
     /* runtime.c (set_asyncio), read by tasks.c: */
     PyObject *futures_module;       /* asyncio.futures: Future is looked up per call */
     PyObject *tasks_module;         /* asyncio.tasks: Task is looked up per call */
@@ -818,30 +825,32 @@ typedef struct {
     PyObject *(*errorhandler)(void);
     int64_t sock_timeout; /* nanoseconds; 0: non-blocking, negative: blocking */
 } zl_socket_head;
-extern PyTypeObject *zl_socket_type; /* socket.socket, set at import */
-extern int zl_socket_layout_known;   /* zl_socket_head passed the self-test */
-/* What the two below give for anything but a plain socket.socket whose
- * layout is known: call the object's own methods. */
+extern int zl_socket_layout_known; /* zl_socket_head passed the self-test */
+/* What the two below give for anything but a plain socket.socket (its
+ * interpreter's: socket_type, from the module's state; NULL for none)
+ * whose layout is known: call the object's own methods. */
 #define ZL_NOT_A_SOCKET (-2)
 /* The descriptor sock holds now: -1 once it is closed (a system call on it
  * then fails with EBADF, as the socket's own methods do). */
-static inline int zl_socket_fd(PyObject *sock)
+static inline int zl_socket_fd(const PyTypeObject *socket_type, PyObject *sock)
 {
-    if (!zl_socket_layout_known || Py_TYPE(sock) != zl_socket_type)
+    if (!zl_socket_layout_known || Py_TYPE(sock) != socket_type)
         return ZL_NOT_A_SOCKET;
     return ((zl_socket_head *)sock)->sock_fd;
 }
 /* The same for a socket in non-blocking mode (timeout 0.0), which one
  * system call serves as its recv and send serve it; ZL_NOT_A_SOCKET in
  * any other mode too. */
-static inline int zl_socket_nonblocking_fd(PyObject *sock)
+static inline int zl_socket_nonblocking_fd(const PyTypeObject *socket_type, PyObject *sock)
 {
-    if (!zl_socket_layout_known || Py_TYPE(sock) != zl_socket_type)
+    if (!zl_socket_layout_known || Py_TYPE(sock) != socket_type)
         return ZL_NOT_A_SOCKET;
     const zl_socket_head *s = (const zl_socket_head *)sock;
     return s->sock_timeout == 0 ? s->sock_fd : ZL_NOT_A_SOCKET;
 }
 int zl_sockets_init(void);
+/* The module's socket.socket, into state->socket_type. */
+int zl_sockets_state_new(zl_module_state *state);
 /* _engine.socket_layout_ok() */
 PyObject *zl_socket_layout_ok(PyObject *mod, PyObject *unused);
 
@@ -911,6 +920,8 @@ PyObject *zl_set_datagram_layout(PyObject *mod, PyObject *cls);
 #define ZL_SOCK_RX_FROM (128 * 1024)
 #define ZL_SOCK_RX_LIMIT (1 << 20)
 int zl_sockops_init(void);
+/* The module's functools.partial and weakref.WeakValueDictionary, into state. */
+int zl_sockops_state_new(zl_module_state *state);
 PyObject *zl_loop_sock_recv_now(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_loop_sock_sendall_now(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_loop_sock_recv_step(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
@@ -930,6 +941,8 @@ PyObject *zl_loop_sock_write_done(zl_loop *L, PyObject *const *args, Py_ssize_t 
 
 /* capi/resolver.c */
 int zl_resolver_init(void);
+/* The module's socket.gaierror and AddressFamily/SocketKind members, into state. */
+int zl_resolver_state_new(zl_module_state *state);
 PyObject *zl_loop_getaddrinfo(zl_loop *L, PyObject *args);
 PyObject *zl_loop_getnameinfo(zl_loop *L, PyObject *args);
 PyObject *zl_loop_lookups_in_flight(zl_loop *L, PyObject *unused);

@@ -259,3 +259,51 @@ for tag, loop, engine in (("first", first, first_engine), ("second", second, sec
         "second True",
         "second native True",
     )
+
+
+def test_each_module_object_answers_with_its_own_socket_module():
+    """What the native resolver and socket methods hand the program comes
+    from the socket module the _engine module object was made with, as
+    asyncio's comes from the one asyncio imported: with socket and zloopgo
+    imported again (deleted from sys.modules), each zloopgo loop's lookups
+    give members of its own module's AddressFamily and SocketKind (a
+    process-wide cache gave the first module's to both), and its
+    sock_sendall/sock_recv serve that module's sockets."""
+    body = """
+import importlib
+first_socket = socket
+first = zloopgo.new_event_loop()
+for name in [n for n in sys.modules if n in ("socket", "zloopgo") or n.startswith("zloopgo.")]:
+    del sys.modules[name]
+second_socket = importlib.import_module("socket")
+import zloopgo as again
+second = again.new_event_loop()
+assert second_socket.AddressFamily is not first_socket.AddressFamily
+
+async def lookup_and_talk(sock_module):
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo("localhost", 80, type=sock_module.SOCK_STREAM)
+    family, kind = infos[0][0], infos[0][1]
+    a, b = sock_module.socketpair()
+    a.setblocking(False)
+    b.setblocking(False)
+    await loop.sock_sendall(a, b"ping")
+    got = await loop.sock_recv(b, 4)
+    a.close()
+    b.close()
+    return (type(family) is sock_module.AddressFamily, type(kind) is sock_module.SocketKind, got)
+
+reference = asyncio.SelectorEventLoop()
+print("asyncio", reference.run_until_complete(lookup_and_talk(first_socket)))
+reference.close()
+for tag, loop, sock_module in (("first", first, first_socket), ("second", second, second_socket)):
+    print(tag, loop.run_until_complete(lookup_and_talk(sock_module)))
+    loop.close()
+"""
+    proc = run_script("zloopgo", body)
+    check(
+        proc,
+        "asyncio (True, True, b'ping')",
+        "first (True, True, b'ping')",
+        "second (True, True, b'ping')",
+    )
