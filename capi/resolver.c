@@ -310,7 +310,7 @@ void zl_settle_lookups(zl_loop *L, const zl_completion *done, int64_t n)
         Py_XDECREF(key);
         lookup_free(r);
     }
-    zl_workers_drain();
+    zl_workers_drain(zl_interpreter_id());
 }
 
 /* Records fut under a new token and submits r, which the pool owns from
@@ -326,6 +326,7 @@ static PyObject *enqueue(zl_loop *L, lookup *r, PyObject *fut, int kind)
     r->work.kind = &lookup_kind;
     r->work.token = ++L->lookups.counter;
     r->work.engine = L->engine;
+    r->work.owner = zl_interpreter_id();
     r->kind = kind;
     PyObject *key = PyLong_FromUnsignedLongLong(r->work.token);
     PyObject *entry = key ? Py_BuildValue("(Oi)", fut, kind) : NULL;

@@ -393,6 +393,14 @@ static inline int zl_is_loop(PyObject *obj)
 
 /* ==== Foundations ==== */
 
+/* The calling thread's interpreter's ID, which no other interpreter of
+ * the process ever has: whose objects a piece of the pool's work holds
+ * (zl_work.owner, workers.h). */
+static inline int64_t zl_interpreter_id(void)
+{
+    return PyInterpreterState_GetID(PyInterpreterState_Get());
+}
+
 /* capi/util.c */
 /* Takes the pending exception, normalized, with its traceback attached. */
 PyObject *zl_fetch_exception(void);
