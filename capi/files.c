@@ -51,7 +51,7 @@
 #define st_ctim st_ctimespec
 #endif
 
-/* The operations, one copy: zl_files_init exports each as the engine
+/* The operations, one copy: zl_files_constants_add exports each as the engine
  * module's FILE_OP_<NAME>, the number zloopgo/_files passes to file_op.
  *   OPEN       path, flags, mode -> (fd owner, st_mode, st_blksize, st_size,
  *              pos|-1, isatty, f_type)
@@ -654,13 +654,16 @@ PyObject *zl_file_stats(PyObject *mod, PyObject *unused)
 
 /* The import-time setup: the names settle() calls, and the operations'
  * numbers on the module (FILE_OP_OPEN, ...) for zloopgo/_files. */
-int zl_files_init(PyObject *module)
+int zl_files_init(void)
 {
     s_done = PyUnicode_InternFromString("done");
     s_set_result = PyUnicode_InternFromString("set_result");
     s_set_exception = PyUnicode_InternFromString("set_exception");
-    if (s_done == NULL || s_set_result == NULL || s_set_exception == NULL)
-        return -1;
+    return s_done == NULL || s_set_result == NULL || s_set_exception == NULL ? -1 : 0;
+}
+
+int zl_files_constants_add(PyObject *module)
+{
 #define FILE_OP_CONSTANT(name)                                            \
     if (PyModule_AddIntConstant(module, "FILE_OP_" #name, OP_##name) < 0) \
         return -1;

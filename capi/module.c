@@ -78,7 +78,8 @@ static int process_init(void)
     if (zl_sockets_init() < 0 || zl_handle_types_init() < 0 || zl_timer_handle_type_init() < 0 ||
         zl_loop_type_init() < 0 || zl_transport_type_init() < 0 || zl_datagram_type_init() < 0 ||
         zl_tls_init() < 0 || zl_streamfeed_init() < 0 || zl_context_init() < 0 ||
-        zl_clock_init() < 0 || zl_resolver_init() < 0 || zl_dispatch_init() < 0)
+        zl_clock_init() < 0 || zl_resolver_init() < 0 || zl_dispatch_init() < 0 ||
+        zl_files_init() < 0)
         return -1;
     if (zl_runtime_init() < 0)
         return -1;
@@ -122,7 +123,8 @@ static int exec_module(PyObject *m)
                               (PyObject *)state->tls_transport_fast_paths_type) < 0 ||
         PyModule_AddObjectRef(m, "DatagramState", (PyObject *)state->datagram_state_type) < 0 ||
         PyModule_AddIntConstant(m, "SOCK_RX_FROM", ZL_SOCK_RX_FROM) < 0 ||
-        PyModule_AddIntConstant(m, "SOCK_RX_LIMIT", ZL_SOCK_RX_LIMIT) < 0 || zl_files_init(m) < 0)
+        PyModule_AddIntConstant(m, "SOCK_RX_LIMIT", ZL_SOCK_RX_LIMIT) < 0 ||
+        zl_files_constants_add(m) < 0)
         return -1;
     return 0;
 }

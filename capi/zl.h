@@ -967,8 +967,12 @@ void zl_drop_lookups(zl_loop *L);
 int zl_lookups_traverse(zl_loop *L, visitproc visit, void *arg);
 
 /* capi/files.c */
-/* Also adds the operations' numbers to the module (FILE_OP_OPEN, ...). */
-int zl_files_init(PyObject *module);
+/* The names the settling calls use, interned once per process (with
+ * the other files' zl_*_init). */
+int zl_files_init(void);
+/* Adds the operations' numbers to a module object (FILE_OP_OPEN, ...):
+ * each exec. */
+int zl_files_constants_add(PyObject *module);
 PyObject *zl_file_op(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_file_workers(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_file_stats(PyObject *mod, PyObject *unused);
