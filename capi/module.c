@@ -148,6 +148,12 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(state->kind_members);
     Py_VISIT(state->partial_type);
     Py_VISIT(state->weak_value_dict);
+    Py_VISIT(state->streams.protocol_type);
+    Py_VISIT(state->streams.reader_type);
+    Py_VISIT(state->streams.data_received_fn);
+    Py_VISIT(state->streams.stream_reader_prop);
+    Py_VISIT(state->streams.feed_data_fn);
+    Py_VISIT(state->streams.wakeup_waiter_fn);
     Py_VISIT(state->asyncio_handle_run);
     Py_VISIT(state->futures_module);
     Py_VISIT(state->tasks_module);
@@ -184,6 +190,12 @@ static int module_clear(PyObject *m)
     Py_CLEAR(state->kind_members);
     Py_CLEAR(state->partial_type);
     Py_CLEAR(state->weak_value_dict);
+    Py_CLEAR(state->streams.protocol_type);
+    Py_CLEAR(state->streams.reader_type);
+    Py_CLEAR(state->streams.data_received_fn);
+    Py_CLEAR(state->streams.stream_reader_prop);
+    Py_CLEAR(state->streams.feed_data_fn);
+    Py_CLEAR(state->streams.wakeup_waiter_fn);
     Py_CLEAR(state->threadsafe.type);
     Py_CLEAR(state->threadsafe.runner);
     return 0;

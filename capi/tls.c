@@ -757,6 +757,11 @@ static PyObject *write_appdata(PyObject *self, PyObject *list_of_data)
 
 /* ---- incoming ---- */
 
+/* The state of the module whose TLSFastPaths self's class derives from
+ * (found in its MRO by the method table, second for zloopgo's
+ * SSLProtocol), or NULL: once per record handed on. */
+static zl_module_state *module_state_of(PyObject *self);
+
 /* The application protocol's data_received(data), through the stream fast
  * path when it is asyncio's StreamReaderProtocol (else *loud is set): 0
  * or -1 */
@@ -767,7 +772,8 @@ static int deliver(PyObject *self, PyObject *data, int *loud)
         return -1;
     int rc = 0;
     if (PyBytes_CheckExact(data))
-        rc = zl_stream_feed(app, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
+        rc = zl_stream_feed(module_state_of(self), app, PyBytes_AS_STRING(data),
+                            PyBytes_GET_SIZE(data));
     if (rc == 0) {
         *loud = 1;
         rc = call_method(app, s_data_received, data);
@@ -1029,6 +1035,17 @@ static PyType_Slot protocol_slots[] = {
 static PyType_Spec protocol_spec = {
     "zloopgo._engine.TLSFastPaths", sizeof(PyObject), 0,
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_IMMUTABLETYPE, protocol_slots};
+
+static zl_module_state *module_state_of(PyObject *self)
+{
+    PyObject *mro = Py_TYPE(self)->tp_mro;
+    for (Py_ssize_t i = 0; mro != NULL && i < PyTuple_GET_SIZE(mro); i++) {
+        PyTypeObject *t = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        if (t->tp_methods == protocol_methods)
+            return PyModule_GetState(((PyHeapTypeObject *)t)->ht_module);
+    }
+    return NULL;
+}
 
 /* proto's class has a TLSFastPaths of any interpreter's module in its
  * MRO (a heap type made from protocol_spec has its methods), as

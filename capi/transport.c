@@ -286,7 +286,8 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
         t->large_reads = n >= LARGE_READ;
     PyObject *protocol = get_field(self, F_PROTOCOL);
     /* An asyncio stream: the bytes go straight into its StreamReader. */
-    int fed = protocol != NULL ? zl_stream_feed(protocol, into, n) : -2;
+    int fed =
+        protocol != NULL ? zl_stream_feed(L != NULL ? L->state : NULL, protocol, into, n) : -2;
     /* Fed natively and the socket drained (a stream socket returns less
      * than asked only when nothing more is there): no Python code of the
      * program ran, and this descriptor is not ready any more. */

@@ -170,6 +170,16 @@ typedef struct {
     Py_ssize_t callback, args, cancelled, loop, source_traceback, repr, context, lock; /* offsets */
 } zl_threadsafe_class;
 
+/* asyncio's stream classes as set_streams found them (streamfeed.c): the
+ * stream fast path serves exactly these, while their classes still hold
+ * these methods. */
+typedef struct {
+    PyTypeObject *protocol_type, *reader_type; /* NULL: the fast path is off */
+    PyObject *data_received_fn, *stream_reader_prop, *feed_data_fn, *wakeup_waiter_fn;
+    unsigned int protocol_version, reader_version; /* tp_version_tag when last checked */
+    int check_asserts; /* sys.flags.optimize == 0: feed_data's assert runs */
+} zl_stream_classes;
+
 /* What one interpreter's _engine module holds (module.c makes it; a
  * loop reaches it as L->state). Every interpreter that imports the module
  * has its own: docs/architecture.md, "State: per process, per
@@ -194,6 +204,7 @@ typedef struct {
     PyObject *kind_members;        /* {value: socket.SocketKind member} (resolver.c) */
     PyObject *partial_type;        /* functools.partial (sockops.c) */
     PyTypeObject *weak_value_dict; /* weakref.WeakValueDictionary (sockops.c) */
+    zl_stream_classes streams;     /* streamfeed.c (set_streams) */
     PyObject *asyncio_handle_run;  /* handle.c: asyncio.events.Handle._run */
     zl_loop *live_loops;           /* pending.c: this interpreter's loops not yet deallocated */
     /* runtime.c (set_asyncio), read by tasks.c: */
@@ -871,7 +882,7 @@ PyObject *zl_set_streams(PyObject *mod, PyObject *args);
  * natively: 1 if done, 0 if protocol is not one the fast path serves (the
  * caller calls data_received), -1 with the exception data_received would
  * have raised. */
-int zl_stream_feed(PyObject *protocol, const char *buf, Py_ssize_t n);
+int zl_stream_feed(zl_module_state *state, PyObject *protocol, const char *buf, Py_ssize_t n);
 
 /* capi/transport.c */
 int zl_transport_type_init(void);

@@ -340,3 +340,48 @@ print("grew", [a - b for a, b in zip(after, before)])
 """
     proc = run_script("zloopgo", body)
     check(proc, "grew [0, 0, 0]")
+
+
+def test_each_module_object_keeps_its_own_stream_fast_path_switch():
+    """set_streams is a module object's own: with zloopgo imported again,
+    the first module's switch turned off leaves the second module's loops
+    feeding StreamReaders natively (no StreamReader.feed_data call in
+    Python), while the first module's loops take asyncio's Python path (a
+    process-wide switch turned both off); the bytes arrive either way."""
+    body = """
+from zloopgo import _engine as first_engine
+first = zloopgo.new_event_loop()
+for name in [n for n in sys.modules if n == "zloopgo" or n.startswith("zloopgo.")]:
+    del sys.modules[name]
+import zloopgo as again
+second = again.new_event_loop()
+first_engine.set_streams(None, None, False)
+
+async def feed_data_calls():
+    calls = []
+    def profiler(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "feed_data":
+            calls.append(1)
+    ours, peer = socket.socketpair()
+    ours.setblocking(False)
+    reader, writer = await asyncio.open_connection(sock=ours)
+    sys.setprofile(profiler)
+    try:
+        for chunk in (b"a", b"b", b"c"):
+            peer.sendall(chunk)
+            for _ in range(5):
+                await asyncio.sleep(0)
+            await asyncio.sleep(0.01)
+    finally:
+        sys.setprofile(None)
+    got = await reader.read(10)
+    writer.close()
+    peer.close()
+    return got, len(calls) > 0
+
+for tag, loop in (("first", first), ("second", second)):
+    print(tag, loop.run_until_complete(feed_data_calls()))
+    loop.close()
+"""
+    proc = run_script("zloopgo", body)
+    check(proc, "first (b'abc', True)", "second (b'abc', False)")
