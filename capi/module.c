@@ -34,7 +34,8 @@ static PyMethodDef module_methods[] = {
     {"set_asyncio", zl_set_asyncio, METH_VARARGS,
      "Install asyncio.futures, asyncio.tasks and BaseEventLoop.create_task."},
     {"set_threadsafe_handle", zl_set_threadsafe_handle, METH_VARARGS,
-     "Make 3.14+'s call_soon_threadsafe return handles of (type,); returns their runner."},
+     "Make 3.14+'s call_soon_threadsafe return handles of (type,), once per module; returns "
+     "their runner."},
     {"set_handle_context", zl_set_handle_context, METH_VARARGS,
      "Make a descriptor's handle run in the given context itself."},
     {"context_layout_ok", zl_context_layout_ok, METH_NOARGS,

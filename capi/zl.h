@@ -163,7 +163,7 @@ typedef struct {
 
 /* 3.14+'s asyncio.events._ThreadSafeHandle, as call_soon_threadsafe makes
  * one (schedule.c): the class, the callable that runs one, and the
- * offsets of its slots. */
+ * offsets of its slots. Set once per module object (until its clear). */
 typedef struct {
     PyTypeObject *type; /* events._ThreadSafeHandle, or NULL before 3.14 */
     PyObject *runner;   /* run_threadsafe, bound to the module */

@@ -385,3 +385,34 @@ for tag, loop in (("first", first), ("second", second)):
 """
     proc = run_script("zloopgo", body)
     check(proc, "first (b'abc', True)", "second (b'abc', False)")
+
+
+def test_a_module_objects_threadsafe_handle_class_is_set_once():
+    """set_threadsafe_handle sets a module object's _ThreadSafeHandle
+    class once: asked again with the same class it gives the same runner
+    (the handles queued are told by it), with another it refuses, so the
+    class and slot offsets a running handle is read with never change
+    under it (they were replaced, and run_threadsafe copied them for each
+    call)."""
+    body = """
+import importlib.util
+from zloopgo import _engine
+SLOTS = ("_callback", "_args", "_cancelled", "_loop", "_source_traceback", "_repr",
+         "_context", "_lock")
+class First:
+    __slots__ = SLOTS
+class Second:
+    __slots__ = SLOTS
+spec = importlib.util.spec_from_file_location("zloopgo._engine", _engine.__file__)
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+runner = module.set_threadsafe_handle(First)
+print("same runner", module.set_threadsafe_handle(First) is runner)
+try:
+    module.set_threadsafe_handle(Second)
+    print("another class: accepted")
+except RuntimeError as exc:
+    print("another class:", type(exc).__name__)
+"""
+    proc = run_script("zloopgo", body)
+    check(proc, "same runner True", "another class: RuntimeError")
