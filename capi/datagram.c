@@ -62,28 +62,47 @@ typedef struct {
     PyObject *last_addr; /* the tuple, or NULL before the first datagram */
 } zl_datagram;
 
-static void datagram_state_dealloc(zl_datagram *d)
+/* Its own deallocator, which also marks a DatagramState of any
+ * interpreter's module (state_of): a heap type's instance releases its
+ * class. */
+static void datagram_state_dealloc(PyObject *self)
 {
-    Py_CLEAR(d->last_addr);
-    Py_TYPE(d)->tp_free((PyObject *)d);
+    PyTypeObject *type = Py_TYPE(self);
+    Py_CLEAR(((zl_datagram *)self)->last_addr);
+    type->tp_free(self);
+    Py_DECREF(type);
 }
 
-PyTypeObject zl_DatagramStateType = {
-    /* clang-format off */
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "zloopgo._engine.DatagramState",
-    /* clang-format on */
-    .tp_doc = "What a datagram transport's native methods keep: the last sender's address.",
-    .tp_basicsize = sizeof(zl_datagram),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_new = PyType_GenericNew,
-    .tp_dealloc = (destructor)datagram_state_dealloc,
-};
+static PyType_Slot state_slots[] = {
+    {Py_tp_doc, "What a datagram transport's native methods keep: the last sender's address."},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_dealloc, datagram_state_dealloc},
+    {0, NULL}};
 
-static zl_datagram *state_of(PyObject *self) /* new reference or NULL, no error */
+static PyType_Spec state_spec = {"zloopgo._engine.DatagramState", sizeof(zl_datagram), 0,
+                                 Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE, state_slots};
+
+/* self's zloopgo loop, from its slot (borrowed: the slot holds it), or
+ * NULL (no error set) when the slot is unset or holds no zloopgo loop. */
+static inline zl_loop *slot_loop(PyObject *self)
+{
+    PyObject *loop = zl_layout_slot(&layout, self, D_LOOP);
+    return loop != NULL && zl_is_loop(loop) ? (zl_loop *)loop : NULL;
+}
+
+/* The socket.socket of L's interpreter, whose sockets alone the native
+ * calls serve: NULL (none) without a zloopgo loop. */
+static inline const PyTypeObject *socket_type_of(const zl_loop *L)
+{
+    return L != NULL ? L->state->socket_type : NULL;
+}
+
+/* The transport's DatagramState (a new reference), known by its
+ * deallocator, or NULL (no error set) when it has none. */
+static zl_datagram *state_of(PyObject *self)
 {
     PyObject *s = zl_layout_get(&layout, self, D_STATE);
-    if (s != NULL && Py_TYPE(s) == &zl_DatagramStateType)
+    if (s != NULL && Py_TYPE(s)->tp_dealloc == datagram_state_dealloc)
         return (zl_datagram *)s;
     Py_XDECREF(s);
     PyErr_Clear();
@@ -212,7 +231,10 @@ static PyObject *dg_read_ready(PyObject *self, PyObject *unused)
     if (sock == NULL)
         return NULL;
     long max_size;
-    int ok = zl_socket_nonblocking_fd(sock) != ZL_NOT_A_SOCKET
+    /* the loop dispatching this read: alive until it returns */
+    zl_loop *L = slot_loop(self);
+    const PyTypeObject *socket_type = socket_type_of(L);
+    int ok = zl_socket_nonblocking_fd(socket_type, sock) != ZL_NOT_A_SOCKET
                  ? exact_long(PyObject_GetAttr(self, s_max_size), &max_size)
                  : 0;
     zl_datagram *d = ok > 0 && max_size > 0 && max_size <= MAX_NATIVE_READ ? state_of(self) : NULL;
@@ -220,16 +242,9 @@ static PyObject *dg_read_ready(PyObject *self, PyObject *unused)
         Py_DECREF(sock);
         return ok < 0 ? NULL : read_python(self);
     }
-    PyObject *loop = zl_layout_get(&layout, self, D_LOOP);
-    if (loop == NULL) {
-        Py_DECREF(sock);
-        Py_DECREF(d);
-        return NULL;
-    }
     /* the descriptor the socket holds now, after max_size's lookup */
-    int fd = zl_socket_fd(sock);
+    int fd = zl_socket_fd(socket_type, sock);
     Py_DECREF(sock);
-    zl_loop *L = zl_is_loop(loop) ? (zl_loop *)loop : NULL;
     char *own, *into = zl_rx_take(L, (size_t)max_size, &own);
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
@@ -245,7 +260,6 @@ static PyObject *dg_read_ready(PyObject *self, PyObject *unused)
     PyObject *data = n >= 0 ? PyBytes_FromStringAndSize(into, n) : NULL;
     if (into != NULL)
         zl_rx_give_back(L, own);
-    Py_DECREF(loop);
     if (into == NULL || (n >= 0 && data == NULL)) { /* MemoryError, as recvfrom raises it */
         Py_DECREF(d);
         return to_fatal_error(self);
@@ -362,7 +376,8 @@ static PyObject *dg_sendto(PyObject *self, PyObject *const *args, Py_ssize_t nar
      * _sock_fd may name another socket by now) and a socket the native
      * send does not serve take asyncio's sendto, which fails or sends */
     PyObject *sock = ok > 0 ? zl_layout_get(&layout, self, D_SOCK) : NULL;
-    int fd = sock != NULL ? zl_socket_nonblocking_fd(sock) : ZL_NOT_A_SOCKET;
+    int fd = sock != NULL ? zl_socket_nonblocking_fd(socket_type_of(slot_loop(self)), sock)
+                          : ZL_NOT_A_SOCKET;
     Py_XDECREF(sock);
     if (ok > 0 && (sock == NULL || fd == ZL_NOT_A_SOCKET)) {
         ok = sock == NULL ? -1 : 0;
@@ -394,16 +409,27 @@ static PyMethodDef dg_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-PyTypeObject zl_DatagramFastPathsType = {
-    /* clang-format off */
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "zloopgo._engine.DatagramFastPaths",
-    /* clang-format on */
-    .tp_doc = "Native per-datagram methods for asyncio's datagram transport.",
-    .tp_basicsize = sizeof(PyObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_methods = dg_methods,
-};
+static PyType_Slot dg_slots[] = {
+    {Py_tp_doc, "Native per-datagram methods for asyncio's datagram transport."},
+    {Py_tp_methods, dg_methods},
+    {0, NULL}};
+
+/* A base of zloopgo's datagram transport class only: no instances of its own. */
+static PyType_Spec dg_spec = {"zloopgo._engine.DatagramFastPaths", sizeof(PyObject), 0,
+                              Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_IMMUTABLETYPE |
+                                  Py_TPFLAGS_DISALLOW_INSTANTIATION,
+                              dg_slots};
+
+int zl_datagram_types_new(PyObject *module, zl_module_state *state)
+{
+    state->datagram_fast_paths_type =
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &dg_spec, NULL);
+    if (state->datagram_fast_paths_type == NULL)
+        return -1;
+    state->datagram_state_type =
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &state_spec, NULL);
+    return state->datagram_state_type == NULL ? -1 : 0;
+}
 
 int zl_datagram_type_init(void)
 {
@@ -427,7 +453,5 @@ int zl_datagram_type_init(void)
     };
     if (zl_intern_names(names, sizeof names / sizeof names[0]) < 0)
         return -1;
-    if (PyType_Ready(&zl_DatagramStateType) < 0)
-        return -1;
-    return PyType_Ready(&zl_DatagramFastPathsType);
+    return 0;
 }

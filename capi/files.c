@@ -19,7 +19,8 @@
  * settled. An operation owns strong references to its future, its buffer
  * and its names; an operation whose loop closed before it finished is
  * handed back to the pool by its worker (which may not touch Python) and
- * freed by the next loop thread that submits or settles work (discard).
+ * freed by the next loop thread of its interpreter that submits or
+ * settles work (discard).
  *
  * At most the pool's file bound of operations run at once in the process,
  * every loop together (ZLOOPGO_FILE_WORKERS, _engine.file_workers()); the
@@ -50,7 +51,7 @@
 #define st_ctim st_ctimespec
 #endif
 
-/* The operations, one copy: zl_files_init exports each as the engine
+/* The operations, one copy: zl_files_constants_add exports each as the engine
  * module's FILE_OP_<NAME>, the number zloopgo/_files passes to file_op.
  *   OPEN       path, flags, mode -> (fd owner, st_mode, st_blksize, st_size,
  *              pos|-1, isatty, f_type)
@@ -334,7 +335,7 @@ static const zl_work_kind file_kind = {ZL_WORK_FILE, perform, discard};
 
 PyObject *zl_files_graveyard_drain(PyObject *mod, PyObject *unused)
 {
-    zl_workers_drain();
+    zl_workers_drain(zl_interpreter_id());
     Py_RETURN_NONE;
 }
 
@@ -444,7 +445,7 @@ void zl_settle_files(zl_loop *L, const zl_completion *done, int64_t n)
         settle(op);
         op_free(op);
     }
-    zl_workers_drain();
+    zl_workers_drain(zl_interpreter_id());
 }
 
 /* ---- submitting ---- */
@@ -548,6 +549,7 @@ PyObject *zl_file_op(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     op->offset = offset;
     op->mode = mode;
     op->work.engine = L->engine;
+    op->work.owner = zl_interpreter_id();
     if (name != Py_None)
         op->name = Py_NewRef(name);
     if (name2 != Py_None && code != OP_OPEN)
@@ -652,13 +654,16 @@ PyObject *zl_file_stats(PyObject *mod, PyObject *unused)
 
 /* The import-time setup: the names settle() calls, and the operations'
  * numbers on the module (FILE_OP_OPEN, ...) for zloopgo/_files. */
-int zl_files_init(PyObject *module)
+int zl_files_init(void)
 {
     s_done = PyUnicode_InternFromString("done");
     s_set_result = PyUnicode_InternFromString("set_result");
     s_set_exception = PyUnicode_InternFromString("set_exception");
-    if (s_done == NULL || s_set_result == NULL || s_set_exception == NULL)
-        return -1;
+    return s_done == NULL || s_set_result == NULL || s_set_exception == NULL ? -1 : 0;
+}
+
+int zl_files_constants_add(PyObject *module)
+{
 #define FILE_OP_CONSTANT(name)                                            \
     if (PyModule_AddIntConstant(module, "FILE_OP_" #name, OP_##name) < 0) \
         return -1;

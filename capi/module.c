@@ -34,7 +34,8 @@ static PyMethodDef module_methods[] = {
     {"set_asyncio", zl_set_asyncio, METH_VARARGS,
      "Install asyncio.futures, asyncio.tasks and BaseEventLoop.create_task."},
     {"set_threadsafe_handle", zl_set_threadsafe_handle, METH_VARARGS,
-     "Make 3.14+'s call_soon_threadsafe return handles of (type,); returns their runner."},
+     "Make 3.14+'s call_soon_threadsafe return handles of (type,), once per module; returns "
+     "their runner."},
     {"set_handle_context", zl_set_handle_context, METH_VARARGS,
      "Make a descriptor's handle run in the given context itself."},
     {"context_layout_ok", zl_context_layout_ok, METH_NOARGS,
@@ -78,7 +79,8 @@ static int process_init(void)
     if (zl_sockets_init() < 0 || zl_handle_types_init() < 0 || zl_timer_handle_type_init() < 0 ||
         zl_loop_type_init() < 0 || zl_transport_type_init() < 0 || zl_datagram_type_init() < 0 ||
         zl_tls_init() < 0 || zl_streamfeed_init() < 0 || zl_context_init() < 0 ||
-        zl_clock_init() < 0 || zl_resolver_init() < 0 || zl_dispatch_init() < 0)
+        zl_clock_init() < 0 || zl_resolver_init() < 0 || zl_dispatch_init() < 0 ||
+        zl_files_init() < 0)
         return -1;
     if (zl_runtime_init() < 0)
         return -1;
@@ -104,20 +106,26 @@ static int exec_module(PyObject *m)
     state->loop_type = zl_loop_type_new(m);
     if (state->loop_type == NULL || zl_handle_type_made(m, state) < 0 ||
         zl_timer_handle_type_made(m, state) < 0 || zl_handle_lock_type_new(m, state) < 0 ||
-        zl_pending_init(m) < 0)
+        zl_pending_init(m) < 0 || zl_transport_types_new(m, state) < 0 ||
+        zl_datagram_types_new(m, state) < 0 || zl_tls_types_new(m, state) < 0 ||
+        zl_sockets_state_new(state) < 0 || zl_resolver_state_new(state) < 0 ||
+        zl_sockops_state_new(state) < 0)
         return -1;
     if (PyModule_AddObjectRef(m, "LoopCore", (PyObject *)state->loop_type) < 0 ||
         PyModule_AddObjectRef(m, "Handle", (PyObject *)state->handle_type) < 0 ||
         PyModule_AddObjectRef(m, "TimerHandle", (PyObject *)state->timer_handle_type) < 0 ||
-        PyModule_AddObjectRef(m, "StreamFastPaths", (PyObject *)&zl_StreamFastPathsType) < 0 ||
-        PyModule_AddObjectRef(m, "TransportState", (PyObject *)&zl_TransportStateType) < 0 ||
-        PyModule_AddObjectRef(m, "DatagramFastPaths", (PyObject *)&zl_DatagramFastPathsType) < 0 ||
-        PyModule_AddObjectRef(m, "TLSFastPaths", (PyObject *)&zl_TLSFastPathsType) < 0 ||
+        PyModule_AddObjectRef(m, "StreamFastPaths", (PyObject *)state->stream_fast_paths_type) <
+            0 ||
+        PyModule_AddObjectRef(m, "TransportState", (PyObject *)state->transport_state_type) < 0 ||
+        PyModule_AddObjectRef(m, "DatagramFastPaths", (PyObject *)state->datagram_fast_paths_type) <
+            0 ||
+        PyModule_AddObjectRef(m, "TLSFastPaths", (PyObject *)state->tls_fast_paths_type) < 0 ||
         PyModule_AddObjectRef(m, "TLSTransportFastPaths",
-                              (PyObject *)&zl_TLSTransportFastPathsType) < 0 ||
-        PyModule_AddObjectRef(m, "DatagramState", (PyObject *)&zl_DatagramStateType) < 0 ||
+                              (PyObject *)state->tls_transport_fast_paths_type) < 0 ||
+        PyModule_AddObjectRef(m, "DatagramState", (PyObject *)state->datagram_state_type) < 0 ||
         PyModule_AddIntConstant(m, "SOCK_RX_FROM", ZL_SOCK_RX_FROM) < 0 ||
-        PyModule_AddIntConstant(m, "SOCK_RX_LIMIT", ZL_SOCK_RX_LIMIT) < 0 || zl_files_init(m) < 0)
+        PyModule_AddIntConstant(m, "SOCK_RX_LIMIT", ZL_SOCK_RX_LIMIT) < 0 ||
+        zl_files_constants_add(m) < 0)
         return -1;
     return 0;
 }
@@ -129,6 +137,24 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(state->handle_type);
     Py_VISIT(state->timer_handle_type);
     Py_VISIT(state->lock_type);
+    Py_VISIT(state->stream_fast_paths_type);
+    Py_VISIT(state->transport_state_type);
+    Py_VISIT(state->datagram_fast_paths_type);
+    Py_VISIT(state->datagram_state_type);
+    Py_VISIT(state->tls_fast_paths_type);
+    Py_VISIT(state->tls_transport_fast_paths_type);
+    Py_VISIT(state->socket_type);
+    Py_VISIT(state->gaierror);
+    Py_VISIT(state->family_members);
+    Py_VISIT(state->kind_members);
+    Py_VISIT(state->partial_type);
+    Py_VISIT(state->weak_value_dict);
+    Py_VISIT(state->streams.protocol_type);
+    Py_VISIT(state->streams.reader_type);
+    Py_VISIT(state->streams.data_received_fn);
+    Py_VISIT(state->streams.stream_reader_prop);
+    Py_VISIT(state->streams.feed_data_fn);
+    Py_VISIT(state->streams.wakeup_waiter_fn);
     Py_VISIT(state->asyncio_handle_run);
     Py_VISIT(state->futures_module);
     Py_VISIT(state->tasks_module);
@@ -153,6 +179,24 @@ static int module_clear(PyObject *m)
     Py_CLEAR(state->handle_type);
     Py_CLEAR(state->timer_handle_type);
     Py_CLEAR(state->lock_type);
+    Py_CLEAR(state->stream_fast_paths_type);
+    Py_CLEAR(state->transport_state_type);
+    Py_CLEAR(state->datagram_fast_paths_type);
+    Py_CLEAR(state->datagram_state_type);
+    Py_CLEAR(state->tls_fast_paths_type);
+    Py_CLEAR(state->tls_transport_fast_paths_type);
+    Py_CLEAR(state->socket_type);
+    Py_CLEAR(state->gaierror);
+    Py_CLEAR(state->family_members);
+    Py_CLEAR(state->kind_members);
+    Py_CLEAR(state->partial_type);
+    Py_CLEAR(state->weak_value_dict);
+    Py_CLEAR(state->streams.protocol_type);
+    Py_CLEAR(state->streams.reader_type);
+    Py_CLEAR(state->streams.data_received_fn);
+    Py_CLEAR(state->streams.stream_reader_prop);
+    Py_CLEAR(state->streams.feed_data_fn);
+    Py_CLEAR(state->streams.wakeup_waiter_fn);
     Py_CLEAR(state->threadsafe.type);
     Py_CLEAR(state->threadsafe.runner);
     return 0;

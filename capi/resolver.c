@@ -177,10 +177,8 @@ static int register_fork_hooks(void)
 
 /* ---- on the loop thread ---- */
 
-static PyObject *gaierror; /* socket.gaierror */
-
 /* CPython's set_gaierror. */
-static PyObject *lookup_error(lookup *r)
+static PyObject *lookup_error(const zl_module_state *state, lookup *r)
 {
     if (r->code == EAI_SYSTEM) {
         zl_sys_raise(r->err);
@@ -196,7 +194,7 @@ static PyObject *lookup_error(lookup *r)
     }
     PyObject *v = Py_BuildValue("(is)", r->code, zl_sys_gai_message(r->code));
     if (v != NULL) {
-        PyErr_SetObject(gaierror, v);
+        PyErr_SetObject(state->gaierror, v);
         Py_DECREF(v);
     }
     return NULL;
@@ -225,7 +223,6 @@ static PyObject *sockaddr_tuple(const struct sockaddr *sa)
 /* socket.AddressFamily's and socket.SocketKind's members by value: the
  * list socket.getaddrinfo returns carries members where the value is one
  * (socket._intenum_converter), plain ints otherwise. */
-static PyObject *family_members, *kind_members;
 
 static PyObject *member_or_int(PyObject *members, int value)
 {
@@ -241,13 +238,13 @@ static PyObject *member_or_int(PyObject *members, int value)
 }
 
 /* socket.getaddrinfo's list: (family, type, proto, canonname, sockaddr). */
-static PyObject *addrinfo_list(struct addrinfo *res)
+static PyObject *addrinfo_list(const zl_module_state *state, struct addrinfo *res)
 {
     PyObject *all = PyList_New(0);
     for (struct addrinfo *ai = res; all != NULL && ai != NULL; ai = ai->ai_next) {
         PyObject *addr = sockaddr_tuple(ai->ai_addr);
-        PyObject *family = addr ? member_or_int(family_members, ai->ai_family) : NULL;
-        PyObject *kind = family ? member_or_int(kind_members, ai->ai_socktype) : NULL;
+        PyObject *family = addr ? member_or_int(state->family_members, ai->ai_family) : NULL;
+        PyObject *kind = family ? member_or_int(state->kind_members, ai->ai_socktype) : NULL;
         PyObject *one = kind ? Py_BuildValue("OOisO", family, kind, ai->ai_protocol,
                                              ai->ai_canonname ? ai->ai_canonname : "", addr)
                              : NULL;
@@ -261,13 +258,13 @@ static PyObject *addrinfo_list(struct addrinfo *res)
     return all;
 }
 
-static PyObject *settle_value(int kind, lookup *r)
+static PyObject *settle_value(const zl_module_state *state, int kind, lookup *r)
 {
     if (r->code != 0)
-        return lookup_error(r);
+        return lookup_error(state, r);
     if (kind == 1)
         return Py_BuildValue("ss", r->result_host, r->result_serv);
-    return addrinfo_list(r->res);
+    return addrinfo_list(state, r->res);
 }
 
 static PyObject *s_set_result, *s_set_exception, *s_cancelled, *s_done;
@@ -300,7 +297,7 @@ void zl_settle_lookups(zl_loop *L, const zl_completion *done, int64_t n)
             Py_INCREF(entry);
             (void)PyDict_DelItem(L->lookups.futures, key);
             long kind = PyLong_AsLong(PyTuple_GET_ITEM(entry, 1));
-            PyObject *value = settle_value((int)kind, r);
+            PyObject *value = settle_value(L->state, (int)kind, r);
             PyObject *exc = value == NULL ? zl_fetch_exception() : NULL;
             if (settle_future(PyTuple_GET_ITEM(entry, 0), value, exc) < 0)
                 PyErr_WriteUnraisable((PyObject *)L);
@@ -313,7 +310,7 @@ void zl_settle_lookups(zl_loop *L, const zl_completion *done, int64_t n)
         Py_XDECREF(key);
         lookup_free(r);
     }
-    zl_workers_drain();
+    zl_workers_drain(zl_interpreter_id());
 }
 
 /* Records fut under a new token and submits r, which the pool owns from
@@ -329,6 +326,7 @@ static PyObject *enqueue(zl_loop *L, lookup *r, PyObject *fut, int kind)
     r->work.kind = &lookup_kind;
     r->work.token = ++L->lookups.counter;
     r->work.engine = L->engine;
+    r->work.owner = zl_interpreter_id();
     r->kind = kind;
     PyObject *key = PyLong_FromUnsignedLongLong(r->work.token);
     PyObject *entry = key ? Py_BuildValue("(Oi)", fut, kind) : NULL;
@@ -530,16 +528,21 @@ int zl_resolver_init(void)
 {
     if (register_fork_hooks() < 0)
         return -1;
-    PyObject *socket = PyImport_ImportModule("socket");
-    if (socket == NULL)
-        return -1;
-    gaierror = PyObject_GetAttrString(socket, "gaierror");
-    family_members = gaierror ? members_by_value(socket, "AddressFamily") : NULL;
-    kind_members = family_members ? members_by_value(socket, "SocketKind") : NULL;
-    Py_DECREF(socket);
     s_set_result = PyUnicode_InternFromString("set_result");
     s_set_exception = PyUnicode_InternFromString("set_exception");
     s_cancelled = PyUnicode_InternFromString("cancelled");
     s_done = PyUnicode_InternFromString("done");
-    return kind_members && s_set_result && s_set_exception && s_cancelled && s_done ? 0 : -1;
+    return s_set_result && s_set_exception && s_cancelled && s_done ? 0 : -1;
+}
+
+int zl_resolver_state_new(zl_module_state *state)
+{
+    PyObject *socket = PyImport_ImportModule("socket");
+    if (socket == NULL)
+        return -1;
+    state->gaierror = PyObject_GetAttrString(socket, "gaierror");
+    state->family_members = state->gaierror ? members_by_value(socket, "AddressFamily") : NULL;
+    state->kind_members = state->family_members ? members_by_value(socket, "SocketKind") : NULL;
+    Py_DECREF(socket);
+    return state->kind_members != NULL ? 0 : -1;
 }

@@ -205,41 +205,41 @@ static int exit_lock(PyObject *lock)
  * _cancelled (zloopgo's queue holds this call, the handle its argument). */
 static PyObject *run_threadsafe(PyObject *mod, PyObject *handle)
 {
-    const zl_threadsafe_class threadsafe = ((zl_module_state *)PyModule_GetState(mod))->threadsafe;
+    /* set once (set_threadsafe_handle): nothing a callback does changes it */
+    const zl_threadsafe_class *ts = &((zl_module_state *)PyModule_GetState(mod))->threadsafe;
     /* the adapter queues only handles it made; anything else is refused,
      * not trusted (the runner is reachable from Python) */
-    if (!PyObject_TypeCheck(handle, threadsafe.type) ||
-        SLOT(handle, threadsafe.cancelled) == NULL || SLOT(handle, threadsafe.lock) == NULL ||
-        SLOT(handle, threadsafe.loop) == NULL || !zl_is_loop(SLOT(handle, threadsafe.loop))) {
+    if (!PyObject_TypeCheck(handle, ts->type) || SLOT(handle, ts->cancelled) == NULL ||
+        SLOT(handle, ts->lock) == NULL || SLOT(handle, ts->loop) == NULL ||
+        !zl_is_loop(SLOT(handle, ts->loop))) {
         PyErr_SetString(PyExc_TypeError, "not a _ThreadSafeHandle of a zloopgo loop");
         return NULL;
     }
     if (!PyObject_GC_IsTracked(handle)) /* off the lists while queued (threadsafe_handle_new) */
         PyObject_GC_Track(handle);
-    if (SLOT(handle, threadsafe.cancelled) != Py_False &&
-        PyObject_IsTrue(SLOT(handle, threadsafe.cancelled)) != 0)
+    if (SLOT(handle, ts->cancelled) != Py_False &&
+        PyObject_IsTrue(SLOT(handle, ts->cancelled)) != 0)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
-    PyObject *lock = Py_NewRef(SLOT(handle, threadsafe.lock));
+    PyObject *lock = Py_NewRef(SLOT(handle, ts->lock));
     if (enter_lock(lock) < 0) {
         Py_DECREF(lock);
         return NULL;
     }
     int failed = 0;
-    PyObject *flag = SLOT(handle, threadsafe.cancelled);
+    PyObject *flag = SLOT(handle, ts->cancelled);
     int cancelled = flag == Py_False ? 0 : PyObject_IsTrue(flag);
     if (cancelled < 0) {
         failed = 1;
-    } else if (!cancelled && (SLOT(handle, threadsafe.args) == NULL ||
-                              !PyTuple_Check(SLOT(handle, threadsafe.args)) ||
-                              SLOT(handle, threadsafe.callback) == NULL ||
-                              SLOT(handle, threadsafe.context) == NULL)) {
+    } else if (!cancelled &&
+               (SLOT(handle, ts->args) == NULL || !PyTuple_Check(SLOT(handle, ts->args)) ||
+                SLOT(handle, ts->callback) == NULL || SLOT(handle, ts->context) == NULL)) {
         PyErr_SetString(PyExc_TypeError, "a _ThreadSafeHandle without its call");
         failed = 1;
     } else if (!cancelled) {
-        zl_loop *L = (zl_loop *)SLOT(handle, threadsafe.loop);
-        PyObject *callback = Py_NewRef(SLOT(handle, threadsafe.callback));
-        PyObject *args = Py_NewRef(SLOT(handle, threadsafe.args));
-        PyObject *context = Py_NewRef(SLOT(handle, threadsafe.context));
+        zl_loop *L = (zl_loop *)SLOT(handle, ts->loop);
+        PyObject *callback = Py_NewRef(SLOT(handle, ts->callback));
+        PyObject *args = Py_NewRef(SLOT(handle, ts->args));
+        PyObject *context = Py_NewRef(SLOT(handle, ts->context));
         char snapshot = 0;
         PyObject *res = zl_run_call(L, callback, &PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args),
                                     &context, &snapshot);
@@ -283,12 +283,22 @@ PyObject *zl_set_threadsafe_handle(PyObject *mod, PyObject *args)
         PyErr_Format(PyExc_TypeError, "%s has a __dict__", t->tp_name);
         return NULL;
     }
+    zl_threadsafe_class *threadsafe = &((zl_module_state *)PyModule_GetState(mod))->threadsafe;
+    /* Set once per module object: the handles queued, the runner they are
+     * queued with and every reader (which holds the class and its offsets
+     * by pointer across Python code: run_threadsafe) rely on it. */
+    if (threadsafe->type != NULL) {
+        if (t == threadsafe->type)
+            return Py_NewRef(threadsafe->runner);
+        return PyErr_Format(PyExc_RuntimeError,
+                            "this module's _ThreadSafeHandle class is %s already",
+                            threadsafe->type->tp_name);
+    }
     PyObject *runner = PyCFunction_New(&run_threadsafe_def, mod);
     if (runner == NULL)
         return NULL;
-    zl_threadsafe_class *threadsafe = &((zl_module_state *)PyModule_GetState(mod))->threadsafe;
-    Py_XSETREF(threadsafe->runner, runner);
-    Py_XSETREF(threadsafe->type, (PyTypeObject *)Py_NewRef(type));
+    threadsafe->runner = runner;
+    threadsafe->type = (PyTypeObject *)Py_NewRef(type);
     threadsafe->callback = offsets[0];
     threadsafe->args = offsets[1];
     threadsafe->cancelled = offsets[2];
@@ -304,7 +314,7 @@ PyObject *zl_set_threadsafe_handle(PyObject *mod, PyObject *args)
 static PyObject *threadsafe_handle_new(zl_loop *L, PyObject *callback, PyObject *const *args,
                                        Py_ssize_t nargs, PyObject *context)
 {
-    const zl_threadsafe_class threadsafe = L->state->threadsafe;
+    const zl_threadsafe_class *ts = &L->state->threadsafe; /* set once */
     PyObject *argt = PyTuple_New(nargs);
     if (argt == NULL)
         return NULL;
@@ -312,21 +322,21 @@ static PyObject *threadsafe_handle_new(zl_loop *L, PyObject *callback, PyObject 
         PyTuple_SET_ITEM(argt, i, Py_NewRef(args[i]));
     context = context == NULL || context == Py_None ? PyContext_CopyCurrent() : Py_NewRef(context);
     PyObject *lock = context ? zl_handle_lock_new(L->state) : NULL;
-    PyObject *h = lock ? threadsafe.type->tp_alloc(threadsafe.type, 0) : NULL;
+    PyObject *h = lock ? ts->type->tp_alloc(ts->type, 0) : NULL;
     if (h == NULL) {
         Py_DECREF(argt);
         Py_XDECREF(context);
         Py_XDECREF(lock);
         return NULL;
     }
-    SLOT(h, threadsafe.context) = context;
-    SLOT(h, threadsafe.loop) = Py_NewRef((PyObject *)L);
-    SLOT(h, threadsafe.callback) = Py_NewRef(callback);
-    SLOT(h, threadsafe.args) = argt;
-    SLOT(h, threadsafe.cancelled) = Py_NewRef(Py_False);
-    SLOT(h, threadsafe.repr) = Py_NewRef(Py_None);
-    SLOT(h, threadsafe.source_traceback) = Py_NewRef(Py_None);
-    SLOT(h, threadsafe.lock) = lock;
+    SLOT(h, ts->context) = context;
+    SLOT(h, ts->loop) = Py_NewRef((PyObject *)L);
+    SLOT(h, ts->callback) = Py_NewRef(callback);
+    SLOT(h, ts->args) = argt;
+    SLOT(h, ts->cancelled) = Py_NewRef(Py_False);
+    SLOT(h, ts->repr) = Py_NewRef(Py_None);
+    SLOT(h, ts->source_traceback) = Py_NewRef(Py_None);
+    SLOT(h, ts->lock) = lock;
     /* Off the collector's lists while the queue holds them, as the
      * adapter's own handles are (handle.c): each young collection
      * traversed every queued one (1,900 of 6,400 instructions per call,

@@ -18,7 +18,6 @@
  * transports or the engine. */
 #include "zl.h"
 
-PyTypeObject *zl_socket_type;
 int zl_socket_layout_known;
 
 /* settimeout(value) on sock, then whether the layout's timeout reads
@@ -34,11 +33,11 @@ static int timeout_reads(PyObject *sock, PyObject *value, int64_t expect)
 /* Whether zl_socket_head is where this CPython keeps a socket's descriptor,
  * family, type and timeout: read off a fresh UDP socket set three ways,
  * and its descriptor off it once closed. */
-static int check_layout(void)
+static int check_layout(PyTypeObject *socket_type)
 {
-    if (zl_socket_type->tp_basicsize < (Py_ssize_t)sizeof(zl_socket_head))
+    if (socket_type->tp_basicsize < (Py_ssize_t)sizeof(zl_socket_head))
         return 0;
-    PyObject *sock = PyObject_CallFunction((PyObject *)zl_socket_type, "ii", AF_INET, SOCK_DGRAM);
+    PyObject *sock = PyObject_CallFunction((PyObject *)socket_type, "ii", AF_INET, SOCK_DGRAM);
     if (sock == NULL) {
         PyErr_Clear();
         return 0;
@@ -66,19 +65,37 @@ PyObject *zl_socket_layout_ok(PyObject *mod, PyObject *unused)
     return PyBool_FromLong(zl_socket_layout_known);
 }
 
-int zl_sockets_init(void)
+/* The importing interpreter's socket.socket, a new reference, or NULL
+ * with an exception set. */
+static PyTypeObject *socket_class(void)
 {
     PyObject *m = PyImport_ImportModule("socket");
     PyObject *t = m != NULL ? PyObject_GetAttrString(m, "socket") : NULL;
     Py_XDECREF(m);
     if (t == NULL)
-        return -1;
+        return NULL;
     if (!PyType_Check(t)) {
         Py_DECREF(t);
         PyErr_SetString(PyExc_TypeError, "socket.socket must be a class");
-        return -1;
+        return NULL;
     }
-    Py_XSETREF(zl_socket_type, (PyTypeObject *)t);
-    zl_socket_layout_known = check_layout();
+    return (PyTypeObject *)t;
+}
+
+/* The layout is the interpreter binary's: tested once, on the first
+ * importing interpreter's class. */
+int zl_sockets_init(void)
+{
+    PyTypeObject *t = socket_class();
+    if (t == NULL)
+        return -1;
+    zl_socket_layout_known = check_layout(t);
+    Py_DECREF(t);
     return 0;
+}
+
+int zl_sockets_state_new(zl_module_state *state)
+{
+    state->socket_type = socket_class();
+    return state->socket_type == NULL ? -1 : 0;
 }

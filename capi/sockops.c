@@ -36,8 +36,6 @@
  * receive buffer (transport.c); nothing of the engine. */
 #include "zl.h"
 
-static PyObject *partial_type;        /* functools.partial */
-static PyTypeObject *weak_value_dict; /* weakref.WeakValueDictionary */
 static PyObject *s_recv, *s_recv_into, *s_send, *s_fileno, *s_done, *s_set_result, *s_set_exception,
     *s_add_done_callback, *s_cancelled, *s_transports, *s_data, *s_ensure_fd_no_transport,
     *s_remove_reader, *s_remove_writer, *s_sock_recv, *s_sock_recv_into, *s_sock_sendall,
@@ -55,7 +53,7 @@ static int plain_loop(zl_loop *L)
  * steps may be taken here; anything else takes them in Python. */
 static int native_steps(zl_loop *L, PyObject *sock)
 {
-    return plain_loop(L) && !L->debug && Py_TYPE(sock) == zl_socket_type;
+    return plain_loop(L) && !L->debug && Py_TYPE(sock) == L->state->socket_type;
 }
 
 /* The call raised what asyncio's steps take as "not now"
@@ -72,9 +70,9 @@ static int not_now_or_error(void)
 
 /* sock's descriptor if it is a plain socket.socket in non-blocking mode
  * whose layout is known and which is open, else -1. */
-static inline int nonblocking_fd(PyObject *sock)
+static inline int nonblocking_fd(const PyTypeObject *socket_type, PyObject *sock)
 {
-    int fd = zl_socket_nonblocking_fd(sock);
+    int fd = zl_socket_nonblocking_fd(socket_type, sock);
     return fd >= 0 ? fd : -1;
 }
 
@@ -85,7 +83,8 @@ static inline int nonblocking_fd(PyObject *sock)
  * sock holds then, which a handler may have closed (-1: EBADF) or put in
  * another mode (the call then waits as the module's would, without the
  * GIL). The count, or -1 with the error in zl_sys_error(). */
-static inline Py_ssize_t sock_syscall(PyObject *sock, int fd, int sending, void *buf, size_t len)
+static inline Py_ssize_t sock_syscall(const PyTypeObject *socket_type, PyObject *sock, int fd,
+                                      int sending, void *buf, size_t len)
 {
     int waits = 0; /* a handler made the socket blocking */
     for (;;) {
@@ -101,8 +100,8 @@ static inline Py_ssize_t sock_syscall(PyObject *sock, int fd, int sending, void 
             return n;
         if (PyErr_CheckSignals() < 0)
             return -2;
-        fd = zl_socket_fd(sock);
-        waits = zl_socket_nonblocking_fd(sock) == ZL_NOT_A_SOCKET;
+        fd = zl_socket_fd(socket_type, sock);
+        waits = zl_socket_nonblocking_fd(socket_type, sock) == ZL_NOT_A_SOCKET;
     }
 }
 
@@ -129,9 +128,9 @@ static int recv_now(zl_loop *L, PyObject *sock, PyObject *n, PyObject **data)
     long size = PyLong_CheckExact(n) ? PyLong_AsLong(n) : -1;
     if (size == -1 && PyErr_Occurred())
         PyErr_Clear(); /* beyond a long: sock.recv words the error */
-    int fd = nonblocking_fd(sock);
+    int fd = nonblocking_fd(L->state->socket_type, sock);
     int into_rx = fd >= 0 ? size > 0 && size <= ZL_SOCK_RX_LIMIT
-                          : Py_TYPE(sock) == zl_socket_type && size >= ZL_SOCK_RX_FROM &&
+                          : Py_TYPE(sock) == L->state->socket_type && size >= ZL_SOCK_RX_FROM &&
                                 size <= ZL_SOCK_RX_LIMIT;
     if (!into_rx) {
         PyObject *args[3] = {sock, n, NULL};
@@ -144,7 +143,7 @@ static int recv_now(zl_loop *L, PyObject *sock, PyObject *n, PyObject **data)
     Py_ssize_t got = -1;
     int r = -1;
     if (fd >= 0) {
-        got = sock_syscall(sock, fd, 0, buf, (size_t)size);
+        got = sock_syscall(L->state->socket_type, sock, fd, 0, buf, (size_t)size);
         if (got == -1)
             r = error_outcome(); /* -2: a signal handler's exception stands */
     } else {
@@ -173,9 +172,9 @@ static int recv_now(zl_loop *L, PyObject *sock, PyObject *n, PyObject **data)
 /* sock.send(data): the bytes sent (0 when the kernel takes none now), or
  * -1 with the exception set; a bytes to a plain non-blocking socket with
  * send(2) itself. */
-static Py_ssize_t send_now(PyObject *sock, PyObject *data)
+static Py_ssize_t send_now(const PyTypeObject *socket_type, PyObject *sock, PyObject *data)
 {
-    int fd = nonblocking_fd(sock);
+    int fd = nonblocking_fd(socket_type, sock);
     if (fd < 0 || !PyBytes_CheckExact(data)) {
         PyObject *args[3] = {sock, data, NULL};
         PyObject *n =
@@ -186,15 +185,16 @@ static Py_ssize_t send_now(PyObject *sock, PyObject *data)
         Py_DECREF(n);
         return sent;
     }
-    Py_ssize_t sent =
-        sock_syscall(sock, fd, 1, PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data));
+    Py_ssize_t sent = sock_syscall(socket_type, sock, fd, 1, PyBytes_AS_STRING(data),
+                                   (size_t)PyBytes_GET_SIZE(data));
     return sent >= 0 ? sent : sent == -1 ? error_outcome() : -1;
 }
 
 /* recv(2) on sock's fd into view (released): recv_into_now's outcome. */
-static int recv_into_view(PyObject *sock, int fd, Py_buffer *view, PyObject **count)
+static int recv_into_view(const PyTypeObject *socket_type, PyObject *sock, int fd, Py_buffer *view,
+                          PyObject **count)
 {
-    Py_ssize_t got = sock_syscall(sock, fd, 0, view->buf, (size_t)view->len);
+    Py_ssize_t got = sock_syscall(socket_type, sock, fd, 0, view->buf, (size_t)view->len);
     int r = got >= 0 ? 1 : got == -1 ? error_outcome() : -1;
     PyBuffer_Release(view);
     if (r == 1 && (*count = PyLong_FromSsize_t(got)) == NULL)
@@ -208,14 +208,15 @@ static int recv_into_view(PyObject *sock, int fd, Py_buffer *view, PyObject **co
  * (what the socket's recv_into asks of it), else the socket's method,
  * which also words why a buffer will not do (and returns 0 for an empty
  * one, where recv(2) would wait for data). */
-static int recv_into_now(PyObject *sock, PyObject *buf, PyObject **count)
+static int recv_into_now(const PyTypeObject *socket_type, PyObject *sock, PyObject *buf,
+                         PyObject **count)
 {
     *count = NULL;
     Py_buffer view;
-    int fd = nonblocking_fd(sock);
+    int fd = nonblocking_fd(socket_type, sock);
     if (fd >= 0 && PyObject_GetBuffer(buf, &view, PyBUF_WRITABLE) == 0) {
         if (view.len > 0)
-            return recv_into_view(sock, fd, &view, count);
+            return recv_into_view(socket_type, sock, fd, &view, count);
         PyBuffer_Release(&view);
     }
     PyErr_Clear();
@@ -267,7 +268,7 @@ static int ensure_no_transport(zl_loop *L, PyObject *fd)
     if (transports == NULL)
         return -1;
     int ask = 1;
-    if (Py_TYPE(transports) == weak_value_dict) {
+    if (Py_TYPE(transports) == L->state->weak_value_dict) {
         PyObject *data = PyObject_GetAttr(transports, s_data);
         if (data != NULL && PyDict_CheckExact(data))
             ask = PyDict_GetItemWithError(data, fd) != NULL || PyErr_Occurred();
@@ -293,7 +294,7 @@ static PyObject *wait_on(zl_loop *L, PyObject *sock, int which, PyObject *callba
     PyObject *fut = zl_loop_create_future(L, NULL);
     if (fut == NULL)
         return NULL;
-    int known = zl_socket_fd(sock);
+    int known = zl_socket_fd(L->state->socket_type, sock);
     PyObject *fd =
         known != ZL_NOT_A_SOCKET
             ? PyLong_FromLong(known)
@@ -312,7 +313,7 @@ static PyObject *wait_on(zl_loop *L, PyObject *sock, int which, PyObject *callba
     if (done == NULL)
         goto out;
     PyObject *bind[3] = {done, fd, handle};
-    partial = PyObject_Vectorcall(partial_type, bind, 2, kw_handle);
+    partial = PyObject_Vectorcall(L->state->partial_type, bind, 2, kw_handle);
     if (partial == NULL)
         goto out;
     PyObject *add[2] = {fut, partial};
@@ -368,7 +369,7 @@ PyObject *zl_loop_sock_recv_into_now(zl_loop *L, PyObject *const *args, Py_ssize
     if (go <= 0)
         return go < 0 ? NULL : Py_NewRef(Py_NotImplemented);
     PyObject *count;
-    int r = recv_into_now(args[0], args[1], &count);
+    int r = recv_into_now(L->state->socket_type, args[0], args[1], &count);
     if (r != 0)
         return count;
     return wait_on(L, args[0], 0, s_sock_recv_into, args[1], NULL);
@@ -383,7 +384,7 @@ PyObject *zl_loop_sock_sendall_now(zl_loop *L, PyObject *const *args, Py_ssize_t
     if (go <= 0)
         return go < 0 ? NULL : Py_NewRef(Py_NotImplemented);
     PyObject *sock = args[0], *data = args[1];
-    Py_ssize_t sent = send_now(sock, data);
+    Py_ssize_t sent = send_now(L->state->socket_type, sock, data);
     if (sent < 0)
         return NULL;
     /* asyncio's `n == len(data)` */
@@ -447,7 +448,7 @@ PyObject *zl_loop_sock_recv_into_step(zl_loop *L, PyObject *const *args, Py_ssiz
     int done = future_done(args[0]);
     if (done != 0)
         return done < 0 ? NULL : Py_NewRef(Py_None);
-    int r = recv_into_now(args[1], args[2], &count);
+    int r = recv_into_now(L->state->socket_type, args[1], args[2], &count);
     return settle(args[0], r, count);
 }
 
@@ -597,13 +598,22 @@ int zl_sockops_init(void)
     if (zl_intern_names(names, sizeof names / sizeof names[0]) < 0)
         return -1;
     kw_handle = Py_BuildValue("(s)", "handle");
-    partial_type = import_attr("functools", "partial");
-    weak_value_dict = (PyTypeObject *)import_attr("weakref", "WeakValueDictionary");
-    if (kw_handle == NULL || partial_type == NULL || weak_value_dict == NULL)
+    return kw_handle == NULL ? -1 : 0;
+}
+
+int zl_sockops_state_new(zl_module_state *state)
+{
+    state->partial_type = import_attr("functools", "partial");
+    PyObject *wvd = import_attr("weakref", "WeakValueDictionary");
+    if (state->partial_type == NULL || wvd == NULL) {
+        Py_XDECREF(wvd);
         return -1;
-    if (!PyType_Check(weak_value_dict)) {
+    }
+    if (!PyType_Check(wvd)) {
+        Py_DECREF(wvd);
         PyErr_SetString(PyExc_TypeError, "weakref.WeakValueDictionary must be a class");
         return -1;
     }
+    state->weak_value_dict = (PyTypeObject *)wvd;
     return 0;
 }

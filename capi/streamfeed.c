@@ -12,14 +12,10 @@
  * classes still hold the methods zloopgo checked at import (a
  * monkeypatched or subclassed method takes the Python path), and neither
  * instance overrides them. It knows asyncio's stream classes by their
- * attribute names; it knows nothing of the loop or the engine. */
+ * attribute names and keeps what it checked in the module's state
+ * (zl_stream_classes), which its caller hands it; it knows nothing of
+ * the loop or the engine. */
 #include "zl.h"
-
-static PyTypeObject *protocol_type, *reader_type;
-/* what the classes held when zloopgo checked them */
-static PyObject *data_received_fn, *stream_reader_prop, *feed_data_fn, *wakeup_waiter_fn;
-static unsigned int protocol_version, reader_version; /* tp_version_tag when last checked */
-static int check_asserts; /* sys.flags.optimize == 0: feed_data's assert runs */
 
 static PyObject *s_data_received, *s_stream_reader, *s_feed_data, *s_wakeup_waiter, *s_reader_wr,
     *s_eof, *s_buffer, *s_waiter, *s_transport, *s_paused, *s_limit, *s_cancelled, *s_set_result,
@@ -33,8 +29,9 @@ PyObject *zl_set_streams(PyObject *mod, PyObject *args)
     int asserts;
     if (!PyArg_ParseTuple(args, "OOp", &proto, &reader, &asserts))
         return NULL;
-    Py_CLEAR(protocol_type);
-    Py_CLEAR(reader_type);
+    zl_stream_classes *c = &((zl_module_state *)PyModule_GetState(mod))->streams;
+    Py_CLEAR(c->protocol_type);
+    Py_CLEAR(c->reader_type);
     if (proto == Py_None)
         Py_RETURN_NONE;
     if (!PyType_Check(proto) || !PyType_Check(reader))
@@ -44,10 +41,10 @@ PyObject *zl_set_streams(PyObject *mod, PyObject *args)
         PyTypeObject *type;
         PyObject *name;
     } methods[] = {
-        {&data_received_fn, (PyTypeObject *)proto, s_data_received},
-        {&stream_reader_prop, (PyTypeObject *)proto, s_stream_reader},
-        {&feed_data_fn, (PyTypeObject *)reader, s_feed_data},
-        {&wakeup_waiter_fn, (PyTypeObject *)reader, s_wakeup_waiter},
+        {&c->data_received_fn, (PyTypeObject *)proto, s_data_received},
+        {&c->stream_reader_prop, (PyTypeObject *)proto, s_stream_reader},
+        {&c->feed_data_fn, (PyTypeObject *)reader, s_feed_data},
+        {&c->wakeup_waiter_fn, (PyTypeObject *)reader, s_wakeup_waiter},
     };
     for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
         PyObject *m = _PyType_Lookup(methods[i].type, methods[i].name); /* borrowed */
@@ -55,11 +52,11 @@ PyObject *zl_set_streams(PyObject *mod, PyObject *args)
             return PyErr_Format(PyExc_TypeError, "%R has no %R", methods[i].type, methods[i].name);
         Py_XSETREF(*methods[i].slot, Py_NewRef(m));
     }
-    protocol_type = (PyTypeObject *)Py_NewRef(proto);
-    reader_type = (PyTypeObject *)Py_NewRef(reader);
-    protocol_version = protocol_type->tp_version_tag;
-    reader_version = reader_type->tp_version_tag;
-    check_asserts = asserts;
+    c->protocol_type = (PyTypeObject *)Py_NewRef(proto);
+    c->reader_type = (PyTypeObject *)Py_NewRef(reader);
+    c->protocol_version = c->protocol_type->tp_version_tag;
+    c->reader_version = c->reader_type->tp_version_tag;
+    c->check_asserts = asserts;
     Py_RETURN_NONE;
 }
 
@@ -184,12 +181,15 @@ static int maybe_pause(PyObject *reader, Py_ssize_t buffered)
     return rc;
 }
 
-int zl_stream_feed(PyObject *protocol, const char *buf, Py_ssize_t n)
+int zl_stream_feed(zl_module_state *state, PyObject *protocol, const char *buf, Py_ssize_t n)
 {
-    if (protocol_type == NULL || Py_TYPE(protocol) != protocol_type ||
-        !class_unchanged(protocol_type, &protocol_version, s_data_received, data_received_fn,
-                         s_stream_reader, stream_reader_prop) ||
-        !bound_method_is(protocol, s_data_received, data_received_fn))
+    if (state == NULL)
+        return 0;
+    zl_stream_classes *c = &state->streams;
+    if (c->protocol_type == NULL || Py_TYPE(protocol) != c->protocol_type ||
+        !class_unchanged(c->protocol_type, &c->protocol_version, s_data_received,
+                         c->data_received_fn, s_stream_reader, c->stream_reader_prop) ||
+        !bound_method_is(protocol, s_data_received, c->data_received_fn))
         return 0;
     /* data_received: reader = self._stream_reader (a weak reference) */
     PyObject *wr = PyObject_GetAttr(protocol, s_reader_wr);
@@ -208,17 +208,17 @@ int zl_stream_feed(PyObject *protocol, const char *buf, Py_ssize_t n)
         Py_XDECREF(reader);
         return 1;
     }
-    if (Py_TYPE(reader) != reader_type ||
-        !class_unchanged(reader_type, &reader_version, s_feed_data, feed_data_fn, s_wakeup_waiter,
-                         wakeup_waiter_fn) ||
-        !bound_method_is(reader, s_feed_data, feed_data_fn) ||
-        !bound_method_is(reader, s_wakeup_waiter, wakeup_waiter_fn)) {
+    if (Py_TYPE(reader) != c->reader_type ||
+        !class_unchanged(c->reader_type, &c->reader_version, s_feed_data, c->feed_data_fn,
+                         s_wakeup_waiter, c->wakeup_waiter_fn) ||
+        !bound_method_is(reader, s_feed_data, c->feed_data_fn) ||
+        !bound_method_is(reader, s_wakeup_waiter, c->wakeup_waiter_fn)) {
         Py_DECREF(reader);
         return 0;
     }
     int rc = -1;
     PyObject *buffer = NULL;
-    int eof = check_asserts ? attr_true(reader, s_eof) : 0;
+    int eof = c->check_asserts ? attr_true(reader, s_eof) : 0;
     if (eof > 0)
         PyErr_SetString(PyExc_AssertionError, "feed_data after feed_eof");
     if (eof == 0 && (buffer = PyObject_GetAttr(reader, s_buffer)) != NULL) {

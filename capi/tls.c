@@ -757,6 +757,11 @@ static PyObject *write_appdata(PyObject *self, PyObject *list_of_data)
 
 /* ---- incoming ---- */
 
+/* The state of the module whose TLSFastPaths self's class derives from
+ * (found in its MRO by the method table, second for zloopgo's
+ * SSLProtocol), or NULL: once per record handed on. */
+static zl_module_state *module_state_of(PyObject *self);
+
 /* The application protocol's data_received(data), through the stream fast
  * path when it is asyncio's StreamReaderProtocol (else *loud is set): 0
  * or -1 */
@@ -767,7 +772,8 @@ static int deliver(PyObject *self, PyObject *data, int *loud)
         return -1;
     int rc = 0;
     if (PyBytes_CheckExact(data))
-        rc = zl_stream_feed(app, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
+        rc = zl_stream_feed(module_state_of(self), app, PyBytes_AS_STRING(data),
+                            PyBytes_GET_SIZE(data));
     if (rc == 0) {
         *loud = 1;
         rc = call_method(app, s_data_received, data);
@@ -1017,20 +1023,43 @@ static PyMethodDef protocol_methods[] = {
     {"_control_ssl_reading", control_ssl_reading, METH_NOARGS, NULL},
     {NULL}};
 
-PyTypeObject zl_TLSFastPathsType = {
-    /* clang-format off */
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "zloopgo._engine.TLSFastPaths",
-    /* clang-format on */
-    .tp_doc = "Native per-record methods for asyncio's sslproto.SSLProtocol.",
-    .tp_basicsize = sizeof(PyObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+static PyType_Slot protocol_slots[] = {
+    {Py_tp_doc, "Native per-record methods for asyncio's sslproto.SSLProtocol."},
     /* SSLProtocol has no slots of its own, so this type is its subclass's
      * best base, whose tp_new instances are made with */
-    .tp_new = PyType_GenericNew,
-    .tp_methods = protocol_methods,
-    .tp_setattro = tls_setattro,
-};
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_methods, protocol_methods},
+    {Py_tp_setattro, tls_setattro},
+    {0, NULL}};
+
+static PyType_Spec protocol_spec = {
+    "zloopgo._engine.TLSFastPaths", sizeof(PyObject), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_IMMUTABLETYPE, protocol_slots};
+
+static zl_module_state *module_state_of(PyObject *self)
+{
+    PyObject *mro = Py_TYPE(self)->tp_mro;
+    for (Py_ssize_t i = 0; mro != NULL && i < PyTuple_GET_SIZE(mro); i++) {
+        PyTypeObject *t = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        if (t->tp_methods == protocol_methods)
+            return PyModule_GetState(((PyHeapTypeObject *)t)->ht_module);
+    }
+    return NULL;
+}
+
+/* proto's class has a TLSFastPaths of any interpreter's module in its
+ * MRO (a heap type made from protocol_spec has its methods), as
+ * PyObject_TypeCheck would ask of one class. */
+static int is_tls_fast_paths(PyObject *proto)
+{
+    PyObject *mro = Py_TYPE(proto)->tp_mro;
+    if (mro == NULL)
+        return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++)
+        if (((PyTypeObject *)PyTuple_GET_ITEM(mro, i))->tp_methods == protocol_methods)
+            return 1;
+    return 0;
+}
 
 /* ---- the application's transport ---- */
 
@@ -1077,7 +1106,7 @@ static PyObject *app_is_closing(PyObject *self, PyObject *unused)
     if (proto == NULL)
         return NULL;
     /* not zloopgo's protocol, or its method replaced: the method */
-    int own = !PyObject_TypeCheck(proto, &zl_TLSFastPathsType) ? 0
+    int own = !is_tls_fast_paths(proto) ? 0
               : unreplaced(proto)
                   ? 1
                   : resolves_to(proto, s_is_transport_closing, py_is_transport_closing, NULL);
@@ -1106,16 +1135,27 @@ static PyMethodDef app_methods[] = {
      "Return True if the transport is closing or closed."},
     {NULL}};
 
-PyTypeObject zl_TLSTransportFastPathsType = {
-    /* clang-format off */
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "zloopgo._engine.TLSTransportFastPaths",
-    /* clang-format on */
-    .tp_doc = "Native write and is_closing for asyncio's sslproto._SSLProtocolTransport.",
-    .tp_basicsize = sizeof(PyObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_methods = app_methods,
-};
+static PyType_Slot app_slots[] = {
+    {Py_tp_doc, "Native write and is_closing for asyncio's sslproto._SSLProtocolTransport."},
+    {Py_tp_methods, app_methods},
+    {0, NULL}};
+
+/* A base of zloopgo's app transport class only: no instances of its own. */
+static PyType_Spec app_spec = {"zloopgo._engine.TLSTransportFastPaths", sizeof(PyObject), 0,
+                               Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_IMMUTABLETYPE |
+                                   Py_TPFLAGS_DISALLOW_INSTANTIATION,
+                               app_slots};
+
+int zl_tls_types_new(PyObject *module, zl_module_state *state)
+{
+    state->tls_fast_paths_type =
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &protocol_spec, NULL);
+    if (state->tls_fast_paths_type == NULL)
+        return -1;
+    state->tls_transport_fast_paths_type =
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &app_spec, NULL);
+    return state->tls_transport_fast_paths_type == NULL ? -1 : 0;
+}
 
 int zl_tls_init(void)
 {
@@ -1172,7 +1212,5 @@ int zl_tls_init(void)
         return -1;
     if ((zero = PyLong_FromLong(0)) == NULL || (empty_bytes = PyBytes_FromString("")) == NULL)
         return -1;
-    if (PyType_Ready(&zl_TLSFastPathsType) < 0)
-        return -1;
-    return PyType_Ready(&zl_TLSTransportFastPathsType);
+    return 0;
 }

@@ -184,11 +184,16 @@ void zl_rx_give_back(zl_loop *L, char *own)
         L->rx.busy = 0;
 }
 
-/* The transport's native state, or NULL (no error set) when it has none. */
+static void transport_state_dealloc(PyObject *self);
+
+/* The transport's native state, or NULL (no error set) when it has none:
+ * a TransportState of any interpreter's module, known by its deallocator
+ * (one load more than comparing with the class, no lookup of it). */
 static zl_transport *state_of(PyObject *self)
 {
     PyObject *s = slot_value(self, F_STATE);
-    return s != NULL && Py_TYPE(s) == &zl_TransportStateType ? (zl_transport *)s : NULL;
+    return s != NULL && Py_TYPE(s)->tp_dealloc == transport_state_dealloc ? (zl_transport *)s
+                                                                          : NULL;
 }
 
 /* The zloopgo loop this transport belongs to, or NULL. */
@@ -199,6 +204,13 @@ static zl_loop *transport_loop(PyObject *self)
 }
 
 /* The counters of t's kind on loop L (zl.h, zl_counters), or NULL. */
+/* The socket.socket of L's interpreter, whose sockets alone the native
+ * calls serve: NULL (none) without a zloopgo loop. */
+static inline const PyTypeObject *socket_type_of(const zl_loop *L)
+{
+    return L != NULL ? L->state->socket_type : NULL;
+}
+
 static inline zl_transport_counts *counts(zl_loop *L, const zl_transport *t)
 {
     return L != NULL && t != NULL ? &L->counters.transports[(int)t->kind] : NULL;
@@ -223,19 +235,22 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
     if (sock == NULL)
         return NULL;
     long max_size = 0; /* read_size sets it when usual != 0, which gcc cannot always see */
-    int usual = zl_socket_nonblocking_fd(sock) != ZL_NOT_A_SOCKET ? read_size(self, &max_size) : 0;
+    /* the loop whose dispatch runs this read, alive until it returns */
+    zl_loop *L = transport_loop(self);
+    int usual = zl_socket_nonblocking_fd(socket_type_of(L), sock) != ZL_NOT_A_SOCKET
+                    ? read_size(self, &max_size)
+                    : 0;
     if (usual == 0) { /* asyncio's own read, for an unusual max_size or socket */
         Py_DECREF(sock);
         return PyObject_CallMethodNoArgs(self, s_read_python);
     }
     /* what the socket's recv reads when it is called: the descriptor
      * the socket holds after max_size's lookup (a closed one fails) */
-    int fd = zl_socket_fd(sock);
+    int fd = zl_socket_fd(socket_type_of(L), sock);
     Py_DECREF(sock);
     if (usual < 0)
         return usual == -1 ? NULL : Py_NewRef(Py_None);
     zl_transport *t = state_of(self);
-    zl_loop *L = transport_loop(self);
     PyObject *data = NULL; /* the final object, when the read goes straight into it */
     char *into, *own = NULL;
     int direct = t != NULL && t->large_reads && max_size > LARGE_READ;
@@ -271,7 +286,8 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
         t->large_reads = n >= LARGE_READ;
     PyObject *protocol = get_field(self, F_PROTOCOL);
     /* An asyncio stream: the bytes go straight into its StreamReader. */
-    int fed = protocol != NULL ? zl_stream_feed(protocol, into, n) : -2;
+    int fed =
+        protocol != NULL ? zl_stream_feed(L != NULL ? L->state : NULL, protocol, into, n) : -2;
     /* Fed natively and the socket drained (a stream socket returns less
      * than asked only when nothing more is there): no Python code of the
      * program ran, and this descriptor is not ready any more. */
@@ -328,17 +344,18 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
  * to the socket's own recv_into, which also raises what asyncio reports
  * for a buffer it cannot fill (a list, bytes, a strided or read-only
  * view) and runs a buffer's own __buffer__ as asyncio's call does. */
-static int recv_into(PyObject *sock, PyObject *buf, PyObject **count, Py_ssize_t *filled)
+static int recv_into(const PyTypeObject *socket_type, PyObject *sock, PyObject *buf,
+                     PyObject **count, Py_ssize_t *filled)
 {
     Py_buffer view;
     *count = NULL;
     *filled = -1;
-    if (zl_socket_nonblocking_fd(sock) != ZL_NOT_A_SOCKET &&
+    if (zl_socket_nonblocking_fd(socket_type, sock) != ZL_NOT_A_SOCKET &&
         (PyByteArray_CheckExact(buf) || PyMemoryView_Check(buf))) {
         if (PyObject_GetBuffer(buf, &view, PyBUF_WRITABLE) == 0) {
             ptrdiff_t n;
             do {
-                n = zl_sys_recv(zl_socket_fd(sock), view.buf, view.len);
+                n = zl_sys_recv(zl_socket_fd(socket_type, sock), view.buf, view.len);
             } while (n < 0 && zl_sys_interrupted(zl_sys_error()));
             int err = zl_sys_error();
             *filled = view.len;
@@ -388,10 +405,10 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
     /* the socket is looked up now, as asyncio's self._sock.recv_into */
     PyObject *sock = get_field(self, F_SOCK), *nbytes = NULL;
     Py_ssize_t filled = -1;
-    int got = sock != NULL ? recv_into(sock, buf, &nbytes, &filled) : -1;
+    zl_loop *L = transport_loop(self); /* dispatching this read: alive until it returns */
+    int got = sock != NULL ? recv_into(socket_type_of(L), sock, buf, &nbytes, &filled) : -1;
     Py_XDECREF(sock);
     Py_DECREF(buf);
-    zl_loop *L = transport_loop(self);
     zl_transport *t = state_of(self);
     if (got <= 0) {
         count_read(counts(L, t), -1);
@@ -459,11 +476,12 @@ static PyObject *buffer_rest(PyObject *self, PyObject *data, Py_ssize_t sent)
 /* Sends data now, from the caller's buffer, with one send(2) on the
  * descriptor sock holds at this moment; the rest is buffered and an
  * error goes to _fatal_error, as asyncio's write does. */
-static PyObject *send_now(PyObject *self, PyObject *sock, PyObject *data, Py_buffer *view)
+static PyObject *send_now(PyObject *self, zl_loop *L, PyObject *sock, PyObject *data,
+                          Py_buffer *view)
 {
     zl_transport *t = state_of(self);
-    zl_loop *owner = t != NULL ? transport_loop(self) : NULL;
-    int fd = zl_socket_fd(sock);
+    zl_loop *owner = t != NULL ? L : NULL;
+    int fd = zl_socket_fd(socket_type_of(L), sock);
     ptrdiff_t n;
     do {
         /* a closed peer is an error on this transport, never a SIGPIPE,
@@ -540,7 +558,11 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
     PyObject *sock = get_field(self, F_SOCK);
     if (sock == NULL)
         return NULL;
-    if (zl_socket_nonblocking_fd(sock) == ZL_NOT_A_SOCKET) {
+    /* held by the transport's slot; no Python code runs from here to the
+     * send for the class whose slots are read (the only one with a loop
+     * here) */
+    zl_loop *L = transport_loop(self);
+    if (zl_socket_nonblocking_fd(socket_type_of(L), sock) == ZL_NOT_A_SOCKET) {
         Py_DECREF(sock);
         return PyObject_CallMethodOneArg(self, s_write_python, data);
     }
@@ -574,7 +596,7 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
     Py_ssize_t buffered = PyObject_Length(buffer);
     Py_DECREF(buffer);
     if (buffered == 0)
-        r = send_now(self, sock, data, &view);
+        r = send_now(self, L, sock, data, &view);
     else if (buffered > 0) { /* bytes already wait for the socket: this write queues behind them */
         zl_transport_counts *c = counts(transport_loop(self), state_of(self));
         if (c != NULL)
@@ -627,17 +649,25 @@ static PyGetSetDef state_getset[] = {
     {"kind", state_kind, state_set_kind, NULL, NULL},
     {NULL}};
 
-PyTypeObject zl_TransportStateType = {
-    /* clang-format off */
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "zloopgo._engine.TransportState",
-    /* clang-format on */
-    .tp_doc = "What zloopgo's native transport methods keep beside asyncio's attributes.",
-    .tp_basicsize = sizeof(zl_transport),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_new = PyType_GenericNew,
-    .tp_getset = state_getset,
-};
+/* Its own deallocator, which also marks a TransportState of any
+ * interpreter's module (state_of): a heap type's instance releases its
+ * class. */
+static void transport_state_dealloc(PyObject *self)
+{
+    PyTypeObject *type = Py_TYPE(self);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+static PyType_Slot state_slots[] = {
+    {Py_tp_doc, "What zloopgo's native transport methods keep beside asyncio's attributes."},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_dealloc, transport_state_dealloc},
+    {Py_tp_getset, state_getset},
+    {0, NULL}};
+
+static PyType_Spec state_spec = {"zloopgo._engine.TransportState", sizeof(zl_transport), 0,
+                                 Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE, state_slots};
 
 void zl_rx_free(zl_loop *L)
 {
@@ -661,16 +691,27 @@ static PyMethodDef fast_methods[] = {
      "Return True if the transport is closing or closed."},
     {NULL}};
 
-PyTypeObject zl_StreamFastPathsType = {
-    /* clang-format off */
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "zloopgo._engine.StreamFastPaths",
-    /* clang-format on */
-    .tp_doc = "Native per-packet methods for asyncio's socket transport.",
-    .tp_basicsize = sizeof(PyObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_methods = fast_methods,
-};
+static PyType_Slot fast_slots[] = {
+    {Py_tp_doc, "Native per-packet methods for asyncio's socket transport."},
+    {Py_tp_methods, fast_methods},
+    {0, NULL}};
+
+/* A base of zloopgo's transport class only: no instances of its own. */
+static PyType_Spec fast_spec = {"zloopgo._engine.StreamFastPaths", sizeof(PyObject), 0,
+                                Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE |
+                                    Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+                                fast_slots};
+
+int zl_transport_types_new(PyObject *module, zl_module_state *state)
+{
+    state->stream_fast_paths_type =
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &fast_spec, NULL);
+    if (state->stream_fast_paths_type == NULL)
+        return -1;
+    state->transport_state_type =
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &state_spec, NULL);
+    return state->transport_state_type == NULL ? -1 : 0;
+}
 
 int zl_transport_type_init(void)
 {
@@ -706,7 +747,5 @@ int zl_transport_type_init(void)
     minus_one = PyLong_FromLong(-1);
     if (minus_one == NULL)
         return -1;
-    if (PyType_Ready(&zl_TransportStateType) < 0)
-        return -1;
-    return PyType_Ready(&zl_StreamFastPathsType);
+    return 0;
 }

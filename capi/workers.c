@@ -27,8 +27,12 @@
  *
  * Orphans. A piece whose engine refused its completion (the loop closed
  * first) is handed back by its worker (zl_workers_orphan), which may not
- * touch Python; the next loop thread that submits or settles work frees it
- * with its kind's discard (zl_workers_drain).
+ * touch Python; the next loop thread of the piece's own interpreter (its
+ * owner) that submits or settles work frees it with its kind's discard
+ * (zl_workers_drain): the piece holds that interpreter's objects, which
+ * only a thread holding its GIL may release. Another interpreter's
+ * thread passes over it. An interpreter closed with orphans of its own
+ * leaves them (their memory, not freed under another GIL).
  *
  * fork(). Inside fork() the pool waits for nothing: a fork handler takes
  * its mutex for the instant of the fork, so that the child's copy of the
@@ -197,7 +201,7 @@ static void install_fork_rule(void)
 void zl_work_submit(zl_work *w)
 {
     zl_sys_call_once(&fork_rule, install_fork_rule);
-    zl_workers_drain();
+    zl_workers_drain(w->owner);
     w->next = NULL;
     zl_sys_mutex_lock(&lock);
     work_class *k = &classes[w->kind->cls];
@@ -214,15 +218,24 @@ void zl_work_submit(zl_work *w)
     wake(idle, spawn);
 }
 
-void zl_workers_drain(void)
+void zl_workers_drain(int64_t owner)
 {
     if (!atomic_load(&have_orphans))
         return;
+    zl_work *w = NULL;
     zl_sys_mutex_lock(&lock);
-    zl_work *w = orphans;
-    orphans = NULL;
-    orphan_count = 0;
-    atomic_store(&have_orphans, 0);
+    for (zl_work **at = &orphans; *at != NULL;) {
+        zl_work *o = *at;
+        if (o->owner != owner) {
+            at = &o->next;
+            continue;
+        }
+        *at = o->next;
+        o->next = w;
+        w = o;
+        orphan_count--;
+    }
+    atomic_store(&have_orphans, orphans != NULL);
     zl_sys_mutex_unlock(&lock);
     while (w != NULL) {
         zl_work *next = w->next;

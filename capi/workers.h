@@ -42,19 +42,24 @@ struct zl_work {
     const zl_work_kind *kind;
     uint64_t token;   /* the completion's token: its ZL_DONE_* kind in the top byte */
     uintptr_t engine; /* the engine to post the completion to (capi/engines.go) */
+    /* Whose objects the piece holds: its interpreter's ID (never reused in
+     * a process), set by the owner. Only a thread of that interpreter, with
+     * its GIL, may free the piece as an orphan. */
+    int64_t owner;
     /* the pool's own */
     zl_work *next;
     uint64_t seq; /* submission order, across classes */
 };
 
-/* Queues w (its kind, token and engine set) and wakes or starts a worker
- * if w's class is under its bound. Called with the GIL (it frees orphans
- * first, see zl_workers_drain). */
+/* Queues w (its kind, token, engine and owner set) and wakes or starts a
+ * worker if w's class is under its bound. Called with the GIL of w's
+ * owner (it frees that owner's orphans first, see zl_workers_drain). */
 void zl_work_submit(zl_work *w);
 
-/* Frees every orphan (a finished piece whose loop had closed) with its
- * kind's discard. Called with the GIL. */
-void zl_workers_drain(void);
+/* Frees every orphan (a finished piece whose loop had closed) of owner
+ * with its kind's discard; other owners' orphans stay for a thread of
+ * theirs. Called with owner's GIL. */
+void zl_workers_drain(int64_t owner);
 
 /* Sets the bound of class cls when n > 0 (raising it lets waiting work
  * start); returns the bound in force. n must be at most ZL_WORKERS_MAX. */
@@ -73,7 +78,7 @@ typedef struct {
     int started;  /* worker threads started in the process (every class) */
     int running;  /* pieces of class cls being performed now */
     int queued;   /* pieces of class cls waiting for a worker */
-    int orphaned; /* orphans not yet freed (every class) */
+    int orphaned; /* orphans not yet freed (every class, every owner) */
 } zl_workers_counts;
 void zl_workers_count(int cls, zl_workers_counts *out);
 

@@ -163,12 +163,22 @@ typedef struct {
 
 /* 3.14+'s asyncio.events._ThreadSafeHandle, as call_soon_threadsafe makes
  * one (schedule.c): the class, the callable that runs one, and the
- * offsets of its slots. */
+ * offsets of its slots. Set once per module object (until its clear). */
 typedef struct {
     PyTypeObject *type; /* events._ThreadSafeHandle, or NULL before 3.14 */
     PyObject *runner;   /* run_threadsafe, bound to the module */
     Py_ssize_t callback, args, cancelled, loop, source_traceback, repr, context, lock; /* offsets */
 } zl_threadsafe_class;
+
+/* asyncio's stream classes as set_streams found them (streamfeed.c): the
+ * stream fast path serves exactly these, while their classes still hold
+ * these methods. */
+typedef struct {
+    PyTypeObject *protocol_type, *reader_type; /* NULL: the fast path is off */
+    PyObject *data_received_fn, *stream_reader_prop, *feed_data_fn, *wakeup_waiter_fn;
+    unsigned int protocol_version, reader_version; /* tp_version_tag when last checked */
+    int check_asserts; /* sys.flags.optimize == 0: feed_data's assert runs */
+} zl_stream_classes;
 
 /* What one interpreter's _engine module holds (module.c makes it; a
  * loop reaches it as L->state). Every interpreter that imports the module
@@ -179,8 +189,24 @@ typedef struct {
     PyTypeObject *handle_type;       /* zloopgo.Handle (handle.c), from this module too */
     PyTypeObject *timer_handle_type; /* zloopgo.TimerHandle (timer_handle.c) */
     PyTypeObject *lock_type;         /* HandleLock (handle_lock.c) */
-    PyObject *asyncio_handle_run;    /* handle.c: asyncio.events.Handle._run */
-    zl_loop *live_loops;             /* pending.c: this interpreter's loops not yet deallocated */
+    /* the transports' native method bases and state objects, from this
+     * module too: */
+    PyTypeObject *stream_fast_paths_type;        /* StreamFastPaths (transport.c) */
+    PyTypeObject *transport_state_type;          /* TransportState (transport.c) */
+    PyTypeObject *datagram_fast_paths_type;      /* DatagramFastPaths (datagram.c) */
+    PyTypeObject *datagram_state_type;           /* DatagramState (datagram.c) */
+    PyTypeObject *tls_fast_paths_type;           /* TLSFastPaths (tls.c) */
+    PyTypeObject *tls_transport_fast_paths_type; /* TLSTransportFastPaths (tls.c) */
+    /* other modules' objects, this interpreter's: */
+    PyTypeObject *socket_type;     /* socket.socket (sockets.c) */
+    PyObject *gaierror;            /* socket.gaierror (resolver.c) */
+    PyObject *family_members;      /* {value: socket.AddressFamily member} (resolver.c) */
+    PyObject *kind_members;        /* {value: socket.SocketKind member} (resolver.c) */
+    PyObject *partial_type;        /* functools.partial (sockops.c) */
+    PyTypeObject *weak_value_dict; /* weakref.WeakValueDictionary (sockops.c) */
+    zl_stream_classes streams;     /* streamfeed.c (set_streams) */
+    PyObject *asyncio_handle_run;  /* handle.c: asyncio.events.Handle._run */
+    zl_loop *live_loops;           /* pending.c: this interpreter's loops not yet deallocated */
     /* runtime.c (set_asyncio), read by tasks.c: */
     PyObject *futures_module;       /* asyncio.futures: Future is looked up per call */
     PyObject *tasks_module;         /* asyncio.tasks: Task is looked up per call */
@@ -361,8 +387,6 @@ typedef struct {
                        * wrote nothing (tls.c says so: zl_transport_fed_quietly) */
 } zl_transport;
 
-extern PyTypeObject zl_TransportStateType;
-
 /* LoopCore's deallocator (loop.c): what marks LoopCore, of whichever
  * interpreter, among a class's bases. */
 void zl_loop_dealloc(zl_loop *L);
@@ -377,12 +401,16 @@ static inline int zl_is_loop(PyObject *obj)
             return 1;
     return 0;
 }
-extern PyTypeObject zl_StreamFastPathsType;
-extern PyTypeObject zl_DatagramFastPathsType;                          /* datagram.c */
-extern PyTypeObject zl_TLSFastPathsType, zl_TLSTransportFastPathsType; /* tls.c */
-extern PyTypeObject zl_DatagramStateType;
 
 /* ==== Foundations ==== */
+
+/* The calling thread's interpreter's ID, which no other interpreter of
+ * the process ever has: whose objects a piece of the pool's work holds
+ * (zl_work.owner, workers.h). */
+static inline int64_t zl_interpreter_id(void)
+{
+    return PyInterpreterState_GetID(PyInterpreterState_Get());
+}
 
 /* capi/util.c */
 /* Takes the pending exception, normalized, with its traceback attached. */
@@ -816,30 +844,32 @@ typedef struct {
     PyObject *(*errorhandler)(void);
     int64_t sock_timeout; /* nanoseconds; 0: non-blocking, negative: blocking */
 } zl_socket_head;
-extern PyTypeObject *zl_socket_type; /* socket.socket, set at import */
-extern int zl_socket_layout_known;   /* zl_socket_head passed the self-test */
-/* What the two below give for anything but a plain socket.socket whose
- * layout is known: call the object's own methods. */
+extern int zl_socket_layout_known; /* zl_socket_head passed the self-test */
+/* What the two below give for anything but a plain socket.socket (its
+ * interpreter's: socket_type, from the module's state; NULL for none)
+ * whose layout is known: call the object's own methods. */
 #define ZL_NOT_A_SOCKET (-2)
 /* The descriptor sock holds now: -1 once it is closed (a system call on it
  * then fails with EBADF, as the socket's own methods do). */
-static inline int zl_socket_fd(PyObject *sock)
+static inline int zl_socket_fd(const PyTypeObject *socket_type, PyObject *sock)
 {
-    if (!zl_socket_layout_known || Py_TYPE(sock) != zl_socket_type)
+    if (!zl_socket_layout_known || Py_TYPE(sock) != socket_type)
         return ZL_NOT_A_SOCKET;
     return ((zl_socket_head *)sock)->sock_fd;
 }
 /* The same for a socket in non-blocking mode (timeout 0.0), which one
  * system call serves as its recv and send serve it; ZL_NOT_A_SOCKET in
  * any other mode too. */
-static inline int zl_socket_nonblocking_fd(PyObject *sock)
+static inline int zl_socket_nonblocking_fd(const PyTypeObject *socket_type, PyObject *sock)
 {
-    if (!zl_socket_layout_known || Py_TYPE(sock) != zl_socket_type)
+    if (!zl_socket_layout_known || Py_TYPE(sock) != socket_type)
         return ZL_NOT_A_SOCKET;
     const zl_socket_head *s = (const zl_socket_head *)sock;
     return s->sock_timeout == 0 ? s->sock_fd : ZL_NOT_A_SOCKET;
 }
 int zl_sockets_init(void);
+/* The module's socket.socket, into state->socket_type. */
+int zl_sockets_state_new(zl_module_state *state);
 /* _engine.socket_layout_ok() */
 PyObject *zl_socket_layout_ok(PyObject *mod, PyObject *unused);
 
@@ -852,10 +882,12 @@ PyObject *zl_set_streams(PyObject *mod, PyObject *args);
  * natively: 1 if done, 0 if protocol is not one the fast path serves (the
  * caller calls data_received), -1 with the exception data_received would
  * have raised. */
-int zl_stream_feed(PyObject *protocol, const char *buf, Py_ssize_t n);
+int zl_stream_feed(zl_module_state *state, PyObject *protocol, const char *buf, Py_ssize_t n);
 
 /* capi/transport.c */
 int zl_transport_type_init(void);
+/* Makes StreamFastPaths and TransportState from the module, into state. */
+int zl_transport_types_new(PyObject *module, zl_module_state *state);
 PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls);
 /* callback is a socket transport's native _read_ready method */
 int zl_is_native_read(PyObject *callback);
@@ -882,6 +914,8 @@ void zl_transport_fed_quietly(PyObject *transport);
 
 /* capi/tls.c */
 int zl_tls_init(void);
+/* Makes TLSFastPaths and TLSTransportFastPaths from the module, into state. */
+int zl_tls_types_new(PyObject *module, zl_module_state *state);
 /* _engine.set_tls(SSLProtocol, SSLProtocolState, SSLAgainErrors, SSLObject,
  * is_closing_asks_transport, zloopgo's SSLProtocol, its app transport) */
 PyObject *zl_set_tls(PyObject *mod, PyObject *args);
@@ -890,6 +924,8 @@ PyObject *zl_set_tls(PyObject *mod, PyObject *args);
 
 /* capi/datagram.c */
 int zl_datagram_type_init(void);
+/* Makes DatagramFastPaths and DatagramState from the module, into state. */
+int zl_datagram_types_new(PyObject *module, zl_module_state *state);
 PyObject *zl_set_datagram_layout(PyObject *mod, PyObject *cls);
 
 /* ==== Socket methods ==== */
@@ -903,6 +939,8 @@ PyObject *zl_set_datagram_layout(PyObject *mod, PyObject *cls);
 #define ZL_SOCK_RX_FROM (128 * 1024)
 #define ZL_SOCK_RX_LIMIT (1 << 20)
 int zl_sockops_init(void);
+/* The module's functools.partial and weakref.WeakValueDictionary, into state. */
+int zl_sockops_state_new(zl_module_state *state);
 PyObject *zl_loop_sock_recv_now(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_loop_sock_sendall_now(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_loop_sock_recv_step(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
@@ -922,6 +960,8 @@ PyObject *zl_loop_sock_write_done(zl_loop *L, PyObject *const *args, Py_ssize_t 
 
 /* capi/resolver.c */
 int zl_resolver_init(void);
+/* The module's socket.gaierror and AddressFamily/SocketKind members, into state. */
+int zl_resolver_state_new(zl_module_state *state);
 PyObject *zl_loop_getaddrinfo(zl_loop *L, PyObject *args);
 PyObject *zl_loop_getnameinfo(zl_loop *L, PyObject *args);
 PyObject *zl_loop_lookups_in_flight(zl_loop *L, PyObject *unused);
@@ -938,8 +978,12 @@ void zl_drop_lookups(zl_loop *L);
 int zl_lookups_traverse(zl_loop *L, visitproc visit, void *arg);
 
 /* capi/files.c */
-/* Also adds the operations' numbers to the module (FILE_OP_OPEN, ...). */
-int zl_files_init(PyObject *module);
+/* The names the settling calls use, interned once per process (with
+ * the other files' zl_*_init). */
+int zl_files_init(void);
+/* Adds the operations' numbers to a module object (FILE_OP_OPEN, ...):
+ * each exec. */
+int zl_files_constants_add(PyObject *module);
 PyObject *zl_file_op(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_file_workers(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *zl_file_stats(PyObject *mod, PyObject *unused);

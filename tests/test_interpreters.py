@@ -10,6 +10,7 @@ afterwards. Each scenario runs in its own process: a mix-up of two
 interpreters' objects may crash."""
 
 import importlib.util
+import sys
 
 import pytest
 from helpers import check, run_script
@@ -145,3 +146,273 @@ for loop in (first, second):
     proc = run_script("zloopgo", body)
     check(proc, "('zloopgo._loop', 4, True)")
     assert proc.stdout.splitlines().count("('zloopgo._loop', 4, True)") == 2, proc.stdout
+
+
+# The six classes that were static types before issue 41's step 1: the
+# transports' native method bases and their state objects.
+TRANSPORT_TYPES = (
+    "StreamFastPaths",
+    "TransportState",
+    "DatagramFastPaths",
+    "DatagramState",
+    "TLSFastPaths",
+    "TLSTransportFastPaths",
+)
+
+
+def test_each_module_object_has_its_own_transport_types_and_both_serve():
+    """The transports' native bases and state objects are heap types made
+    from the module (a static type would be one object shared by every
+    interpreter): a second module object, imported again after its
+    deletion from sys.modules, has classes of its own, immutable like
+    the static ones were; TCP, UDP and TLS round trips run on loops of
+    both modules, as on asyncio, the module imported last's with its
+    native paths (the TCP counters, which only the native path adds to,
+    count its transport)."""
+    body = f"""
+import ssl, trustme
+from zloopgo import _engine as first_engine
+first = zloopgo.new_event_loop()
+for name in [n for n in sys.modules if n == "zloopgo" or n.startswith("zloopgo.")]:
+    del sys.modules[name]
+import zloopgo as again
+from zloopgo import _engine as second_engine
+second = again.new_event_loop()
+HEAP = 1 << 9
+for name in {TRANSPORT_TYPES!r}:
+    a, b = getattr(first_engine, name), getattr(second_engine, name)
+    try:
+        a.zl_probe = 1
+        immutable = False
+    except TypeError:
+        immutable = True
+    print(name, a is not b, bool(a.__flags__ & HEAP), a.__module__, immutable)
+
+ca = trustme.CA()
+cert = ca.issue_cert("localhost")
+server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+cert.configure_cert(server_ctx)
+client_ctx = ssl.create_default_context()
+ca.configure_trust(client_ctx)
+
+class Echo(asyncio.Protocol):
+    def connection_made(self, transport):
+        self.transport = transport
+    def data_received(self, data):
+        self.transport.write(data)
+
+class DatagramEcho(asyncio.DatagramProtocol):
+    def connection_made(self, transport):
+        self.transport = transport
+    def datagram_received(self, data, addr):
+        self.transport.sendto(data[::-1], addr)
+
+class DatagramClient(asyncio.DatagramProtocol):
+    def __init__(self):
+        self.got = asyncio.get_running_loop().create_future()
+    def datagram_received(self, data, addr):
+        self.got.set_result(data)
+
+async def stream_round_trip(ssl_server, ssl_client):
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(Echo, "127.0.0.1", 0, ssl=ssl_server)
+    port = server.sockets[0].getsockname()[1]
+    kw = dict(ssl=ssl_client, server_hostname="localhost") if ssl_client else {{}}
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, **kw)
+    writer.write(b"x" * 100000)
+    got = await reader.readexactly(100000)
+    writer.close()
+    await writer.wait_closed()
+    server.close()
+    await server.wait_closed()
+    return len(got)
+
+async def datagram_round_trip():
+    loop = asyncio.get_running_loop()
+    server, _ = await loop.create_datagram_endpoint(DatagramEcho, local_addr=("127.0.0.1", 0))
+    client, proto = await loop.create_datagram_endpoint(
+        DatagramClient, remote_addr=server.get_extra_info("sockname"))
+    client.sendto(b"abc")
+    got = await proto.got
+    client.close()
+    server.close()
+    return got
+
+async def all_round_trips():
+    return (await stream_round_trip(None, None), await datagram_round_trip(),
+            await stream_round_trip(server_ctx, client_ctx))
+
+reference = asyncio.SelectorEventLoop()
+expected = reference.run_until_complete(all_round_trips())
+reference.close()
+for tag, loop, engine in (("first", first, first_engine), ("second", second, second_engine)):
+    got = loop.run_until_complete(all_round_trips())
+    native_reads = engine.stats(loop)["transports"]["tcp"]["reads"] > 0
+    print(tag, got == expected)
+    print(tag, "native", native_reads)
+    loop.close()
+"""
+    proc = run_script("zloopgo", body)
+    check(
+        proc,
+        *(f"{name} True True zloopgo._engine True" for name in TRANSPORT_TYPES),
+        "first True",
+        "second True",
+        "second native True",
+    )
+
+
+def test_each_module_object_answers_with_its_own_socket_module():
+    """What the native resolver and socket methods hand the program comes
+    from the socket module the _engine module object was made with, as
+    asyncio's comes from the one asyncio imported: with socket and zloopgo
+    imported again (deleted from sys.modules), each zloopgo loop's lookups
+    give members of its own module's AddressFamily and SocketKind (a
+    process-wide cache gave the first module's to both), and its
+    sock_sendall/sock_recv serve that module's sockets."""
+    body = """
+import importlib
+first_socket = socket
+first = zloopgo.new_event_loop()
+for name in [n for n in sys.modules if n in ("socket", "zloopgo") or n.startswith("zloopgo.")]:
+    del sys.modules[name]
+second_socket = importlib.import_module("socket")
+import zloopgo as again
+second = again.new_event_loop()
+assert second_socket.AddressFamily is not first_socket.AddressFamily
+
+async def lookup_and_talk(sock_module):
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo("localhost", 80, type=sock_module.SOCK_STREAM)
+    family, kind = infos[0][0], infos[0][1]
+    a, b = sock_module.socketpair()
+    a.setblocking(False)
+    b.setblocking(False)
+    await loop.sock_sendall(a, b"ping")
+    got = await loop.sock_recv(b, 4)
+    a.close()
+    b.close()
+    return (type(family) is sock_module.AddressFamily, type(kind) is sock_module.SocketKind, got)
+
+reference = asyncio.SelectorEventLoop()
+print("asyncio", reference.run_until_complete(lookup_and_talk(first_socket)))
+reference.close()
+for tag, loop, sock_module in (("first", first, first_socket), ("second", second, second_socket)):
+    print(tag, loop.run_until_complete(lookup_and_talk(sock_module)))
+    loop.close()
+"""
+    proc = run_script("zloopgo", body)
+    check(
+        proc,
+        "asyncio (True, True, b'ping')",
+        "first (True, True, b'ping')",
+        "second (True, True, b'ping')",
+    )
+
+
+@pytest.mark.skipif(
+    sys.version_info >= (3, 12),
+    reason="interned strings are immortal from 3.12: a reference taken again leaks nothing",
+)
+def test_making_the_module_again_takes_no_reference_to_names_each_time():
+    """Each module object made from the extension (multi-phase init runs
+    its exec for every one) must not intern again, over the first
+    references, the names the process keeps: 50 module objects leaked 50
+    references to "done", "set_result" and "set_exception" (files.c)."""
+    body = """
+import gc, importlib.util
+from zloopgo import _engine
+names = [sys.intern(n) for n in ("done", "set_result", "set_exception")]
+def fresh_module():
+    spec = importlib.util.spec_from_file_location("zloopgo._engine", _engine.__file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return len(module.__dict__)
+for _ in range(5):  # what the first ones cache is not a leak
+    fresh_module()
+gc.collect()
+before = [sys.getrefcount(n) for n in names]
+for _ in range(50):
+    fresh_module()
+gc.collect()
+after = [sys.getrefcount(n) for n in names]
+print("grew", [a - b for a, b in zip(after, before)])
+"""
+    proc = run_script("zloopgo", body)
+    check(proc, "grew [0, 0, 0]")
+
+
+def test_each_module_object_keeps_its_own_stream_fast_path_switch():
+    """set_streams is a module object's own: with zloopgo imported again,
+    the first module's switch turned off leaves the second module's loops
+    feeding StreamReaders natively (no StreamReader.feed_data call in
+    Python), while the first module's loops take asyncio's Python path (a
+    process-wide switch turned both off); the bytes arrive either way."""
+    body = """
+from zloopgo import _engine as first_engine
+first = zloopgo.new_event_loop()
+for name in [n for n in sys.modules if n == "zloopgo" or n.startswith("zloopgo.")]:
+    del sys.modules[name]
+import zloopgo as again
+second = again.new_event_loop()
+first_engine.set_streams(None, None, False)
+
+async def feed_data_calls():
+    calls = []
+    def profiler(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "feed_data":
+            calls.append(1)
+    ours, peer = socket.socketpair()
+    ours.setblocking(False)
+    reader, writer = await asyncio.open_connection(sock=ours)
+    sys.setprofile(profiler)
+    try:
+        for chunk in (b"a", b"b", b"c"):
+            peer.sendall(chunk)
+            for _ in range(5):
+                await asyncio.sleep(0)
+            await asyncio.sleep(0.01)
+    finally:
+        sys.setprofile(None)
+    got = await reader.read(10)
+    writer.close()
+    peer.close()
+    return got, len(calls) > 0
+
+for tag, loop in (("first", first), ("second", second)):
+    print(tag, loop.run_until_complete(feed_data_calls()))
+    loop.close()
+"""
+    proc = run_script("zloopgo", body)
+    check(proc, "first (b'abc', True)", "second (b'abc', False)")
+
+
+def test_a_module_objects_threadsafe_handle_class_is_set_once():
+    """set_threadsafe_handle sets a module object's _ThreadSafeHandle
+    class once: asked again with the same class it gives the same runner
+    (the handles queued are told by it), with another it refuses, so the
+    class and slot offsets a running handle is read with never change
+    under it (they were replaced, and run_threadsafe copied them for each
+    call)."""
+    body = """
+import importlib.util
+from zloopgo import _engine
+SLOTS = ("_callback", "_args", "_cancelled", "_loop", "_source_traceback", "_repr",
+         "_context", "_lock")
+class First:
+    __slots__ = SLOTS
+class Second:
+    __slots__ = SLOTS
+spec = importlib.util.spec_from_file_location("zloopgo._engine", _engine.__file__)
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+runner = module.set_threadsafe_handle(First)
+print("same runner", module.set_threadsafe_handle(First) is runner)
+try:
+    module.set_threadsafe_handle(Second)
+    print("another class: accepted")
+except RuntimeError as exc:
+    print("another class:", type(exc).__name__)
+"""
+    proc = run_script("zloopgo", body)
+    check(proc, "same runner True", "another class: RuntimeError")

@@ -12,8 +12,11 @@
  *   - a loop is a thread that submits work, waits in epoll for the
  *     eventfd, takes the batch and settles it, and frees orphans
  *     (zl_workers_drain) as a loop thread does with the GIL.
- * Two loops run at once; the second closes half-way, so the rest of its
- * work comes back as orphans that the first loop frees. Meanwhile another
+ * Two loops run at once, each of its own interpreter (zl_work.owner: 1
+ * and 2); the second closes half-way, so the rest of its work comes back
+ * as orphans, which the first loop must pass over (they hold the second
+ * interpreter's objects) and a thread of the second interpreter frees at
+ * the end (the main thread, standing for it). Meanwhile another
  * thread moves the file bound up and down and reads the counts, and
  * another holds and releases the lookup class, as os.fork()'s hooks do
  * (resolver.c), then forks (the pool's pthread_atfork handlers; the child
@@ -22,7 +25,8 @@
  * happens-before between those threads is what ThreadSanitizer reports.
  *
  * Exits 0 when every piece was either settled once or freed as an orphan
- * once and no thread saw a wrong payload; ThreadSanitizer's own exit code
+ * once, by a thread of its own interpreter, and no thread saw a wrong
+ * payload; ThreadSanitizer's own exit code
  * (TSAN_OPTIONS=exitcode) when it reported anything. */
 #define _GNU_SOURCE
 #include "../../capi/workers.c"
@@ -46,7 +50,9 @@ typedef struct {
     uint64_t result;
 } piece;
 
-static atomic_long settled, orphans_freed, wrong;
+static atomic_long settled, orphans_freed, wrong, foreign;
+/* The interpreter the calling thread stands for while it frees orphans. */
+static __thread int64_t thread_owner;
 
 static void perform(zl_work *w)
 {
@@ -78,6 +84,8 @@ static void check_and_free(piece *p)
 
 static void discard(zl_work *w)
 {
+    if (w->owner != thread_owner)
+        atomic_fetch_add(&foreign, 1);
     check_and_free((piece *)w);
     atomic_fetch_add(&orphans_freed, 1);
 }
@@ -151,6 +159,7 @@ static atomic_int stop_stirring;
 static void *loop(void *arg)
 {
     int id = (int)(intptr_t)arg;
+    thread_owner = id;
     inbox *in = &inboxes[id];
     int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -175,6 +184,7 @@ static void *loop(void *arg)
             p->work.token = (uint64_t)(p->seed % 3 == 0 ? ZL_DONE_LOOKUP : ZL_DONE_FILE)
                             << ZL_DONE_KIND_SHIFT;
             p->work.engine = (uintptr_t)id;
+            p->work.owner = id;
             zl_work_submit(&p->work);
         }
         if (submitted == closing_at) {
@@ -207,7 +217,7 @@ static void *loop(void *arg)
         }
         free(batch);
         atomic_fetch_add(&settled, n);
-        zl_workers_drain();
+        zl_workers_drain(id);
     }
     close(ep);
     close(efd);
@@ -265,9 +275,11 @@ int main(void)
     atomic_store(&stop_stirring, 1);
     pthread_join(stirrer, NULL);
     pthread_join(forker, NULL);
-    /* the second loop's pieces still out come back as orphans */
+    /* the second loop's pieces still out come back as orphans, which a
+     * thread of its interpreter frees */
+    thread_owner = 2;
     for (int waited = 0; waited < 1000; waited++) {
-        zl_workers_drain();
+        zl_workers_drain(2);
         zl_workers_counts f, l;
         zl_workers_count(ZL_WORK_FILE, &f);
         zl_workers_count(ZL_WORK_LOOKUP, &l);
@@ -278,11 +290,13 @@ int main(void)
     }
     zl_workers_counts c;
     zl_workers_count(ZL_WORK_FILE, &c);
-    long s = atomic_load(&settled), o = atomic_load(&orphans_freed), w = atomic_load(&wrong);
-    printf("tsan_pool: %ld pieces submitted, %ld settled, %ld freed as orphans, %d worker threads, "
-           "%ld wrong payloads\n",
-           submitted, s, o, c.started, w);
-    return s + o == submitted && w == 0 && c.started <= ZL_LOOKUP_WORKERS + ZL_FILE_WORKERS_DEFAULT
+    long s = atomic_load(&settled), o = atomic_load(&orphans_freed), w = atomic_load(&wrong),
+         x = atomic_load(&foreign);
+    printf("tsan_pool: %ld pieces submitted, %ld settled, %ld freed as orphans (%ld by another "
+           "interpreter's thread), %d worker threads, %ld wrong payloads\n",
+           submitted, s, o, x, c.started, w);
+    return s + o == submitted && w == 0 && x == 0 &&
+                   c.started <= ZL_LOOKUP_WORKERS + ZL_FILE_WORKERS_DEFAULT
                ? 0
                : 1;
 }
