@@ -28,6 +28,8 @@ import tempfile
 import time
 
 from .. import samples as runner
+from ..apps.bench import build_appload
+from ..httpbench import cpu_ticks
 from . import report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -57,13 +59,6 @@ def server_commands(arrangement, loop, app, port, servers):
         [*base, "--arrangement", "thread", "--servers", "1", "--first-index", str(i)]
         for i in range(servers)
     ]
-
-
-def cpu_seconds(pid):
-    """utime + stime of a process, every thread, in seconds (from /proc)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def peak_rss_kib(pid):
@@ -182,9 +177,9 @@ def run_sample(opts, row, arrangement, loop, servers, tmpdir):
             res["status"], res["detail"] = why
             return res
         pids = [srv.proc.pid for srv in procs]
-        cpu0, kids0 = sum(map(cpu_seconds, pids)), children_cpu()
+        cpu0, kids0 = sum(map(cpu_ticks, pids)), children_cpu()
         out, rc = runner.run_client([*pin_client, *client_command(opts, row, port)], 60)
-        cpu1, kids1 = sum(map(cpu_seconds, pids)), children_cpu()
+        cpu1, kids1 = sum(map(cpu_ticks, pids)), children_cpu()
         res["peak_rss_mib"] = sum(map(peak_rss_kib, pids)) / 1024
         if out is None:
             res["status"], res["detail"] = "timeout", "the load generator did not finish"
@@ -217,10 +212,7 @@ def build(tmpdir):
     """The two Go generators, built into tmpdir: (loadgen, appload)."""
     loadgen = os.path.join(tmpdir, "loadgen")
     subprocess.run(["go", "build", "-o", loadgen, "./bench_uvloop/loadgen"], cwd=ROOT, check=True)
-    appload = os.path.join(tmpdir, "appload")
-    load_dir = os.path.join(SCRIPTS, "benchmark", "apps", "load")
-    subprocess.run(["go", "build", "-o", appload, "."], cwd=load_dir, check=True)
-    return loadgen, appload
+    return loadgen, build_appload(tmpdir)
 
 
 def interpreters_available():
