@@ -9,15 +9,17 @@ in apps/load/, which checks every answer.
 (run from scripts/, as scripts/bench does). Two passes:
 
 1. throughput: the closed-loop maximum of each row. Each round starts a
-   fresh server per (server, loop), loops in rotated order, and measures
-   each of its rows (rows rotated too) for --duration seconds after a
-   warm-up; the server pinned to one CPU, the load generator, PostgreSQL
-   and Redis to the other;
+   fresh server per (server, loop) for every loop at once, all pinned to
+   one CPU (the load generator, PostgreSQL and Redis to the other), then
+   takes each row (rows rotated between rounds) on every loop in turn
+   (loops rotated between rows), --duration seconds after a warm-up: one
+   row's samples of all loops lie within seconds of each other, so the
+   shared machine's slow spells fall on every loop alike;
 2. latency at a constant rate: each row at 50% and at 90% of asyncio's
    median maximum on that row, open loop (requests go out on schedule
    whether or not earlier ones were answered, latency counted from when a
    request was due), p50/p99/p99.9 from an HDR histogram; one fresh server
-   per (server, loop).
+   per (server, loop), all started at once and interleaved the same way.
 
 A wrong answer, a server that does not start or dies, and a client error
 are results (the sample's status), never a figure. It knows processes,
@@ -25,7 +27,7 @@ rows and their samples; the report and charts are apps/report.py's.
 """
 
 import argparse
-import functools
+import contextlib
 import http.client
 import json
 import os
@@ -34,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 import urllib.request
 
 from .. import samples as runner
@@ -119,31 +122,59 @@ def load(opts, server, port, pid, row, rate, duration, warmup):
     return got
 
 
-def serve(opts, server, loop, tmpdir, measure):
-    """Starts a fresh server for (server, loop) and calls measure(port, pid) with
-    it; returns measure's samples, or one failed sample per row if the
-    server would not start or died."""
-    port = runner.free_port()
+def _not_run(server, status, detail):
+    return [{"row": r[0], "status": status, "detail": detail} for r in SERVER_ROWS[server]]
+
+
+@contextlib.contextmanager
+def serving(opts, server, loops, tmpdir):
+    """Starts a fresh server for (server, loop) for each loop, one after
+    another, all pinned to the server's CPU, and yields the fleet: live
+    {loop: (port, pid)} of those that answered /ready, failed {loop: one
+    failed sample per row} of the others. The servers wait idle while
+    another is measured, so that each row's samples of every loop can be
+    taken within seconds of each other (see interleave). On leaving, each
+    live server is stopped; fates {loop: {status, detail}} holds those
+    that had died or would not stop."""
+    fleet = types.SimpleNamespace(live={}, failed={}, fates={})
     env = dict(os.environ, ZL_APPS_PG=opts.svc.pg_dsn, ZL_APPS_REDIS=opts.svc.redis_url)
-    out_path = os.path.join(tmpdir, f"{server}-{loop}.out")
-    cmd = [*opts.pin_server, *server_command(server, loop, port)]
-    if (server, loop) in opts.unable:
-        detail = f"not started again: {opts.unable[(server, loop)]}"
-        return [{"row": r[0], "status": "skipped", "detail": detail} for r in SERVER_ROWS[server]]
-    with runner.Server(cmd, out_path, env=env, cwd=SCRIPTS) as srv:
-        if not srv.wait_ready(lambda: ready(port), READY_WITHIN):
-            status, detail = srv.not_ready("answered /ready")
-            # a loop that cannot run this server is a result once; trying
-            # again in every round would only spend the part's time
-            opts.unable[(server, loop)] = f"{status} in its first start: {detail}"
-            return [{"row": r[0], "status": status, "detail": detail} for r in SERVER_ROWS[server]]
-        got = measure(port, srv.proc.pid)
-        fate = {}
-        if not srv.finish(fate, 10):
-            for s in got:
-                if s["status"] == "ok":
-                    s.update(fate)
-    return got
+    with contextlib.ExitStack() as stack:
+        started = {}
+        for loop in loops:
+            if (server, loop) in opts.unable:
+                detail = f"not started again: {opts.unable[(server, loop)]}"
+                fleet.failed[loop] = _not_run(server, "skipped", detail)
+                continue
+            port = runner.free_port()
+            out_path = os.path.join(tmpdir, f"{server}-{loop}.out")
+            cmd = [*opts.pin_server, *server_command(server, loop, port)]
+            one = contextlib.ExitStack()
+            srv = one.enter_context(runner.Server(cmd, out_path, env=env, cwd=SCRIPTS))
+            if not srv.wait_ready(lambda port=port: ready(port), READY_WITHIN):
+                status, detail = srv.not_ready("answered /ready")
+                one.close()  # now: a server stuck starting must not take CPU from the others
+                # a loop that cannot run this server is a result once; trying
+                # again in every round would only spend the part's time
+                opts.unable[(server, loop)] = f"{status} in its first start: {detail}"
+                fleet.failed[loop] = _not_run(server, status, detail)
+                continue
+            stack.push(one)
+            started[loop] = srv
+            fleet.live[loop] = (port, srv.proc.pid)
+        yield fleet
+        for loop, srv in started.items():
+            fate = {}
+            if not srv.finish(fate, 10):
+                fleet.fates[loop] = fate
+
+
+def interleave(loops, row_index):
+    """The order the loops take one row in: every loop's sample of a row
+    is taken before the next row starts, so that a slow spell of this
+    shared machine (one cell's samples have spread 1.8x between rounds)
+    falls on every loop of that row alike rather than on one loop's whole
+    series; rotated from row to row, so that none always comes first."""
+    return runner.rotate(list(loops), row_index)
 
 
 def load_once_hung(opts, server, loop, port, pid, row, rate, duration, warmup):
@@ -160,37 +191,82 @@ def load_once_hung(opts, server, loop, port, pid, row, rate, duration, warmup):
     return got
 
 
-def measure_throughput(opts, server, loop, rows, port, pid):
-    once = functools.partial(load_once_hung, opts, server, loop, port, pid)
-    return [{"row": r[0], **once(r, 0, opts.duration, opts.warmup)} for r in rows]
+def measure_throughput(opts, server, rows, live):
+    """One closed-loop sample of each row on each live server {loop: (port,
+    pid)}, the loops interleaved row by row: {loop: [samples]}."""
+    got = {loop: [] for loop in live}
+    for j, row in enumerate(rows):
+        for loop in interleave(live, j):
+            port, pid = live[loop]
+            s = load_once_hung(opts, server, loop, port, pid, row, 0, opts.duration, opts.warmup)
+            got[loop].append({"row": row[0], **s})
+            shown = f"{s['rate']:,.0f} req/s" if s["status"] == "ok" else s["status"]
+            log(f"apps: {server} {row[0]} {loop} {shown}")
+            if s["status"] != "ok":
+                log(f"  {s.get('detail', '')[-200:]}")
+    return got
 
 
-def measure_latency(opts, server, loop, rows, base, ceiling, port, pid):
-    """opts.latency_samples samples of each row at each rate, the rows
-    rotated between passes, so that a burst of noise spoils one sample of
-    a row, not its figure (the report takes the median p99). A rate above
-    this loop's own maximum on the row is not run: its queue would only
-    grow, and the figure would be the sample's length."""
-    once = functools.partial(load_once_hung, opts, server, loop, port, pid)
-    out = []
+def measure_latency(opts, server, rows, base, ceilings, live):
+    """opts.latency_samples samples of each row at each rate on each live
+    server {loop: (port, pid)}: {loop: [samples]}. The rows are rotated
+    between passes, so that a burst of noise spoils one sample of a row,
+    not its figure (the report takes the median p99), and the loops
+    interleaved within each (row, rate). A rate above a loop's own maximum
+    on the row (ceilings {loop: {row: maximum}}) is not run: its queue
+    would only grow, and the figure would be the sample's length."""
+    got = {loop: [] for loop in live}
     for k in range(opts.latency_samples):
-        # the server is warm after the first pass: a short warm-up opens
+        # the servers are warm after the first pass: a short warm-up opens
         # the connections
         warmup = opts.warmup if k == 0 else min(opts.warmup, 0.05)
-        for row in runner.rotate(rows, k):
+        for j, row in enumerate(runner.rotate(rows, k)):
             for share in opts.loads:
                 rate = share * base[row[0]]
-                top = ceiling.get(row[0])
-                if top is None or top < rate:
-                    if k == 0:
-                        why = "no maximum measured" if top is None else f"its maximum {top:,.0f}/s"
-                        out.append(
-                            {"row": row[0], "load": share, "target": rate, "status": "saturated"}
-                            | {"detail": f"not run above the loop's own maximum ({why})"}
-                        )
-                    continue
-                s = once(row, rate, opts.latency_duration, warmup)
-                out.append({"row": row[0], "load": share, "target": rate, "sample": k + 1, **s})
+                for loop in interleave(live, k + j):
+                    top = ceilings[loop].get(row[0])
+                    if top is None or top < rate:
+                        if k == 0:
+                            why = (
+                                "no maximum measured"
+                                if top is None
+                                else f"its maximum {top:,.0f}/s"
+                            )
+                            got[loop].append(
+                                {"row": row[0], "load": share, "target": rate}
+                                | {"status": "saturated"}
+                                | {"detail": f"not run above the loop's own maximum ({why})"}
+                            )
+                        continue
+                    port, pid = live[loop]
+                    s = load_once_hung(
+                        opts, server, loop, port, pid, row, rate, opts.latency_duration, warmup
+                    )
+                    got[loop].append(
+                        {"row": row[0], "load": share, "target": rate, "sample": k + 1, **s}
+                    )
+                    shown = (
+                        f"p99 {s['p99_us']:,.0f} µs at {s['rate']:,.0f} req/s"
+                        if s["status"] == "ok"
+                        else s["status"]
+                    )
+                    log(f"apps latency: {server} {row[0]} {loop} {share}: {shown}")
+    return got
+
+
+def gather(fleet, measured, **tags):
+    """Every sample of a fleet's pass, tagged: the measured ones (a server
+    that died or would not stop turns its ok samples into its fate) and
+    the failed starts."""
+    out = []
+    for loop, samples in measured.items():
+        fate = fleet.fates.get(loop)
+        for s in samples:
+            if fate and s["status"] == "ok":
+                s.update(fate)
+            out.append({**s, "loop": loop, **tags})
+    for loop, samples in fleet.failed.items():
+        out += [{**s, "loop": loop, **tags} for s in samples]
     return out
 
 
@@ -199,15 +275,10 @@ def throughput_pass(opts, tmpdir):
     for label, k in runner.rounds(0, opts.rounds):
         for server in opts.servers:
             rows = runner.rotate(list(SERVER_ROWS[server]), k)
-            for loop in runner.rotate(opts.contenders, k):
-                measure = functools.partial(measure_throughput, opts, server, loop, rows)
-                for s in serve(opts, server, loop, tmpdir, measure):
-                    s.update(server=server, loop=loop, round=label, part="throughput")
-                    found.append(s)
-                    shown = f"{s['rate']:,.0f} req/s" if s["status"] == "ok" else s["status"]
-                    log(f"apps round {label}: {server} {s['row']} {loop} {shown}")
-                    if s["status"] != "ok":
-                        log(f"  {s.get('detail', '')[-200:]}")
+            log(f"apps round {label}: {server}")
+            with serving(opts, server, runner.rotate(opts.contenders, k), tmpdir) as fleet:
+                measured = measure_throughput(opts, server, rows, fleet.live)
+            found += gather(fleet, measured, server=server, round=label, part="throughput")
     return found
 
 
@@ -225,18 +296,13 @@ def latency_pass(opts, tmpdir, throughput):
     for server in opts.servers:
         base = {r[0]: median_max(throughput, server, r[0]) for r in SERVER_ROWS[server]}
         rows = [r for r in SERVER_ROWS[server] if base[r[0]]]
-        for loop in runner.rotate(opts.contenders, 1):
-            ceiling = {r[0]: median_max(throughput, server, r[0], loop) for r in rows}
-            measure = functools.partial(measure_latency, opts, server, loop, rows, base, ceiling)
-            for s in serve(opts, server, loop, tmpdir, measure):
-                s.update(server=server, loop=loop, round="1", part="latency")
-                found.append(s)
-                shown = (
-                    f"p99 {s['p99_us']:,.0f} µs at {s['rate']:,.0f} req/s"
-                    if s["status"] == "ok"
-                    else s["status"]
-                )
-                log(f"apps latency: {server} {s['row']} {loop} {s.get('load', '')}: {shown}")
+        loops = runner.rotate(opts.contenders, 1)
+        ceilings = {
+            loop: {r[0]: median_max(throughput, server, r[0], loop) for r in rows} for loop in loops
+        }
+        with serving(opts, server, loops, tmpdir) as fleet:
+            measured = measure_latency(opts, server, rows, base, ceilings, fleet.live)
+        found += gather(fleet, measured, server=server, round="1", part="latency")
     return found
 
 

@@ -92,8 +92,11 @@ def markdown(opts, found, absent, elapsed, pngs=()):
             else "Not pinned. "
         )
         + f"Throughput: closed loop, {opts.rounds} rounds, a fresh server per (server, loop) "
-        f"and round, loops and rows rotated, {opts.duration:g} s per sample after "
-        f"{opts.warmup:g} s of warm-up. Latency: open loop at "
+        "and round, every loop's started before any is measured; each row taken on every "
+        "loop in turn (loops rotated from row to row, rows from round to round), so that a "
+        "slow spell of the machine falls on all loops of a row alike; "
+        f"{opts.duration:g} s per sample after {opts.warmup:g} s of warm-up. "
+        "Latency: the same interleaving, open loop at "
         + " and ".join(f"{x:.0%}" for x in opts.loads)
         + f" of asyncio's median maximum on each row, {opts.latency_samples} samples of "
         f"{opts.latency_duration:g} s each (the rows rotated between them; the figure is the "

@@ -32,6 +32,10 @@ def _opts(**kw):
     return types.SimpleNamespace(**base)
 
 
+def _live(*loops):
+    return {loop: (8000 + i, 100 + i) for i, loop in enumerate(loops)}
+
+
 def test_latency_samples_rotate_the_rows_and_skip_a_rate_above_the_loops_maximum(monkeypatch):
     ran = []
 
@@ -42,8 +46,9 @@ def test_latency_samples_rotate_the_rows_and_skip_a_rate_above_the_loops_maximum
     monkeypatch.setattr(bench, "load", fake_load)
     base = {"JSON serialization": 1000.0, "single query": 200.0}
     # this loop reaches 600/s on JSON: 50% (500/s) runs, 90% (900/s) does not
-    ceiling = {"JSON serialization": 600.0, "single query": None}
-    got = bench.measure_latency(_opts(), "uvicorn", "zloopgo", ROWS, base, ceiling, 1, 2)
+    ceilings = {"zloopgo": {"JSON serialization": 600.0, "single query": None}}
+    got = bench.measure_latency(_opts(), "uvicorn", ROWS, base, ceilings, _live("zloopgo"))
+    got = got["zloopgo"]
     assert ran == [("JSON serialization", 500, 0.15)] + [("JSON serialization", 500, 0.05)] * 2
     saturated = [s for s in got if s["status"] == "saturated"]
     assert [(s["row"], s["load"]) for s in saturated] == [
@@ -59,17 +64,65 @@ def test_latency_samples_rotate_the_rows_and_skip_a_rate_above_the_loops_maximum
 def test_the_rows_of_a_latency_pass_are_rotated_between_samples(monkeypatch):
     order = []
     monkeypatch.setattr(
-        bench, "load", lambda *a: order.append(a[4][0]) or {"status": "ok", "p99_us": 1.0}
+        bench,
+        "load",
+        lambda *a: order.append(a[4][0]) or {"status": "ok", "p99_us": 1.0, "rate": 1.0},
     )
     base = {"JSON serialization": 10.0, "single query": 10.0}
-    ceiling = dict.fromkeys(base, 100.0)
+    ceilings = {"zloopgo": dict.fromkeys(base, 100.0)}
     opts = _opts(loads=[0.5])
-    bench.measure_latency(opts, "uvicorn", "zloopgo", ROWS, base, ceiling, 1, 2)
+    bench.measure_latency(opts, "uvicorn", ROWS, base, ceilings, _live("zloopgo"))
     assert order == ["JSON serialization", "single query", "single query"] + [
         "JSON serialization",
         "JSON serialization",
         "single query",
     ]
+
+
+def test_every_loop_takes_a_row_before_the_next_row_starts_in_rotated_order(monkeypatch):
+    ports = {}
+    order = []
+
+    def fake_load(opts, server, port, pid, row, rate, duration, warmup):
+        order.append((row[0], ports[port]))
+        return {"status": "ok", "rate": 1.0, "p99_us": 1.0}
+
+    monkeypatch.setattr(bench, "load", fake_load)
+    live = _live("asyncio", "zloopgo", "uvloop")
+    ports.update({port: loop for loop, (port, _) in live.items()})
+    got = bench.measure_throughput(_opts(), "uvicorn", ROWS, live)
+    assert order == [
+        ("JSON serialization", "asyncio"),
+        ("JSON serialization", "zloopgo"),
+        ("JSON serialization", "uvloop"),
+        ("single query", "zloopgo"),
+        ("single query", "uvloop"),
+        ("single query", "asyncio"),
+    ]
+    assert [s["row"] for s in got["uvloop"]] == ["JSON serialization", "single query"]
+    # the latency pass interleaves the loops within each (row, rate) too
+    order.clear()
+    base = {"JSON serialization": 10.0, "single query": 10.0}
+    ceilings = {loop: dict.fromkeys(base, 100.0) for loop in live}
+    opts = _opts(loads=[0.5], latency_samples=1)
+    bench.measure_latency(opts, "uvicorn", ROWS, base, ceilings, live)
+    assert [row for row, _ in order] == ["JSON serialization"] * 3 + ["single query"] * 3
+    assert [loop for _, loop in order][3:] == ["zloopgo", "uvloop", "asyncio"]
+
+
+def test_a_server_that_died_turns_its_ok_samples_into_its_fate_and_keeps_failed_starts():
+    fleet = types.SimpleNamespace(
+        fates={"uvloop": {"status": "crash", "detail": "server exited with -11 during the run"}},
+        failed={"rloop": [{"row": "JSON serialization", "status": "error", "detail": "x"}]},
+    )
+    measured = {
+        "zloopgo": [{"row": "JSON serialization", "status": "ok", "rate": 5.0}],
+        "uvloop": [{"row": "JSON serialization", "status": "ok", "rate": 4.0}],
+    }
+    got = bench.gather(fleet, measured, server="uvicorn", round="1", part="throughput")
+    status = {s["loop"]: s["status"] for s in got}
+    assert status == {"zloopgo": "ok", "uvloop": "crash", "rloop": "error"}
+    assert all(s["server"] == "uvicorn" and s["part"] == "throughput" for s in got)
 
 
 def _lat(loop, p99, sample, row="JSON serialization", load=0.9):
