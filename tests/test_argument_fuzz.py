@@ -44,7 +44,7 @@ def _load_worker():
 # descriptor, IntHostile makes asyncio's selector fail (it looks the
 # descriptor epoll reports up in a dict keyed by the object given to
 # add_writer, which calls its __eq__), where zloopgo's table of ints does
-# not: left to the descriptor table's owners (issue 39's report).
+# not: a kept difference, asserted by tests/test_bad_input.py.
 DEADLINE_VALUES = {"FloatLtRaises", "IntHostile", "EqLtRaises", "FloatOnly", "-10**400"}
 
 

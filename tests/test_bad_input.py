@@ -377,3 +377,40 @@ def test_failed_add_writer_keeps_existing_reader(loop):
     finally:
         a.close()
         b.close()
+
+
+class _EqRaises(int):
+    """A descriptor number whose comparisons raise (a hostile int)."""
+
+    def __eq__(self, other):
+        raise ValueError("eq raises")
+
+    __hash__ = int.__hash__
+
+
+def test_a_descriptor_whose_eq_raises_is_a_kept_difference(loop, loop_name):
+    # asyncio's selector keeps the object add_writer was given as the key
+    # of its descriptor table and looks up the number the kernel reports
+    # in it: the lookup calls the object's __eq__, and the ValueError comes
+    # out of the loop's run. zloopgo keeps the number and runs the
+    # callback and later finds the number (docs/compatibility.md, "Known
+    # differences").
+    a, b = socket.socketpair()
+    try:
+        ran = []
+        loop.add_writer(_EqRaises(a.fileno()), lambda: ran.append(True) or loop.stop())
+        if loop_name == "zloopgo":
+            loop.run_forever()
+            assert ran == [True]
+        else:
+            with pytest.raises(ValueError, match="eq raises"):
+                loop.run_forever()
+            assert ran == []
+            # and so does every later lookup of that number
+            with pytest.raises(ValueError, match="eq raises"):
+                loop.remove_writer(a.fileno())
+            return
+        assert loop.remove_writer(a.fileno()) is True
+    finally:
+        a.close()
+        b.close()
