@@ -282,7 +282,9 @@ def test_repeated_schedule_and_cancel_cycles(loop):
 
 def test_cancel_all_timers_then_new_timer_fires(loop):
     out = []
-    hs = [loop.call_later(0.05 + i * 1e-4, out.append, i) for i in range(300)]
+    # far enough that none is due before the cancels, however slow the
+    # machine (under qemu 300 call_later and an iteration took over 50 ms)
+    hs = [loop.call_later(60 + i * 1e-4, out.append, i) for i in range(300)]
     run_once(loop)
     for h in hs:
         h.cancel()
