@@ -29,22 +29,21 @@
  * receive buffer (transport.c); nothing of the engine. */
 #include "zl.h"
 
-static PyObject *s_conn_lost, *s_max_size, *s_sock, *s_protocol, *s_datagram_received,
-    *s_error_received, *s_fatal_error, *s_address, *s_buffer, *s_extra, *s_peername, *s_loop,
-    *s_state, *s_read_python, *s_sendto_python, *msg_read_error;
-
 /* zloopgo's datagram class keeps these attributes in __slots__ (_extra is
  * asyncio's BaseTransport's own slot); set_datagram_layout() records their
  * offsets, so reading one is a load (zl_layout, util.c). */
 enum { D_CONN_LOST, D_SOCK, D_PROTOCOL, D_ADDRESS, D_BUFFER, D_EXTRA, D_LOOP, D_STATE, D_COUNT };
-static PyObject **field_names[D_COUNT] = {&s_conn_lost, &s_sock,  &s_protocol, &s_address,
-                                          &s_buffer,    &s_extra, &s_loop,     &s_state};
+#define NAME_AT(name) offsetof(zl_names, name)
+static const size_t field_names[D_COUNT] = {
+    NAME_AT(_conn_lost), NAME_AT(_sock),  NAME_AT(_protocol), NAME_AT(_address),
+    NAME_AT(_buffer),    NAME_AT(_extra), NAME_AT(_loop),     NAME_AT(_zl_dgram)};
 _Static_assert(D_COUNT <= ZL_LAYOUT_MAX, "too many datagram fields for a zl_layout");
-static zl_layout layout = {.n = D_COUNT, .names = field_names};
+static zl_layout layout = {.n = D_COUNT, .name_at = field_names};
 
 PyObject *zl_set_datagram_layout(PyObject *mod, PyObject *cls)
 {
-    if (zl_layout_record(&layout, cls) < 0)
+    const zl_module_state *state = PyModule_GetState(mod);
+    if (zl_layout_record(&layout, &state->names, cls) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -95,6 +94,16 @@ static inline zl_loop *slot_loop(PyObject *self)
 static inline const PyTypeObject *socket_type_of(const zl_loop *L)
 {
     return L != NULL ? L->state->socket_type : NULL;
+}
+
+/* The names of the module that made self's native base: its loop's
+ * (one load) when L, the transport's zloopgo loop, is at hand; else
+ * found from self's class (zl_state_of_instance), which cannot miss:
+ * these methods' descriptors take only instances of subclasses of
+ * DatagramFastPaths, made from the module. */
+static const zl_names *names_of(PyObject *self, const zl_loop *L)
+{
+    return L != NULL ? &L->state->names : &zl_state_of_instance(self)->names;
 }
 
 /* The transport's DatagramState (a new reference), known by its
@@ -192,9 +201,11 @@ static PyObject *sender_address(zl_datagram *d, const struct sockaddr_storage *s
  * inside the handling of exc, as asyncio's `except OSError as exc:`. */
 static PyObject *to_error_received(PyObject *self)
 {
+    const zl_names *names = names_of(self, slot_loop(self));
     PyObject *exc = zl_fetch_exception();
     PyObject *protocol = zl_layout_get(&layout, self, D_PROTOCOL);
-    PyObject *r = protocol != NULL ? zl_call_handling(protocol, s_error_received, exc, NULL) : NULL;
+    PyObject *r =
+        protocol != NULL ? zl_call_handling(protocol, names->error_received, exc, NULL) : NULL;
     Py_XDECREF(protocol);
     Py_DECREF(exc);
     if (r == NULL)
@@ -207,8 +218,9 @@ static PyObject *to_error_received(PyObject *self)
  * message), as asyncio's `except BaseException as exc:`. */
 static PyObject *to_fatal_error(PyObject *self)
 {
+    const zl_names *names = names_of(self, slot_loop(self));
     PyObject *exc = zl_fetch_exception();
-    PyObject *r = zl_call_handling(self, s_fatal_error, exc, msg_read_error);
+    PyObject *r = zl_call_handling(self, names->_fatal_error, exc, names->msg_datagram_read_error);
     Py_DECREF(exc);
     if (r == NULL)
         return NULL;
@@ -218,7 +230,8 @@ static PyObject *to_fatal_error(PyObject *self)
 
 static PyObject *read_python(PyObject *self)
 {
-    return PyObject_CallMethodNoArgs(self, s_read_python);
+    const zl_names *names = names_of(self, slot_loop(self));
+    return PyObject_CallMethodNoArgs(self, names->_zl_read_ready_python);
 }
 
 static PyObject *dg_read_ready(PyObject *self, PyObject *unused)
@@ -234,8 +247,9 @@ static PyObject *dg_read_ready(PyObject *self, PyObject *unused)
     /* the loop dispatching this read: alive until it returns */
     zl_loop *L = slot_loop(self);
     const PyTypeObject *socket_type = socket_type_of(L);
+    const zl_names *names = names_of(self, L);
     int ok = zl_socket_nonblocking_fd(socket_type, sock) != ZL_NOT_A_SOCKET
-                 ? exact_long(PyObject_GetAttr(self, s_max_size), &max_size)
+                 ? exact_long(PyObject_GetAttr(self, names->max_size), &max_size)
                  : 0;
     zl_datagram *d = ok > 0 && max_size > 0 && max_size <= MAX_NATIVE_READ ? state_of(self) : NULL;
     if (d == NULL) {
@@ -279,8 +293,9 @@ static PyObject *dg_read_ready(PyObject *self, PyObject *unused)
     }
     PyObject *protocol = zl_layout_get(&layout, self, D_PROTOCOL);
     PyObject *args[] = {protocol, data, addr}; /* protocol.datagram_received(data, addr) */
-    PyObject *r =
-        protocol != NULL ? PyObject_VectorcallMethod(s_datagram_received, args, 3, NULL) : NULL;
+    PyObject *r = protocol != NULL
+                      ? PyObject_VectorcallMethod(names->datagram_received, args, 3, NULL)
+                      : NULL;
     Py_XDECREF(protocol);
     Py_DECREF(data);
     Py_DECREF(addr);
@@ -315,7 +330,8 @@ static int same_address(PyObject *a, PyObject *made)
 static PyObject *sendto_python(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                PyObject *kwnames)
 {
-    PyObject *method = PyObject_GetAttr(self, s_sendto_python);
+    const zl_names *names = names_of(self, slot_loop(self));
+    PyObject *method = PyObject_GetAttr(self, names->_zl_sendto_python);
     if (method == NULL)
         return NULL;
     PyObject *r = PyObject_Vectorcall(method, args, (size_t)nargs, kwnames);
@@ -327,7 +343,8 @@ static PyObject *sendto_python(PyObject *self, PyObject *const *args, Py_ssize_t
  * unconnected socket the state holding the destination in *d (a new
  * reference); 0 no (asyncio's sendto decides); -1 with an exception set.
  * addr is what the caller passed (None if nothing). */
-static int may_send(PyObject *self, PyObject *addr, int *connected, zl_datagram **d)
+static int may_send(const zl_names *names, PyObject *self, PyObject *addr, int *connected,
+                    zl_datagram **d)
 {
     *d = NULL;
     PyObject *address = zl_layout_get(&layout, self, D_ADDRESS);
@@ -342,7 +359,7 @@ static int may_send(PyObject *self, PyObject *addr, int *connected, zl_datagram 
         return lost < 0 || buffered < 0 ? -1 : 0;
     PyObject *extra = zl_layout_get(&layout, self, D_EXTRA);
     PyObject *peer = extra != NULL && PyDict_CheckExact(extra)
-                         ? PyDict_GetItemWithError(extra, s_peername) /* borrowed */
+                         ? PyDict_GetItemWithError(extra, names->peername) /* borrowed */
                          : NULL;
     *connected = peer != NULL ? PyObject_IsTrue(peer) : -1;
     Py_XDECREF(extra);
@@ -370,7 +387,8 @@ static PyObject *dg_sendto(PyObject *self, PyObject *const *args, Py_ssize_t nar
     PyObject *data = args[0];
     int connected = 0;
     zl_datagram *d = NULL;
-    int ok = may_send(self, nargs == 2 ? args[1] : Py_None, &connected, &d);
+    int ok = may_send(names_of(self, slot_loop(self)), self, nargs == 2 ? args[1] : Py_None,
+                      &connected, &d);
     /* asyncio sends through self._sock: None once the transport closed
      * itself after flushing its buffer (_conn_lost stays 0 then, and
      * _sock_fd may name another socket by now) and a socket the native
@@ -429,29 +447,4 @@ int zl_datagram_types_new(PyObject *module, zl_module_state *state)
     state->datagram_state_type =
         (PyTypeObject *)PyType_FromModuleAndSpec(module, &state_spec, NULL);
     return state->datagram_state_type == NULL ? -1 : 0;
-}
-
-int zl_datagram_type_init(void)
-{
-    static const zl_name names[] = {
-        {&s_conn_lost, "_conn_lost"},
-        {&s_max_size, "max_size"},
-        {&s_sock, "_sock"},
-        {&s_protocol, "_protocol"},
-        {&s_datagram_received, "datagram_received"},
-        {&s_error_received, "error_received"},
-        {&s_fatal_error, "_fatal_error"},
-        {&s_address, "_address"},
-        {&s_buffer, "_buffer"},
-        {&s_extra, "_extra"},
-        {&s_peername, "peername"},
-        {&s_loop, "_loop"},
-        {&s_state, "_zl_dgram"},
-        {&s_read_python, "_zl_read_ready_python"},
-        {&s_sendto_python, "_zl_sendto_python"},
-        {&msg_read_error, "Fatal read error on datagram transport"},
-    };
-    if (zl_intern_names(names, sizeof names / sizeof names[0]) < 0)
-        return -1;
-    return 0;
 }

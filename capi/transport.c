@@ -20,12 +20,6 @@
 #include "zl.h"
 #include <structmember.h>
 
-static PyObject *s_conn_lost, *s_max_size, *s_protocol, *s_data_received, *s_fatal_error, *s_on_eof,
-    *s_read_ready_cb, *s_eof, *s_empty_waiter, *s_buffer, *s_write_python, *s_read_python,
-    *msg_read_error, *msg_data_received, *msg_write_error, *s_get_buffer, *s_buffer_updated,
-    *msg_get_buffer, *msg_buffer_updated, *minus_one, *s_loop, *s_buffer_rest, *s_closing, *s_state,
-    *s_sock, *s_recv_into;
-
 /* A transport whose last read was at least LARGE_READ bytes receives the
  * next one straight into a bytes of max_size, shrunk to what came: a bulk
  * stream then skips copying each read out of the receive buffer. Small
@@ -50,11 +44,13 @@ enum {
     F_SOCK,
     F_COUNT
 };
-static PyObject **field_names[F_COUNT] = {&s_conn_lost, &s_protocol,      &s_eof,  &s_empty_waiter,
-                                          &s_buffer,    &s_read_ready_cb, &s_loop, &s_closing,
-                                          &s_state,     &s_sock};
+#define NAME_AT(name) offsetof(zl_names, name)
+static const size_t field_names[F_COUNT] = {
+    NAME_AT(_conn_lost), NAME_AT(_protocol),      NAME_AT(_eof),  NAME_AT(_empty_waiter),
+    NAME_AT(_buffer),    NAME_AT(_read_ready_cb), NAME_AT(_loop), NAME_AT(_closing),
+    NAME_AT(_zl_state),  NAME_AT(_sock)};
 _Static_assert(F_COUNT <= ZL_LAYOUT_MAX, "too many transport fields for a zl_layout");
-static zl_layout layout = {.n = F_COUNT, .names = field_names};
+static zl_layout layout = {.n = F_COUNT, .name_at = field_names};
 
 static inline PyObject *slot_value(PyObject *self, int f)
 {
@@ -65,14 +61,15 @@ static PyObject *get_field(PyObject *self, int f) { return zl_layout_get(&layout
 
 PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls)
 {
-    if (zl_layout_record(&layout, cls) < 0)
+    const zl_module_state *state = PyModule_GetState(mod);
+    if (zl_layout_record(&layout, &state->names, cls) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
 
 static int field_true(PyObject *self, int f) { return zl_layout_true(&layout, self, f); }
 
-static PyObject *report_fatal(PyObject *self, PyObject *message);
+static PyObject *report_fatal(const zl_names *names, PyObject *self, PyObject *message);
 
 /* self.max_size, which asyncio reads for every recv, in *out: 1 when it is
  * an int from 1 to LONG_MAX, which the native read takes; 0 for any other
@@ -83,13 +80,13 @@ static PyObject *report_fatal(PyObject *self, PyObject *message);
  * otherwise: asyncio reads max_size inside its `try:`, so that is a
  * fatal read error, reported here, or nothing when it raised
  * BlockingIOError or InterruptedError. */
-static int read_size(PyObject *self, long *out)
+static int read_size(const zl_names *names, PyObject *self, long *out)
 {
-    PyObject *v = PyObject_GetAttr(self, s_max_size);
+    PyObject *v = PyObject_GetAttr(self, names->max_size);
     if (v == NULL) {
         if (!PyErr_ExceptionMatches(PyExc_BlockingIOError) &&
             !PyErr_ExceptionMatches(PyExc_InterruptedError)) {
-            PyObject *r = report_fatal(self, msg_read_error);
+            PyObject *r = report_fatal(names, self, names->msg_transport_read_error);
             if (r == NULL)
                 return -1;
             Py_DECREF(r);
@@ -109,14 +106,14 @@ static int read_size(PyObject *self, long *out)
  * exc_info=True (debug mode) carries exc, and an exception it raises has
  * exc as its __context__, as in asyncio's except block. SystemExit and
  * KeyboardInterrupt propagate. */
-static PyObject *report_fatal(PyObject *self, PyObject *message)
+static PyObject *report_fatal(const zl_names *names, PyObject *self, PyObject *message)
 {
     if (PyErr_ExceptionMatches(PyExc_SystemExit) || PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
         return NULL;
     PyObject *value = zl_fetch_exception();
     if (value == NULL)
         Py_RETURN_NONE;
-    PyObject *r = zl_call_handling(self, s_fatal_error, value, message);
+    PyObject *r = zl_call_handling(self, names->_fatal_error, value, message);
     Py_DECREF(value);
     if (r == NULL)
         return NULL;
@@ -203,7 +200,16 @@ static zl_loop *transport_loop(PyObject *self)
     return loop != NULL && zl_is_loop(loop) ? (zl_loop *)loop : NULL;
 }
 
-/* The counters of t's kind on loop L (zl.h, zl_counters), or NULL. */
+/* The names of the module that made self's native base: its loop's
+ * (one load) when L, the transport's zloopgo loop, is at hand; else
+ * found from self's class (zl_state_of_instance), which cannot miss:
+ * these methods' descriptors take only instances of subclasses of
+ * StreamFastPaths, made from the module. */
+static const zl_names *names_of(PyObject *self, const zl_loop *L)
+{
+    return L != NULL ? &L->state->names : &zl_state_of_instance(self)->names;
+}
+
 /* The socket.socket of L's interpreter, whose sockets alone the native
  * calls serve: NULL (none) without a zloopgo loop. */
 static inline const PyTypeObject *socket_type_of(const zl_loop *L)
@@ -237,12 +243,13 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
     long max_size = 0; /* read_size sets it when usual != 0, which gcc cannot always see */
     /* the loop whose dispatch runs this read, alive until it returns */
     zl_loop *L = transport_loop(self);
+    const zl_names *names = names_of(self, L);
     int usual = zl_socket_nonblocking_fd(socket_type_of(L), sock) != ZL_NOT_A_SOCKET
-                    ? read_size(self, &max_size)
+                    ? read_size(names, self, &max_size)
                     : 0;
     if (usual == 0) { /* asyncio's own read, for an unusual max_size or socket */
         Py_DECREF(sock);
-        return PyObject_CallMethodNoArgs(self, s_read_python);
+        return PyObject_CallMethodNoArgs(self, names->_zl_read_python);
     }
     /* what the socket's recv reads when it is called: the descriptor
      * the socket holds after max_size's lookup (a closed one fails) */
@@ -259,10 +266,10 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
     if (direct) {
         data = PyBytes_FromStringAndSize(NULL, max_size);
         if (data == NULL)
-            return report_fatal(self, msg_read_error);
+            return report_fatal(names, self, names->msg_transport_read_error);
         into = PyBytes_AS_STRING(data);
     } else if ((into = zl_rx_take(L, (size_t)max_size, &own)) == NULL) {
-        return report_fatal(self, msg_read_error);
+        return report_fatal(names, self, names->msg_transport_read_error);
     }
     ptrdiff_t n;
     do {
@@ -276,11 +283,11 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
         else
             zl_rx_give_back(L, own);
         if (n == 0)
-            return PyObject_CallMethodNoArgs(self, s_on_eof);
+            return PyObject_CallMethodNoArgs(self, names->_read_ready__on_eof);
         if (zl_sys_would_block(err))
             Py_RETURN_NONE;
         zl_sys_raise(err);
-        return report_fatal(self, msg_read_error);
+        return report_fatal(names, self, names->msg_transport_read_error);
     }
     if (t != NULL)
         t->large_reads = n >= LARGE_READ;
@@ -307,7 +314,7 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
         Py_XDECREF(data);
         if (fed == -2)
             return NULL;
-        return fed < 0 ? report_fatal(self, msg_data_received) : Py_NewRef(Py_None);
+        return fed < 0 ? report_fatal(names, self, names->msg_data_received) : Py_NewRef(Py_None);
     }
     if (direct && n < max_size / 2) {
         /* Mostly empty: copy out and free the big object whole. Shrinking
@@ -325,11 +332,11 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
         Py_DECREF(protocol);
         return NULL;
     }
-    PyObject *r = PyObject_CallMethodOneArg(protocol, s_data_received, data);
+    PyObject *r = PyObject_CallMethodOneArg(protocol, names->data_received, data);
     Py_DECREF(protocol);
     Py_DECREF(data);
     if (r == NULL)
-        return report_fatal(self, msg_data_received);
+        return report_fatal(names, self, names->msg_data_received);
     Py_DECREF(r);
     Py_RETURN_NONE;
 }
@@ -344,8 +351,8 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
  * to the socket's own recv_into, which also raises what asyncio reports
  * for a buffer it cannot fill (a list, bytes, a strided or read-only
  * view) and runs a buffer's own __buffer__ as asyncio's call does. */
-static int recv_into(const PyTypeObject *socket_type, PyObject *sock, PyObject *buf,
-                     PyObject **count, Py_ssize_t *filled)
+static int recv_into(const zl_names *names, const PyTypeObject *socket_type, PyObject *sock,
+                     PyObject *buf, PyObject **count, Py_ssize_t *filled)
 {
     Py_buffer view;
     *count = NULL;
@@ -371,7 +378,7 @@ static int recv_into(const PyTypeObject *socket_type, PyObject *sock, PyObject *
         }
         PyErr_Clear(); /* the socket's recv_into words why it will not do */
     }
-    *count = PyObject_CallMethodOneArg(sock, s_recv_into, buf);
+    *count = PyObject_CallMethodOneArg(sock, names->recv_into, buf);
     if (*count != NULL)
         return 1;
     if (!PyErr_ExceptionMatches(PyExc_BlockingIOError) &&
@@ -393,27 +400,33 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
     PyObject *protocol = get_field(self, F_PROTOCOL);
     if (protocol == NULL)
         return NULL;
-    PyObject *buf = PyObject_CallMethodOneArg(protocol, s_get_buffer, minus_one);
+    const zl_names *names = names_of(self, transport_loop(self));
+    PyObject *minus_one = PyLong_FromLong(-1); /* CPython's cached small int */
+    PyObject *buf = minus_one != NULL
+                        ? PyObject_CallMethodOneArg(protocol, names->get_buffer, minus_one)
+                        : NULL;
+    Py_XDECREF(minus_one);
     Py_ssize_t len = buf != NULL ? PyObject_Size(buf) : -1;
     if (len == 0)
         PyErr_SetString(PyExc_RuntimeError, "get_buffer() returned an empty buffer");
     if (len <= 0) {
         Py_XDECREF(buf);
         Py_DECREF(protocol);
-        return report_fatal(self, msg_get_buffer);
+        return report_fatal(names, self, names->msg_get_buffer);
     }
     /* the socket is looked up now, as asyncio's self._sock.recv_into */
     PyObject *sock = get_field(self, F_SOCK), *nbytes = NULL;
     Py_ssize_t filled = -1;
     zl_loop *L = transport_loop(self); /* dispatching this read: alive until it returns */
-    int got = sock != NULL ? recv_into(socket_type_of(L), sock, buf, &nbytes, &filled) : -1;
+    int got = sock != NULL ? recv_into(names, socket_type_of(L), sock, buf, &nbytes, &filled) : -1;
     Py_XDECREF(sock);
     Py_DECREF(buf);
     zl_transport *t = state_of(self);
     if (got <= 0) {
         count_read(counts(L, t), -1);
         Py_DECREF(protocol);
-        return got < 0 ? report_fatal(self, msg_read_error) : Py_NewRef(Py_None);
+        return got < 0 ? report_fatal(names, self, names->msg_transport_read_error)
+                       : Py_NewRef(Py_None);
     }
     Py_ssize_t n = PyLong_Check(nbytes) ? PyLong_AsSsize_t(nbytes) : -1;
     PyErr_Clear(); /* a count recv_into gave: only its truth matters here */
@@ -422,15 +435,15 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
     if (any <= 0) {
         Py_DECREF(nbytes);
         Py_DECREF(protocol);
-        return any < 0 ? NULL : PyObject_CallMethodNoArgs(self, s_on_eof);
+        return any < 0 ? NULL : PyObject_CallMethodNoArgs(self, names->_read_ready__on_eof);
     }
     if (t != NULL)
         t->fed_quietly = 0;
-    PyObject *r = PyObject_CallMethodOneArg(protocol, s_buffer_updated, nbytes);
+    PyObject *r = PyObject_CallMethodOneArg(protocol, names->buffer_updated, nbytes);
     Py_DECREF(nbytes);
     Py_DECREF(protocol);
     if (r == NULL)
-        return report_fatal(self, msg_buffer_updated);
+        return report_fatal(names, self, names->msg_buffer_updated);
     Py_DECREF(r);
     /* A TLS protocol that handed the bytes on natively (tls.c), with the
      * socket drained: as quiet as a stream read fed natively. */
@@ -464,11 +477,12 @@ void zl_transport_fed_quietly(PyObject *transport)
  * Python version's asyncio buffers the rest of a partial send: data of
  * which the first `sent` bytes left (-1: nothing was tried, the buffer
  * was not empty). */
-static PyObject *buffer_rest(PyObject *self, PyObject *data, Py_ssize_t sent)
+static PyObject *buffer_rest(const zl_names *names, PyObject *self, PyObject *data, Py_ssize_t sent)
 {
     PyObject *offset = PyLong_FromSsize_t(sent);
-    PyObject *r =
-        offset ? PyObject_CallMethodObjArgs(self, s_buffer_rest, data, offset, NULL) : NULL;
+    PyObject *r = offset
+                      ? PyObject_CallMethodObjArgs(self, names->_zl_buffer_rest, data, offset, NULL)
+                      : NULL;
     Py_XDECREF(offset);
     return r;
 }
@@ -479,6 +493,8 @@ static PyObject *buffer_rest(PyObject *self, PyObject *data, Py_ssize_t sent)
 static PyObject *send_now(PyObject *self, zl_loop *L, PyObject *sock, PyObject *data,
                           Py_buffer *view)
 {
+    const zl_names *names =
+        &L->state->names; /* L: the transport_write checked the socket with it */
     zl_transport *t = state_of(self);
     zl_loop *owner = t != NULL ? L : NULL;
     int fd = zl_socket_fd(socket_type_of(L), sock);
@@ -498,11 +514,11 @@ static PyObject *send_now(PyObject *self, zl_loop *L, PyObject *sock, PyObject *
     }
     if (n < 0 && !zl_sys_would_block(err)) {
         zl_sys_raise(err);
-        return report_fatal(self, msg_write_error);
+        return report_fatal(names, self, names->msg_transport_write_error);
     }
     if (n == view->len)
         Py_RETURN_NONE;
-    return buffer_rest(self, data, n < 0 ? 0 : n);
+    return buffer_rest(names, self, data, n < 0 ? 0 : n);
 }
 
 /* The buffer transport_write took: exported (a bytearray, a memoryview)
@@ -517,6 +533,13 @@ static void release_view(Py_buffer *view)
  * sent at once; with data already buffered it is appended behind it, as
  * asyncio does. A lost connection (counted and warned about) and data
  * that is not one contiguous buffer go to asyncio's own write. */
+/* asyncio's own write, for what the native one does not serve. */
+static PyObject *write_python(PyObject *self, PyObject *data)
+{
+    const zl_names *names = names_of(self, transport_loop(self));
+    return PyObject_CallMethodOneArg(self, names->_zl_write_python, data);
+}
+
 static PyObject *transport_write(PyObject *self, PyObject *data)
 {
     if (!PyBytes_Check(data) && !PyByteArray_Check(data) && !PyMemoryView_Check(data)) {
@@ -535,7 +558,7 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
     /* a subclass of bytes or bytearray may answer asyncio's `if not data`
      * with its own __len__ or __bool__: asyncio's own write asks it */
     if (!PyBytes_CheckExact(data) && !PyByteArray_CheckExact(data) && !PyMemoryView_Check(data))
-        return PyObject_CallMethodOneArg(self, s_write_python, data);
+        return write_python(self, data);
     int flag = field_true(self, F_EOF);
     if (flag != 0) {
         if (flag > 0)
@@ -564,7 +587,7 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
     zl_loop *L = transport_loop(self);
     if (zl_socket_nonblocking_fd(socket_type_of(L), sock) == ZL_NOT_A_SOCKET) {
         Py_DECREF(sock);
-        return PyObject_CallMethodOneArg(self, s_write_python, data);
+        return write_python(self, data);
     }
     PyObject *r = NULL;
     Py_buffer view;
@@ -580,14 +603,14 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
          * write handles it, reporting send()'s failure as a fatal error */
         PyErr_Clear();
         Py_DECREF(sock);
-        return PyObject_CallMethodOneArg(self, s_write_python, data);
+        return write_python(self, data);
     }
     if (view.len == 0) {
         r = Py_NewRef(Py_None);
         goto done;
     }
     if ((flag = field_true(self, F_CONN_LOST)) != 0) {
-        r = flag < 0 ? NULL : PyObject_CallMethodOneArg(self, s_write_python, data);
+        r = flag < 0 ? NULL : write_python(self, data);
         goto done;
     }
     PyObject *buffer = get_field(self, F_BUFFER);
@@ -601,7 +624,7 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
         zl_transport_counts *c = counts(transport_loop(self), state_of(self));
         if (c != NULL)
             c->writes_buffered++;
-        r = buffer_rest(self, data, -1);
+        r = buffer_rest(&L->state->names, self, data, -1);
     }
 done:
     release_view(&view);
@@ -711,41 +734,4 @@ int zl_transport_types_new(PyObject *module, zl_module_state *state)
     state->transport_state_type =
         (PyTypeObject *)PyType_FromModuleAndSpec(module, &state_spec, NULL);
     return state->transport_state_type == NULL ? -1 : 0;
-}
-
-int zl_transport_type_init(void)
-{
-    static const zl_name names[] = {
-        {&s_conn_lost, "_conn_lost"},
-        {&s_max_size, "max_size"},
-        {&s_protocol, "_protocol"},
-        {&s_data_received, "data_received"},
-        {&s_fatal_error, "_fatal_error"},
-        {&s_on_eof, "_read_ready__on_eof"},
-        {&s_read_ready_cb, "_read_ready_cb"},
-        {&s_eof, "_eof"},
-        {&s_empty_waiter, "_empty_waiter"},
-        {&s_buffer, "_buffer"},
-        {&s_write_python, "_zl_write_python"},
-        {&s_read_python, "_zl_read_python"},
-        {&msg_read_error, "Fatal read error on socket transport"},
-        {&msg_data_received, "Fatal error: protocol.data_received() call failed."},
-        {&msg_write_error, "Fatal write error on socket transport"},
-        {&s_get_buffer, "get_buffer"},
-        {&s_buffer_updated, "buffer_updated"},
-        {&s_loop, "_loop"},
-        {&s_buffer_rest, "_zl_buffer_rest"},
-        {&s_state, "_zl_state"},
-        {&s_closing, "_closing"},
-        {&s_sock, "_sock"},
-        {&s_recv_into, "recv_into"},
-        {&msg_get_buffer, "Fatal error: protocol.get_buffer() call failed."},
-        {&msg_buffer_updated, "Fatal error: protocol.buffer_updated() call failed."},
-    };
-    if (zl_intern_names(names, sizeof names / sizeof names[0]) < 0)
-        return -1;
-    minus_one = PyLong_FromLong(-1);
-    if (minus_one == NULL)
-        return -1;
-    return 0;
 }

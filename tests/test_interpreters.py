@@ -342,6 +342,41 @@ print("grew", [a - b for a, b in zip(after, before)])
     check(proc, "grew [0, 0, 0]")
 
 
+def test_a_module_object_made_again_is_freed_with_what_it_holds():
+    """Each module object made from the extension keeps its own state (the
+    interned names, its types, its hook in gc.callbacks): once nothing
+    holds it, it goes, with all of that. Its collector hook used to hold
+    it strongly from gc.callbacks, so every module object made lived on
+    until the process ended, and its hook stayed in the list; with 30 made
+    and dropped, none was freed and 30 hooks more were there."""
+    body = """
+import gc, importlib.util, weakref
+from zloopgo import _engine
+hooks_before = len(gc.callbacks)
+def fresh_module():
+    spec = importlib.util.spec_from_file_location("zloopgo._engine", _engine.__file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    loop = module.LoopCore  # a type made from it, referring to it
+    return weakref.ref(module)
+refs = [fresh_module() for _ in range(30)]
+gc.collect()
+print("alive", sum(r() is not None for r in refs))
+print("hooks added", len(gc.callbacks) - hooks_before)
+# the main module's hook still runs: a loop's callbacks survive collections
+loop = factory()
+got = []
+for i in range(100):
+    loop.call_soon(got.append, i)
+gc.collect()
+loop.run_until_complete(asyncio.sleep(0))
+loop.close()
+print("ran", len(got))
+"""
+    proc = run_script("zloopgo", body)
+    check(proc, "alive 0", "hooks added 0", "ran 100")
+
+
 def test_each_module_object_keeps_its_own_stream_fast_path_switch():
     """set_streams is a module object's own: with zloopgo imported again,
     the first module's switch turned off leaves the second module's loops
