@@ -227,6 +227,11 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(state->base_create_task);
     Py_VISIT(state->threadsafe.type);
     Py_VISIT(state->threadsafe.runner);
+    /* the recorded classes derive from the module's types: a cycle */
+    Py_VISIT(state->transport_layout.type);
+    Py_VISIT(state->datagram_layout.type);
+    Py_VISIT(state->tls.layout.type);
+    Py_VISIT(state->tls.app_layout.type);
     return 0;
 }
 
@@ -265,6 +270,11 @@ static int module_clear(PyObject *m)
     Py_CLEAR(state->streams.wakeup_waiter_fn);
     Py_CLEAR(state->threadsafe.type);
     Py_CLEAR(state->threadsafe.runner);
+    /* a layout without its class: its fields are looked up by name */
+    Py_CLEAR(state->transport_layout.type);
+    Py_CLEAR(state->datagram_layout.type);
+    Py_CLEAR(state->tls.layout.type);
+    Py_CLEAR(state->tls.app_layout.type);
     return 0;
 }
 
@@ -276,6 +286,7 @@ static void module_free(void *m)
     Py_CLEAR(state->futures_module);
     Py_CLEAR(state->tasks_module);
     Py_CLEAR(state->base_create_task);
+    zl_tls_state_free(state);
     zl_pending_fini(state);
     names_clear(state); /* strings: in no cycle, and read by loops until the module goes */
 }

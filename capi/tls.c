@@ -90,44 +90,54 @@ static const size_t field_names[F_COUNT] = {
     NAME_AT(_zl_replaced),
 };
 _Static_assert(F_COUNT <= ZL_LAYOUT_MAX, "too many TLS protocol fields for a zl_layout");
-static zl_layout layout = {.n = F_COUNT, .name_at = field_names};
 
-static PyObject *get_field(PyObject *self, int f) { return zl_layout_get(&layout, self, f); }
+static PyObject *get_field(const zl_module_state *st, PyObject *self, int f)
+{
+    return zl_layout_get(&st->tls.layout, self, f);
+}
 
-static int field_true(PyObject *self, int f) { return zl_layout_true(&layout, self, f); }
+static int field_true(const zl_module_state *st, PyObject *self, int f)
+{
+    return zl_layout_true(&st->tls.layout, self, f);
+}
 
 /* self.<field f> = v: stored in its slot (as the slot's descriptor
  * stores it), else set by name; 0 or -1. */
-static int set_field(PyObject *self, int f, PyObject *v)
+static int set_field(const zl_module_state *st, PyObject *self, int f, PyObject *v)
 {
-    if (layout.type == NULL || !PyObject_TypeCheck(self, layout.type))
-        return PyObject_SetAttr(self,
-                                zl_layout_name(&layout, &zl_state_of_instance(self)->names, f), v);
-    Py_XSETREF(*(PyObject **)((char *)self + layout.offset[f]), Py_NewRef(v));
+    const zl_layout *layout = &st->tls.layout;
+    if (layout->type == NULL || !PyObject_TypeCheck(self, layout->type))
+        return PyObject_SetAttr(self, zl_layout_name(layout, &st->names, f), v);
+    Py_XSETREF(*(PyObject **)((char *)self + layout->offset[f]), Py_NewRef(v));
     return 0;
 }
 
 enum { A_CLOSED, A_SSL_PROTOCOL, A_COUNT };
 static const size_t app_field_names[A_COUNT] = {NAME_AT(_closed), NAME_AT(_ssl_protocol)};
-static zl_layout app_layout = {.n = A_COUNT, .name_at = app_field_names};
 
-static PyObject *app_field(PyObject *self, int f) { return zl_layout_get(&app_layout, self, f); }
+/* The method tables of TLSFastPaths and TLSTransportFastPaths, which name
+ * them among a class's bases. */
+#define N_PROTOCOL_METHODS 9
+#define N_APP_METHODS 3
+static PyMethodDef protocol_methods[N_PROTOCOL_METHODS], app_methods[N_APP_METHODS];
 
-/* What _engine.set_tls() recorded: asyncio's SSLProtocol methods the rare
- * cases call, SSLProtocolState's members, sslproto.SSLAgainErrors, and
- * ssl.SSLObject with its version tag then. NULL until set_tls. */
-static PyObject *py_get_buffer, *py_write_appdata, *py_do_read_copied, *py_control_app_writing,
-    *py_control_ssl_reading, *py_is_transport_closing;
-static PyObject *st_do_handshake, *st_wrapped, *st_flushing, *st_shutdown, *st_unwrapped;
-static PyObject *again_errors;
-static PyTypeObject *sslobject_type;
-static PyObject *sslobject_read, *sslobject_write; /* ssl.SSLObject's own read and write */
-/* The version tags of ssl.SSLObject and of zloopgo's SSLProtocol when
- * they last held the methods the native steps stand for (0: look again).
- * A class or any of its bases changed since has another tag. */
-static unsigned int sslobject_version, protocol_version;
-/* 3.14+: _SSLProtocolTransport.is_closing() also asks the socket transport */
-static int is_closing_asks_transport;
+/* The state of the module whose TLSFastPaths self's class derives from
+ * (the protocol's), or whose TLSTransportFastPaths (the app transport's):
+ * each native method's first step, handed down to every step it takes. */
+static inline zl_module_state *protocol_state(PyObject *self)
+{
+    return zl_state_of_native(self, protocol_methods);
+}
+
+static inline zl_module_state *app_state(PyObject *self)
+{
+    return zl_state_of_native(self, app_methods);
+}
+
+static PyObject *app_field(const zl_module_state *st, PyObject *self, int f)
+{
+    return zl_layout_get(&st->tls.app_layout, self, f);
+}
 
 PyObject *zl_set_tls(PyObject *mod, PyObject *args)
 {
@@ -137,18 +147,18 @@ PyObject *zl_set_tls(PyObject *mod, PyObject *args)
                           &again, &PyType_Type, &sslobject, &asks, &ours, &our_app))
         return NULL;
     zl_module_state *st = PyModule_GetState(mod);
-    if (zl_layout_record(&layout, &st->names, ours) < 0 ||
-        zl_layout_record(&app_layout, &st->names, our_app) < 0)
+    if (zl_layout_record(&st->tls.layout, &st->names, ours) < 0 ||
+        zl_layout_record(&st->tls.app_layout, &st->names, our_app) < 0)
         return NULL;
     struct {
         PyObject **slot;
         const char *name;
     } methods[] = {
-        {&py_get_buffer, "get_buffer"},
-        {&py_write_appdata, "_write_appdata"},
-        {&py_do_read_copied, "_do_read__copied"},
-        {&py_control_app_writing, "_control_app_writing"},
-        {&py_control_ssl_reading, "_control_ssl_reading"},
+        {&st->tls.py_get_buffer, "get_buffer"},
+        {&st->tls.py_write_appdata, "_write_appdata"},
+        {&st->tls.py_do_read_copied, "_do_read__copied"},
+        {&st->tls.py_control_app_writing, "_control_app_writing"},
+        {&st->tls.py_control_ssl_reading, "_control_ssl_reading"},
     };
     for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
         PyObject *m = PyObject_GetAttrString(proto_cls, methods[i].name);
@@ -160,9 +170,9 @@ PyObject *zl_set_tls(PyObject *mod, PyObject *args)
         PyObject **slot;
         const char *name;
     } members[] = {
-        {&st_do_handshake, "DO_HANDSHAKE"}, {&st_wrapped, "WRAPPED"},
-        {&st_flushing, "FLUSHING"},         {&st_shutdown, "SHUTDOWN"},
-        {&st_unwrapped, "UNWRAPPED"},
+        {&st->tls.st_do_handshake, "DO_HANDSHAKE"}, {&st->tls.st_wrapped, "WRAPPED"},
+        {&st->tls.st_flushing, "FLUSHING"},         {&st->tls.st_shutdown, "SHUTDOWN"},
+        {&st->tls.st_unwrapped, "UNWRAPPED"},
     };
     for (size_t i = 0; i < sizeof members / sizeof members[0]; i++) {
         PyObject *m = PyObject_GetAttrString(states, members[i].name);
@@ -170,21 +180,21 @@ PyObject *zl_set_tls(PyObject *mod, PyObject *args)
             return NULL;
         Py_XSETREF(*members[i].slot, m);
     }
-    Py_XSETREF(again_errors, Py_NewRef(again));
+    Py_XSETREF(st->tls.again_errors, Py_NewRef(again));
     /* 3.14+: _SSLProtocolTransport.is_closing() asks this method */
     PyObject *closing = asks ? PyObject_GetAttrString(proto_cls, "_is_transport_closing") : NULL;
     if (asks && closing == NULL)
         return NULL;
-    Py_XSETREF(py_is_transport_closing, closing);
+    Py_XSETREF(st->tls.py_is_transport_closing, closing);
     PyObject *read = _PyType_Lookup((PyTypeObject *)sslobject, st->names.read); /* borrowed */
     PyObject *write = _PyType_Lookup((PyTypeObject *)sslobject, st->names.write);
     if (read == NULL || write == NULL)
         return PyErr_Format(PyExc_TypeError, "%R has no read or write", sslobject);
-    Py_XSETREF(sslobject_read, Py_NewRef(read));
-    Py_XSETREF(sslobject_write, Py_NewRef(write));
-    Py_XSETREF(sslobject_type, (PyTypeObject *)Py_NewRef(sslobject));
-    sslobject_version = protocol_version = 0; /* looked at on first use */
-    is_closing_asks_transport = asks;
+    Py_XSETREF(st->tls.sslobject_read, Py_NewRef(read));
+    Py_XSETREF(st->tls.sslobject_write, Py_NewRef(write));
+    Py_XSETREF(st->tls.sslobject_type, (PyTypeObject *)Py_NewRef(sslobject));
+    st->tls.sslobject_version = st->tls.protocol_version = 0; /* looked at on first use */
+    st->tls.is_closing_asks_transport = asks;
     Py_RETURN_NONE;
 }
 
@@ -230,9 +240,9 @@ static int same_state(PyObject *state, PyObject *member)
 }
 
 /* self._state == member: 1, 0, or -1 */
-static int state_is(PyObject *self, PyObject *member)
+static int state_is(zl_module_state *st, PyObject *self, PyObject *member)
 {
-    PyObject *state = get_field(self, F_STATE);
+    PyObject *state = get_field(st, self, F_STATE);
     if (state == NULL)
         return -1;
     int r = same_state(state, member);
@@ -277,12 +287,14 @@ static int resolves_to(PyObject *obj, PyObject *name, PyObject *fn, PyCFunction 
 /* ssl.SSLObject still holds its own read and write. */
 static inline int sslobject_unchanged(zl_module_state *st)
 {
-    if (sslobject_version != 0 && sslobject_type->tp_version_tag == sslobject_version)
+    if (st->tls.sslobject_version != 0 &&
+        st->tls.sslobject_type->tp_version_tag == st->tls.sslobject_version)
         return 1;
-    if (_PyType_Lookup(sslobject_type, st->names.read) != sslobject_read ||
-        _PyType_Lookup(sslobject_type, st->names.write) != sslobject_write)
+    if (_PyType_Lookup(st->tls.sslobject_type, st->names.read) != st->tls.sslobject_read ||
+        _PyType_Lookup(st->tls.sslobject_type, st->names.write) != st->tls.sslobject_write)
         return 0;
-    sslobject_version = sslobject_type->tp_version_tag; /* the lookups gave it one */
+    st->tls.sslobject_version =
+        st->tls.sslobject_type->tp_version_tag; /* the lookups gave it one */
     return 1;
 }
 
@@ -295,7 +307,7 @@ static inline int sslobject_unchanged(zl_module_state *st)
  * nothing of its own replaces a method. */
 static PyObject *ssl_target(zl_module_state *st, PyObject *sslobj, PyObject *name, PyObject *fn)
 {
-    if (Py_TYPE(sslobj) == sslobject_type && sslobject_unchanged(st)) {
+    if (Py_TYPE(sslobj) == st->tls.sslobject_type && sslobject_unchanged(st)) {
         PyObject *dict = PyObject_GenericGetDict(sslobj, NULL);
         PyObject *inner = dict != NULL && PyDict_GET_SIZE(dict) == 1
                               ? PyDict_GetItemWithError(dict, st->names._sslobj) /* borrowed */
@@ -306,7 +318,7 @@ static PyObject *ssl_target(zl_module_state *st, PyObject *sslobj, PyObject *nam
             return inner;
         PyErr_Clear(); /* asked again below */
     }
-    if (Py_TYPE(sslobj) == sslobject_type) {
+    if (Py_TYPE(sslobj) == st->tls.sslobject_type) {
         int own = resolves_to(sslobj, name, fn, NULL);
         if (own > 0) {
             PyObject *inner = PyObject_GetAttr(sslobj, st->names._sslobj);
@@ -322,11 +334,12 @@ static PyObject *ssl_target(zl_module_state *st, PyObject *sslobj, PyObject *nam
  * NULL with the exception set */
 static PyObject *ssl_call(zl_module_state *st, PyObject *self, PyObject *method, PyObject *arg)
 {
-    PyObject *sslobj = get_field(self, F_SSLOBJ);
+    PyObject *sslobj = get_field(st, self, F_SSLOBJ);
     if (sslobj == NULL)
         return NULL;
     PyObject *target =
-        ssl_target(st, sslobj, method, method == st->names.read ? sslobject_read : sslobject_write);
+        ssl_target(st, sslobj, method,
+                   method == st->names.read ? st->tls.sslobject_read : st->tls.sslobject_write);
     Py_DECREF(sslobj);
     if (target == NULL)
         return NULL;
@@ -346,15 +359,15 @@ static PyObject *ssl_call(zl_module_state *st, PyObject *self, PyObject *method,
  * exception set. */
 static int nothing_to_read(zl_module_state *st, PyObject *self)
 {
-    PyObject *sslobj = get_field(self, F_SSLOBJ);
+    PyObject *sslobj = get_field(st, self, F_SSLOBJ);
     if (sslobj == NULL)
         return -1;
     int r = 0;
-    PyObject *target = ssl_target(st, sslobj, st->names.read, sslobject_read);
+    PyObject *target = ssl_target(st, sslobj, st->names.read, st->tls.sslobject_read);
     if (target == NULL) {
         r = -1;
     } else if (target != sslobj) {
-        PyObject *incoming = get_field(self, F_INCOMING);
+        PyObject *incoming = get_field(st, self, F_INCOMING);
         PyObject *pending = incoming ? PyObject_GetAttr(incoming, st->names.pending) : NULL;
         PyObject *eof = pending ? PyObject_GetAttr(incoming, st->names.eof) : NULL;
         PyObject *held = eof ? PyObject_CallMethodNoArgs(target, st->names.pending) : NULL;
@@ -378,7 +391,7 @@ static int nothing_to_read(zl_module_state *st, PyObject *self)
 /* The pending exception is one of sslproto.SSLAgainErrors: cleared, 1. */
 static int clear_again(zl_module_state *st)
 {
-    if (!PyErr_ExceptionMatches(again_errors))
+    if (!PyErr_ExceptionMatches(st->tls.again_errors))
         return 0;
     PyErr_Clear();
     return 1;
@@ -401,21 +414,22 @@ static PyObject *ssl_fatal(zl_module_state *st, PyObject *self)
 
 /* a, b the flow-control test of _control_*: (size >= high and not paused)
  * -> 1, (size <= low and paused) -> 1, otherwise 0; -1 on error */
-static int mark_crossed(PyObject *self, PyObject *size, int high_f, int low_f, int paused_f)
+static int mark_crossed(zl_module_state *st, PyObject *self, PyObject *size, int high_f, int low_f,
+                        int paused_f)
 {
-    PyObject *high = get_field(self, high_f);
+    PyObject *high = get_field(st, self, high_f);
     if (high == NULL)
         return -1;
     int over = compare(size, high, Py_GE);
     Py_DECREF(high);
     if (over < 0)
         return -1;
-    int paused = field_true(self, paused_f);
+    int paused = field_true(st, self, paused_f);
     if (paused < 0)
         return -1;
     if (over && !paused)
         return 1;
-    PyObject *low = get_field(self, low_f);
+    PyObject *low = get_field(st, self, low_f);
     if (low == NULL)
         return -1;
     int under = compare(size, low, Py_LE);
@@ -442,17 +456,19 @@ static PyObject *do_read(PyObject *self, PyObject *unused);
  * set_tls; _is_transport_closing is NULL before 3.14). */
 typedef struct {
     size_t name_at; /* offsetof(zl_names, ...) */
-    PyObject **fn;
+    size_t fn_at;   /* offsetof(zl_tls_classes, ...) of asyncio's function, or NO_FN */
     PyCFunction native;
 } zl_step_method;
+#define NO_FN ((size_t)-1)
+#define FN_AT(name) offsetof(zl_tls_classes, name)
 static const zl_step_method step_methods[] = {
-    {NAME_AT(_do_read), NULL, do_read},
-    {NAME_AT(_do_read__copied), &py_do_read_copied, NULL},
-    {NAME_AT(_do_write), NULL, do_write},
-    {NAME_AT(_process_outgoing), NULL, process_outgoing},
-    {NAME_AT(_control_app_writing), NULL, control_app_writing},
-    {NAME_AT(_control_ssl_reading), NULL, control_ssl_reading},
-    {NAME_AT(_is_transport_closing), &py_is_transport_closing, NULL},
+    {NAME_AT(_do_read), NO_FN, do_read},
+    {NAME_AT(_do_read__copied), FN_AT(py_do_read_copied), NULL},
+    {NAME_AT(_do_write), NO_FN, do_write},
+    {NAME_AT(_process_outgoing), NO_FN, process_outgoing},
+    {NAME_AT(_control_app_writing), NO_FN, control_app_writing},
+    {NAME_AT(_control_ssl_reading), NO_FN, control_ssl_reading},
+    {NAME_AT(_is_transport_closing), FN_AT(py_is_transport_closing), NULL},
 };
 /* A step method's name in names. */
 static inline PyObject *step_name(const zl_names *names, const zl_step_method *m)
@@ -464,19 +480,20 @@ static inline PyObject *step_name(const zl_names *names, const zl_step_method *m
 /* zloopgo's SSLProtocol class (and its bases) still holds each of them. */
 static int protocol_class_unchanged(zl_module_state *st)
 {
-    PyTypeObject *t = layout.type;
+    PyTypeObject *t = st->tls.layout.type;
     for (size_t i = 0; i < N_STEP_METHODS; i++) {
         const zl_step_method *m = &step_methods[i];
-        if (m->fn != NULL && *m->fn == NULL)
+        PyObject *fn = m->fn_at != NO_FN ? *(PyObject **)((char *)&st->tls + m->fn_at) : NULL;
+        if (m->fn_at != NO_FN && fn == NULL)
             continue;
         PyObject *d = _PyType_Lookup(t, step_name(&st->names, m)); /* borrowed */
-        int same = m->fn != NULL ? d == *m->fn
-                                 : d != NULL && Py_IS_TYPE(d, &PyMethodDescr_Type) &&
-                                       ((PyMethodDescrObject *)d)->d_method->ml_meth == m->native;
+        int same = fn != NULL ? d == fn
+                              : d != NULL && Py_IS_TYPE(d, &PyMethodDescr_Type) &&
+                                    ((PyMethodDescrObject *)d)->d_method->ml_meth == m->native;
         if (!same)
             return 0;
     }
-    protocol_version = t->tp_version_tag;
+    st->tls.protocol_version = t->tp_version_tag;
     return 1;
 }
 
@@ -487,26 +504,27 @@ static int protocol_class_unchanged(zl_module_state *st)
  * ask resolves_to. */
 static inline int unreplaced(zl_module_state *st, PyObject *self)
 {
-    PyTypeObject *t = layout.type;
+    PyTypeObject *t = st->tls.layout.type;
     if (t == NULL || Py_TYPE(self) != t)
         return 0;
-    if ((protocol_version == 0 || t->tp_version_tag != protocol_version) &&
+    if ((st->tls.protocol_version == 0 || t->tp_version_tag != st->tls.protocol_version) &&
         !protocol_class_unchanged(st))
         return 0;
-    return *(PyObject **)((char *)self + layout.offset[F_REPLACED]) == NULL;
+    return *(PyObject **)((char *)self + st->tls.layout.offset[F_REPLACED]) == NULL;
 }
 
 /* Setting an attribute of the protocol: one named as a method of
  * step_methods marks the instance (unreplaced then asks every time). */
 static int tls_setattro(PyObject *self, PyObject *name, PyObject *value)
 {
-    if (layout.type != NULL && PyUnicode_Check(name) && PyObject_TypeCheck(self, layout.type)) {
+    const zl_module_state *st = PyUnicode_Check(name) ? protocol_state(self) : NULL;
+    if (st != NULL && st->tls.layout.type != NULL &&
+        PyObject_TypeCheck(self, st->tls.layout.type)) {
         int interned = PyUnicode_CHECK_INTERNED(name);
-        const zl_names *names = &zl_state_of_instance(self)->names;
         for (size_t i = 0; i < N_STEP_METHODS; i++) {
-            PyObject *method = step_name(names, &step_methods[i]);
+            PyObject *method = step_name(&st->names, &step_methods[i]);
             if (name == method || (!interned && PyUnicode_Compare(name, method) == 0)) {
-                PyObject **mark = (PyObject **)((char *)self + layout.offset[F_REPLACED]);
+                PyObject **mark = (PyObject **)((char *)self + st->tls.layout.offset[F_REPLACED]);
                 Py_XSETREF(*mark, Py_NewRef(Py_True));
                 break;
             }
@@ -540,7 +558,7 @@ static PyObject *control_if_crossed(zl_module_state *st, PyObject *self, PyObjec
 {
     if (size == NULL)
         return NULL;
-    int crossed = mark_crossed(self, size, high, low, paused);
+    int crossed = mark_crossed(st, self, size, high, low, paused);
     Py_DECREF(size);
     if (crossed < 0)
         return NULL;
@@ -554,20 +572,20 @@ static PyObject *control_if_crossed(zl_module_state *st, PyObject *self, PyObjec
 /* _control_app_writing: size = self._outgoing.pending + self._write_buffer_size */
 static PyObject *app_writing_marks(zl_module_state *st, PyObject *self, int *loud)
 {
-    PyObject *outgoing = get_field(self, F_OUTGOING);
+    PyObject *outgoing = get_field(st, self, F_OUTGOING);
     PyObject *pending = outgoing ? PyObject_GetAttr(outgoing, st->names.pending) : NULL;
     Py_XDECREF(outgoing);
-    PyObject *buffered = pending ? get_field(self, F_WRITE_BUFFER_SIZE) : NULL;
+    PyObject *buffered = pending ? get_field(st, self, F_WRITE_BUFFER_SIZE) : NULL;
     PyObject *size = buffered ? PyNumber_Add(pending, buffered) : NULL;
     Py_XDECREF(pending);
     Py_XDECREF(buffered);
     return control_if_crossed(st, self, size, F_OUTGOING_HIGH_WATER, F_OUTGOING_LOW_WATER,
-                              F_APP_WRITING_PAUSED, py_control_app_writing, loud);
+                              F_APP_WRITING_PAUSED, st->tls.py_control_app_writing, loud);
 }
 
 static PyObject *control_app_writing(PyObject *self, PyObject *unused)
 {
-    zl_module_state *st = zl_state_of_instance(self);
+    zl_module_state *st = protocol_state(self);
     int loud = 0;
     return app_writing_marks(st, self, &loud);
 }
@@ -575,16 +593,16 @@ static PyObject *control_app_writing(PyObject *self, PyObject *unused)
 /* _control_ssl_reading: size = self._incoming.pending */
 static PyObject *ssl_reading_marks(zl_module_state *st, PyObject *self, int *loud)
 {
-    PyObject *incoming = get_field(self, F_INCOMING);
+    PyObject *incoming = get_field(st, self, F_INCOMING);
     PyObject *size = incoming ? PyObject_GetAttr(incoming, st->names.pending) : NULL;
     Py_XDECREF(incoming);
     return control_if_crossed(st, self, size, F_INCOMING_HIGH_WATER, F_INCOMING_LOW_WATER,
-                              F_SSL_READING_PAUSED, py_control_ssl_reading, loud);
+                              F_SSL_READING_PAUSED, st->tls.py_control_ssl_reading, loud);
 }
 
 static PyObject *control_ssl_reading(PyObject *self, PyObject *unused)
 {
-    zl_module_state *st = zl_state_of_instance(self);
+    zl_module_state *st = protocol_state(self);
     int loud = 0;
     return ssl_reading_marks(st, self, &loud);
 }
@@ -595,11 +613,11 @@ static PyObject *control_ssl_reading(PyObject *self, PyObject *unused)
  * transport (which sets *loud) */
 static PyObject *send_outgoing(zl_module_state *st, PyObject *self, int *loud)
 {
-    int paused = field_true(self, F_SSL_WRITING_PAUSED);
+    int paused = field_true(st, self, F_SSL_WRITING_PAUSED);
     if (paused < 0)
         return NULL;
     if (!paused) {
-        PyObject *outgoing = get_field(self, F_OUTGOING);
+        PyObject *outgoing = get_field(st, self, F_OUTGOING);
         PyObject *data = outgoing ? PyObject_CallMethodNoArgs(outgoing, st->names.read) : NULL;
         Py_XDECREF(outgoing);
         if (data == NULL)
@@ -610,7 +628,7 @@ static PyObject *send_outgoing(zl_module_state *st, PyObject *self, int *loud)
             rc = -1;
         } else if (n > 0) {
             *loud = 1;
-            PyObject *transport = get_field(self, F_TRANSPORT);
+            PyObject *transport = get_field(st, self, F_TRANSPORT);
             rc = transport ? call_method(transport, st->names.write, data) : -1;
             Py_XDECREF(transport);
         }
@@ -624,22 +642,22 @@ static PyObject *send_outgoing(zl_module_state *st, PyObject *self, int *loud)
 
 static PyObject *process_outgoing(PyObject *self, PyObject *unused)
 {
-    zl_module_state *st = zl_state_of_instance(self);
+    zl_module_state *st = protocol_state(self);
     int loud = 0;
     return send_outgoing(st, self, &loud);
 }
 
 /* self._write_buffer_size -= n: 0 or -1 */
-static int buffered_less(PyObject *self, PyObject *n)
+static int buffered_less(zl_module_state *st, PyObject *self, PyObject *n)
 {
-    PyObject *size = get_field(self, F_WRITE_BUFFER_SIZE);
+    PyObject *size = get_field(st, self, F_WRITE_BUFFER_SIZE);
     if (size == NULL)
         return -1;
     PyObject *less = PyNumber_InPlaceSubtract(size, n);
     Py_DECREF(size);
     if (less == NULL)
         return -1;
-    int rc = set_field(self, F_WRITE_BUFFER_SIZE, less);
+    int rc = set_field(st, self, F_WRITE_BUFFER_SIZE, less);
     Py_DECREF(less);
     return rc;
 }
@@ -648,7 +666,7 @@ static int buffered_less(PyObject *self, PyObject *n)
  * object. 1: go on; 0: the backlog is empty; -1: an exception. */
 static int write_one(zl_module_state *st, PyObject *self)
 {
-    PyObject *backlog = get_field(self, F_WRITE_BACKLOG);
+    PyObject *backlog = get_field(st, self, F_WRITE_BACKLOG);
     if (backlog == NULL)
         return -1;
     int any = PyObject_IsTrue(backlog);
@@ -672,9 +690,9 @@ static int write_one(zl_module_state *st, PyObject *self)
     if (partial) {
         if ((slice = PySlice_New(count, NULL, NULL)) == NULL ||
             (rest = PyObject_GetItem(data, slice)) == NULL ||
-            PyObject_SetItem(backlog, st->zero, rest) < 0 || buffered_less(self, count) < 0)
+            PyObject_SetItem(backlog, st->zero, rest) < 0 || buffered_less(st, self, count) < 0)
             goto done;
-    } else if (PyObject_DelItem(backlog, st->zero) < 0 || buffered_less(self, len) < 0) {
+    } else if (PyObject_DelItem(backlog, st->zero) < 0 || buffered_less(st, self, len) < 0) {
         goto done;
     }
     rc = 1;
@@ -703,7 +721,7 @@ static PyObject *write_backlog(zl_module_state *st, PyObject *self, int *loud)
 
 static PyObject *do_write(PyObject *self, PyObject *unused)
 {
-    zl_module_state *st = zl_state_of_instance(self);
+    zl_module_state *st = protocol_state(self);
     int loud = 0;
     return write_backlog(st, self, &loud);
 }
@@ -712,12 +730,12 @@ static PyObject *do_write(PyObject *self, PyObject *unused)
  * for a write after the connection began to close (it counts and logs). */
 static PyObject *write_appdata(PyObject *self, PyObject *list_of_data)
 {
-    zl_module_state *st = zl_state_of_instance(self);
-    PyObject *state = get_field(self, F_STATE);
+    zl_module_state *st = protocol_state(self);
+    PyObject *state = get_field(st, self, F_STATE);
     if (state == NULL)
         return NULL;
     int closed = 0;
-    PyObject *closed_states[] = {st_flushing, st_shutdown, st_unwrapped};
+    PyObject *closed_states[] = {st->tls.st_flushing, st->tls.st_shutdown, st->tls.st_unwrapped};
     for (int i = 0; i < 3 && !closed; i++) {
         closed = same_state(state, closed_states[i]);
         if (closed < 0) {
@@ -727,20 +745,20 @@ static PyObject *write_appdata(PyObject *self, PyObject *list_of_data)
     }
     Py_DECREF(state);
     if (closed)
-        return call_python(py_write_appdata, self, list_of_data);
+        return call_python(st->tls.py_write_appdata, self, list_of_data);
     PyObject *it = PyObject_GetIter(list_of_data);
     if (it == NULL)
         return NULL;
     PyObject *data;
     while ((data = PyIter_Next(it)) != NULL) {
-        PyObject *backlog = get_field(self, F_WRITE_BACKLOG);
+        PyObject *backlog = get_field(st, self, F_WRITE_BACKLOG);
         int rc = backlog ? call_method(backlog, st->names.append, data) : -1;
         Py_XDECREF(backlog);
-        PyObject *size = rc == 0 ? get_field(self, F_WRITE_BUFFER_SIZE) : NULL;
+        PyObject *size = rc == 0 ? get_field(st, self, F_WRITE_BUFFER_SIZE) : NULL;
         Py_ssize_t n = size ? PyObject_Size(data) : -1;
         PyObject *len = n >= 0 ? PyLong_FromSsize_t(n) : NULL;
         PyObject *more = len ? PyNumber_InPlaceAdd(size, len) : NULL;
-        rc = more ? set_field(self, F_WRITE_BUFFER_SIZE, more) : -1;
+        rc = more ? set_field(st, self, F_WRITE_BUFFER_SIZE, more) : -1;
         Py_XDECREF(more);
         Py_XDECREF(len);
         Py_XDECREF(size);
@@ -753,7 +771,7 @@ static PyObject *write_appdata(PyObject *self, PyObject *list_of_data)
     Py_DECREF(it);
     if (PyErr_Occurred())
         return NULL;
-    int wrapped = state_is(self, st_wrapped), loud = 0;
+    int wrapped = state_is(st, self, st->tls.st_wrapped), loud = 0;
     PyObject *r =
         wrapped > 0 ? run_step(st, self, st->names._do_write, NULL, do_write, write_backlog, &loud)
         : wrapped == 0 ? Py_NewRef(Py_None)
@@ -770,7 +788,7 @@ static PyObject *write_appdata(PyObject *self, PyObject *list_of_data)
  * or -1 */
 static int deliver(zl_module_state *st, PyObject *self, PyObject *data, int *loud)
 {
-    PyObject *app = get_field(self, F_APP_PROTOCOL);
+    PyObject *app = get_field(st, self, F_APP_PROTOCOL);
     if (app == NULL)
         return -1;
     int rc = 0;
@@ -862,11 +880,11 @@ static PyObject *copied_step(zl_module_state *st, PyObject *self, int *loud)
  * update), then the read marks. 0 or -1. */
 static int read_step(zl_module_state *st, PyObject *self, int *loud)
 {
-    int paused = field_true(self, F_APP_READING_PAUSED);
+    int paused = field_true(st, self, F_APP_READING_PAUSED);
     if (paused < 0)
         return -1;
     if (!paused) {
-        int buffered = field_true(self, F_APP_PROTOCOL_IS_BUFFER);
+        int buffered = field_true(st, self, F_APP_PROTOCOL_IS_BUFFER);
         if (buffered < 0)
             return -1;
         PyObject *r;
@@ -874,13 +892,13 @@ static int read_step(zl_module_state *st, PyObject *self, int *loud)
             *loud = 1;
             r = PyObject_CallMethodNoArgs(self, st->names._do_read__buffered);
         } else {
-            r = run_step(st, self, st->names._do_read__copied, py_do_read_copied, NULL, copied_step,
-                         loud);
+            r = run_step(st, self, st->names._do_read__copied, st->tls.py_do_read_copied, NULL,
+                         copied_step, loud);
         }
         if (r == NULL)
             return -1;
         Py_DECREF(r);
-        int waiting = field_true(self, F_WRITE_BACKLOG);
+        int waiting = field_true(st, self, F_WRITE_BACKLOG);
         if (waiting < 0)
             return -1;
         *loud |= waiting;
@@ -901,8 +919,8 @@ static int read_step(zl_module_state *st, PyObject *self, int *loud)
  * decrypted bytes to a stream natively (no program code, no write) */
 static PyObject *read_records(zl_module_state *st, PyObject *self, int *loud)
 {
-    int wrapped = state_is(self, st_wrapped);
-    int reads = wrapped != 0 ? wrapped : state_is(self, st_flushing);
+    int wrapped = state_is(st, self, st->tls.st_wrapped);
+    int reads = wrapped != 0 ? wrapped : state_is(st, self, st->tls.st_flushing);
     if (reads < 0)
         return NULL;
     if (!reads)
@@ -916,7 +934,7 @@ static PyObject *read_records(zl_module_state *st, PyObject *self, int *loud)
 
 static PyObject *do_read(PyObject *self, PyObject *unused)
 {
-    zl_module_state *st = zl_state_of_instance(self);
+    zl_module_state *st = protocol_state(self);
     int loud = 0;
     return read_records(st, self, &loud);
 }
@@ -924,14 +942,14 @@ static PyObject *do_read(PyObject *self, PyObject *unused)
 /* get_buffer(n): the protocol's own buffer, grown to want bytes */
 static PyObject *get_buffer(PyObject *self, PyObject *n)
 {
-    zl_module_state *st = zl_state_of_instance(self);
-    PyObject *buf = get_field(self, F_SSL_BUFFER);
+    zl_module_state *st = protocol_state(self);
+    PyObject *buf = get_field(st, self, F_SSL_BUFFER);
     if (buf == NULL)
         return NULL;
     int ours = PyLong_CheckExact(n) && PyByteArray_CheckExact(buf);
     Py_DECREF(buf);
     if (!ours) /* anything unusual: asyncio's own method */
-        return call_python(py_get_buffer, self, n);
+        return call_python(st->tls.py_get_buffer, self, n);
     PyObject *want = Py_NewRef(n);
     PyObject *max_size = PyObject_GetAttr(self, st->names.max_size);
     if (max_size == NULL)
@@ -943,7 +961,7 @@ static PyObject *get_buffer(PyObject *self, PyObject *n)
     if (low || high)
         Py_SETREF(want, Py_NewRef(max_size));
     Py_CLEAR(max_size);
-    if ((buf = get_field(self, F_SSL_BUFFER)) == NULL)
+    if ((buf = get_field(st, self, F_SSL_BUFFER)) == NULL)
         goto fail;
     Py_ssize_t have = PyObject_Size(buf);
     Py_DECREF(buf);
@@ -956,10 +974,10 @@ static PyObject *get_buffer(PyObject *self, PyObject *n)
         goto fail;
     if (short_) {
         PyObject *fresh = PyObject_CallOneArg((PyObject *)&PyByteArray_Type, want);
-        int rc = fresh ? set_field(self, F_SSL_BUFFER, fresh) : -1;
-        PyObject *view = rc == 0 ? get_field(self, F_SSL_BUFFER) : NULL;
+        int rc = fresh ? set_field(st, self, F_SSL_BUFFER, fresh) : -1;
+        PyObject *view = rc == 0 ? get_field(st, self, F_SSL_BUFFER) : NULL;
         PyObject *mv = view ? PyMemoryView_FromObject(view) : NULL;
-        rc = mv ? set_field(self, F_SSL_BUFFER_VIEW, mv) : -1;
+        rc = mv ? set_field(st, self, F_SSL_BUFFER_VIEW, mv) : -1;
         Py_XDECREF(mv);
         Py_XDECREF(view);
         Py_XDECREF(fresh);
@@ -967,7 +985,7 @@ static PyObject *get_buffer(PyObject *self, PyObject *n)
             goto fail;
     }
     Py_DECREF(want);
-    return get_field(self, F_SSL_BUFFER_VIEW);
+    return get_field(st, self, F_SSL_BUFFER_VIEW);
 fail:
     Py_XDECREF(max_size);
     Py_DECREF(want);
@@ -978,11 +996,11 @@ fail:
  * of the current state */
 static PyObject *buffer_updated(PyObject *self, PyObject *nbytes)
 {
-    zl_module_state *st = zl_state_of_instance(self);
-    PyObject *incoming = get_field(self, F_INCOMING);
+    zl_module_state *st = protocol_state(self);
+    PyObject *incoming = get_field(st, self, F_INCOMING);
     if (incoming == NULL)
         return NULL;
-    PyObject *view = get_field(self, F_SSL_BUFFER_VIEW);
+    PyObject *view = get_field(st, self, F_SSL_BUFFER_VIEW);
     PyObject *slice = view ? PySlice_New(NULL, nbytes, NULL) : NULL;
     PyObject *part = slice ? PyObject_GetItem(view, slice) : NULL;
     int rc = part ? call_method(incoming, st->names.write, part) : -1;
@@ -992,16 +1010,16 @@ static PyObject *buffer_updated(PyObject *self, PyObject *nbytes)
     Py_DECREF(incoming);
     if (rc < 0)
         return NULL;
-    int is = state_is(self, st_do_handshake);
+    int is = state_is(st, self, st->tls.st_do_handshake);
     if (is != 0)
         return is < 0 ? NULL : PyObject_CallMethodNoArgs(self, st->names._do_handshake);
-    if ((is = state_is(self, st_wrapped)) != 0) {
+    if ((is = state_is(st, self, st->tls.st_wrapped)) != 0) {
         if (is < 0)
             return NULL;
         int loud = 0;
         PyObject *r = run_step(st, self, st->names._do_read, NULL, do_read, read_records, &loud);
         if (r != NULL && !loud) { /* the socket transport's read counts as quiet */
-            PyObject *transport = get_field(self, F_TRANSPORT);
+            PyObject *transport = get_field(st, self, F_TRANSPORT);
             if (transport == NULL) {
                 Py_DECREF(r);
                 return NULL;
@@ -1011,14 +1029,14 @@ static PyObject *buffer_updated(PyObject *self, PyObject *nbytes)
         }
         return r;
     }
-    if ((is = state_is(self, st_flushing)) != 0)
+    if ((is = state_is(st, self, st->tls.st_flushing)) != 0)
         return is < 0 ? NULL : PyObject_CallMethodNoArgs(self, st->names._do_flush);
-    if ((is = state_is(self, st_shutdown)) != 0)
+    if ((is = state_is(st, self, st->tls.st_shutdown)) != 0)
         return is < 0 ? NULL : PyObject_CallMethodNoArgs(self, st->names._do_shutdown);
     Py_RETURN_NONE;
 }
 
-static PyMethodDef protocol_methods[] = {
+static PyMethodDef protocol_methods[N_PROTOCOL_METHODS] = {
     {"get_buffer", get_buffer, METH_O, NULL},
     {"buffer_updated", buffer_updated, METH_O, NULL},
     {"_do_read", do_read, METH_NOARGS, NULL},
@@ -1076,8 +1094,8 @@ static PyObject *app_write(PyObject *self, PyObject *data)
     int any = PyObject_IsTrue(data);
     if (any <= 0)
         return any < 0 ? NULL : Py_NewRef(Py_None);
-    PyObject *proto = app_field(self, A_SSL_PROTOCOL);
-    const zl_module_state *st = zl_state_of_instance(self);
+    const zl_module_state *st = app_state(self);
+    PyObject *proto = app_field(st, self, A_SSL_PROTOCOL);
     PyObject *one = proto ? PyTuple_Pack(1, data) : NULL;
     PyObject *r = one ? PyObject_CallMethodOneArg(proto, st->names._write_appdata, one) : NULL;
     Py_XDECREF(one);
@@ -1091,22 +1109,22 @@ static PyObject *app_write(PyObject *self, PyObject *data)
 /* is_closing(): self._closed, and on 3.14+ or the socket transport's */
 static PyObject *app_is_closing(PyObject *self, PyObject *unused)
 {
-    PyObject *closed = app_field(self, A_CLOSED);
-    if (closed == NULL || !is_closing_asks_transport)
+    zl_module_state *st = app_state(self);
+    PyObject *closed = app_field(st, self, A_CLOSED);
+    if (closed == NULL || !st->tls.is_closing_asks_transport)
         return closed;
     int yes = PyObject_IsTrue(closed);
     if (yes != 0)
         return yes < 0 ? (Py_DECREF(closed), NULL) : closed;
     Py_DECREF(closed);
-    PyObject *proto = app_field(self, A_SSL_PROTOCOL);
+    PyObject *proto = app_field(st, self, A_SSL_PROTOCOL);
     if (proto == NULL)
         return NULL;
-    zl_module_state *st = zl_state_of_instance(self);
     /* not zloopgo's protocol, or its method replaced: the method */
     int own = !is_tls_fast_paths(proto) ? 0
               : unreplaced(st, proto)   ? 1
                                         : resolves_to(proto, st->names._is_transport_closing,
-                                                      py_is_transport_closing, NULL);
+                                                      st->tls.py_is_transport_closing, NULL);
     if (own <= 0) {
         PyObject *r =
             own == 0 ? PyObject_CallMethodNoArgs(proto, st->names._is_transport_closing) : NULL;
@@ -1114,7 +1132,7 @@ static PyObject *app_is_closing(PyObject *self, PyObject *unused)
         return r;
     }
     /* SSLProtocol._is_transport_closing */
-    PyObject *transport = get_field(proto, F_TRANSPORT);
+    PyObject *transport = get_field(st, proto, F_TRANSPORT);
     Py_DECREF(proto);
     if (transport == NULL)
         return NULL;
@@ -1127,7 +1145,7 @@ static PyObject *app_is_closing(PyObject *self, PyObject *unused)
     return r;
 }
 
-static PyMethodDef app_methods[] = {
+static PyMethodDef app_methods[N_APP_METHODS] = {
     {"write", app_write, METH_O, "Write data to the transport (asyncio.WriteTransport.write)."},
     {"is_closing", app_is_closing, METH_NOARGS,
      "Return True if the transport is closing or closed."},
@@ -1144,8 +1162,32 @@ static PyType_Spec app_spec = {"zloopgo._engine.TLSTransportFastPaths", sizeof(P
                                    Py_TPFLAGS_DISALLOW_INSTANTIATION,
                                app_slots};
 
+void zl_tls_state_free(zl_module_state *state)
+{
+    zl_tls_classes *c = &state->tls;
+    PyObject **held[] = {&c->py_get_buffer,
+                         &c->py_write_appdata,
+                         &c->py_do_read_copied,
+                         &c->py_control_app_writing,
+                         &c->py_control_ssl_reading,
+                         &c->py_is_transport_closing,
+                         &c->st_do_handshake,
+                         &c->st_wrapped,
+                         &c->st_flushing,
+                         &c->st_shutdown,
+                         &c->st_unwrapped,
+                         &c->again_errors,
+                         (PyObject **)&c->sslobject_type,
+                         &c->sslobject_read,
+                         &c->sslobject_write};
+    for (size_t i = 0; i < sizeof held / sizeof held[0]; i++)
+        Py_CLEAR(*held[i]);
+}
+
 int zl_tls_types_new(PyObject *module, zl_module_state *state)
 {
+    state->tls.layout = (zl_layout){.n = F_COUNT, .name_at = field_names};
+    state->tls.app_layout = (zl_layout){.n = A_COUNT, .name_at = app_field_names};
     state->tls_fast_paths_type =
         (PyTypeObject *)PyType_FromModuleAndSpec(module, &protocol_spec, NULL);
     if (state->tls_fast_paths_type == NULL)

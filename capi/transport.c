@@ -50,24 +50,40 @@ static const size_t field_names[F_COUNT] = {
     NAME_AT(_buffer),    NAME_AT(_read_ready_cb), NAME_AT(_loop), NAME_AT(_closing),
     NAME_AT(_zl_state),  NAME_AT(_sock)};
 _Static_assert(F_COUNT <= ZL_LAYOUT_MAX, "too many transport fields for a zl_layout");
-static zl_layout layout = {.n = F_COUNT, .name_at = field_names};
 
-static inline PyObject *slot_value(PyObject *self, int f)
+/* The methods of StreamFastPaths, which name it among a class's bases. */
+#define N_FAST_METHODS 6
+static PyMethodDef fast_methods[N_FAST_METHODS];
+
+/* The state of the module whose StreamFastPaths self's class derives
+ * from, which holds the layout: every native method's first step. */
+static inline zl_module_state *transport_state(PyObject *self)
 {
-    return zl_layout_slot(&layout, self, f);
+    return zl_state_of_native(self, fast_methods);
 }
 
-static PyObject *get_field(PyObject *self, int f) { return zl_layout_get(&layout, self, f); }
+static inline PyObject *slot_value(const zl_module_state *st, PyObject *self, int f)
+{
+    return zl_layout_slot(&st->transport_layout, self, f);
+}
+
+static PyObject *get_field(const zl_module_state *st, PyObject *self, int f)
+{
+    return zl_layout_get(&st->transport_layout, self, f);
+}
 
 PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls)
 {
-    const zl_module_state *state = PyModule_GetState(mod);
-    if (zl_layout_record(&layout, &state->names, cls) < 0)
+    zl_module_state *state = PyModule_GetState(mod);
+    if (zl_layout_record(&state->transport_layout, &state->names, cls) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
 
-static int field_true(PyObject *self, int f) { return zl_layout_true(&layout, self, f); }
+static int field_true(const zl_module_state *st, PyObject *self, int f)
+{
+    return zl_layout_true(&st->transport_layout, self, f);
+}
 
 static PyObject *report_fatal(const zl_names *names, PyObject *self, PyObject *message);
 
@@ -123,6 +139,8 @@ static PyObject *report_fatal(const zl_names *names, PyObject *self, PyObject *m
 
 static PyObject *read_ready_data_received(PyObject *self, PyObject *unused);
 static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused);
+static PyObject *read_data_received(const zl_module_state *st, PyObject *self);
+static PyObject *read_get_buffer(const zl_module_state *st, PyObject *self);
 
 /* asyncio's _read_ready: self._read_ready_cb(). When the callback is this
  * transport's own native read method, bound to it (what set_protocol
@@ -130,15 +148,18 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused);
  * bound method: the same function runs with the same self. */
 static PyObject *read_ready(PyObject *self, PyObject *unused)
 {
-    PyObject *cb = get_field(self, F_READ_READY_CB);
+    const zl_module_state *st = transport_state(self);
+    PyObject *cb = get_field(st, self, F_READ_READY_CB);
     if (cb == NULL)
         return NULL;
     PyObject *r;
     PyCFunction direct = PyCFunction_Check(cb) && PyCFunction_GET_SELF(cb) == self
                              ? PyCFunction_GET_FUNCTION(cb)
                              : NULL;
-    if (direct == read_ready_data_received || direct == read_ready_get_buffer)
-        r = direct(self, NULL);
+    if (direct == read_ready_data_received)
+        r = read_data_received(st, self);
+    else if (direct == read_ready_get_buffer)
+        r = read_get_buffer(st, self);
     else
         r = PyObject_CallNoArgs(cb);
     Py_DECREF(cb);
@@ -186,28 +207,18 @@ static void transport_state_dealloc(PyObject *self);
 /* The transport's native state, or NULL (no error set) when it has none:
  * a TransportState of any interpreter's module, known by its deallocator
  * (one load more than comparing with the class, no lookup of it). */
-static zl_transport *state_of(PyObject *self)
+static zl_transport *state_of(const zl_module_state *st, PyObject *self)
 {
-    PyObject *s = slot_value(self, F_STATE);
+    PyObject *s = slot_value(st, self, F_STATE);
     return s != NULL && Py_TYPE(s)->tp_dealloc == transport_state_dealloc ? (zl_transport *)s
                                                                           : NULL;
 }
 
 /* The zloopgo loop this transport belongs to, or NULL. */
-static zl_loop *transport_loop(PyObject *self)
+static zl_loop *transport_loop(const zl_module_state *st, PyObject *self)
 {
-    PyObject *loop = slot_value(self, F_LOOP);
+    PyObject *loop = slot_value(st, self, F_LOOP);
     return loop != NULL && zl_is_loop(loop) ? (zl_loop *)loop : NULL;
-}
-
-/* The names of the module that made self's native base: its loop's
- * (one load) when L, the transport's zloopgo loop, is at hand; else
- * found from self's class (zl_state_of_instance), which cannot miss:
- * these methods' descriptors take only instances of subclasses of
- * StreamFastPaths, made from the module. */
-static const zl_names *names_of(PyObject *self, const zl_loop *L)
-{
-    return L != NULL ? &L->state->names : &zl_state_of_instance(self)->names;
 }
 
 /* The socket.socket of L's interpreter, whose sockets alone the native
@@ -233,17 +244,22 @@ static inline void count_read(zl_transport_counts *c, ptrdiff_t n)
 
 static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
 {
-    int lost = field_true(self, F_CONN_LOST);
+    return read_data_received(transport_state(self), self);
+}
+
+static PyObject *read_data_received(const zl_module_state *st, PyObject *self)
+{
+    int lost = field_true(st, self, F_CONN_LOST);
     if (lost != 0)
         return lost < 0 ? NULL : Py_NewRef(Py_None);
     /* asyncio's self._sock.recv(self.max_size): the socket is taken first */
-    PyObject *sock = get_field(self, F_SOCK);
+    PyObject *sock = get_field(st, self, F_SOCK);
     if (sock == NULL)
         return NULL;
     long max_size = 0; /* read_size sets it when usual != 0, which gcc cannot always see */
     /* the loop whose dispatch runs this read, alive until it returns */
-    zl_loop *L = transport_loop(self);
-    const zl_names *names = names_of(self, L);
+    zl_loop *L = transport_loop(st, self);
+    const zl_names *names = &st->names;
     int usual = zl_socket_nonblocking_fd(socket_type_of(L), sock) != ZL_NOT_A_SOCKET
                     ? read_size(names, self, &max_size)
                     : 0;
@@ -257,7 +273,7 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
     Py_DECREF(sock);
     if (usual < 0)
         return usual == -1 ? NULL : Py_NewRef(Py_None);
-    zl_transport *t = state_of(self);
+    zl_transport *t = state_of(st, self);
     PyObject *data = NULL; /* the final object, when the read goes straight into it */
     char *into, *own = NULL;
     int direct = t != NULL && t->large_reads && max_size > LARGE_READ;
@@ -291,7 +307,7 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
     }
     if (t != NULL)
         t->large_reads = n >= LARGE_READ;
-    PyObject *protocol = get_field(self, F_PROTOCOL);
+    PyObject *protocol = get_field(st, self, F_PROTOCOL);
     /* An asyncio stream: the bytes go straight into its StreamReader. */
     int fed =
         protocol != NULL ? zl_stream_feed(L != NULL ? L->state : NULL, protocol, into, n) : -2;
@@ -394,13 +410,18 @@ static int recv_into(const zl_names *names, const PyTypeObject *socket_type, PyO
  * buffer_updated(nbytes), or the EOF step when nothing came. */
 static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
 {
-    int lost = field_true(self, F_CONN_LOST);
+    return read_get_buffer(transport_state(self), self);
+}
+
+static PyObject *read_get_buffer(const zl_module_state *st, PyObject *self)
+{
+    int lost = field_true(st, self, F_CONN_LOST);
     if (lost != 0)
         return lost < 0 ? NULL : Py_NewRef(Py_None);
-    PyObject *protocol = get_field(self, F_PROTOCOL);
+    PyObject *protocol = get_field(st, self, F_PROTOCOL);
     if (protocol == NULL)
         return NULL;
-    const zl_names *names = names_of(self, transport_loop(self));
+    const zl_names *names = &st->names;
     PyObject *minus_one = PyLong_FromLong(-1); /* CPython's cached small int */
     PyObject *buf = minus_one != NULL
                         ? PyObject_CallMethodOneArg(protocol, names->get_buffer, minus_one)
@@ -415,13 +436,13 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
         return report_fatal(names, self, names->msg_get_buffer);
     }
     /* the socket is looked up now, as asyncio's self._sock.recv_into */
-    PyObject *sock = get_field(self, F_SOCK), *nbytes = NULL;
+    PyObject *sock = get_field(st, self, F_SOCK), *nbytes = NULL;
     Py_ssize_t filled = -1;
-    zl_loop *L = transport_loop(self); /* dispatching this read: alive until it returns */
+    zl_loop *L = transport_loop(st, self); /* dispatching this read: alive until it returns */
     int got = sock != NULL ? recv_into(names, socket_type_of(L), sock, buf, &nbytes, &filled) : -1;
     Py_XDECREF(sock);
     Py_DECREF(buf);
-    zl_transport *t = state_of(self);
+    zl_transport *t = state_of(st, self);
     if (got <= 0) {
         count_read(counts(L, t), -1);
         Py_DECREF(protocol);
@@ -454,7 +475,7 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
 
 void zl_transport_fed_quietly(PyObject *transport)
 {
-    zl_transport *t = state_of(transport);
+    zl_transport *t = state_of(transport_state(transport), transport);
     if (t != NULL)
         t->fed_quietly = 1;
 }
@@ -490,12 +511,12 @@ static PyObject *buffer_rest(const zl_names *names, PyObject *self, PyObject *da
 /* Sends data now, from the caller's buffer, with one send(2) on the
  * descriptor sock holds at this moment; the rest is buffered and an
  * error goes to _fatal_error, as asyncio's write does. */
-static PyObject *send_now(PyObject *self, zl_loop *L, PyObject *sock, PyObject *data,
-                          Py_buffer *view)
+static PyObject *send_now(const zl_module_state *st, PyObject *self, zl_loop *L, PyObject *sock,
+                          PyObject *data, Py_buffer *view)
 {
     const zl_names *names =
         &L->state->names; /* L: the transport_write checked the socket with it */
-    zl_transport *t = state_of(self);
+    zl_transport *t = state_of(st, self);
     zl_loop *owner = t != NULL ? L : NULL;
     int fd = zl_socket_fd(socket_type_of(L), sock);
     ptrdiff_t n;
@@ -529,19 +550,19 @@ static void release_view(Py_buffer *view)
         PyBuffer_Release(view);
 }
 
+/* asyncio's own write, for what the native one does not serve. */
+static PyObject *write_python(const zl_module_state *st, PyObject *self, PyObject *data)
+{
+    return PyObject_CallMethodOneArg(self, st->names._zl_write_python, data);
+}
+
 /* write(data): asyncio's checks; then, with nothing buffered, the data is
  * sent at once; with data already buffered it is appended behind it, as
  * asyncio does. A lost connection (counted and warned about) and data
  * that is not one contiguous buffer go to asyncio's own write. */
-/* asyncio's own write, for what the native one does not serve. */
-static PyObject *write_python(PyObject *self, PyObject *data)
-{
-    const zl_names *names = names_of(self, transport_loop(self));
-    return PyObject_CallMethodOneArg(self, names->_zl_write_python, data);
-}
-
 static PyObject *transport_write(PyObject *self, PyObject *data)
 {
+    const zl_module_state *st = transport_state(self);
     if (!PyBytes_Check(data) && !PyByteArray_Check(data) && !PyMemoryView_Check(data)) {
         /* type(data).__name__, as asyncio's message has it */
         const char *name = Py_TYPE(data)->tp_name, *dot = strrchr(name, '.');
@@ -558,14 +579,14 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
     /* a subclass of bytes or bytearray may answer asyncio's `if not data`
      * with its own __len__ or __bool__: asyncio's own write asks it */
     if (!PyBytes_CheckExact(data) && !PyByteArray_CheckExact(data) && !PyMemoryView_Check(data))
-        return write_python(self, data);
-    int flag = field_true(self, F_EOF);
+        return write_python(st, self, data);
+    int flag = field_true(st, self, F_EOF);
     if (flag != 0) {
         if (flag > 0)
             PyErr_SetString(PyExc_RuntimeError, "Cannot call write() after write_eof()");
         return NULL;
     }
-    PyObject *waiter = get_field(self, F_EMPTY_WAITER);
+    PyObject *waiter = get_field(st, self, F_EMPTY_WAITER);
     if (waiter == NULL)
         return NULL;
     Py_DECREF(waiter);
@@ -578,16 +599,16 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
      * while _sock_fd may name another descriptor by now), or a socket the
      * native send does not serve, goes to asyncio's own write, which
      * fails or sends as it does. */
-    PyObject *sock = get_field(self, F_SOCK);
+    PyObject *sock = get_field(st, self, F_SOCK);
     if (sock == NULL)
         return NULL;
     /* held by the transport's slot; no Python code runs from here to the
      * send for the class whose slots are read (the only one with a loop
      * here) */
-    zl_loop *L = transport_loop(self);
+    zl_loop *L = transport_loop(st, self);
     if (zl_socket_nonblocking_fd(socket_type_of(L), sock) == ZL_NOT_A_SOCKET) {
         Py_DECREF(sock);
-        return write_python(self, data);
+        return write_python(st, self, data);
     }
     PyObject *r = NULL;
     Py_buffer view;
@@ -603,25 +624,25 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
          * write handles it, reporting send()'s failure as a fatal error */
         PyErr_Clear();
         Py_DECREF(sock);
-        return write_python(self, data);
+        return write_python(st, self, data);
     }
     if (view.len == 0) {
         r = Py_NewRef(Py_None);
         goto done;
     }
-    if ((flag = field_true(self, F_CONN_LOST)) != 0) {
-        r = flag < 0 ? NULL : write_python(self, data);
+    if ((flag = field_true(st, self, F_CONN_LOST)) != 0) {
+        r = flag < 0 ? NULL : write_python(st, self, data);
         goto done;
     }
-    PyObject *buffer = get_field(self, F_BUFFER);
+    PyObject *buffer = get_field(st, self, F_BUFFER);
     if (buffer == NULL)
         goto done;
     Py_ssize_t buffered = PyObject_Length(buffer);
     Py_DECREF(buffer);
     if (buffered == 0)
-        r = send_now(self, L, sock, data, &view);
+        r = send_now(st, self, L, sock, data, &view);
     else if (buffered > 0) { /* bytes already wait for the socket: this write queues behind them */
-        zl_transport_counts *c = counts(transport_loop(self), state_of(self));
+        zl_transport_counts *c = counts(transport_loop(st, self), state_of(st, self));
         if (c != NULL)
             c->writes_buffered++;
         r = buffer_rest(&L->state->names, self, data, -1);
@@ -635,7 +656,7 @@ done:
 /* asyncio's is_closing(), which StreamWriter.drain() asks on every call. */
 static PyObject *transport_is_closing(PyObject *self, PyObject *unused)
 {
-    return get_field(self, F_CLOSING);
+    return get_field(transport_state(self), self, F_CLOSING);
 }
 
 /* ---- TransportState: zl_transport as a Python object ---- */
@@ -704,7 +725,7 @@ int zl_is_native_read(PyObject *callback)
     return PyCFunction_Check(callback) && PyCFunction_GET_FUNCTION(callback) == read_ready;
 }
 
-static PyMethodDef fast_methods[] = {
+static PyMethodDef fast_methods[N_FAST_METHODS] = {
     {"_read_ready", read_ready, METH_NOARGS, NULL},
     {"_read_ready__data_received", read_ready_data_received, METH_NOARGS, NULL},
     {"_read_ready__get_buffer", read_ready_get_buffer, METH_NOARGS, NULL},
@@ -727,6 +748,7 @@ static PyType_Spec fast_spec = {"zloopgo._engine.StreamFastPaths", sizeof(PyObje
 
 int zl_transport_types_new(PyObject *module, zl_module_state *state)
 {
+    state->transport_layout = (zl_layout){.n = F_COUNT, .name_at = field_names};
     state->stream_fast_paths_type =
         (PyTypeObject *)PyType_FromModuleAndSpec(module, &fast_spec, NULL);
     if (state->stream_fast_paths_type == NULL)

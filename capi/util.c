@@ -3,8 +3,8 @@
  * calling a method as an `except` clause would, giving a Python subclass
  * descriptors of its own for the C methods it inherits (own_methods),
  * reading a class's slots by their recorded offsets (a field's name from
- * the module state's zl_names), finding a native method's module state
- * from its self, and growing a raw buffer.
+ * the module state's zl_names), finding the module state of a class, and
+ * growing a raw buffer.
  *
  * Layer 1 (capi/zl.h): it calls nothing of the adapter and knows no
  * loop, handle or transport. */
@@ -226,18 +226,4 @@ zl_module_state *zl_state_of_type(PyTypeObject *tp)
     PyObject *m = _PyType_GetModuleByDef(tp, &zl_module_def); /* the same MRO walk, 3.10's name */
 #endif
     return m != NULL ? PyModule_GetState(m) : NULL;
-}
-
-zl_module_state *zl_state_of_instance(PyObject *self)
-{
-    /* zloopgo's Python classes name the native base first: MRO entry 1 */
-    PyObject *mro = Py_TYPE(self)->tp_mro;
-    if (mro != NULL && PyTuple_GET_SIZE(mro) > 1) {
-        PyTypeObject *base = (PyTypeObject *)PyTuple_GET_ITEM(mro, 1);
-        PyObject *m =
-            base->tp_flags & Py_TPFLAGS_HEAPTYPE ? ((PyHeapTypeObject *)base)->ht_module : NULL;
-        if (m != NULL && PyModule_GetDef(m) == &zl_module_def)
-            return PyModule_GetState(m);
-    }
-    return zl_state_of_type(Py_TYPE(self));
 }

@@ -180,6 +180,18 @@ typedef struct {
     int check_asserts; /* sys.flags.optimize == 0: feed_data's assert runs */
 } zl_stream_classes;
 
+/* The offsets of a class's object slots (__slots__), recorded once
+ * (zl_layout_record) so that reading one on an instance of that class is a
+ * load. name_at[f] is where field f's interned name is in zl_names (the
+ * names of the module state of self's type, for a lookup). */
+#define ZL_LAYOUT_MAX 24
+typedef struct {
+    PyTypeObject *type; /* the class recorded; NULL before */
+    int n;
+    const size_t *name_at; /* offsetof(zl_names, ...) of each field */
+    Py_ssize_t offset[ZL_LAYOUT_MAX];
+} zl_layout;
+
 /* The interned names (capi/names.h, each text once), one set per module
  * state: read as L->state->names.done on a path that has its loop (one
  * load more than a static variable), or through zl_state_of_type. */
@@ -197,6 +209,26 @@ typedef struct {
     PyObject *loop, *loop_name, *loop_context, *loop_name_context, *name, *context, *name_context;
     PyObject *handle;
 } zl_task_kwnames;
+
+/* What set_tls recorded (tls.c), this interpreter's: the slot layouts of
+ * zloopgo's SSLProtocol and of its app transport, asyncio's SSLProtocol
+ * methods the rare cases call, SSLProtocolState's members,
+ * sslproto.SSLAgainErrors, and ssl.SSLObject with its own read and write.
+ * NULL (layouts unrecorded) until set_tls. */
+typedef struct {
+    zl_layout layout, app_layout;
+    PyObject *py_get_buffer, *py_write_appdata, *py_do_read_copied, *py_control_app_writing,
+        *py_control_ssl_reading, *py_is_transport_closing;
+    PyObject *st_do_handshake, *st_wrapped, *st_flushing, *st_shutdown, *st_unwrapped;
+    PyObject *again_errors;
+    PyTypeObject *sslobject_type;
+    PyObject *sslobject_read, *sslobject_write;
+    /* the version tags of ssl.SSLObject and of zloopgo's SSLProtocol when
+     * they last held the methods the native steps stand for (0: look
+     * again); a class or any of its bases changed since has another tag */
+    unsigned int sslobject_version, protocol_version;
+    int is_closing_asks_transport; /* 3.14+: is_closing() asks the socket transport too */
+} zl_tls_classes;
 
 /* What one interpreter's _engine module holds (module.c makes it; a
  * loop reaches it as L->state). Every interpreter that imports the module
@@ -234,6 +266,9 @@ typedef struct {
     zl_names names;                 /* module.c interns them in exec */
     zl_task_kwnames task_kwnames;   /* module.c, from names */
     PyObject *zero, *empty_bytes;   /* 0 and b'', this interpreter's (tls.c) */
+    /* the transports' slot layouts (set_transport_layout, set_datagram_layout) */
+    zl_layout transport_layout, datagram_layout;
+    zl_tls_classes tls; /* tls.c (set_tls) */
 } zl_module_state;
 
 /* The extension's definition (module.c), which names its module objects
@@ -245,12 +280,22 @@ extern PyModuleDef zl_module_def;
  * private one of the same code), for paths that run once per object or
  * on an error, never per packet (util.c). */
 zl_module_state *zl_state_of_type(PyTypeObject *tp);
-/* The same for an instance of one of zloopgo's Python classes whose first
- * base is a native type of the module (a transport, a TLS protocol): a
- * few loads when the class is zloopgo's own (its MRO entry 1 is that
- * base), else zl_state_of_type. Cannot fail for an instance of a
- * subclass of the module's types, which a C method's self is. */
-zl_module_state *zl_state_of_instance(PyObject *self);
+/* The module state of a native method's self whose class's MRO entry 1
+ * is the module's type with the method table `methods` (zloopgo's own
+ * transport and protocol classes name their native base first): a few
+ * loads and one call; any other class (a subclass of zloopgo's) takes
+ * zl_state_of_type. The first act of a native transport method, whose
+ * slot layout is in the state. */
+static inline zl_module_state *zl_state_of_native(PyObject *self, const PyMethodDef *methods)
+{
+    PyObject *mro = Py_TYPE(self)->tp_mro;
+    if (mro != NULL && PyTuple_GET_SIZE(mro) > 1) {
+        PyTypeObject *base = (PyTypeObject *)PyTuple_GET_ITEM(mro, 1);
+        if (base->tp_methods == methods) /* one of the module's heap types, of any interpreter */
+            return (zl_module_state *)PyType_GetModuleState(base);
+    }
+    return zl_state_of_type(Py_TYPE(self));
+}
 
 /* The last handle made, to look at again, and the list of live loops
  * (pending.c alone reads and writes it). */
@@ -466,17 +511,6 @@ void zl_traceback_add(const char *file, const char *func, int line);
  * as its __context__; an exc without a traceback (raised in C) gets a
  * frame. A new reference, or NULL with an exception set. */
 PyObject *zl_call_handling(PyObject *obj, PyObject *name, PyObject *exc, PyObject *arg);
-/* The offsets of a class's object slots (__slots__), recorded once
- * (zl_layout_record) so that reading one on an instance of that class is a
- * load. name_at[f] is where field f's interned name is in zl_names (the
- * names of the module state of self's type, for a lookup). */
-#define ZL_LAYOUT_MAX 24
-typedef struct {
-    PyTypeObject *type; /* the class recorded; NULL before */
-    int n;
-    const size_t *name_at; /* offsetof(zl_names, ...) of each field */
-    Py_ssize_t offset[ZL_LAYOUT_MAX];
-} zl_layout;
 /* Field f's name in names (borrowed). */
 static inline PyObject *zl_layout_name(const zl_layout *layout, const zl_names *names, int f)
 {
@@ -949,6 +983,9 @@ void zl_transport_fed_quietly(PyObject *transport);
 /* capi/tls.c */
 /* Makes TLSFastPaths and TLSTransportFastPaths from the module, into state. */
 int zl_tls_types_new(PyObject *module, zl_module_state *state);
+/* Drops what set_tls recorded but the layouts' classes (the module's
+ * clear drops those): at the module's free. */
+void zl_tls_state_free(zl_module_state *state);
 /* _engine.set_tls(SSLProtocol, SSLProtocolState, SSLAgainErrors, SSLObject,
  * is_closing_asks_transport, zloopgo's SSLProtocol, its app transport) */
 PyObject *zl_set_tls(PyObject *mod, PyObject *args);
