@@ -66,30 +66,39 @@ static PyMethodDef module_methods[] = {
     {"trace_take", zl_trace_take, METH_O, "The iterations recorded, as tuples; stops the trace."},
     {NULL}};
 
-/* What is still per process (docs/architecture.md, "State: per process,
- * per interpreter, per loop"): asyncio's and ssl's classes the Python
- * edge hands over (tls.c) and the transports' slot layouts. Made once, by the
- * main interpreter, the only one exec_module lets in; a second import
- * there (the module deleted from sys.modules) reuses them, as the
- * single-phase module's copied dictionary did. */
-static int process_ready;
+/* What is per process (docs/architecture.md, "State: per process, per
+ * interpreter, per loop"): the loader's signal mask given back, the
+ * verdicts of the self-tests on C layouts that are the interpreter
+ * binary's (sockets.c, context.c), TimerHandle's C attribute table
+ * (timer_handle.c), the fork hooks (resolver.c, runtime.c): no Python
+ * object. Made once, by whichever interpreter imports the module first;
+ * interpreters with GILs of their own may import it at the same time, so
+ * the first exec makes it under a lock, taken without the GIL held (a
+ * thread of the same interpreter may hold the lock and wait for the GIL
+ * inside an import). */
+static zl_sys_mutex process_lock = ZL_SYS_MUTEX_INIT;
+static int process_ready; /* under process_lock */
 
 static int process_init(void)
 {
-    if (process_ready)
-        return 0;
-    zl_sys_loaded();
-    if (zl_sockets_init() < 0 || zl_timer_handle_type_init() < 0 || zl_context_init() < 0 ||
-        zl_resolver_init() < 0)
-        return -1;
-    if (zl_runtime_init() < 0)
-        return -1;
-    process_ready = 1;
-    return 0;
+    PyThreadState *ts = PyEval_SaveThread();
+    zl_sys_mutex_lock(&process_lock);
+    PyEval_RestoreThread(ts);
+    int rc = 0;
+    if (!process_ready) {
+        zl_sys_loaded();
+        rc = zl_sockets_init() < 0 || zl_timer_handle_type_init() < 0 || zl_context_init() < 0 ||
+                     zl_resolver_init() < 0 || zl_runtime_init() < 0
+                 ? -1
+                 : 0;
+        process_ready = rc == 0;
+    }
+    zl_sys_mutex_unlock(&process_lock);
+    return rc;
 }
 
 /* Every name of capi/names.h, where it is kept in zl_names and its text:
- * the one list exec interns and clear drops. */
+ * the one list exec interns and the module's free drops. */
 static const struct {
     size_t at;
     const char *text;
@@ -154,16 +163,6 @@ static void names_clear(zl_module_state *state)
 
 static int exec_module(PyObject *m)
 {
-    /* Until nothing process-wide holds Python objects, only the main
-     * interpreter may load the module: Py_mod_multiple_interpreters keeps
-     * isolated interpreters out, this the legacy ones that share the main
-     * GIL (which would otherwise get the main interpreter's objects). */
-    if (PyInterpreterState_Get() != PyInterpreterState_Main()) {
-        PyErr_SetString(PyExc_ImportError,
-                        "module zloopgo._engine does not support loading in subinterpreters yet "
-                        "(zloopgo's engine keeps process-wide Python objects)");
-        return -1;
-    }
     if (process_init() < 0)
         return -1;
     zl_module_state *state = PyModule_GetState(m);
@@ -294,8 +293,10 @@ static void module_free(void *m)
 static PyModuleDef_Slot module_slots[] = {
     {Py_mod_exec, exec_module},
 #if PY_VERSION_HEX >= 0x030C0000
-    /* what is true until every cached object is per interpreter (issue 41) */
-    {Py_mod_multiple_interpreters, Py_MOD_MULTIPLE_INTERPRETERS_NOT_SUPPORTED},
+    /* every Python object the adapter keeps is its module state's, and
+     * what is per process holds none (above): interpreters with GILs of
+     * their own each load a module of their own (issue 41) */
+    {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
 #endif
 #if PY_VERSION_HEX >= 0x030D0000
     /* The adapter relies on the GIL (docs/architecture.md, "Free-threaded
