@@ -283,7 +283,7 @@ zl_module_state *zl_state_of_type(PyTypeObject *tp);
 /* The module state of a native method's self whose class's MRO entry 1
  * is the module's type with the method table `methods` (zloopgo's own
  * transport and protocol classes name their native base first): a few
- * loads and one call; any other class (a subclass of zloopgo's) takes
+ * loads and PyModule_GetState; any other class (a subclass of zloopgo's) takes
  * zl_state_of_type. The first act of a native transport method, whose
  * slot layout is in the state. */
 static inline zl_module_state *zl_state_of_native(PyObject *self, const PyMethodDef *methods)
@@ -291,8 +291,11 @@ static inline zl_module_state *zl_state_of_native(PyObject *self, const PyMethod
     PyObject *mro = Py_TYPE(self)->tp_mro;
     if (mro != NULL && PyTuple_GET_SIZE(mro) > 1) {
         PyTypeObject *base = (PyTypeObject *)PyTuple_GET_ITEM(mro, 1);
-        if (base->tp_methods == methods) /* one of the module's heap types, of any interpreter */
-            return (zl_module_state *)PyType_GetModuleState(base);
+        /* one of the module's heap types, of any interpreter: made from
+         * the module, so its ht_module is set (PyType_GetModuleState's
+         * checks, and its call, spared) */
+        if (base->tp_methods == methods)
+            return (zl_module_state *)PyModule_GetState(((PyHeapTypeObject *)base)->ht_module);
     }
     return zl_state_of_type(Py_TYPE(self));
 }

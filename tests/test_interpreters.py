@@ -82,6 +82,7 @@ KINDS = [
     ),
 ]
 
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("loop_name", ["asyncio", "zloopgo"])
 @pytest.mark.parametrize("main_first", [True, False], ids=["main-first", "sub-first"])
