@@ -24,8 +24,6 @@
 #error "CPython < 3.13 on Windows needs -tags zloopgo_tickcount64, and only it does"
 #endif
 
-static PyObject *s_time; /* "time" */
-
 /* time.monotonic()'s clock, which the engine reads too (core.Now): the
  * platform's (zl_sys_monotonic_ns, capi/platform.h). */
 double zl_monotonic(void)
@@ -44,12 +42,12 @@ double zl_clock_resolution(void) { return zl_sys_clock_resolution(); }
  * kept in L->clock.replacement. 0, or -1 with an exception set. */
 static int refresh(zl_loop *L)
 {
-    PyObject *time = PyObject_GetAttr((PyObject *)L, s_time);
+    PyObject *time = PyObject_GetAttr((PyObject *)L, L->state->names.time);
     if (time == NULL)
         return -1;
     /* LoopCore's method, or the copy of it zloopgo.Loop owns (zl_own_methods,
      * util.c): a descriptor of the same C method */
-    PyObject *found = _PyType_Lookup(Py_TYPE(L), s_time); /* borrowed */
+    PyObject *found = _PyType_Lookup(Py_TYPE(L), L->state->names.time); /* borrowed */
     int own = PyCFunction_Check(time) && PyCFunction_GET_SELF(time) == (PyObject *)L &&
               found != NULL && Py_IS_TYPE(found, &PyMethodDescr_Type) &&
               ((PyMethodDescrObject *)found)->d_method->ml_meth == (PyCFunction)zl_loop_time;
@@ -98,15 +96,9 @@ int zl_loop_setattro(PyObject *self, PyObject *name, PyObject *value)
 {
     if (PyObject_GenericSetAttr(self, name, value) < 0)
         return -1;
-    if (PyUnicode_Check(name) && PyUnicode_Compare(name, s_time) == 0)
+    if (PyUnicode_Check(name) && PyUnicode_Compare(name, ((zl_loop *)self)->state->names.time) == 0)
         return refresh((zl_loop *)self);
     return 0;
-}
-
-int zl_clock_init(void)
-{
-    s_time = PyUnicode_InternFromString("time");
-    return s_time == NULL ? -1 : 0;
 }
 
 int zl_clock_traverse(zl_loop *L, visitproc visit, void *arg)

@@ -29,22 +29,31 @@
  * receive buffer (transport.c); nothing of the engine. */
 #include "zl.h"
 
-static PyObject *s_conn_lost, *s_max_size, *s_sock, *s_protocol, *s_datagram_received,
-    *s_error_received, *s_fatal_error, *s_address, *s_buffer, *s_extra, *s_peername, *s_loop,
-    *s_state, *s_read_python, *s_sendto_python, *msg_read_error;
-
 /* zloopgo's datagram class keeps these attributes in __slots__ (_extra is
  * asyncio's BaseTransport's own slot); set_datagram_layout() records their
  * offsets, so reading one is a load (zl_layout, util.c). */
 enum { D_CONN_LOST, D_SOCK, D_PROTOCOL, D_ADDRESS, D_BUFFER, D_EXTRA, D_LOOP, D_STATE, D_COUNT };
-static PyObject **field_names[D_COUNT] = {&s_conn_lost, &s_sock,  &s_protocol, &s_address,
-                                          &s_buffer,    &s_extra, &s_loop,     &s_state};
+#define NAME_AT(name) offsetof(zl_names, name)
+static const size_t field_names[D_COUNT] = {
+    NAME_AT(_conn_lost), NAME_AT(_sock),  NAME_AT(_protocol), NAME_AT(_address),
+    NAME_AT(_buffer),    NAME_AT(_extra), NAME_AT(_loop),     NAME_AT(_zl_dgram)};
 _Static_assert(D_COUNT <= ZL_LAYOUT_MAX, "too many datagram fields for a zl_layout");
-static zl_layout layout = {.n = D_COUNT, .names = field_names};
+
+/* The methods of DatagramFastPaths, which name it among a class's bases. */
+#define N_DG_METHODS 3
+static PyMethodDef dg_methods[N_DG_METHODS];
+
+/* The state of the module whose DatagramFastPaths self's class derives
+ * from, which holds the layout: every native method's first step. */
+static inline zl_module_state *datagram_state(PyObject *self)
+{
+    return zl_state_of_native(self, dg_methods);
+}
 
 PyObject *zl_set_datagram_layout(PyObject *mod, PyObject *cls)
 {
-    if (zl_layout_record(&layout, cls) < 0)
+    zl_module_state *state = PyModule_GetState(mod);
+    if (zl_layout_record(&state->datagram_layout, &state->names, cls) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -84,9 +93,9 @@ static PyType_Spec state_spec = {"zloopgo._engine.DatagramState", sizeof(zl_data
 
 /* self's zloopgo loop, from its slot (borrowed: the slot holds it), or
  * NULL (no error set) when the slot is unset or holds no zloopgo loop. */
-static inline zl_loop *slot_loop(PyObject *self)
+static inline zl_loop *slot_loop(const zl_module_state *st, PyObject *self)
 {
-    PyObject *loop = zl_layout_slot(&layout, self, D_LOOP);
+    PyObject *loop = zl_layout_slot(&st->datagram_layout, self, D_LOOP);
     return loop != NULL && zl_is_loop(loop) ? (zl_loop *)loop : NULL;
 }
 
@@ -99,9 +108,9 @@ static inline const PyTypeObject *socket_type_of(const zl_loop *L)
 
 /* The transport's DatagramState (a new reference), known by its
  * deallocator, or NULL (no error set) when it has none. */
-static zl_datagram *state_of(PyObject *self)
+static zl_datagram *state_of(const zl_module_state *st, PyObject *self)
 {
-    PyObject *s = zl_layout_get(&layout, self, D_STATE);
+    PyObject *s = zl_layout_get(&st->datagram_layout, self, D_STATE);
     if (s != NULL && Py_TYPE(s)->tp_dealloc == datagram_state_dealloc)
         return (zl_datagram *)s;
     Py_XDECREF(s);
@@ -190,11 +199,12 @@ static PyObject *sender_address(zl_datagram *d, const struct sockaddr_storage *s
 
 /* After an OSError (set) from the socket: self._protocol.error_received(exc),
  * inside the handling of exc, as asyncio's `except OSError as exc:`. */
-static PyObject *to_error_received(PyObject *self)
+static PyObject *to_error_received(const zl_module_state *st, PyObject *self)
 {
     PyObject *exc = zl_fetch_exception();
-    PyObject *protocol = zl_layout_get(&layout, self, D_PROTOCOL);
-    PyObject *r = protocol != NULL ? zl_call_handling(protocol, s_error_received, exc, NULL) : NULL;
+    PyObject *protocol = zl_layout_get(&st->datagram_layout, self, D_PROTOCOL);
+    PyObject *r =
+        protocol != NULL ? zl_call_handling(protocol, st->names.error_received, exc, NULL) : NULL;
     Py_XDECREF(protocol);
     Py_DECREF(exc);
     if (r == NULL)
@@ -205,10 +215,11 @@ static PyObject *to_error_received(PyObject *self)
 
 /* After any other exception (set) of the receive: self._fatal_error(exc,
  * message), as asyncio's `except BaseException as exc:`. */
-static PyObject *to_fatal_error(PyObject *self)
+static PyObject *to_fatal_error(const zl_module_state *st, PyObject *self)
 {
     PyObject *exc = zl_fetch_exception();
-    PyObject *r = zl_call_handling(self, s_fatal_error, exc, msg_read_error);
+    PyObject *r =
+        zl_call_handling(self, st->names._fatal_error, exc, st->names.msg_datagram_read_error);
     Py_DECREF(exc);
     if (r == NULL)
         return NULL;
@@ -216,31 +227,33 @@ static PyObject *to_fatal_error(PyObject *self)
     Py_RETURN_NONE;
 }
 
-static PyObject *read_python(PyObject *self)
+static PyObject *read_python(const zl_module_state *st, PyObject *self)
 {
-    return PyObject_CallMethodNoArgs(self, s_read_python);
+    return PyObject_CallMethodNoArgs(self, st->names._zl_read_ready_python);
 }
 
 static PyObject *dg_read_ready(PyObject *self, PyObject *unused)
 {
-    int lost = zl_layout_true(&layout, self, D_CONN_LOST);
+    const zl_module_state *st = datagram_state(self);
+    int lost = zl_layout_true(&st->datagram_layout, self, D_CONN_LOST);
     if (lost != 0)
         return lost < 0 ? NULL : Py_NewRef(Py_None);
     /* asyncio's self._sock.recvfrom(self.max_size): the socket first */
-    PyObject *sock = zl_layout_get(&layout, self, D_SOCK);
+    PyObject *sock = zl_layout_get(&st->datagram_layout, self, D_SOCK);
     if (sock == NULL)
         return NULL;
     long max_size;
     /* the loop dispatching this read: alive until it returns */
-    zl_loop *L = slot_loop(self);
+    zl_loop *L = slot_loop(st, self);
     const PyTypeObject *socket_type = socket_type_of(L);
     int ok = zl_socket_nonblocking_fd(socket_type, sock) != ZL_NOT_A_SOCKET
-                 ? exact_long(PyObject_GetAttr(self, s_max_size), &max_size)
+                 ? exact_long(PyObject_GetAttr(self, st->names.max_size), &max_size)
                  : 0;
-    zl_datagram *d = ok > 0 && max_size > 0 && max_size <= MAX_NATIVE_READ ? state_of(self) : NULL;
+    zl_datagram *d =
+        ok > 0 && max_size > 0 && max_size <= MAX_NATIVE_READ ? state_of(st, self) : NULL;
     if (d == NULL) {
         Py_DECREF(sock);
-        return ok < 0 ? NULL : read_python(self);
+        return ok < 0 ? NULL : read_python(st, self);
     }
     /* the descriptor the socket holds now, after max_size's lookup */
     int fd = zl_socket_fd(socket_type, sock);
@@ -262,25 +275,26 @@ static PyObject *dg_read_ready(PyObject *self, PyObject *unused)
         zl_rx_give_back(L, own);
     if (into == NULL || (n >= 0 && data == NULL)) { /* MemoryError, as recvfrom raises it */
         Py_DECREF(d);
-        return to_fatal_error(self);
+        return to_fatal_error(st, self);
     }
     if (n < 0) {
         Py_DECREF(d);
         if (zl_sys_would_block(err))
             Py_RETURN_NONE;
         zl_sys_raise(err);
-        return to_error_received(self);
+        return to_error_received(st, self);
     }
     PyObject *addr = sender_address(d, &ss, len);
     Py_DECREF(d);
     if (addr == NULL) {
         Py_DECREF(data);
-        return to_fatal_error(self);
+        return to_fatal_error(st, self);
     }
-    PyObject *protocol = zl_layout_get(&layout, self, D_PROTOCOL);
+    PyObject *protocol = zl_layout_get(&st->datagram_layout, self, D_PROTOCOL);
     PyObject *args[] = {protocol, data, addr}; /* protocol.datagram_received(data, addr) */
-    PyObject *r =
-        protocol != NULL ? PyObject_VectorcallMethod(s_datagram_received, args, 3, NULL) : NULL;
+    PyObject *r = protocol != NULL
+                      ? PyObject_VectorcallMethod(st->names.datagram_received, args, 3, NULL)
+                      : NULL;
     Py_XDECREF(protocol);
     Py_DECREF(data);
     Py_DECREF(addr);
@@ -312,10 +326,10 @@ static int same_address(PyObject *a, PyObject *made)
     return 1;
 }
 
-static PyObject *sendto_python(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                               PyObject *kwnames)
+static PyObject *sendto_python(const zl_module_state *st, PyObject *self, PyObject *const *args,
+                               Py_ssize_t nargs, PyObject *kwnames)
 {
-    PyObject *method = PyObject_GetAttr(self, s_sendto_python);
+    PyObject *method = PyObject_GetAttr(self, st->names._zl_sendto_python);
     if (method == NULL)
         return NULL;
     PyObject *r = PyObject_Vectorcall(method, args, (size_t)nargs, kwnames);
@@ -327,22 +341,23 @@ static PyObject *sendto_python(PyObject *self, PyObject *const *args, Py_ssize_t
  * unconnected socket the state holding the destination in *d (a new
  * reference); 0 no (asyncio's sendto decides); -1 with an exception set.
  * addr is what the caller passed (None if nothing). */
-static int may_send(PyObject *self, PyObject *addr, int *connected, zl_datagram **d)
+static int may_send(const zl_module_state *st, PyObject *self, PyObject *addr, int *connected,
+                    zl_datagram **d)
 {
     *d = NULL;
-    PyObject *address = zl_layout_get(&layout, self, D_ADDRESS);
+    PyObject *address = zl_layout_get(&st->datagram_layout, self, D_ADDRESS);
     int bound = address != NULL ? PyObject_IsTrue(address) : -1;
     int other = bound > 0 && addr != Py_None && addr != address; /* asyncio compares it */
     Py_XDECREF(address);
     if (bound < 0 || other)
         return bound < 0 ? -1 : 0;
-    int lost = zl_layout_true(&layout, self, D_CONN_LOST),
-        buffered = lost == 0 ? zl_layout_true(&layout, self, D_BUFFER) : 0;
+    int lost = zl_layout_true(&st->datagram_layout, self, D_CONN_LOST),
+        buffered = lost == 0 ? zl_layout_true(&st->datagram_layout, self, D_BUFFER) : 0;
     if (lost != 0 || buffered != 0)
         return lost < 0 || buffered < 0 ? -1 : 0;
-    PyObject *extra = zl_layout_get(&layout, self, D_EXTRA);
+    PyObject *extra = zl_layout_get(&st->datagram_layout, self, D_EXTRA);
     PyObject *peer = extra != NULL && PyDict_CheckExact(extra)
-                         ? PyDict_GetItemWithError(extra, s_peername) /* borrowed */
+                         ? PyDict_GetItemWithError(extra, st->names.peername) /* borrowed */
                          : NULL;
     *connected = peer != NULL ? PyObject_IsTrue(peer) : -1;
     Py_XDECREF(extra);
@@ -354,7 +369,7 @@ static int may_send(PyObject *self, PyObject *addr, int *connected, zl_datagram 
         return 1;
     if (bound)
         return 0; /* an address of its own but no peer: asyncio's sendto */
-    *d = state_of(self);
+    *d = state_of(st, self);
     if (*d != NULL && (*d)->last_addr != NULL && same_address(addr, (*d)->last_addr))
         return 1;
     Py_CLEAR(*d);
@@ -364,19 +379,20 @@ static int may_send(PyObject *self, PyObject *addr, int *connected, zl_datagram 
 static PyObject *dg_sendto(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                            PyObject *kwnames)
 {
+    const zl_module_state *st = datagram_state(self);
     if (kwnames != NULL || nargs < 1 || nargs > 2 || !PyBytes_CheckExact(args[0]) ||
         PyBytes_GET_SIZE(args[0]) == 0)
-        return sendto_python(self, args, nargs, kwnames);
+        return sendto_python(st, self, args, nargs, kwnames);
     PyObject *data = args[0];
     int connected = 0;
     zl_datagram *d = NULL;
-    int ok = may_send(self, nargs == 2 ? args[1] : Py_None, &connected, &d);
+    int ok = may_send(st, self, nargs == 2 ? args[1] : Py_None, &connected, &d);
     /* asyncio sends through self._sock: None once the transport closed
      * itself after flushing its buffer (_conn_lost stays 0 then, and
      * _sock_fd may name another socket by now) and a socket the native
      * send does not serve take asyncio's sendto, which fails or sends */
-    PyObject *sock = ok > 0 ? zl_layout_get(&layout, self, D_SOCK) : NULL;
-    int fd = sock != NULL ? zl_socket_nonblocking_fd(socket_type_of(slot_loop(self)), sock)
+    PyObject *sock = ok > 0 ? zl_layout_get(&st->datagram_layout, self, D_SOCK) : NULL;
+    int fd = sock != NULL ? zl_socket_nonblocking_fd(socket_type_of(slot_loop(st, self)), sock)
                           : ZL_NOT_A_SOCKET;
     Py_XDECREF(sock);
     if (ok > 0 && (sock == NULL || fd == ZL_NOT_A_SOCKET)) {
@@ -384,7 +400,7 @@ static PyObject *dg_sendto(PyObject *self, PyObject *const *args, Py_ssize_t nar
         Py_CLEAR(d);
     }
     if (ok <= 0)
-        return ok < 0 ? NULL : sendto_python(self, args, nargs, kwnames);
+        return ok < 0 ? NULL : sendto_python(st, self, args, nargs, kwnames);
     ptrdiff_t n;
     if (connected)
         n = zl_sys_send(fd, PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data));
@@ -396,12 +412,12 @@ static PyObject *dg_sendto(PyObject *self, PyObject *const *args, Py_ssize_t nar
     if (n >= 0)
         Py_RETURN_NONE;
     if (zl_sys_would_block(err) || zl_sys_interrupted(err))
-        return sendto_python(self, args, nargs, kwnames); /* tries again, buffers */
+        return sendto_python(st, self, args, nargs, kwnames); /* tries again, buffers */
     zl_sys_raise(err);
-    return to_error_received(self);
+    return to_error_received(st, self);
 }
 
-static PyMethodDef dg_methods[] = {
+static PyMethodDef dg_methods[N_DG_METHODS] = {
     {"_read_ready", (PyCFunction)dg_read_ready, METH_NOARGS,
      "Receive one datagram and hand it to the protocol (asyncio's _read_ready)."},
     {"sendto", (PyCFunction)(void (*)(void))dg_sendto, METH_FASTCALL | METH_KEYWORDS,
@@ -422,6 +438,7 @@ static PyType_Spec dg_spec = {"zloopgo._engine.DatagramFastPaths", sizeof(PyObje
 
 int zl_datagram_types_new(PyObject *module, zl_module_state *state)
 {
+    state->datagram_layout = (zl_layout){.n = D_COUNT, .name_at = field_names};
     state->datagram_fast_paths_type =
         (PyTypeObject *)PyType_FromModuleAndSpec(module, &dg_spec, NULL);
     if (state->datagram_fast_paths_type == NULL)
@@ -429,29 +446,4 @@ int zl_datagram_types_new(PyObject *module, zl_module_state *state)
     state->datagram_state_type =
         (PyTypeObject *)PyType_FromModuleAndSpec(module, &state_spec, NULL);
     return state->datagram_state_type == NULL ? -1 : 0;
-}
-
-int zl_datagram_type_init(void)
-{
-    static const zl_name names[] = {
-        {&s_conn_lost, "_conn_lost"},
-        {&s_max_size, "max_size"},
-        {&s_sock, "_sock"},
-        {&s_protocol, "_protocol"},
-        {&s_datagram_received, "datagram_received"},
-        {&s_error_received, "error_received"},
-        {&s_fatal_error, "_fatal_error"},
-        {&s_address, "_address"},
-        {&s_buffer, "_buffer"},
-        {&s_extra, "_extra"},
-        {&s_peername, "peername"},
-        {&s_loop, "_loop"},
-        {&s_state, "_zl_dgram"},
-        {&s_read_python, "_zl_read_ready_python"},
-        {&s_sendto_python, "_zl_sendto_python"},
-        {&msg_read_error, "Fatal read error on datagram transport"},
-    };
-    if (zl_intern_names(names, sizeof names / sizeof names[0]) < 0)
-        return -1;
-    return 0;
 }

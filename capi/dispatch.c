@@ -14,17 +14,6 @@
 #include "zl.h"
 #include <math.h>
 
-static PyObject *s_slow_callback_duration, *s_slow_callback;
-
-int zl_dispatch_init(void)
-{
-    static const zl_name names[] = {
-        {&s_slow_callback_duration, "slow_callback_duration"},
-        {&s_slow_callback, "_zl_slow_callback"},
-    };
-    return zl_intern_names(names, sizeof names / sizeof names[0]);
-}
-
 /* `polling` and `wake_sent` tell call_soon_threadsafe (schedule.c) whether
  * a wake-up must be written: only while the loop sleeps, and once per
  * sleep. Both are set here while the GIL is held, so a thread scheduling
@@ -81,7 +70,7 @@ int zl_grow_events(uintptr_t loop, int64_t need)
  * debug mode, where such a value fails its comparison). */
 static int64_t slow_threshold(zl_loop *L)
 {
-    PyObject *v = PyObject_GetAttr((PyObject *)L, s_slow_callback_duration);
+    PyObject *v = PyObject_GetAttr((PyObject *)L, L->state->names.slow_callback_duration);
     double d = v != NULL ? PyFloat_AsDouble(v) : -1.0;
     Py_XDECREF(v);
     if (PyErr_Occurred() || isnan(d)) {
@@ -108,9 +97,10 @@ static int count_timed(zl_loop *L, int64_t t0, int64_t t1, int64_t threshold)
 static int report_slow(zl_loop *L, PyObject *handle, int64_t t0, int64_t t1)
 {
     PyObject *start = PyLong_FromLongLong(t0), *end = PyLong_FromLongLong(t1);
-    PyObject *r = start && end ? PyObject_CallMethodObjArgs((PyObject *)L, s_slow_callback, handle,
-                                                            start, end, NULL)
-                               : NULL;
+    PyObject *r = start && end
+                      ? PyObject_CallMethodObjArgs((PyObject *)L, L->state->names._zl_slow_callback,
+                                                   handle, start, end, NULL)
+                      : NULL;
     Py_XDECREF(start);
     Py_XDECREF(end);
     Py_XDECREF(r);

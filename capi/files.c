@@ -413,18 +413,16 @@ static PyObject *op_value(fileop *op)
     }
 }
 
-static PyObject *s_done, *s_set_result, *s_set_exception;
-
-static void settle(fileop *op)
+static void settle(const zl_names *names, fileop *op)
 {
     PyObject *value = op_value(op);
     PyObject *exc = value == NULL ? zl_fetch_exception() : NULL;
-    PyObject *done = PyObject_CallMethodNoArgs(op->future, s_done);
+    PyObject *done = PyObject_CallMethodNoArgs(op->future, names->done);
     int is_done = done ? PyObject_IsTrue(done) : -1;
     Py_XDECREF(done);
     if (is_done == 0) {
-        PyObject *r = value ? PyObject_CallMethodOneArg(op->future, s_set_result, value)
-                            : PyObject_CallMethodOneArg(op->future, s_set_exception, exc);
+        PyObject *r = value ? PyObject_CallMethodOneArg(op->future, names->set_result, value)
+                            : PyObject_CallMethodOneArg(op->future, names->set_exception, exc);
         Py_XDECREF(r);
     } else if (is_done > 0 && op->holder != NULL) {
         /* The caller was cancelled while a worker had the operation: the
@@ -442,7 +440,7 @@ void zl_settle_files(zl_loop *L, const zl_completion *done, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) {
         fileop *op = (fileop *)(uintptr_t)done[i].value;
-        settle(op);
+        settle(&L->state->names, op);
         op_free(op);
     }
     zl_workers_drain(zl_interpreter_id());
@@ -650,16 +648,6 @@ PyObject *zl_file_stats(PyObject *mod, PyObject *unused)
     zl_workers_counts c;
     zl_workers_count(ZL_WORK_FILE, &c);
     return Py_BuildValue("(iiii)", c.started, c.running, c.queued, c.orphaned);
-}
-
-/* The import-time setup: the names settle() calls, and the operations'
- * numbers on the module (FILE_OP_OPEN, ...) for zloopgo/_files. */
-int zl_files_init(void)
-{
-    s_done = PyUnicode_InternFromString("done");
-    s_set_result = PyUnicode_InternFromString("set_result");
-    s_set_exception = PyUnicode_InternFromString("set_exception");
-    return s_done == NULL || s_set_result == NULL || s_set_exception == NULL ? -1 : 0;
 }
 
 int zl_files_constants_add(PyObject *module)

@@ -12,14 +12,6 @@
  * It knows the module's file functions; nothing of files. */
 #include "zl.h"
 
-int zl_files_init(void) { return 0; }
-
-int zl_files_constants_add(PyObject *module)
-{
-    (void)module;
-    return 0;
-}
-
 static PyObject *not_ported(void)
 {
     PyErr_SetString(PyExc_NotImplementedError,

@@ -40,10 +40,6 @@ void zl_handle_pools_free(zl_loop *L)
     }
 }
 
-static PyObject *str_callback_error; /* "_zl_callback_error" */
-static PyObject *str_run;            /* "run" */
-static PyObject *str_run_debug;      /* "_zl_run_debug" */
-
 /* asyncio's cancel() does `self._callback = None`, then `self._args =
  * None`: a finalizer the callback's release runs sees _args still there,
  * and one the arguments' release runs sees both gone, the arguments
@@ -171,7 +167,7 @@ static int own_context(zl_loop *L, PyObject **context, char *snapshot)
 /* asyncio's Handle._run calls self._context.run(callback, *args): a
  * context= that is not a contextvars.Context gets that same call (and
  * fails as it fails there, an AttributeError for most objects). */
-static PyObject *run_in_foreign_context(PyObject *context, PyObject *callback,
+static PyObject *run_in_foreign_context(zl_loop *L, PyObject *context, PyObject *callback,
                                         PyObject *const *args, Py_ssize_t nargs)
 {
     PyObject *small[ZL_INLINE_ARGS + 2];
@@ -183,7 +179,7 @@ static PyObject *run_in_foreign_context(PyObject *context, PyObject *callback,
     stack[1] = callback;
     for (Py_ssize_t i = 0; i < nargs; i++)
         stack[i + 2] = args[i];
-    PyObject *res = PyObject_VectorcallMethod(str_run, stack, n, NULL);
+    PyObject *res = PyObject_VectorcallMethod(L->state->names.run, stack, n, NULL);
     if (stack != small)
         PyMem_Free(stack);
     return res;
@@ -198,7 +194,7 @@ PyObject *zl_run_call(zl_loop *L, PyObject *callback, PyObject *const *args, Py_
     PyObject *res = NULL;
     if (!PyContext_CheckExact(*context)) {
         L->callbacks.started++;
-        res = run_in_foreign_context(*context, callback, args, nargs);
+        res = run_in_foreign_context(L, *context, callback, args, nargs);
     } else if (own_context(L, context, snapshot) == 0 && PyContext_Enter(*context) == 0) {
         PyObject *ctx = *context;
         Py_ssize_t refs = Py_REFCNT(ctx);
@@ -226,7 +222,7 @@ int zl_report_callback_exception(zl_loop *L, PyObject *handle)
         return 0;
     /* inside asyncio's `except BaseException as exc:`: the handler runs
      * with exc as the exception being handled */
-    PyObject *r = zl_call_handling((PyObject *)L, str_callback_error, exc, handle);
+    PyObject *r = zl_call_handling((PyObject *)L, L->state->names._zl_callback_error, exc, handle);
     Py_DECREF(exc);
     if (r == NULL)
         return -1;
@@ -288,8 +284,8 @@ int zl_handle_run_in_batch(zl_handle *h)
 {
     if (!h->loop->debug)
         return zl_handle_run(h);
-    PyObject *r =
-        PyObject_CallMethodObjArgs((PyObject *)h->loop, str_run_debug, (PyObject *)h, NULL);
+    PyObject *r = PyObject_CallMethodObjArgs(
+        (PyObject *)h->loop, h->loop->state->names._zl_run_debug, (PyObject *)h, NULL);
     Py_XDECREF(r);
     return r ? 0 : -1;
 }
@@ -596,14 +592,6 @@ PyTypeObject *zl_handle_type_new(PyObject *module, PyType_Spec *spec, const char
     if (type != NULL)
         type->tp_name = name;
     return type;
-}
-
-int zl_handle_types_init(void)
-{
-    str_callback_error = PyUnicode_InternFromString("_zl_callback_error");
-    str_run = PyUnicode_InternFromString("run");
-    str_run_debug = PyUnicode_InternFromString("_zl_run_debug");
-    return str_callback_error == NULL || str_run == NULL || str_run_debug == NULL ? -1 : 0;
 }
 
 int zl_handle_type_made(PyObject *module, zl_module_state *state)

@@ -293,13 +293,6 @@ static PyType_Spec loop_spec = {
     .slots = loop_slots,
 };
 
-int zl_loop_type_init(void)
-{
-    if (zl_schedule_init() < 0 || zl_tasks_init() < 0 || zl_sockops_init() < 0)
-        return -1;
-    return 0;
-}
-
 PyTypeObject *zl_loop_type_new(PyObject *module)
 {
     return (PyTypeObject *)PyType_FromModuleAndSpec(module, &loop_spec, NULL);

@@ -3,6 +3,9 @@
  * native type and file, and lists the module's functions (the hooks zloopgo's Python edge
  * installs live in runtime.c, the fork guard too).
  *
+ * Also the module state's table of interned names every file reads
+ * (capi/names.h: made in exec, released when the module is freed).
+ *
  * The top layer (capi/zl.h): it may call any file; none calls it. */
 #include "zl.h"
 #include "_cgo_export.h"
@@ -63,50 +66,112 @@ static PyMethodDef module_methods[] = {
     {"trace_take", zl_trace_take, METH_O, "The iterations recorded, as tuples; stops the trace."},
     {NULL}};
 
-/* What is still per process (docs/architecture.md, "State: per process,
- * per interpreter, per loop"): the types other than LoopCore, the interned
- * names, asyncio's classes the Python edge hands over. Made once, by the
- * main interpreter, the only one exec_module lets in; a second import
- * there (the module deleted from sys.modules) reuses them, as the
- * single-phase module's copied dictionary did. */
-static int process_ready;
+/* What is per process (docs/architecture.md, "State: per process, per
+ * interpreter, per loop"): the loader's signal mask given back, the
+ * verdicts of the self-tests on C layouts that are the interpreter
+ * binary's (sockets.c, context.c), TimerHandle's C attribute table
+ * (timer_handle.c), the fork hooks (resolver.c, runtime.c): no Python
+ * object. Made once, by whichever interpreter imports the module first;
+ * interpreters with GILs of their own may import it at the same time, so
+ * the first exec makes it under a lock, taken without the GIL held (a
+ * thread of the same interpreter may hold the lock and wait for the GIL
+ * inside an import). */
+static zl_sys_mutex process_lock = ZL_SYS_MUTEX_INIT;
+static int process_ready; /* under process_lock */
 
 static int process_init(void)
 {
-    if (process_ready)
-        return 0;
-    zl_sys_loaded();
-    if (zl_sockets_init() < 0 || zl_handle_types_init() < 0 || zl_timer_handle_type_init() < 0 ||
-        zl_loop_type_init() < 0 || zl_transport_type_init() < 0 || zl_datagram_type_init() < 0 ||
-        zl_tls_init() < 0 || zl_streamfeed_init() < 0 || zl_context_init() < 0 ||
-        zl_clock_init() < 0 || zl_resolver_init() < 0 || zl_dispatch_init() < 0 ||
-        zl_files_init() < 0)
+    PyThreadState *ts = PyEval_SaveThread();
+    zl_sys_mutex_lock(&process_lock);
+    PyEval_RestoreThread(ts);
+    int rc = 0;
+    if (!process_ready) {
+        zl_sys_loaded();
+        rc = zl_sockets_init() < 0 || zl_timer_handle_type_init() < 0 || zl_context_init() < 0 ||
+                     zl_resolver_init() < 0 || zl_runtime_init() < 0
+                 ? -1
+                 : 0;
+        process_ready = rc == 0;
+    }
+    zl_sys_mutex_unlock(&process_lock);
+    return rc;
+}
+
+/* Every name of capi/names.h, where it is kept in zl_names and its text:
+ * the one list exec interns and the module's free drops. */
+static const struct {
+    size_t at;
+    const char *text;
+} name_table[] = {
+#define ZL_NAME(id) {offsetof(zl_names, id), #id},
+#define ZL_NAME_TEXT(id, text) {offsetof(zl_names, id), text},
+#include "names.h"
+#undef ZL_NAME
+#undef ZL_NAME_TEXT
+};
+#define NAME_COUNT (sizeof name_table / sizeof name_table[0])
+
+static inline PyObject **name_slot(zl_names *names, size_t i)
+{
+    return (PyObject **)((char *)names + name_table[i].at);
+}
+
+static int names_new(zl_module_state *state)
+{
+    for (size_t i = 0; i < NAME_COUNT; i++) {
+        PyObject *name = PyUnicode_InternFromString(name_table[i].text);
+        if (name == NULL)
+            return -1;
+        *name_slot(&state->names, i) = name;
+    }
+    const zl_names *n = &state->names;
+    zl_task_kwnames *kw = &state->task_kwnames;
+    kw->loop = PyTuple_Pack(1, n->loop);
+    kw->loop_name = PyTuple_Pack(2, n->loop, n->name);
+    kw->loop_context = PyTuple_Pack(2, n->loop, n->context);
+    kw->loop_name_context = PyTuple_Pack(3, n->loop, n->name, n->context);
+    kw->name = PyTuple_Pack(1, n->name);
+    kw->context = PyTuple_Pack(1, n->context);
+    kw->name_context = PyTuple_Pack(2, n->name, n->context);
+    kw->handle = PyTuple_Pack(1, n->handle);
+    state->zero = PyLong_FromLong(0);
+    state->empty_bytes = PyBytes_FromStringAndSize(NULL, 0);
+    if (state->zero == NULL || state->empty_bytes == NULL)
         return -1;
-    if (zl_runtime_init() < 0)
-        return -1;
-    process_ready = 1;
-    return 0;
+    return kw->loop && kw->loop_name && kw->loop_context && kw->loop_name_context && kw->name &&
+                   kw->context && kw->name_context && kw->handle
+               ? 0
+               : -1;
+}
+
+static void names_clear(zl_module_state *state)
+{
+    for (size_t i = 0; i < NAME_COUNT; i++)
+        Py_CLEAR(*name_slot(&state->names, i));
+    zl_task_kwnames *kw = &state->task_kwnames;
+    Py_CLEAR(kw->loop);
+    Py_CLEAR(kw->loop_name);
+    Py_CLEAR(kw->loop_context);
+    Py_CLEAR(kw->loop_name_context);
+    Py_CLEAR(kw->name);
+    Py_CLEAR(kw->context);
+    Py_CLEAR(kw->name_context);
+    Py_CLEAR(kw->handle);
+    Py_CLEAR(state->zero);
+    Py_CLEAR(state->empty_bytes);
 }
 
 static int exec_module(PyObject *m)
 {
-    /* Until nothing process-wide holds Python objects, only the main
-     * interpreter may load the module: Py_mod_multiple_interpreters keeps
-     * isolated interpreters out, this the legacy ones that share the main
-     * GIL (which would otherwise get the main interpreter's objects). */
-    if (PyInterpreterState_Get() != PyInterpreterState_Main()) {
-        PyErr_SetString(PyExc_ImportError,
-                        "module zloopgo._engine does not support loading in subinterpreters yet "
-                        "(zloopgo's engine keeps process-wide Python objects)");
-        return -1;
-    }
     if (process_init() < 0)
         return -1;
     zl_module_state *state = PyModule_GetState(m);
+    if (names_new(state) < 0)
+        return -1;
     state->loop_type = zl_loop_type_new(m);
     if (state->loop_type == NULL || zl_handle_type_made(m, state) < 0 ||
         zl_timer_handle_type_made(m, state) < 0 || zl_handle_lock_type_new(m, state) < 0 ||
-        zl_pending_init(m) < 0 || zl_transport_types_new(m, state) < 0 ||
+        zl_pending_init(m, state) < 0 || zl_transport_types_new(m, state) < 0 ||
         zl_datagram_types_new(m, state) < 0 || zl_tls_types_new(m, state) < 0 ||
         zl_sockets_state_new(state) < 0 || zl_resolver_state_new(state) < 0 ||
         zl_sockops_state_new(state) < 0)
@@ -161,6 +226,11 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(state->base_create_task);
     Py_VISIT(state->threadsafe.type);
     Py_VISIT(state->threadsafe.runner);
+    /* the recorded classes derive from the module's types: a cycle */
+    Py_VISIT(state->transport_layout.type);
+    Py_VISIT(state->datagram_layout.type);
+    Py_VISIT(state->tls.layout.type);
+    Py_VISIT(state->tls.app_layout.type);
     return 0;
 }
 
@@ -169,7 +239,7 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
  * makes asyncio's Handle, as before 3.14). asyncio's modules stay until
  * the module is freed: a loop still alive while the collector clears the
  * module (at exit) may make futures and tasks, and no cycle runs through
- * them. The live-loop list is
+ * them; the names stay for the same reason. The live-loop list is
  * borrowed: each loop holds its class, which holds the module, so the
  * state outlives every loop on it. */
 static int module_clear(PyObject *m)
@@ -199,6 +269,11 @@ static int module_clear(PyObject *m)
     Py_CLEAR(state->streams.wakeup_waiter_fn);
     Py_CLEAR(state->threadsafe.type);
     Py_CLEAR(state->threadsafe.runner);
+    /* a layout without its class: its fields are looked up by name */
+    Py_CLEAR(state->transport_layout.type);
+    Py_CLEAR(state->datagram_layout.type);
+    Py_CLEAR(state->tls.layout.type);
+    Py_CLEAR(state->tls.app_layout.type);
     return 0;
 }
 
@@ -210,13 +285,18 @@ static void module_free(void *m)
     Py_CLEAR(state->futures_module);
     Py_CLEAR(state->tasks_module);
     Py_CLEAR(state->base_create_task);
+    zl_tls_state_free(state);
+    zl_pending_fini(state);
+    names_clear(state); /* strings: in no cycle, and read by loops until the module goes */
 }
 
 static PyModuleDef_Slot module_slots[] = {
     {Py_mod_exec, exec_module},
 #if PY_VERSION_HEX >= 0x030C0000
-    /* what is true until every cached object is per interpreter (issue 41) */
-    {Py_mod_multiple_interpreters, Py_MOD_MULTIPLE_INTERPRETERS_NOT_SUPPORTED},
+    /* every Python object the adapter keeps is its module state's, and
+     * what is per process holds none (above): interpreters with GILs of
+     * their own each load a module of their own (issue 41) */
+    {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
 #endif
 #if PY_VERSION_HEX >= 0x030D0000
     /* The adapter relies on the GIL (docs/architecture.md, "Free-threaded
@@ -228,7 +308,7 @@ static PyModuleDef_Slot module_slots[] = {
 #endif
     {0, NULL}};
 
-static struct PyModuleDef module_def = {
+PyModuleDef zl_module_def = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_engine",
     .m_doc = "zloopgo's native engine (Go) and adapter (C).",
@@ -240,4 +320,4 @@ static struct PyModuleDef module_def = {
     .m_free = module_free,
 };
 
-PyMODINIT_FUNC PyInit__engine(void) { return PyModuleDef_Init(&module_def); }
+PyMODINIT_FUNC PyInit__engine(void) { return PyModuleDef_Init(&zl_module_def); }

@@ -61,16 +61,30 @@ void zl_pending_check(zl_loop *L)
     }
 }
 
-/* gc.callbacks entry, bound to the module: before a collection, no
- * pending handle of its interpreter's loops may be both untracked and
- * referenced from elsewhere. */
-static PyObject *before_collection(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+/* gc.callbacks entry, bound to a weak reference to the module (a strong
+ * one from the process-lived list would keep every module object made
+ * alive): before a collection, no pending handle of its interpreter's
+ * loops may be both untracked and referenced from elsewhere. */
+static PyObject *before_collection(PyObject *module_ref, PyObject *const *args, Py_ssize_t nargs)
 {
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *mod = NULL;
+    if (PyWeakref_GetRef(module_ref, &mod) < 0)
+        return NULL;
+#else
+    PyObject *mod = PyWeakref_GetObject(module_ref); /* borrowed; Py_None once it is gone */
+    if (mod == NULL)
+        return NULL;
+    mod = mod != Py_None ? Py_NewRef(mod) : NULL;
+#endif
+    if (mod == NULL) /* gone: its hook is removed with it (zl_pending_fini) */
+        Py_RETURN_NONE;
     zl_module_state *state = PyModule_GetState(mod);
     if (nargs >= 1 && PyUnicode_Check(args[0]) &&
         PyUnicode_CompareWithASCIIString(args[0], "start") == 0)
         for (zl_loop *L = state->live_loops; L != NULL; L = L->pending.next_live)
             zl_pending_check(L);
+    Py_DECREF(mod);
     Py_RETURN_NONE;
 }
 
@@ -78,16 +92,44 @@ static PyMethodDef before_collection_def = {
     "_zloopgo_before_collection", (PyCFunction)(void (*)(void))before_collection, METH_FASTCALL,
     "Tracks the pending handles of zloopgo loops that are referenced from elsewhere."};
 
-int zl_pending_init(PyObject *module)
+/* gc.callbacks, a new reference, or NULL with an exception set */
+static PyObject *gc_callbacks(void)
 {
     PyObject *gc = PyImport_ImportModule("gc");
     PyObject *callbacks = gc ? PyObject_GetAttrString(gc, "callbacks") : NULL;
-    PyObject *hook = callbacks ? PyCFunction_New(&before_collection_def, module) : NULL;
-    int r = hook ? PyList_Append(callbacks, hook) : -1;
-    Py_XDECREF(hook);
-    Py_XDECREF(callbacks);
     Py_XDECREF(gc);
+    return callbacks;
+}
+
+int zl_pending_init(PyObject *module, zl_module_state *state)
+{
+    PyObject *callbacks = gc_callbacks();
+    PyObject *ref = callbacks ? PyWeakref_NewRef(module, NULL) : NULL;
+    state->gc_hook = ref ? PyCFunction_New(&before_collection_def, ref) : NULL;
+    int r = state->gc_hook ? PyList_Append(callbacks, state->gc_hook) : -1;
+    Py_XDECREF(ref);
+    Py_XDECREF(callbacks);
     return r;
+}
+
+void zl_pending_fini(zl_module_state *state)
+{
+    if (state->gc_hook == NULL)
+        return;
+    /* at interpreter exit gc may be gone: the hook then goes with it */
+    PyObject *exc = zl_fetch_exception();
+    PyObject *callbacks = gc_callbacks();
+    Py_ssize_t n = callbacks != NULL && PyList_Check(callbacks) ? PyList_GET_SIZE(callbacks) : 0;
+    for (Py_ssize_t i = n - 1; i >= 0; i--)
+        if (PyList_GET_ITEM(callbacks, i) == state->gc_hook) {
+            (void)PyList_SetSlice(callbacks, i, i + 1, NULL);
+            break;
+        }
+    Py_XDECREF(callbacks);
+    PyErr_Clear();
+    if (exc != NULL)
+        zl_restore_exception(exc);
+    Py_CLEAR(state->gc_hook);
 }
 
 void zl_pending_loop_added(zl_loop *L)

@@ -267,19 +267,17 @@ static PyObject *settle_value(const zl_module_state *state, int kind, lookup *r)
     return addrinfo_list(state, r->res);
 }
 
-static PyObject *s_set_result, *s_set_exception, *s_cancelled, *s_done;
-
 /* Sets fut's outcome, a value or an exception, unless it was cancelled
  * meanwhile (as asyncio's wrapping of an executor future does). */
-static int settle_future(PyObject *fut, PyObject *value, PyObject *exc)
+static int settle_future(const zl_names *names, PyObject *fut, PyObject *value, PyObject *exc)
 {
-    PyObject *done = PyObject_CallMethodNoArgs(fut, s_done);
+    PyObject *done = PyObject_CallMethodNoArgs(fut, names->done);
     int is_done = done ? PyObject_IsTrue(done) : -1;
     Py_XDECREF(done);
     if (is_done != 0)
         return is_done < 0 ? -1 : 0;
-    PyObject *r = value != NULL ? PyObject_CallMethodOneArg(fut, s_set_result, value)
-                                : PyObject_CallMethodOneArg(fut, s_set_exception, exc);
+    PyObject *r = value != NULL ? PyObject_CallMethodOneArg(fut, names->set_result, value)
+                                : PyObject_CallMethodOneArg(fut, names->set_exception, exc);
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
 }
@@ -299,7 +297,7 @@ void zl_settle_lookups(zl_loop *L, const zl_completion *done, int64_t n)
             long kind = PyLong_AsLong(PyTuple_GET_ITEM(entry, 1));
             PyObject *value = settle_value(L->state, (int)kind, r);
             PyObject *exc = value == NULL ? zl_fetch_exception() : NULL;
-            if (settle_future(PyTuple_GET_ITEM(entry, 0), value, exc) < 0)
+            if (settle_future(&L->state->names, PyTuple_GET_ITEM(entry, 0), value, exc) < 0)
                 PyErr_WriteUnraisable((PyObject *)L);
             Py_XDECREF(value);
             Py_XDECREF(exc);
@@ -528,11 +526,7 @@ int zl_resolver_init(void)
 {
     if (register_fork_hooks() < 0)
         return -1;
-    s_set_result = PyUnicode_InternFromString("set_result");
-    s_set_exception = PyUnicode_InternFromString("set_exception");
-    s_cancelled = PyUnicode_InternFromString("cancelled");
-    s_done = PyUnicode_InternFromString("done");
-    return s_set_result && s_set_exception && s_cancelled && s_done ? 0 : -1;
+    return 0;
 }
 
 int zl_resolver_state_new(zl_module_state *state)

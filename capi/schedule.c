@@ -14,12 +14,6 @@
  * its one prototype is all this file uses */
 #include "waker/waker.h"
 
-static PyObject *str_debug_schedule; /* "_zl_debug_schedule" */
-static PyObject *str_context;        /* "context" */
-/* "_zl_bind_call_soon" ...: asyncio's signatures (bind_as_asyncio) */
-static PyObject *str_bind_call_soon, *str_bind_call_soon_threadsafe, *str_bind_call_later,
-    *str_bind_call_at;
-
 /* ---- scheduling ---- */
 
 /* The call_* methods' arguments, when they come in the shape the adapter
@@ -42,8 +36,8 @@ static int parse_call(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObj
         if (PyTuple_GET_SIZE(kwnames) != 1)
             return 0;
         PyObject *name = PyTuple_GET_ITEM(kwnames, 0);
-        if (name != str_context &&
-            (!PyUnicode_Check(name) || PyUnicode_Compare(name, str_context) != 0))
+        if (name != L->state->names.context &&
+            (!PyUnicode_Check(name) || PyUnicode_Compare(name, L->state->names.context) != 0))
             return 0;
         Py_XSETREF(L->context_kwnames, Py_NewRef(kwnames));
     }
@@ -83,8 +77,8 @@ static int check_schedule(zl_loop *L, const char *method, PyObject *callback, Py
     PyObject *name = PyUnicode_FromString(method);
     if (name == NULL)
         return -1;
-    *traceback =
-        PyObject_CallMethodObjArgs((PyObject *)L, str_debug_schedule, name, callback, NULL);
+    *traceback = PyObject_CallMethodObjArgs((PyObject *)L, L->state->names._zl_debug_schedule, name,
+                                            callback, NULL);
     Py_DECREF(name);
     return *traceback == NULL ? -1 : 0;
 }
@@ -139,7 +133,7 @@ PyObject *zl_loop_call_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
     PyObject *context;
     nargs = PyVectorcall_NARGS(nargs);
     if (!parse_call(L, args, nargs, kwnames, 1, &context))
-        return bind_as_asyncio(L, str_bind_call_soon, args, nargs, kwnames);
+        return bind_as_asyncio(L, L->state->names._zl_bind_call_soon, args, nargs, kwnames);
     return schedule_soon(L, args, nargs, context, "call_soon");
 }
 
@@ -158,10 +152,6 @@ PyObject *zl_loop_call_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
  * asyncio's Python methods. Debug mode takes zloopgo's Python edge
  * (asyncio's steps, traceback, RLock and all). Set at import, in the
  * module's state (zl_threadsafe_class). */
-
-static PyObject *str_threadsafe_python; /* "_zl_call_soon_threadsafe_python" */
-static PyObject *str_enter;             /* "__enter__" */
-static PyObject *str_exit;              /* "__exit__" */
 
 #define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
 
@@ -183,20 +173,21 @@ static Py_ssize_t slot_offset(PyTypeObject *type, const char *name)
 
 /* `with lock:`'s entry and exit: a HandleLock's own functions, or the
  * methods of what else is there (asyncio's RLock in debug mode). */
-static int enter_lock(PyObject *lock)
+static int enter_lock(const zl_names *names, PyObject *lock)
 {
     if (zl_is_handle_lock(lock))
         return zl_handle_lock_acquire(lock);
-    PyObject *r = PyObject_CallMethodNoArgs(lock, str_enter);
+    PyObject *r = PyObject_CallMethodNoArgs(lock, names->dunder_enter);
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
 }
 
-static int exit_lock(PyObject *lock)
+static int exit_lock(const zl_names *names, PyObject *lock)
 {
     if (zl_is_handle_lock(lock))
         return zl_handle_lock_release(lock);
-    PyObject *r = PyObject_CallMethodObjArgs(lock, str_exit, Py_None, Py_None, Py_None, NULL);
+    PyObject *r =
+        PyObject_CallMethodObjArgs(lock, names->dunder_exit, Py_None, Py_None, Py_None, NULL);
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
 }
@@ -206,7 +197,8 @@ static int exit_lock(PyObject *lock)
 static PyObject *run_threadsafe(PyObject *mod, PyObject *handle)
 {
     /* set once (set_threadsafe_handle): nothing a callback does changes it */
-    const zl_threadsafe_class *ts = &((zl_module_state *)PyModule_GetState(mod))->threadsafe;
+    const zl_module_state *state = PyModule_GetState(mod);
+    const zl_threadsafe_class *ts = &state->threadsafe;
     /* the adapter queues only handles it made; anything else is refused,
      * not trusted (the runner is reachable from Python) */
     if (!PyObject_TypeCheck(handle, ts->type) || SLOT(handle, ts->cancelled) == NULL ||
@@ -221,7 +213,7 @@ static PyObject *run_threadsafe(PyObject *mod, PyObject *handle)
         PyObject_IsTrue(SLOT(handle, ts->cancelled)) != 0)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     PyObject *lock = Py_NewRef(SLOT(handle, ts->lock));
-    if (enter_lock(lock) < 0) {
+    if (enter_lock(&state->names, lock) < 0) {
         Py_DECREF(lock);
         return NULL;
     }
@@ -253,7 +245,7 @@ static PyObject *run_threadsafe(PyObject *mod, PyObject *handle)
     }
     /* the with statement's exit: the lock goes whatever happened */
     PyObject *pending = failed ? zl_fetch_exception() : NULL;
-    int released = exit_lock(lock);
+    int released = exit_lock(&state->names, lock);
     Py_DECREF(lock);
     if (pending != NULL) {
         if (released < 0)
@@ -373,7 +365,8 @@ PyObject *zl_loop_call_soon_threadsafe(zl_loop *L, PyObject *const *args, Py_ssi
     PyObject *h, *context;
     nargs = PyVectorcall_NARGS(nargs);
     if (!parse_call(L, args, nargs, kwnames, 1, &context))
-        return bind_as_asyncio(L, str_bind_call_soon_threadsafe, args, nargs, kwnames);
+        return bind_as_asyncio(L, L->state->names._zl_bind_call_soon_threadsafe, args, nargs,
+                               kwnames);
     if (L->state->threadsafe.type == NULL)
         h = schedule_soon(L, args, nargs, context, "call_soon_threadsafe");
     else if (!L->debug)
@@ -384,7 +377,8 @@ PyObject *zl_loop_call_soon_threadsafe(zl_loop *L, PyObject *const *args, Py_ssi
     else {
         /* debug mode: zloopgo's Python edge takes asyncio's steps and
          * comes back above */
-        PyObject *python = PyObject_GetAttr((PyObject *)L, str_threadsafe_python);
+        PyObject *python =
+            PyObject_GetAttr((PyObject *)L, L->state->names._zl_call_soon_threadsafe_python);
         if (python == NULL)
             return NULL;
         h = PyObject_Vectorcall(python, args, nargs, kwnames);
@@ -560,7 +554,7 @@ PyObject *zl_loop_call_later(zl_loop *L, PyObject *const *args, Py_ssize_t nargs
     PyObject *context;
     nargs = PyVectorcall_NARGS(nargs);
     if (!parse_call(L, args, nargs, kwnames, 2, &context))
-        return bind_as_asyncio(L, str_bind_call_later, args, nargs, kwnames);
+        return bind_as_asyncio(L, L->state->names._zl_bind_call_later, args, nargs, kwnames);
     PyObject *delay = args[0];
 #if PY_VERSION_HEX >= 0x030B0000
     /* asyncio checks for None from 3.11; 3.10's time() + None fails in the
@@ -606,27 +600,8 @@ PyObject *zl_loop_call_at(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, P
     PyObject *context;
     nargs = PyVectorcall_NARGS(nargs);
     if (!parse_call(L, args, nargs, kwnames, 2, &context))
-        return bind_as_asyncio(L, str_bind_call_at, args, nargs, kwnames);
+        return bind_as_asyncio(L, L->state->names._zl_bind_call_at, args, nargs, kwnames);
     return schedule_at(L, args[0], 0.0, args + 1, nargs - 1, context);
-}
-
-int zl_schedule_init(void)
-{
-    str_debug_schedule = PyUnicode_InternFromString("_zl_debug_schedule");
-    str_context = PyUnicode_InternFromString("context");
-    str_threadsafe_python = PyUnicode_InternFromString("_zl_call_soon_threadsafe_python");
-    str_enter = PyUnicode_InternFromString("__enter__");
-    str_exit = PyUnicode_InternFromString("__exit__");
-    if (str_context == NULL || str_debug_schedule == NULL || str_threadsafe_python == NULL ||
-        str_enter == NULL || str_exit == NULL)
-        return -1;
-    static const zl_name binders[] = {
-        {&str_bind_call_soon, "_zl_bind_call_soon"},
-        {&str_bind_call_soon_threadsafe, "_zl_bind_call_soon_threadsafe"},
-        {&str_bind_call_later, "_zl_bind_call_later"},
-        {&str_bind_call_at, "_zl_bind_call_at"},
-    };
-    return zl_intern_names(binders, sizeof binders / sizeof binders[0]);
 }
 
 void zl_schedule_clear(zl_loop *L) { Py_CLEAR(L->context_kwnames); }

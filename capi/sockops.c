@@ -36,11 +36,6 @@
  * receive buffer (transport.c); nothing of the engine. */
 #include "zl.h"
 
-static PyObject *s_recv, *s_recv_into, *s_send, *s_fileno, *s_done, *s_set_result, *s_set_exception,
-    *s_add_done_callback, *s_cancelled, *s_transports, *s_data, *s_ensure_fd_no_transport,
-    *s_remove_reader, *s_remove_writer, *s_sock_recv, *s_sock_recv_into, *s_sock_sendall,
-    *s_sock_read_done, *s_sock_write_done, *kw_handle;
-
 /* L is zloopgo.Loop itself, whose solid base is LoopCore; a class derived
  * from it has Loop as its base and may override any method asyncio's
  * steps call. */
@@ -134,7 +129,8 @@ static int recv_now(zl_loop *L, PyObject *sock, PyObject *n, PyObject **data)
                                 size <= ZL_SOCK_RX_LIMIT;
     if (!into_rx) {
         PyObject *args[3] = {sock, n, NULL};
-        *data = PyObject_VectorcallMethod(s_recv, args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        *data = PyObject_VectorcallMethod(L->state->names.recv, args,
+                                          2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
         return *data != NULL ? 1 : not_now_or_error();
     }
     char *own, *buf = zl_rx_take(L, (size_t)size, &own);
@@ -150,7 +146,7 @@ static int recv_now(zl_loop *L, PyObject *sock, PyObject *n, PyObject **data)
         PyObject *view = PyMemoryView_FromMemory(buf, size, PyBUF_WRITE);
         if (view != NULL) {
             PyObject *call[3] = {sock, view, n};
-            PyObject *count = PyObject_VectorcallMethod(s_recv_into, call,
+            PyObject *count = PyObject_VectorcallMethod(L->state->names.recv_into, call,
                                                         3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
             Py_DECREF(view); /* socket.recv_into keeps no reference to it */
             if (count != NULL) {
@@ -172,13 +168,14 @@ static int recv_now(zl_loop *L, PyObject *sock, PyObject *n, PyObject **data)
 /* sock.send(data): the bytes sent (0 when the kernel takes none now), or
  * -1 with the exception set; a bytes to a plain non-blocking socket with
  * send(2) itself. */
-static Py_ssize_t send_now(const PyTypeObject *socket_type, PyObject *sock, PyObject *data)
+static Py_ssize_t send_now(const zl_module_state *state, PyObject *sock, PyObject *data)
 {
+    const PyTypeObject *socket_type = state->socket_type;
     int fd = nonblocking_fd(socket_type, sock);
     if (fd < 0 || !PyBytes_CheckExact(data)) {
         PyObject *args[3] = {sock, data, NULL};
-        PyObject *n =
-            PyObject_VectorcallMethod(s_send, args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        PyObject *n = PyObject_VectorcallMethod(state->names.send, args,
+                                                2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
         if (n == NULL)
             return not_now_or_error();
         Py_ssize_t sent = PyLong_AsSsize_t(n);
@@ -208,9 +205,10 @@ static int recv_into_view(const PyTypeObject *socket_type, PyObject *sock, int f
  * (what the socket's recv_into asks of it), else the socket's method,
  * which also words why a buffer will not do (and returns 0 for an empty
  * one, where recv(2) would wait for data). */
-static int recv_into_now(const PyTypeObject *socket_type, PyObject *sock, PyObject *buf,
+static int recv_into_now(const zl_module_state *state, PyObject *sock, PyObject *buf,
                          PyObject **count)
 {
+    const PyTypeObject *socket_type = state->socket_type;
     *count = NULL;
     Py_buffer view;
     int fd = nonblocking_fd(socket_type, sock);
@@ -221,14 +219,16 @@ static int recv_into_now(const PyTypeObject *socket_type, PyObject *sock, PyObje
     }
     PyErr_Clear();
     PyObject *args[3] = {sock, buf, NULL};
-    *count = PyObject_VectorcallMethod(s_recv_into, args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    *count = PyObject_VectorcallMethod(state->names.recv_into, args,
+                                       2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     return *count != NULL ? 1 : not_now_or_error();
 }
 
 /* fut.done(): 1, 0 or -1 with an exception set. */
-static int future_done(PyObject *fut)
+static int future_done(const zl_names *names, PyObject *fut)
 {
-    PyObject *r = PyObject_VectorcallMethod(s_done, &fut, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    PyObject *r =
+        PyObject_VectorcallMethod(names->done, &fut, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     if (r == NULL)
         return -1;
     int done = PyObject_IsTrue(r);
@@ -237,11 +237,11 @@ static int future_done(PyObject *fut)
 }
 
 /* fut.set_result(value): 0, or -1 with an exception set. */
-static int future_set_result(PyObject *fut, PyObject *value)
+static int future_set_result(const zl_names *names, PyObject *fut, PyObject *value)
 {
     PyObject *args[2] = {fut, value};
-    PyObject *r =
-        PyObject_VectorcallMethod(s_set_result, args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    PyObject *r = PyObject_VectorcallMethod(names->set_result, args,
+                                            2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
 }
@@ -249,10 +249,10 @@ static int future_set_result(PyObject *fut, PyObject *value)
 /* The pending exception, neither "not now" nor SystemExit or
  * KeyboardInterrupt, goes to fut.set_exception as asyncio's `except
  * BaseException as exc:` hands it: 0, or -1 with an exception set. */
-static int future_fail(PyObject *fut)
+static int future_fail(const zl_names *names, PyObject *fut)
 {
     PyObject *exc = zl_fetch_exception();
-    PyObject *r = zl_call_handling(fut, s_set_exception, exc, NULL);
+    PyObject *r = zl_call_handling(fut, names->set_exception, exc, NULL);
     Py_DECREF(exc);
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
@@ -264,12 +264,12 @@ static int future_fail(PyObject *fut)
  * 0, or -1 with an exception set. */
 static int ensure_no_transport(zl_loop *L, PyObject *fd)
 {
-    PyObject *transports = PyObject_GetAttr((PyObject *)L, s_transports);
+    PyObject *transports = PyObject_GetAttr((PyObject *)L, L->state->names._transports);
     if (transports == NULL)
         return -1;
     int ask = 1;
     if (Py_TYPE(transports) == L->state->weak_value_dict) {
-        PyObject *data = PyObject_GetAttr(transports, s_data);
+        PyObject *data = PyObject_GetAttr(transports, L->state->names.data);
         if (data != NULL && PyDict_CheckExact(data))
             ask = PyDict_GetItemWithError(data, fd) != NULL || PyErr_Occurred();
         Py_XDECREF(data);
@@ -278,7 +278,8 @@ static int ensure_no_transport(zl_loop *L, PyObject *fd)
     Py_DECREF(transports);
     if (!ask)
         return 0;
-    PyObject *r = PyObject_CallMethodOneArg((PyObject *)L, s_ensure_fd_no_transport, fd);
+    PyObject *r =
+        PyObject_CallMethodOneArg((PyObject *)L, L->state->names._ensure_fd_no_transport, fd);
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
 }
@@ -295,10 +296,10 @@ static PyObject *wait_on(zl_loop *L, PyObject *sock, int which, PyObject *callba
     if (fut == NULL)
         return NULL;
     int known = zl_socket_fd(L->state->socket_type, sock);
-    PyObject *fd =
-        known != ZL_NOT_A_SOCKET
-            ? PyLong_FromLong(known)
-            : PyObject_VectorcallMethod(s_fileno, &sock, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    PyObject *fd = known != ZL_NOT_A_SOCKET
+                       ? PyLong_FromLong(known)
+                       : PyObject_VectorcallMethod(L->state->names.fileno, &sock,
+                                                   1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     PyObject *callback = NULL, *handle = NULL, *done = NULL, *partial = NULL, *added = NULL;
     if (fd == NULL || ensure_no_transport(L, fd) < 0)
         goto out;
@@ -309,16 +310,17 @@ static PyObject *wait_on(zl_loop *L, PyObject *sock, int which, PyObject *callba
     handle = which ? zl_loop_add_writer(L, watch, 7) : zl_loop_add_reader(L, watch, 6);
     if (handle == NULL)
         goto out;
-    done = PyObject_GetAttr((PyObject *)L, which ? s_sock_write_done : s_sock_read_done);
+    done = PyObject_GetAttr((PyObject *)L, which ? L->state->names._sock_write_done
+                                                 : L->state->names._sock_read_done);
     if (done == NULL)
         goto out;
     PyObject *bind[3] = {done, fd, handle};
-    partial = PyObject_Vectorcall(L->state->partial_type, bind, 2, kw_handle);
+    partial = PyObject_Vectorcall(L->state->partial_type, bind, 2, L->state->task_kwnames.handle);
     if (partial == NULL)
         goto out;
     PyObject *add[2] = {fut, partial};
-    added = PyObject_VectorcallMethod(s_add_done_callback, add, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET,
-                                      NULL);
+    added = PyObject_VectorcallMethod(L->state->names.add_done_callback, add,
+                                      2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
 out:
     Py_XDECREF(fd);
     Py_XDECREF(callback);
@@ -357,7 +359,7 @@ PyObject *zl_loop_sock_recv_now(zl_loop *L, PyObject *const *args, Py_ssize_t na
     int r = recv_now(L, args[0], args[1], &data);
     if (r != 0)
         return data;
-    return wait_on(L, args[0], 0, s_sock_recv, args[1], NULL);
+    return wait_on(L, args[0], 0, L->state->names._sock_recv, args[1], NULL);
 }
 
 /* _zl_sock_recv_into(sock, buf): asyncio's sock_recv_into up to its
@@ -369,10 +371,10 @@ PyObject *zl_loop_sock_recv_into_now(zl_loop *L, PyObject *const *args, Py_ssize
     if (go <= 0)
         return go < 0 ? NULL : Py_NewRef(Py_NotImplemented);
     PyObject *count;
-    int r = recv_into_now(L->state->socket_type, args[0], args[1], &count);
+    int r = recv_into_now(L->state, args[0], args[1], &count);
     if (r != 0)
         return count;
-    return wait_on(L, args[0], 0, s_sock_recv_into, args[1], NULL);
+    return wait_on(L, args[0], 0, L->state->names._sock_recv_into, args[1], NULL);
 }
 
 /* _zl_sock_sendall(sock, data): asyncio's sock_sendall up to its await:
@@ -384,7 +386,7 @@ PyObject *zl_loop_sock_sendall_now(zl_loop *L, PyObject *const *args, Py_ssize_t
     if (go <= 0)
         return go < 0 ? NULL : Py_NewRef(Py_NotImplemented);
     PyObject *sock = args[0], *data = args[1];
-    Py_ssize_t sent = send_now(L->state->socket_type, sock, data);
+    Py_ssize_t sent = send_now(L->state, sock, data);
     if (sent < 0)
         return NULL;
     /* asyncio's `n == len(data)` */
@@ -395,7 +397,8 @@ PyObject *zl_loop_sock_sendall_now(zl_loop *L, PyObject *const *args, Py_ssize_t
         Py_RETURN_NONE;
     PyObject *view = PyMemoryView_FromObject(data);
     PyObject *pos = view != NULL ? Py_BuildValue("[n]", sent) : NULL;
-    PyObject *fut = pos != NULL ? wait_on(L, sock, 1, s_sock_sendall, view, pos) : NULL;
+    PyObject *fut =
+        pos != NULL ? wait_on(L, sock, 1, L->state->names._sock_sendall, view, pos) : NULL;
     Py_XDECREF(view);
     Py_XDECREF(pos);
     return fut;
@@ -406,7 +409,7 @@ PyObject *zl_loop_sock_sendall_now(zl_loop *L, PyObject *const *args, Py_ssize_t
  * nothing for "not now" (try again next time), SystemExit and
  * KeyboardInterrupt raised, any other exception to fut.set_exception,
  * else fut.set_result(value) (stolen). */
-static PyObject *settle(PyObject *fut, int r, PyObject *value)
+static PyObject *settle(const zl_names *names, PyObject *fut, int r, PyObject *value)
 {
     if (r == 0)
         Py_RETURN_NONE;
@@ -414,9 +417,9 @@ static PyObject *settle(PyObject *fut, int r, PyObject *value)
         if (PyErr_ExceptionMatches(PyExc_SystemExit) ||
             PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
             return NULL;
-        return future_fail(fut) < 0 ? NULL : Py_NewRef(Py_None);
+        return future_fail(names, fut) < 0 ? NULL : Py_NewRef(Py_None);
     }
-    r = future_set_result(fut, value);
+    r = future_set_result(names, fut, value);
     Py_DECREF(value);
     return r < 0 ? NULL : Py_NewRef(Py_None);
 }
@@ -429,11 +432,11 @@ PyObject *zl_loop_sock_recv_step(zl_loop *L, PyObject *const *args, Py_ssize_t n
         return NULL;
     }
     PyObject *data;
-    int done = future_done(args[0]);
+    int done = future_done(&L->state->names, args[0]);
     if (done != 0)
         return done < 0 ? NULL : Py_NewRef(Py_None);
     int r = recv_now(L, args[1], args[2], &data);
-    return settle(args[0], r, data);
+    return settle(&L->state->names, args[0], r, data);
 }
 
 /* _sock_recv_into(fut, sock, buf): asyncio's reader callback of
@@ -445,11 +448,11 @@ PyObject *zl_loop_sock_recv_into_step(zl_loop *L, PyObject *const *args, Py_ssiz
         return NULL;
     }
     PyObject *count;
-    int done = future_done(args[0]);
+    int done = future_done(&L->state->names, args[0]);
     if (done != 0)
         return done < 0 ? NULL : Py_NewRef(Py_None);
-    int r = recv_into_now(L->state->socket_type, args[1], args[2], &count);
-    return settle(args[0], r, count);
+    int r = recv_into_now(L->state, args[1], args[2], &count);
+    return settle(&L->state->names, args[0], r, count);
 }
 
 /* _sock_sendall(fut, sock, view, pos): asyncio's writer callback of
@@ -461,7 +464,7 @@ PyObject *zl_loop_sock_sendall_step(zl_loop *L, PyObject *const *args, Py_ssize_
         return NULL;
     }
     PyObject *fut = args[0], *sock = args[1], *view = args[2], *pos = args[3];
-    int done = future_done(fut);
+    int done = future_done(&L->state->names, fut);
     if (done != 0) /* cancellation can be scheduled on the previous iteration */
         return done < 0 ? NULL : Py_NewRef(Py_None);
     PyObject *zero = PyLong_FromLong(0);
@@ -476,12 +479,13 @@ PyObject *zl_loop_sock_sendall_step(zl_loop *L, PyObject *const *args, Py_ssize_
     PyObject *n = NULL;
     if (rest != NULL) {
         PyObject *call[3] = {sock, rest, NULL};
-        n = PyObject_VectorcallMethod(s_send, call, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        n = PyObject_VectorcallMethod(L->state->names.send, call,
+                                      2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
         Py_DECREF(rest);
     }
     if (n == NULL) {
         Py_DECREF(start);
-        return settle(fut, not_now_or_error(), NULL);
+        return settle(&L->state->names, fut, not_now_or_error(), NULL);
     }
     /* start += n; all sent: set_result(None), else pos[0] = start */
     PyObject *sent = PyNumber_InPlaceAdd(start, n);
@@ -495,7 +499,7 @@ PyObject *zl_loop_sock_sendall_step(zl_loop *L, PyObject *const *args, Py_ssize_
     Py_XDECREF(length);
     int r = -1;
     if (all > 0) {
-        r = future_set_result(fut, Py_None);
+        r = future_set_result(&L->state->names, fut, Py_None);
     } else if (all == 0) {
         zero = PyLong_FromLong(0);
         r = zero != NULL ? PyObject_SetItem(pos, zero, sent) : -1;
@@ -528,7 +532,7 @@ static PyObject *unwatch_when_done(zl_loop *L, PyObject *const *args, Py_ssize_t
         if (Py_TYPE(handle) == L->state->handle_type) {
             cancelled = ((zl_handle *)handle)->cancelled;
         } else {
-            PyObject *r = PyObject_VectorcallMethod(s_cancelled, &handle,
+            PyObject *r = PyObject_VectorcallMethod(L->state->names.cancelled, &handle,
                                                     1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
             cancelled = r == NULL ? -1 : PyObject_IsTrue(r);
             Py_XDECREF(r);
@@ -542,7 +546,9 @@ static PyObject *unwatch_when_done(zl_loop *L, PyObject *const *args, Py_ssize_t
             : which                        ? zl_loop_remove_writer(L, fd)
                                            : zl_loop_remove_reader(L, fd);
     } else {
-        r = PyObject_CallMethodOneArg((PyObject *)L, which ? s_remove_writer : s_remove_reader, fd);
+        r = PyObject_CallMethodOneArg(
+            (PyObject *)L, which ? L->state->names.remove_writer : L->state->names.remove_reader,
+            fd);
     }
     if (r == NULL)
         return NULL;
@@ -570,35 +576,6 @@ static PyObject *import_attr(const char *module, const char *name)
     PyObject *v = PyObject_GetAttrString(m, name);
     Py_DECREF(m);
     return v;
-}
-
-int zl_sockops_init(void)
-{
-    static const zl_name names[] = {
-        {&s_recv, "recv"},
-        {&s_recv_into, "recv_into"},
-        {&s_send, "send"},
-        {&s_fileno, "fileno"},
-        {&s_done, "done"},
-        {&s_set_result, "set_result"},
-        {&s_set_exception, "set_exception"},
-        {&s_add_done_callback, "add_done_callback"},
-        {&s_cancelled, "cancelled"},
-        {&s_transports, "_transports"},
-        {&s_data, "data"},
-        {&s_ensure_fd_no_transport, "_ensure_fd_no_transport"},
-        {&s_remove_reader, "remove_reader"},
-        {&s_remove_writer, "remove_writer"},
-        {&s_sock_recv, "_sock_recv"},
-        {&s_sock_recv_into, "_sock_recv_into"},
-        {&s_sock_sendall, "_sock_sendall"},
-        {&s_sock_read_done, "_sock_read_done"},
-        {&s_sock_write_done, "_sock_write_done"},
-    };
-    if (zl_intern_names(names, sizeof names / sizeof names[0]) < 0)
-        return -1;
-    kw_handle = Py_BuildValue("(s)", "handle");
-    return kw_handle == NULL ? -1 : 0;
 }
 
 int zl_sockops_state_new(zl_module_state *state)

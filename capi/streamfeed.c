@@ -17,10 +17,6 @@
  * the loop or the engine. */
 #include "zl.h"
 
-static PyObject *s_data_received, *s_stream_reader, *s_feed_data, *s_wakeup_waiter, *s_reader_wr,
-    *s_eof, *s_buffer, *s_waiter, *s_transport, *s_paused, *s_limit, *s_cancelled, *s_set_result,
-    *s_pause_reading;
-
 /* _engine.set_streams(StreamReaderProtocol, StreamReader, check_asserts)
  * turns the fast path on (None turns it off). */
 PyObject *zl_set_streams(PyObject *mod, PyObject *args)
@@ -29,7 +25,8 @@ PyObject *zl_set_streams(PyObject *mod, PyObject *args)
     int asserts;
     if (!PyArg_ParseTuple(args, "OOp", &proto, &reader, &asserts))
         return NULL;
-    zl_stream_classes *c = &((zl_module_state *)PyModule_GetState(mod))->streams;
+    zl_module_state *state = PyModule_GetState(mod);
+    zl_stream_classes *c = &state->streams;
     Py_CLEAR(c->protocol_type);
     Py_CLEAR(c->reader_type);
     if (proto == Py_None)
@@ -41,10 +38,10 @@ PyObject *zl_set_streams(PyObject *mod, PyObject *args)
         PyTypeObject *type;
         PyObject *name;
     } methods[] = {
-        {&c->data_received_fn, (PyTypeObject *)proto, s_data_received},
-        {&c->stream_reader_prop, (PyTypeObject *)proto, s_stream_reader},
-        {&c->feed_data_fn, (PyTypeObject *)reader, s_feed_data},
-        {&c->wakeup_waiter_fn, (PyTypeObject *)reader, s_wakeup_waiter},
+        {&c->data_received_fn, (PyTypeObject *)proto, state->names.data_received},
+        {&c->stream_reader_prop, (PyTypeObject *)proto, state->names._stream_reader},
+        {&c->feed_data_fn, (PyTypeObject *)reader, state->names.feed_data},
+        {&c->wakeup_waiter_fn, (PyTypeObject *)reader, state->names._wakeup_waiter},
     };
     for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
         PyObject *m = _PyType_Lookup(methods[i].type, methods[i].name); /* borrowed */
@@ -104,19 +101,19 @@ static int attr_true(PyObject *obj, PyObject *name)
 }
 
 /* StreamReader._wakeup_waiter() */
-static int wakeup_waiter(PyObject *reader)
+static int wakeup_waiter(const zl_names *names, PyObject *reader)
 {
-    PyObject *waiter = PyObject_GetAttr(reader, s_waiter);
+    PyObject *waiter = PyObject_GetAttr(reader, names->_waiter);
     if (waiter == NULL)
         return -1;
     int rc = 0;
     if (waiter != Py_None) {
-        rc = PyObject_SetAttr(reader, s_waiter, Py_None);
-        PyObject *cancelled = rc == 0 ? PyObject_CallMethodNoArgs(waiter, s_cancelled) : NULL;
+        rc = PyObject_SetAttr(reader, names->_waiter, Py_None);
+        PyObject *cancelled = rc == 0 ? PyObject_CallMethodNoArgs(waiter, names->cancelled) : NULL;
         int is = cancelled == NULL ? -1 : PyObject_IsTrue(cancelled);
         Py_XDECREF(cancelled);
         if (is == 0) {
-            PyObject *r = PyObject_CallMethodOneArg(waiter, s_set_result, Py_None);
+            PyObject *r = PyObject_CallMethodOneArg(waiter, names->set_result, Py_None);
             Py_XDECREF(r);
             is = r == NULL ? -1 : 1;
         }
@@ -148,18 +145,18 @@ static int over_twice(Py_ssize_t buffered, PyObject *limit)
 
 /* The tail of StreamReader.feed_data: pause reading once more than twice
  * the limit is buffered; a transport that cannot pause is forgotten. */
-static int maybe_pause(PyObject *reader, Py_ssize_t buffered)
+static int maybe_pause(const zl_names *names, PyObject *reader, Py_ssize_t buffered)
 {
-    PyObject *transport = PyObject_GetAttr(reader, s_transport);
+    PyObject *transport = PyObject_GetAttr(reader, names->_transport);
     if (transport == NULL)
         return -1;
     if (transport == Py_None) {
         Py_DECREF(transport);
         return 0;
     }
-    int rc = -1, paused = attr_true(reader, s_paused), over = 0;
+    int rc = -1, paused = attr_true(reader, names->_paused), over = 0;
     if (paused == 0) {
-        PyObject *limit = PyObject_GetAttr(reader, s_limit);
+        PyObject *limit = PyObject_GetAttr(reader, names->_limit);
         over = limit ? over_twice(buffered, limit) : -1;
         Py_XDECREF(limit);
     }
@@ -168,13 +165,13 @@ static int maybe_pause(PyObject *reader, Py_ssize_t buffered)
     } else if (paused || !over) {
         rc = 0;
     } else {
-        PyObject *r = PyObject_CallMethodNoArgs(transport, s_pause_reading);
+        PyObject *r = PyObject_CallMethodNoArgs(transport, names->pause_reading);
         if (r != NULL) {
             Py_DECREF(r);
-            rc = PyObject_SetAttr(reader, s_paused, Py_True);
+            rc = PyObject_SetAttr(reader, names->_paused, Py_True);
         } else if (PyErr_ExceptionMatches(PyExc_NotImplementedError)) {
             PyErr_Clear();
-            rc = PyObject_SetAttr(reader, s_transport, Py_None);
+            rc = PyObject_SetAttr(reader, names->_transport, Py_None);
         }
     }
     Py_DECREF(transport);
@@ -187,12 +184,12 @@ int zl_stream_feed(zl_module_state *state, PyObject *protocol, const char *buf, 
         return 0;
     zl_stream_classes *c = &state->streams;
     if (c->protocol_type == NULL || Py_TYPE(protocol) != c->protocol_type ||
-        !class_unchanged(c->protocol_type, &c->protocol_version, s_data_received,
-                         c->data_received_fn, s_stream_reader, c->stream_reader_prop) ||
-        !bound_method_is(protocol, s_data_received, c->data_received_fn))
+        !class_unchanged(c->protocol_type, &c->protocol_version, state->names.data_received,
+                         c->data_received_fn, state->names._stream_reader, c->stream_reader_prop) ||
+        !bound_method_is(protocol, state->names.data_received, c->data_received_fn))
         return 0;
     /* data_received: reader = self._stream_reader (a weak reference) */
-    PyObject *wr = PyObject_GetAttr(protocol, s_reader_wr);
+    PyObject *wr = PyObject_GetAttr(protocol, state->names._stream_reader_wr);
     if (wr == NULL)
         return -1;
     PyObject *reader = NULL;
@@ -209,27 +206,27 @@ int zl_stream_feed(zl_module_state *state, PyObject *protocol, const char *buf, 
         return 1;
     }
     if (Py_TYPE(reader) != c->reader_type ||
-        !class_unchanged(c->reader_type, &c->reader_version, s_feed_data, c->feed_data_fn,
-                         s_wakeup_waiter, c->wakeup_waiter_fn) ||
-        !bound_method_is(reader, s_feed_data, c->feed_data_fn) ||
-        !bound_method_is(reader, s_wakeup_waiter, c->wakeup_waiter_fn)) {
+        !class_unchanged(c->reader_type, &c->reader_version, state->names.feed_data,
+                         c->feed_data_fn, state->names._wakeup_waiter, c->wakeup_waiter_fn) ||
+        !bound_method_is(reader, state->names.feed_data, c->feed_data_fn) ||
+        !bound_method_is(reader, state->names._wakeup_waiter, c->wakeup_waiter_fn)) {
         Py_DECREF(reader);
         return 0;
     }
     int rc = -1;
     PyObject *buffer = NULL;
-    int eof = c->check_asserts ? attr_true(reader, s_eof) : 0;
+    int eof = c->check_asserts ? attr_true(reader, state->names._eof) : 0;
     if (eof > 0)
         PyErr_SetString(PyExc_AssertionError, "feed_data after feed_eof");
-    if (eof == 0 && (buffer = PyObject_GetAttr(reader, s_buffer)) != NULL) {
+    if (eof == 0 && (buffer = PyObject_GetAttr(reader, state->names._buffer)) != NULL) {
         if (!PyByteArray_CheckExact(buffer)) {
             rc = 0; /* not asyncio's bytearray: let feed_data deal with it */
         } else {
             Py_ssize_t old = PyByteArray_GET_SIZE(buffer);
             if (PyByteArray_Resize(buffer, old + n) == 0) {
                 memcpy(PyByteArray_AS_STRING(buffer) + old, buf, n);
-                if (wakeup_waiter(reader) == 0 &&
-                    maybe_pause(reader, PyByteArray_GET_SIZE(buffer)) == 0)
+                if (wakeup_waiter(&state->names, reader) == 0 &&
+                    maybe_pause(&state->names, reader, PyByteArray_GET_SIZE(buffer)) == 0)
                     rc = 1;
             }
         }
@@ -237,25 +234,4 @@ int zl_stream_feed(zl_module_state *state, PyObject *protocol, const char *buf, 
     Py_XDECREF(buffer);
     Py_DECREF(reader);
     return rc;
-}
-
-int zl_streamfeed_init(void)
-{
-    static const zl_name names[] = {
-        {&s_data_received, "data_received"},
-        {&s_stream_reader, "_stream_reader"},
-        {&s_feed_data, "feed_data"},
-        {&s_wakeup_waiter, "_wakeup_waiter"},
-        {&s_reader_wr, "_stream_reader_wr"},
-        {&s_eof, "_eof"},
-        {&s_buffer, "_buffer"},
-        {&s_waiter, "_waiter"},
-        {&s_transport, "_transport"},
-        {&s_paused, "_paused"},
-        {&s_limit, "_limit"},
-        {&s_cancelled, "cancelled"},
-        {&s_set_result, "set_result"},
-        {&s_pause_reading, "pause_reading"},
-    };
-    return zl_intern_names(names, sizeof names / sizeof names[0]);
 }

@@ -6,17 +6,14 @@
  * are asyncio's own, looked up per call. */
 #include "zl.h"
 
-static PyObject *str_Future, *str_Task, *kw_loop, *kw_loop_name, *kw_loop_context,
-    *kw_loop_name_context, *kw_name, *kw_context, *kw_name_context;
-
 /* create_future(): asyncio's futures.Future(loop=self), without a Python frame. */
 PyObject *zl_loop_create_future(zl_loop *L, PyObject *unused)
 {
-    PyObject *future_type = PyObject_GetAttr(L->state->futures_module, str_Future);
+    PyObject *future_type = PyObject_GetAttr(L->state->futures_module, L->state->names.Future);
     if (future_type == NULL)
         return NULL;
     PyObject *args[1] = {(PyObject *)L};
-    PyObject *fut = PyObject_Vectorcall(future_type, args, 0, kw_loop);
+    PyObject *fut = PyObject_Vectorcall(future_type, args, 0, L->state->task_kwnames.loop);
     Py_DECREF(future_type);
     return fut;
 }
@@ -52,7 +49,7 @@ static int on_running_thread(zl_loop *L)
 
 static PyObject *new_task(zl_loop *L, PyObject *const *stack, Py_ssize_t nkw, PyObject *kwnames)
 {
-    PyObject *task_type = PyObject_GetAttr(L->state->tasks_module, str_Task);
+    PyObject *task_type = PyObject_GetAttr(L->state->tasks_module, L->state->names.Task);
     if (task_type == NULL)
         return NULL;
     PyObject *task = PyObject_Vectorcall(task_type, stack, 1, nkw > 0 ? kwnames : NULL);
@@ -72,6 +69,7 @@ static PyObject *new_task(zl_loop *L, PyObject *const *stack, Py_ssize_t nkw, Py
 PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames)
 {
+    const zl_task_kwnames *kw = &L->state->task_kwnames;
     nargs = PyVectorcall_NARGS(nargs);
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     if (L->task_factory != NULL || L->debug || nargs != 1 || nkw > TASK_KEYWORDS_MAX)
@@ -85,13 +83,13 @@ PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t narg
         return new_task(L, args, nkw, kwnames);
     if (nkw == 0) {
         PyObject *stack[2] = {args[0], (PyObject *)L};
-        return new_task(L, stack, 1, kw_loop);
+        return new_task(L, stack, 1, kw->loop);
     }
     PyObject *stack[TASK_KEYWORDS_MAX + 2] = {args[0], (PyObject *)L};
     PyObject *names = PyTuple_New(nkw + 1);
     if (names == NULL)
         return NULL;
-    PyTuple_SET_ITEM(names, 0, Py_NewRef(PyTuple_GET_ITEM(kw_loop, 0)));
+    PyTuple_SET_ITEM(names, 0, Py_NewRef(PyTuple_GET_ITEM(kw->loop, 0)));
     for (Py_ssize_t i = 0; i < nkw; i++) {
         PyTuple_SET_ITEM(names, i + 1, Py_NewRef(PyTuple_GET_ITEM(kwnames, i)));
         stack[i + 2] = args[i + 1];
@@ -108,6 +106,7 @@ PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t narg
 PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames)
 {
+    const zl_task_kwnames *kw = &L->state->task_kwnames;
     nargs = PyVectorcall_NARGS(nargs);
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     if (L->task_factory != NULL || L->debug || nargs != 1 || nkw > 2)
@@ -128,27 +127,27 @@ PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t narg
     }
     if (zl_check_closed(L) < 0)
         return NULL;
-    PyObject *names = kw_loop;
+    PyObject *names = kw->loop;
     Py_ssize_t n = 2;
     if (name != NULL && context != NULL) {
-        names = kw_loop_name_context;
+        names = kw->loop_name_context;
         stack[n++] = name;
         stack[n++] = context;
     } else if (name != NULL) {
-        names = kw_loop_name;
+        names = kw->loop_name;
         stack[n++] = name;
     } else if (context != NULL) {
-        names = kw_loop_context;
+        names = kw->loop_context;
         stack[n++] = context;
     }
     if (!on_running_thread(L))
         return new_task(L, stack, PyTuple_GET_SIZE(names), names);
     /* loop= goes (on_running_thread) */
     stack[1] = args[0];
-    names = names == kw_loop_name_context ? kw_name_context
-            : names == kw_loop_name       ? kw_name
-            : names == kw_loop_context    ? kw_context
-                                          : NULL;
+    names = names == kw->loop_name_context ? kw->name_context
+            : names == kw->loop_name       ? kw->name
+            : names == kw->loop_context    ? kw->context
+                                           : NULL;
     return new_task(L, stack + 1, names ? PyTuple_GET_SIZE(names) : 0, names);
 }
 #endif
@@ -171,21 +170,3 @@ int zl_tasks_traverse(zl_loop *L, visitproc visit, void *arg)
 }
 
 void zl_tasks_clear(zl_loop *L) { Py_CLEAR(L->task_factory); }
-
-int zl_tasks_init(void)
-{
-    str_Future = PyUnicode_InternFromString("Future");
-    str_Task = PyUnicode_InternFromString("Task");
-    kw_loop = Py_BuildValue("(s)", "loop");
-    kw_loop_name = Py_BuildValue("(ss)", "loop", "name");
-    kw_loop_context = Py_BuildValue("(ss)", "loop", "context");
-    kw_loop_name_context = Py_BuildValue("(sss)", "loop", "name", "context");
-    kw_name = Py_BuildValue("(s)", "name");
-    kw_context = Py_BuildValue("(s)", "context");
-    kw_name_context = Py_BuildValue("(ss)", "name", "context");
-    if (str_Future == NULL || str_Task == NULL || kw_loop == NULL || kw_loop_name == NULL ||
-        kw_loop_context == NULL || kw_loop_name_context == NULL || kw_name == NULL ||
-        kw_context == NULL || kw_name_context == NULL)
-        return -1;
-    return 0;
-}

@@ -39,17 +39,6 @@
  * engine. */
 #include "zl.h"
 
-static PyObject *s_state, *s_incoming, *s_outgoing, *s_sslobj, *s_ssl_buffer, *s_ssl_buffer_view,
-    *s_max_size, *s_write, *s_read, *s_pending, *s_app_protocol, *s_app_protocol_is_buffer,
-    *s_app_reading_paused, *s_write_backlog, *s_write_buffer_size, *s_ssl_writing_paused,
-    *s_transport, *s_outgoing_high_water, *s_outgoing_low_water, *s_app_writing_paused,
-    *s_incoming_high_water, *s_incoming_low_water, *s_ssl_reading_paused, *s_data_received,
-    *s_do_handshake, *s_do_flush, *s_do_shutdown, *s_call_eof_received, *s_start_shutdown,
-    *s_fatal_error, *s_append, *s_join, *s_eof, *s_closed, *s_ssl_protocol, *s_write_appdata,
-    *s_is_closing, *s_do_read_name, *s_do_read_copied, *s_do_read_buffered, *s_do_write,
-    *s_process_outgoing, *s_control_app_writing, *s_control_ssl_reading, *s_is_transport_closing,
-    *s_zl_replaced, *msg_ssl_fatal, *zero, *empty_bytes;
-
 /* zloopgo's SSLProtocol and AppTransport keep the attributes read for
  * every record in __slots__, whose offsets set_tls() records (zl_layout,
  * util.c): reading one is then a load. Other instances, or a slot not yet
@@ -77,64 +66,78 @@ enum {
     F_REPLACED,
     F_COUNT
 };
-static PyObject **field_names[F_COUNT] = {&s_state,
-                                          &s_incoming,
-                                          &s_outgoing,
-                                          &s_sslobj,
-                                          &s_ssl_buffer,
-                                          &s_ssl_buffer_view,
-                                          &s_app_protocol,
-                                          &s_app_protocol_is_buffer,
-                                          &s_app_reading_paused,
-                                          &s_write_backlog,
-                                          &s_write_buffer_size,
-                                          &s_ssl_writing_paused,
-                                          &s_transport,
-                                          &s_outgoing_high_water,
-                                          &s_outgoing_low_water,
-                                          &s_app_writing_paused,
-                                          &s_incoming_high_water,
-                                          &s_incoming_low_water,
-                                          &s_ssl_reading_paused,
-                                          &s_zl_replaced};
+#define NAME_AT(name) offsetof(zl_names, name)
+static const size_t field_names[F_COUNT] = {
+    NAME_AT(_state),
+    NAME_AT(_incoming),
+    NAME_AT(_outgoing),
+    NAME_AT(_sslobj),
+    NAME_AT(_ssl_buffer),
+    NAME_AT(_ssl_buffer_view),
+    NAME_AT(_app_protocol),
+    NAME_AT(_app_protocol_is_buffer),
+    NAME_AT(_app_reading_paused),
+    NAME_AT(_write_backlog),
+    NAME_AT(_write_buffer_size),
+    NAME_AT(_ssl_writing_paused),
+    NAME_AT(_transport),
+    NAME_AT(_outgoing_high_water),
+    NAME_AT(_outgoing_low_water),
+    NAME_AT(_app_writing_paused),
+    NAME_AT(_incoming_high_water),
+    NAME_AT(_incoming_low_water),
+    NAME_AT(_ssl_reading_paused),
+    NAME_AT(_zl_replaced),
+};
 _Static_assert(F_COUNT <= ZL_LAYOUT_MAX, "too many TLS protocol fields for a zl_layout");
-static zl_layout layout = {.n = F_COUNT, .names = field_names};
 
-static PyObject *get_field(PyObject *self, int f) { return zl_layout_get(&layout, self, f); }
+static PyObject *get_field(const zl_module_state *st, PyObject *self, int f)
+{
+    return zl_layout_get(&st->tls.layout, self, f);
+}
 
-static int field_true(PyObject *self, int f) { return zl_layout_true(&layout, self, f); }
+static int field_true(const zl_module_state *st, PyObject *self, int f)
+{
+    return zl_layout_true(&st->tls.layout, self, f);
+}
 
 /* self.<field f> = v: stored in its slot (as the slot's descriptor
  * stores it), else set by name; 0 or -1. */
-static int set_field(PyObject *self, int f, PyObject *v)
+static int set_field(const zl_module_state *st, PyObject *self, int f, PyObject *v)
 {
-    if (layout.type == NULL || !PyObject_TypeCheck(self, layout.type))
-        return PyObject_SetAttr(self, *layout.names[f], v);
-    Py_XSETREF(*(PyObject **)((char *)self + layout.offset[f]), Py_NewRef(v));
+    const zl_layout *layout = &st->tls.layout;
+    if (layout->type == NULL || !PyObject_TypeCheck(self, layout->type))
+        return PyObject_SetAttr(self, zl_layout_name(layout, &st->names, f), v);
+    Py_XSETREF(*(PyObject **)((char *)self + layout->offset[f]), Py_NewRef(v));
     return 0;
 }
 
 enum { A_CLOSED, A_SSL_PROTOCOL, A_COUNT };
-static PyObject **app_field_names[A_COUNT] = {&s_closed, &s_ssl_protocol};
-static zl_layout app_layout = {.n = A_COUNT, .names = app_field_names};
+static const size_t app_field_names[A_COUNT] = {NAME_AT(_closed), NAME_AT(_ssl_protocol)};
 
-static PyObject *app_field(PyObject *self, int f) { return zl_layout_get(&app_layout, self, f); }
+/* The method tables of TLSFastPaths and TLSTransportFastPaths, which name
+ * them among a class's bases. */
+#define N_PROTOCOL_METHODS 9
+#define N_APP_METHODS 3
+static PyMethodDef protocol_methods[N_PROTOCOL_METHODS], app_methods[N_APP_METHODS];
 
-/* What _engine.set_tls() recorded: asyncio's SSLProtocol methods the rare
- * cases call, SSLProtocolState's members, sslproto.SSLAgainErrors, and
- * ssl.SSLObject with its version tag then. NULL until set_tls. */
-static PyObject *py_get_buffer, *py_write_appdata, *py_do_read_copied, *py_control_app_writing,
-    *py_control_ssl_reading, *py_is_transport_closing;
-static PyObject *st_do_handshake, *st_wrapped, *st_flushing, *st_shutdown, *st_unwrapped;
-static PyObject *again_errors;
-static PyTypeObject *sslobject_type;
-static PyObject *sslobject_read, *sslobject_write; /* ssl.SSLObject's own read and write */
-/* The version tags of ssl.SSLObject and of zloopgo's SSLProtocol when
- * they last held the methods the native steps stand for (0: look again).
- * A class or any of its bases changed since has another tag. */
-static unsigned int sslobject_version, protocol_version;
-/* 3.14+: _SSLProtocolTransport.is_closing() also asks the socket transport */
-static int is_closing_asks_transport;
+/* The state of the module whose TLSFastPaths self's class derives from
+ * (the protocol's), or whose TLSTransportFastPaths (the app transport's):
+ * each native method's first step, handed down to every step it takes. */
+static inline zl_module_state *protocol_state(PyObject *self)
+{
+    return zl_state_of_native(self, protocol_methods);
+}
+
+static inline zl_module_state *app_state(PyObject *self)
+{
+    return zl_state_of_native(self, app_methods);
+}
+
+static PyObject *app_field(const zl_module_state *st, PyObject *self, int f)
+{
+    return zl_layout_get(&st->tls.app_layout, self, f);
+}
 
 PyObject *zl_set_tls(PyObject *mod, PyObject *args)
 {
@@ -143,17 +146,19 @@ PyObject *zl_set_tls(PyObject *mod, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!OO!O!pOO", &PyType_Type, &proto_cls, &states, &PyTuple_Type,
                           &again, &PyType_Type, &sslobject, &asks, &ours, &our_app))
         return NULL;
-    if (zl_layout_record(&layout, ours) < 0 || zl_layout_record(&app_layout, our_app) < 0)
+    zl_module_state *st = PyModule_GetState(mod);
+    if (zl_layout_record(&st->tls.layout, &st->names, ours) < 0 ||
+        zl_layout_record(&st->tls.app_layout, &st->names, our_app) < 0)
         return NULL;
     struct {
         PyObject **slot;
         const char *name;
     } methods[] = {
-        {&py_get_buffer, "get_buffer"},
-        {&py_write_appdata, "_write_appdata"},
-        {&py_do_read_copied, "_do_read__copied"},
-        {&py_control_app_writing, "_control_app_writing"},
-        {&py_control_ssl_reading, "_control_ssl_reading"},
+        {&st->tls.py_get_buffer, "get_buffer"},
+        {&st->tls.py_write_appdata, "_write_appdata"},
+        {&st->tls.py_do_read_copied, "_do_read__copied"},
+        {&st->tls.py_control_app_writing, "_control_app_writing"},
+        {&st->tls.py_control_ssl_reading, "_control_ssl_reading"},
     };
     for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
         PyObject *m = PyObject_GetAttrString(proto_cls, methods[i].name);
@@ -165,9 +170,9 @@ PyObject *zl_set_tls(PyObject *mod, PyObject *args)
         PyObject **slot;
         const char *name;
     } members[] = {
-        {&st_do_handshake, "DO_HANDSHAKE"}, {&st_wrapped, "WRAPPED"},
-        {&st_flushing, "FLUSHING"},         {&st_shutdown, "SHUTDOWN"},
-        {&st_unwrapped, "UNWRAPPED"},
+        {&st->tls.st_do_handshake, "DO_HANDSHAKE"}, {&st->tls.st_wrapped, "WRAPPED"},
+        {&st->tls.st_flushing, "FLUSHING"},         {&st->tls.st_shutdown, "SHUTDOWN"},
+        {&st->tls.st_unwrapped, "UNWRAPPED"},
     };
     for (size_t i = 0; i < sizeof members / sizeof members[0]; i++) {
         PyObject *m = PyObject_GetAttrString(states, members[i].name);
@@ -175,21 +180,21 @@ PyObject *zl_set_tls(PyObject *mod, PyObject *args)
             return NULL;
         Py_XSETREF(*members[i].slot, m);
     }
-    Py_XSETREF(again_errors, Py_NewRef(again));
+    Py_XSETREF(st->tls.again_errors, Py_NewRef(again));
     /* 3.14+: _SSLProtocolTransport.is_closing() asks this method */
     PyObject *closing = asks ? PyObject_GetAttrString(proto_cls, "_is_transport_closing") : NULL;
     if (asks && closing == NULL)
         return NULL;
-    Py_XSETREF(py_is_transport_closing, closing);
-    PyObject *read = _PyType_Lookup((PyTypeObject *)sslobject, s_read); /* borrowed */
-    PyObject *write = _PyType_Lookup((PyTypeObject *)sslobject, s_write);
+    Py_XSETREF(st->tls.py_is_transport_closing, closing);
+    PyObject *read = _PyType_Lookup((PyTypeObject *)sslobject, st->names.read); /* borrowed */
+    PyObject *write = _PyType_Lookup((PyTypeObject *)sslobject, st->names.write);
     if (read == NULL || write == NULL)
         return PyErr_Format(PyExc_TypeError, "%R has no read or write", sslobject);
-    Py_XSETREF(sslobject_read, Py_NewRef(read));
-    Py_XSETREF(sslobject_write, Py_NewRef(write));
-    Py_XSETREF(sslobject_type, (PyTypeObject *)Py_NewRef(sslobject));
-    sslobject_version = protocol_version = 0; /* looked at on first use */
-    is_closing_asks_transport = asks;
+    Py_XSETREF(st->tls.sslobject_read, Py_NewRef(read));
+    Py_XSETREF(st->tls.sslobject_write, Py_NewRef(write));
+    Py_XSETREF(st->tls.sslobject_type, (PyTypeObject *)Py_NewRef(sslobject));
+    st->tls.sslobject_version = st->tls.protocol_version = 0; /* looked at on first use */
+    st->tls.is_closing_asks_transport = asks;
     Py_RETURN_NONE;
 }
 
@@ -235,9 +240,9 @@ static int same_state(PyObject *state, PyObject *member)
 }
 
 /* self._state == member: 1, 0, or -1 */
-static int state_is(PyObject *self, PyObject *member)
+static int state_is(zl_module_state *st, PyObject *self, PyObject *member)
 {
-    PyObject *state = get_field(self, F_STATE);
+    PyObject *state = get_field(st, self, F_STATE);
     if (state == NULL)
         return -1;
     int r = same_state(state, member);
@@ -280,14 +285,16 @@ static int resolves_to(PyObject *obj, PyObject *name, PyObject *fn, PyCFunction 
 }
 
 /* ssl.SSLObject still holds its own read and write. */
-static inline int sslobject_unchanged(void)
+static inline int sslobject_unchanged(zl_module_state *st)
 {
-    if (sslobject_version != 0 && sslobject_type->tp_version_tag == sslobject_version)
+    if (st->tls.sslobject_version != 0 &&
+        st->tls.sslobject_type->tp_version_tag == st->tls.sslobject_version)
         return 1;
-    if (_PyType_Lookup(sslobject_type, s_read) != sslobject_read ||
-        _PyType_Lookup(sslobject_type, s_write) != sslobject_write)
+    if (_PyType_Lookup(st->tls.sslobject_type, st->names.read) != st->tls.sslobject_read ||
+        _PyType_Lookup(st->tls.sslobject_type, st->names.write) != st->tls.sslobject_write)
         return 0;
-    sslobject_version = sslobject_type->tp_version_tag; /* the lookups gave it one */
+    st->tls.sslobject_version =
+        st->tls.sslobject_type->tp_version_tag; /* the lookups gave it one */
     return 1;
 }
 
@@ -298,12 +305,12 @@ static inline int sslobject_unchanged(void)
  * common case needs no lookup: the class unchanged and the instance
  * holding nothing but the _sslobj that SSLObject._create sets, so
  * nothing of its own replaces a method. */
-static PyObject *ssl_target(PyObject *sslobj, PyObject *name, PyObject *fn)
+static PyObject *ssl_target(zl_module_state *st, PyObject *sslobj, PyObject *name, PyObject *fn)
 {
-    if (Py_TYPE(sslobj) == sslobject_type && sslobject_unchanged()) {
+    if (Py_TYPE(sslobj) == st->tls.sslobject_type && sslobject_unchanged(st)) {
         PyObject *dict = PyObject_GenericGetDict(sslobj, NULL);
         PyObject *inner = dict != NULL && PyDict_GET_SIZE(dict) == 1
-                              ? PyDict_GetItemWithError(dict, s_sslobj) /* borrowed */
+                              ? PyDict_GetItemWithError(dict, st->names._sslobj) /* borrowed */
                               : NULL;
         Py_XINCREF(inner);
         Py_XDECREF(dict);
@@ -311,10 +318,10 @@ static PyObject *ssl_target(PyObject *sslobj, PyObject *name, PyObject *fn)
             return inner;
         PyErr_Clear(); /* asked again below */
     }
-    if (Py_TYPE(sslobj) == sslobject_type) {
+    if (Py_TYPE(sslobj) == st->tls.sslobject_type) {
         int own = resolves_to(sslobj, name, fn, NULL);
         if (own > 0) {
-            PyObject *inner = PyObject_GetAttr(sslobj, s_sslobj);
+            PyObject *inner = PyObject_GetAttr(sslobj, st->names._sslobj);
             if (inner != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError))
                 return inner;
         }
@@ -325,13 +332,14 @@ static PyObject *ssl_target(PyObject *sslobj, PyObject *name, PyObject *fn)
 
 /* self._sslobj.read(n) or self._sslobj.write(data): a new reference, or
  * NULL with the exception set */
-static PyObject *ssl_call(PyObject *self, PyObject *method, PyObject *arg)
+static PyObject *ssl_call(zl_module_state *st, PyObject *self, PyObject *method, PyObject *arg)
 {
-    PyObject *sslobj = get_field(self, F_SSLOBJ);
+    PyObject *sslobj = get_field(st, self, F_SSLOBJ);
     if (sslobj == NULL)
         return NULL;
     PyObject *target =
-        ssl_target(sslobj, method, method == s_read ? sslobject_read : sslobject_write);
+        ssl_target(st, sslobj, method,
+                   method == st->names.read ? st->tls.sslobject_read : st->tls.sslobject_write);
     Py_DECREF(sslobj);
     if (target == NULL)
         return NULL;
@@ -349,20 +357,20 @@ static PyObject *ssl_call(PyObject *self, PyObject *method, PyObject *arg)
  * more than the round trip's own record (the exception alone, ~2 us).
  * 1, 0 (also when asking fails: the read is then made), or -1 with an
  * exception set. */
-static int nothing_to_read(PyObject *self)
+static int nothing_to_read(zl_module_state *st, PyObject *self)
 {
-    PyObject *sslobj = get_field(self, F_SSLOBJ);
+    PyObject *sslobj = get_field(st, self, F_SSLOBJ);
     if (sslobj == NULL)
         return -1;
     int r = 0;
-    PyObject *target = ssl_target(sslobj, s_read, sslobject_read);
+    PyObject *target = ssl_target(st, sslobj, st->names.read, st->tls.sslobject_read);
     if (target == NULL) {
         r = -1;
     } else if (target != sslobj) {
-        PyObject *incoming = get_field(self, F_INCOMING);
-        PyObject *pending = incoming ? PyObject_GetAttr(incoming, s_pending) : NULL;
-        PyObject *eof = pending ? PyObject_GetAttr(incoming, s_eof) : NULL;
-        PyObject *held = eof ? PyObject_CallMethodNoArgs(target, s_pending) : NULL;
+        PyObject *incoming = get_field(st, self, F_INCOMING);
+        PyObject *pending = incoming ? PyObject_GetAttr(incoming, st->names.pending) : NULL;
+        PyObject *eof = pending ? PyObject_GetAttr(incoming, st->names.eof) : NULL;
+        PyObject *held = eof ? PyObject_CallMethodNoArgs(target, st->names.pending) : NULL;
         if (held != NULL)
             r = PyLong_CheckExact(pending) && PyLong_AsLong(pending) == 0 && eof == Py_False &&
                 PyLong_CheckExact(held) && PyLong_AsLong(held) == 0;
@@ -381,9 +389,9 @@ static int nothing_to_read(PyObject *self)
 }
 
 /* The pending exception is one of sslproto.SSLAgainErrors: cleared, 1. */
-static int clear_again(void)
+static int clear_again(zl_module_state *st)
 {
-    if (!PyErr_ExceptionMatches(again_errors))
+    if (!PyErr_ExceptionMatches(st->tls.again_errors))
         return 0;
     PyErr_Clear();
     return 1;
@@ -391,12 +399,12 @@ static int clear_again(void)
 
 /* `except Exception as ex: self._fatal_error(ex, 'Fatal error on SSL
  * protocol')` around a step that failed; other exceptions propagate. */
-static PyObject *ssl_fatal(PyObject *self)
+static PyObject *ssl_fatal(zl_module_state *st, PyObject *self)
 {
     if (!PyErr_ExceptionMatches(PyExc_Exception))
         return NULL;
     PyObject *exc = zl_fetch_exception();
-    PyObject *r = zl_call_handling(self, s_fatal_error, exc, msg_ssl_fatal);
+    PyObject *r = zl_call_handling(self, st->names._fatal_error, exc, st->names.msg_ssl_fatal);
     Py_DECREF(exc);
     if (r == NULL)
         return NULL;
@@ -406,21 +414,22 @@ static PyObject *ssl_fatal(PyObject *self)
 
 /* a, b the flow-control test of _control_*: (size >= high and not paused)
  * -> 1, (size <= low and paused) -> 1, otherwise 0; -1 on error */
-static int mark_crossed(PyObject *self, PyObject *size, int high_f, int low_f, int paused_f)
+static int mark_crossed(zl_module_state *st, PyObject *self, PyObject *size, int high_f, int low_f,
+                        int paused_f)
 {
-    PyObject *high = get_field(self, high_f);
+    PyObject *high = get_field(st, self, high_f);
     if (high == NULL)
         return -1;
     int over = compare(size, high, Py_GE);
     Py_DECREF(high);
     if (over < 0)
         return -1;
-    int paused = field_true(self, paused_f);
+    int paused = field_true(st, self, paused_f);
     if (paused < 0)
         return -1;
     if (over && !paused)
         return 1;
-    PyObject *low = get_field(self, low_f);
+    PyObject *low = get_field(st, self, low_f);
     if (low == NULL)
         return -1;
     int under = compare(size, low, Py_LE);
@@ -434,7 +443,7 @@ static int mark_crossed(PyObject *self, PyObject *size, int high_f, int low_f, i
 
 /* A step the native code takes where asyncio calls self.<method>(): it
  * sets *loud when program code ran or something was written. */
-typedef PyObject *(*step_fn)(PyObject *self, int *loud);
+typedef PyObject *(*step_fn)(zl_module_state *st, PyObject *self, int *loud);
 
 static PyObject *control_app_writing(PyObject *self, PyObject *unused);
 static PyObject *control_ssl_reading(PyObject *self, PyObject *unused);
@@ -446,37 +455,45 @@ static PyObject *do_read(PyObject *self, PyObject *unused);
  * them by name: this type's C method, or asyncio's function (recorded by
  * set_tls; _is_transport_closing is NULL before 3.14). */
 typedef struct {
-    PyObject **name;
-    PyObject **fn;
+    size_t name_at; /* offsetof(zl_names, ...) */
+    size_t fn_at;   /* offsetof(zl_tls_classes, ...) of asyncio's function, or NO_FN */
     PyCFunction native;
 } zl_step_method;
+#define NO_FN ((size_t)-1)
+#define FN_AT(name) offsetof(zl_tls_classes, name)
 static const zl_step_method step_methods[] = {
-    {&s_do_read_name, NULL, do_read},
-    {&s_do_read_copied, &py_do_read_copied, NULL},
-    {&s_do_write, NULL, do_write},
-    {&s_process_outgoing, NULL, process_outgoing},
-    {&s_control_app_writing, NULL, control_app_writing},
-    {&s_control_ssl_reading, NULL, control_ssl_reading},
-    {&s_is_transport_closing, &py_is_transport_closing, NULL},
+    {NAME_AT(_do_read), NO_FN, do_read},
+    {NAME_AT(_do_read__copied), FN_AT(py_do_read_copied), NULL},
+    {NAME_AT(_do_write), NO_FN, do_write},
+    {NAME_AT(_process_outgoing), NO_FN, process_outgoing},
+    {NAME_AT(_control_app_writing), NO_FN, control_app_writing},
+    {NAME_AT(_control_ssl_reading), NO_FN, control_ssl_reading},
+    {NAME_AT(_is_transport_closing), FN_AT(py_is_transport_closing), NULL},
 };
+/* A step method's name in names. */
+static inline PyObject *step_name(const zl_names *names, const zl_step_method *m)
+{
+    return *(PyObject *const *)((const char *)names + m->name_at);
+}
 #define N_STEP_METHODS (sizeof step_methods / sizeof step_methods[0])
 
 /* zloopgo's SSLProtocol class (and its bases) still holds each of them. */
-static int protocol_class_unchanged(void)
+static int protocol_class_unchanged(zl_module_state *st)
 {
-    PyTypeObject *t = layout.type;
+    PyTypeObject *t = st->tls.layout.type;
     for (size_t i = 0; i < N_STEP_METHODS; i++) {
         const zl_step_method *m = &step_methods[i];
-        if (m->fn != NULL && *m->fn == NULL)
+        PyObject *fn = m->fn_at != NO_FN ? *(PyObject **)((char *)&st->tls + m->fn_at) : NULL;
+        if (m->fn_at != NO_FN && fn == NULL)
             continue;
-        PyObject *d = _PyType_Lookup(t, *m->name); /* borrowed */
-        int same = m->fn != NULL ? d == *m->fn
-                                 : d != NULL && Py_IS_TYPE(d, &PyMethodDescr_Type) &&
-                                       ((PyMethodDescrObject *)d)->d_method->ml_meth == m->native;
+        PyObject *d = _PyType_Lookup(t, step_name(&st->names, m)); /* borrowed */
+        int same = fn != NULL ? d == fn
+                              : d != NULL && Py_IS_TYPE(d, &PyMethodDescr_Type) &&
+                                    ((PyMethodDescrObject *)d)->d_method->ml_meth == m->native;
         if (!same)
             return 0;
     }
-    protocol_version = t->tp_version_tag;
+    st->tls.protocol_version = t->tp_version_tag;
     return 1;
 }
 
@@ -485,27 +502,29 @@ static int protocol_class_unchanged(void)
  * them, and none of their names was ever set on it (tls_setattro marks
  * the instance when one is: any assignment, mock.patch.object). 1, or 0:
  * ask resolves_to. */
-static inline int unreplaced(PyObject *self)
+static inline int unreplaced(zl_module_state *st, PyObject *self)
 {
-    PyTypeObject *t = layout.type;
+    PyTypeObject *t = st->tls.layout.type;
     if (t == NULL || Py_TYPE(self) != t)
         return 0;
-    if ((protocol_version == 0 || t->tp_version_tag != protocol_version) &&
-        !protocol_class_unchanged())
+    if ((st->tls.protocol_version == 0 || t->tp_version_tag != st->tls.protocol_version) &&
+        !protocol_class_unchanged(st))
         return 0;
-    return *(PyObject **)((char *)self + layout.offset[F_REPLACED]) == NULL;
+    return *(PyObject **)((char *)self + st->tls.layout.offset[F_REPLACED]) == NULL;
 }
 
 /* Setting an attribute of the protocol: one named as a method of
  * step_methods marks the instance (unreplaced then asks every time). */
 static int tls_setattro(PyObject *self, PyObject *name, PyObject *value)
 {
-    if (layout.type != NULL && PyUnicode_Check(name) && PyObject_TypeCheck(self, layout.type)) {
+    const zl_module_state *st = PyUnicode_Check(name) ? protocol_state(self) : NULL;
+    if (st != NULL && st->tls.layout.type != NULL &&
+        PyObject_TypeCheck(self, st->tls.layout.type)) {
         int interned = PyUnicode_CHECK_INTERNED(name);
         for (size_t i = 0; i < N_STEP_METHODS; i++) {
-            PyObject *method = *step_methods[i].name;
+            PyObject *method = step_name(&st->names, &step_methods[i]);
             if (name == method || (!interned && PyUnicode_Compare(name, method) == 0)) {
-                PyObject **mark = (PyObject **)((char *)self + layout.offset[F_REPLACED]);
+                PyObject **mark = (PyObject **)((char *)self + st->tls.layout.offset[F_REPLACED]);
                 Py_XSETREF(*mark, Py_NewRef(Py_True));
                 break;
             }
@@ -517,14 +536,14 @@ static int tls_setattro(PyObject *self, PyObject *name, PyObject *value)
 /* self.<name>() as asyncio makes it: `step` when self.name is still the
  * native method `native` or asyncio's function `fn` (unreplaced, else
  * resolves_to), else whatever self.name is now, called (*loud set). */
-static PyObject *run_step(PyObject *self, PyObject *name, PyObject *fn, PyCFunction native,
-                          step_fn step, int *loud)
+static PyObject *run_step(zl_module_state *st, PyObject *self, PyObject *name, PyObject *fn,
+                          PyCFunction native, step_fn step, int *loud)
 {
-    int own = unreplaced(self) ? 1 : resolves_to(self, name, fn, native);
+    int own = unreplaced(st, self) ? 1 : resolves_to(self, name, fn, native);
     if (own < 0)
         return NULL;
     if (own)
-        return step(self, loud);
+        return step(st, self, loud);
     *loud = 1;
     return PyObject_CallMethodNoArgs(self, name);
 }
@@ -534,12 +553,12 @@ static PyObject *run_step(PyObject *self, PyObject *name, PyObject *fn, PyCFunct
 /* What _control_app_writing and _control_ssl_reading do with their size
  * (stolen; NULL passes an exception on): asyncio's method runs only when
  * the size crossed a mark, and *loud is set then (it calls the protocol). */
-static PyObject *control_if_crossed(PyObject *self, PyObject *size, int high, int low, int paused,
-                                    PyObject *method, int *loud)
+static PyObject *control_if_crossed(zl_module_state *st, PyObject *self, PyObject *size, int high,
+                                    int low, int paused, PyObject *method, int *loud)
 {
     if (size == NULL)
         return NULL;
-    int crossed = mark_crossed(self, size, high, low, paused);
+    int crossed = mark_crossed(st, self, size, high, low, paused);
     Py_DECREF(size);
     if (crossed < 0)
         return NULL;
@@ -551,53 +570,55 @@ static PyObject *control_if_crossed(PyObject *self, PyObject *size, int high, in
 }
 
 /* _control_app_writing: size = self._outgoing.pending + self._write_buffer_size */
-static PyObject *app_writing_marks(PyObject *self, int *loud)
+static PyObject *app_writing_marks(zl_module_state *st, PyObject *self, int *loud)
 {
-    PyObject *outgoing = get_field(self, F_OUTGOING);
-    PyObject *pending = outgoing ? PyObject_GetAttr(outgoing, s_pending) : NULL;
+    PyObject *outgoing = get_field(st, self, F_OUTGOING);
+    PyObject *pending = outgoing ? PyObject_GetAttr(outgoing, st->names.pending) : NULL;
     Py_XDECREF(outgoing);
-    PyObject *buffered = pending ? get_field(self, F_WRITE_BUFFER_SIZE) : NULL;
+    PyObject *buffered = pending ? get_field(st, self, F_WRITE_BUFFER_SIZE) : NULL;
     PyObject *size = buffered ? PyNumber_Add(pending, buffered) : NULL;
     Py_XDECREF(pending);
     Py_XDECREF(buffered);
-    return control_if_crossed(self, size, F_OUTGOING_HIGH_WATER, F_OUTGOING_LOW_WATER,
-                              F_APP_WRITING_PAUSED, py_control_app_writing, loud);
+    return control_if_crossed(st, self, size, F_OUTGOING_HIGH_WATER, F_OUTGOING_LOW_WATER,
+                              F_APP_WRITING_PAUSED, st->tls.py_control_app_writing, loud);
 }
 
 static PyObject *control_app_writing(PyObject *self, PyObject *unused)
 {
+    zl_module_state *st = protocol_state(self);
     int loud = 0;
-    return app_writing_marks(self, &loud);
+    return app_writing_marks(st, self, &loud);
 }
 
 /* _control_ssl_reading: size = self._incoming.pending */
-static PyObject *ssl_reading_marks(PyObject *self, int *loud)
+static PyObject *ssl_reading_marks(zl_module_state *st, PyObject *self, int *loud)
 {
-    PyObject *incoming = get_field(self, F_INCOMING);
-    PyObject *size = incoming ? PyObject_GetAttr(incoming, s_pending) : NULL;
+    PyObject *incoming = get_field(st, self, F_INCOMING);
+    PyObject *size = incoming ? PyObject_GetAttr(incoming, st->names.pending) : NULL;
     Py_XDECREF(incoming);
-    return control_if_crossed(self, size, F_INCOMING_HIGH_WATER, F_INCOMING_LOW_WATER,
-                              F_SSL_READING_PAUSED, py_control_ssl_reading, loud);
+    return control_if_crossed(st, self, size, F_INCOMING_HIGH_WATER, F_INCOMING_LOW_WATER,
+                              F_SSL_READING_PAUSED, st->tls.py_control_ssl_reading, loud);
 }
 
 static PyObject *control_ssl_reading(PyObject *self, PyObject *unused)
 {
+    zl_module_state *st = protocol_state(self);
     int loud = 0;
-    return ssl_reading_marks(self, &loud);
+    return ssl_reading_marks(st, self, &loud);
 }
 
 /* ---- outgoing ---- */
 
 /* _process_outgoing: what the SSL object wrote goes to the socket
  * transport (which sets *loud) */
-static PyObject *send_outgoing(PyObject *self, int *loud)
+static PyObject *send_outgoing(zl_module_state *st, PyObject *self, int *loud)
 {
-    int paused = field_true(self, F_SSL_WRITING_PAUSED);
+    int paused = field_true(st, self, F_SSL_WRITING_PAUSED);
     if (paused < 0)
         return NULL;
     if (!paused) {
-        PyObject *outgoing = get_field(self, F_OUTGOING);
-        PyObject *data = outgoing ? PyObject_CallMethodNoArgs(outgoing, s_read) : NULL;
+        PyObject *outgoing = get_field(st, self, F_OUTGOING);
+        PyObject *data = outgoing ? PyObject_CallMethodNoArgs(outgoing, st->names.read) : NULL;
         Py_XDECREF(outgoing);
         if (data == NULL)
             return NULL;
@@ -607,44 +628,45 @@ static PyObject *send_outgoing(PyObject *self, int *loud)
             rc = -1;
         } else if (n > 0) {
             *loud = 1;
-            PyObject *transport = get_field(self, F_TRANSPORT);
-            rc = transport ? call_method(transport, s_write, data) : -1;
+            PyObject *transport = get_field(st, self, F_TRANSPORT);
+            rc = transport ? call_method(transport, st->names.write, data) : -1;
             Py_XDECREF(transport);
         }
         Py_DECREF(data);
         if (rc < 0)
             return NULL;
     }
-    return run_step(self, s_control_app_writing, NULL, control_app_writing, app_writing_marks,
-                    loud);
+    return run_step(st, self, st->names._control_app_writing, NULL, control_app_writing,
+                    app_writing_marks, loud);
 }
 
 static PyObject *process_outgoing(PyObject *self, PyObject *unused)
 {
+    zl_module_state *st = protocol_state(self);
     int loud = 0;
-    return send_outgoing(self, &loud);
+    return send_outgoing(st, self, &loud);
 }
 
 /* self._write_buffer_size -= n: 0 or -1 */
-static int buffered_less(PyObject *self, PyObject *n)
+static int buffered_less(zl_module_state *st, PyObject *self, PyObject *n)
 {
-    PyObject *size = get_field(self, F_WRITE_BUFFER_SIZE);
+    PyObject *size = get_field(st, self, F_WRITE_BUFFER_SIZE);
     if (size == NULL)
         return -1;
     PyObject *less = PyNumber_InPlaceSubtract(size, n);
     Py_DECREF(size);
     if (less == NULL)
         return -1;
-    int rc = set_field(self, F_WRITE_BUFFER_SIZE, less);
+    int rc = set_field(st, self, F_WRITE_BUFFER_SIZE, less);
     Py_DECREF(less);
     return rc;
 }
 
 /* One turn of _do_write's loop: the first backlog item into the SSL
  * object. 1: go on; 0: the backlog is empty; -1: an exception. */
-static int write_one(PyObject *self)
+static int write_one(zl_module_state *st, PyObject *self)
 {
-    PyObject *backlog = get_field(self, F_WRITE_BACKLOG);
+    PyObject *backlog = get_field(st, self, F_WRITE_BACKLOG);
     if (backlog == NULL)
         return -1;
     int any = PyObject_IsTrue(backlog);
@@ -654,10 +676,10 @@ static int write_one(PyObject *self)
     }
     int rc = -1;
     PyObject *count = NULL, *len = NULL, *rest = NULL, *slice = NULL;
-    PyObject *data = PyObject_GetItem(backlog, zero);
+    PyObject *data = PyObject_GetItem(backlog, st->zero);
     if (data == NULL)
         goto done;
-    if ((count = ssl_call(self, s_write, data)) == NULL)
+    if ((count = ssl_call(st, self, st->names.write, data)) == NULL)
         goto done;
     Py_ssize_t data_len = PyObject_Size(data);
     if (data_len < 0 || (len = PyLong_FromSsize_t(data_len)) == NULL)
@@ -668,9 +690,9 @@ static int write_one(PyObject *self)
     if (partial) {
         if ((slice = PySlice_New(count, NULL, NULL)) == NULL ||
             (rest = PyObject_GetItem(data, slice)) == NULL ||
-            PyObject_SetItem(backlog, zero, rest) < 0 || buffered_less(self, count) < 0)
+            PyObject_SetItem(backlog, st->zero, rest) < 0 || buffered_less(st, self, count) < 0)
             goto done;
-    } else if (PyObject_DelItem(backlog, zero) < 0 || buffered_less(self, len) < 0) {
+    } else if (PyObject_DelItem(backlog, st->zero) < 0 || buffered_less(st, self, len) < 0) {
         goto done;
     }
     rc = 1;
@@ -686,31 +708,34 @@ done:
 
 /* _do_write: the backlog into the SSL object until it takes no more, then
  * self._process_outgoing() */
-static PyObject *write_backlog(PyObject *self, int *loud)
+static PyObject *write_backlog(zl_module_state *st, PyObject *self, int *loud)
 {
     int rc;
-    while ((rc = write_one(self)) > 0)
+    while ((rc = write_one(st, self)) > 0)
         ;
-    if (rc < 0 && !clear_again())
+    if (rc < 0 && !clear_again(st))
         return NULL;
-    return run_step(self, s_process_outgoing, NULL, process_outgoing, send_outgoing, loud);
+    return run_step(st, self, st->names._process_outgoing, NULL, process_outgoing, send_outgoing,
+                    loud);
 }
 
 static PyObject *do_write(PyObject *self, PyObject *unused)
 {
+    zl_module_state *st = protocol_state(self);
     int loud = 0;
-    return write_backlog(self, &loud);
+    return write_backlog(st, self, &loud);
 }
 
 /* _write_appdata(list_of_data) in the states that write; asyncio's method
  * for a write after the connection began to close (it counts and logs). */
 static PyObject *write_appdata(PyObject *self, PyObject *list_of_data)
 {
-    PyObject *state = get_field(self, F_STATE);
+    zl_module_state *st = protocol_state(self);
+    PyObject *state = get_field(st, self, F_STATE);
     if (state == NULL)
         return NULL;
     int closed = 0;
-    PyObject *closed_states[] = {st_flushing, st_shutdown, st_unwrapped};
+    PyObject *closed_states[] = {st->tls.st_flushing, st->tls.st_shutdown, st->tls.st_unwrapped};
     for (int i = 0; i < 3 && !closed; i++) {
         closed = same_state(state, closed_states[i]);
         if (closed < 0) {
@@ -720,20 +745,20 @@ static PyObject *write_appdata(PyObject *self, PyObject *list_of_data)
     }
     Py_DECREF(state);
     if (closed)
-        return call_python(py_write_appdata, self, list_of_data);
+        return call_python(st->tls.py_write_appdata, self, list_of_data);
     PyObject *it = PyObject_GetIter(list_of_data);
     if (it == NULL)
         return NULL;
     PyObject *data;
     while ((data = PyIter_Next(it)) != NULL) {
-        PyObject *backlog = get_field(self, F_WRITE_BACKLOG);
-        int rc = backlog ? call_method(backlog, s_append, data) : -1;
+        PyObject *backlog = get_field(st, self, F_WRITE_BACKLOG);
+        int rc = backlog ? call_method(backlog, st->names.append, data) : -1;
         Py_XDECREF(backlog);
-        PyObject *size = rc == 0 ? get_field(self, F_WRITE_BUFFER_SIZE) : NULL;
+        PyObject *size = rc == 0 ? get_field(st, self, F_WRITE_BUFFER_SIZE) : NULL;
         Py_ssize_t n = size ? PyObject_Size(data) : -1;
         PyObject *len = n >= 0 ? PyLong_FromSsize_t(n) : NULL;
         PyObject *more = len ? PyNumber_InPlaceAdd(size, len) : NULL;
-        rc = more ? set_field(self, F_WRITE_BUFFER_SIZE, more) : -1;
+        rc = more ? set_field(st, self, F_WRITE_BUFFER_SIZE, more) : -1;
         Py_XDECREF(more);
         Py_XDECREF(len);
         Py_XDECREF(size);
@@ -746,37 +771,32 @@ static PyObject *write_appdata(PyObject *self, PyObject *list_of_data)
     Py_DECREF(it);
     if (PyErr_Occurred())
         return NULL;
-    int wrapped = state_is(self, st_wrapped), loud = 0;
-    PyObject *r = wrapped > 0    ? run_step(self, s_do_write, NULL, do_write, write_backlog, &loud)
-                  : wrapped == 0 ? Py_NewRef(Py_None)
-                                 : NULL;
+    int wrapped = state_is(st, self, st->tls.st_wrapped), loud = 0;
+    PyObject *r =
+        wrapped > 0 ? run_step(st, self, st->names._do_write, NULL, do_write, write_backlog, &loud)
+        : wrapped == 0 ? Py_NewRef(Py_None)
+                       : NULL;
     if (r == NULL)
-        return ssl_fatal(self);
+        return ssl_fatal(st, self);
     return r;
 }
 
 /* ---- incoming ---- */
 
-/* The state of the module whose TLSFastPaths self's class derives from
- * (found in its MRO by the method table, second for zloopgo's
- * SSLProtocol), or NULL: once per record handed on. */
-static zl_module_state *module_state_of(PyObject *self);
-
 /* The application protocol's data_received(data), through the stream fast
  * path when it is asyncio's StreamReaderProtocol (else *loud is set): 0
  * or -1 */
-static int deliver(PyObject *self, PyObject *data, int *loud)
+static int deliver(zl_module_state *st, PyObject *self, PyObject *data, int *loud)
 {
-    PyObject *app = get_field(self, F_APP_PROTOCOL);
+    PyObject *app = get_field(st, self, F_APP_PROTOCOL);
     if (app == NULL)
         return -1;
     int rc = 0;
     if (PyBytes_CheckExact(data))
-        rc = zl_stream_feed(module_state_of(self), app, PyBytes_AS_STRING(data),
-                            PyBytes_GET_SIZE(data));
+        rc = zl_stream_feed(st, app, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
     if (rc == 0) {
         *loud = 1;
-        rc = call_method(app, s_data_received, data);
+        rc = call_method(app, st->names.data_received, data);
     } else if (rc > 0) {
         rc = 0;
     }
@@ -786,19 +806,19 @@ static int deliver(PyObject *self, PyObject *data, int *loud)
 
 /* _do_read__copied: SSL object reads until it has no more, handed to the
  * application in one data_received; close_notify starts the shutdown. */
-static int read_copied(PyObject *self, int *loud)
+static int read_copied(zl_module_state *st, PyObject *self, int *loud)
 {
     PyObject *chunk = Py_NewRef(Py_None); /* stands for b'1': truthy, never delivered */
     PyObject *first = NULL, *list = NULL;
     int rc = -1, eof = 0;
     for (;;) {
-        PyObject *max_size = PyObject_GetAttr(self, s_max_size);
+        PyObject *max_size = PyObject_GetAttr(self, st->names.max_size);
         if (max_size == NULL)
             goto done;
-        PyObject *got = ssl_call(self, s_read, max_size);
+        PyObject *got = ssl_call(st, self, st->names.read, max_size);
         Py_DECREF(max_size);
         if (got == NULL) {
-            if (clear_again())
+            if (clear_again(st))
                 break;
             goto done;
         }
@@ -822,25 +842,25 @@ static int read_copied(PyObject *self, int *loud)
             PyList_SET_ITEM(list, 1, Py_NewRef(chunk));
             first = NULL;
         }
-        int drained = nothing_to_read(self);
+        int drained = nothing_to_read(st, self);
         if (drained < 0)
             goto done;
         if (drained) /* what the next read would raise SSLWantReadError for */
             break;
     }
     if (first != NULL) {
-        if (deliver(self, first, loud) < 0)
+        if (deliver(st, self, first, loud) < 0)
             goto done;
     } else if (list != NULL) {
-        PyObject *joined = PyObject_CallMethodOneArg(empty_bytes, s_join, list);
-        int d = joined ? deliver(self, joined, loud) : -1;
+        PyObject *joined = PyObject_CallMethodOneArg(st->empty_bytes, st->names.join, list);
+        int d = joined ? deliver(st, self, joined, loud) : -1;
         Py_XDECREF(joined);
         if (d < 0)
             goto done;
     }
     *loud |= eof;
-    if (eof && (call_method(self, s_call_eof_received, NULL) < 0 ||
-                call_method(self, s_start_shutdown, NULL) < 0))
+    if (eof && (call_method(self, st->names._call_eof_received, NULL) < 0 ||
+                call_method(self, st->names._start_shutdown, NULL) < 0))
         goto done;
     rc = 0;
 done:
@@ -850,95 +870,98 @@ done:
     return rc;
 }
 
-static PyObject *copied_step(PyObject *self, int *loud)
+static PyObject *copied_step(zl_module_state *st, PyObject *self, int *loud)
 {
-    return read_copied(self, loud) < 0 ? NULL : Py_NewRef(Py_None);
+    return read_copied(st, self, loud) < 0 ? NULL : Py_NewRef(Py_None);
 }
 
 /* The body of _do_read's try: read for the application unless it paused
  * reading, write what waits (or what the reads made: a TLS 1.3 key
  * update), then the read marks. 0 or -1. */
-static int read_step(PyObject *self, int *loud)
+static int read_step(zl_module_state *st, PyObject *self, int *loud)
 {
-    int paused = field_true(self, F_APP_READING_PAUSED);
+    int paused = field_true(st, self, F_APP_READING_PAUSED);
     if (paused < 0)
         return -1;
     if (!paused) {
-        int buffered = field_true(self, F_APP_PROTOCOL_IS_BUFFER);
+        int buffered = field_true(st, self, F_APP_PROTOCOL_IS_BUFFER);
         if (buffered < 0)
             return -1;
         PyObject *r;
         if (buffered) { /* self._do_read__buffered(), asyncio's */
             *loud = 1;
-            r = PyObject_CallMethodNoArgs(self, s_do_read_buffered);
+            r = PyObject_CallMethodNoArgs(self, st->names._do_read__buffered);
         } else {
-            r = run_step(self, s_do_read_copied, py_do_read_copied, NULL, copied_step, loud);
+            r = run_step(st, self, st->names._do_read__copied, st->tls.py_do_read_copied, NULL,
+                         copied_step, loud);
         }
         if (r == NULL)
             return -1;
         Py_DECREF(r);
-        int waiting = field_true(self, F_WRITE_BACKLOG);
+        int waiting = field_true(st, self, F_WRITE_BACKLOG);
         if (waiting < 0)
             return -1;
         *loud |= waiting;
-        r = waiting
-                ? run_step(self, s_do_write, NULL, do_write, write_backlog, loud)
-                : run_step(self, s_process_outgoing, NULL, process_outgoing, send_outgoing, loud);
+        r = waiting ? run_step(st, self, st->names._do_write, NULL, do_write, write_backlog, loud)
+                    : run_step(st, self, st->names._process_outgoing, NULL, process_outgoing,
+                               send_outgoing, loud);
         if (r == NULL)
             return -1;
         Py_DECREF(r);
     }
-    PyObject *r =
-        run_step(self, s_control_ssl_reading, NULL, control_ssl_reading, ssl_reading_marks, loud);
+    PyObject *r = run_step(st, self, st->names._control_ssl_reading, NULL, control_ssl_reading,
+                           ssl_reading_marks, loud);
     Py_XDECREF(r);
     return r != NULL ? 0 : -1;
 }
 
 /* _do_read, in WRAPPED and FLUSHING; *loud is set unless it only handed
  * decrypted bytes to a stream natively (no program code, no write) */
-static PyObject *read_records(PyObject *self, int *loud)
+static PyObject *read_records(zl_module_state *st, PyObject *self, int *loud)
 {
-    int wrapped = state_is(self, st_wrapped);
-    int reads = wrapped != 0 ? wrapped : state_is(self, st_flushing);
+    int wrapped = state_is(st, self, st->tls.st_wrapped);
+    int reads = wrapped != 0 ? wrapped : state_is(st, self, st->tls.st_flushing);
     if (reads < 0)
         return NULL;
     if (!reads)
         Py_RETURN_NONE;
-    if (read_step(self, loud) < 0) {
+    if (read_step(st, self, loud) < 0) {
         *loud = 1;
-        return ssl_fatal(self);
+        return ssl_fatal(st, self);
     }
     Py_RETURN_NONE;
 }
 
 static PyObject *do_read(PyObject *self, PyObject *unused)
 {
+    zl_module_state *st = protocol_state(self);
     int loud = 0;
-    return read_records(self, &loud);
+    return read_records(st, self, &loud);
 }
 
 /* get_buffer(n): the protocol's own buffer, grown to want bytes */
 static PyObject *get_buffer(PyObject *self, PyObject *n)
 {
-    PyObject *buf = get_field(self, F_SSL_BUFFER);
+    zl_module_state *st = protocol_state(self);
+    PyObject *buf = get_field(st, self, F_SSL_BUFFER);
     if (buf == NULL)
         return NULL;
     int ours = PyLong_CheckExact(n) && PyByteArray_CheckExact(buf);
     Py_DECREF(buf);
     if (!ours) /* anything unusual: asyncio's own method */
-        return call_python(py_get_buffer, self, n);
+        return call_python(st->tls.py_get_buffer, self, n);
     PyObject *want = Py_NewRef(n);
-    PyObject *max_size = PyObject_GetAttr(self, s_max_size);
+    PyObject *max_size = PyObject_GetAttr(self, st->names.max_size);
     if (max_size == NULL)
         goto fail;
-    int low = compare(want, zero, Py_LE);
+    int low = compare(want, st->zero, Py_LE);
     int high = low == 0 ? compare(want, max_size, Py_GT) : 0;
     if (low < 0 || high < 0)
         goto fail;
     if (low || high)
         Py_SETREF(want, Py_NewRef(max_size));
     Py_CLEAR(max_size);
-    if ((buf = get_field(self, F_SSL_BUFFER)) == NULL)
+    if ((buf = get_field(st, self, F_SSL_BUFFER)) == NULL)
         goto fail;
     Py_ssize_t have = PyObject_Size(buf);
     Py_DECREF(buf);
@@ -951,10 +974,10 @@ static PyObject *get_buffer(PyObject *self, PyObject *n)
         goto fail;
     if (short_) {
         PyObject *fresh = PyObject_CallOneArg((PyObject *)&PyByteArray_Type, want);
-        int rc = fresh ? set_field(self, F_SSL_BUFFER, fresh) : -1;
-        PyObject *view = rc == 0 ? get_field(self, F_SSL_BUFFER) : NULL;
+        int rc = fresh ? set_field(st, self, F_SSL_BUFFER, fresh) : -1;
+        PyObject *view = rc == 0 ? get_field(st, self, F_SSL_BUFFER) : NULL;
         PyObject *mv = view ? PyMemoryView_FromObject(view) : NULL;
-        rc = mv ? set_field(self, F_SSL_BUFFER_VIEW, mv) : -1;
+        rc = mv ? set_field(st, self, F_SSL_BUFFER_VIEW, mv) : -1;
         Py_XDECREF(mv);
         Py_XDECREF(view);
         Py_XDECREF(fresh);
@@ -962,7 +985,7 @@ static PyObject *get_buffer(PyObject *self, PyObject *n)
             goto fail;
     }
     Py_DECREF(want);
-    return get_field(self, F_SSL_BUFFER_VIEW);
+    return get_field(st, self, F_SSL_BUFFER_VIEW);
 fail:
     Py_XDECREF(max_size);
     Py_DECREF(want);
@@ -973,29 +996,30 @@ fail:
  * of the current state */
 static PyObject *buffer_updated(PyObject *self, PyObject *nbytes)
 {
-    PyObject *incoming = get_field(self, F_INCOMING);
+    zl_module_state *st = protocol_state(self);
+    PyObject *incoming = get_field(st, self, F_INCOMING);
     if (incoming == NULL)
         return NULL;
-    PyObject *view = get_field(self, F_SSL_BUFFER_VIEW);
+    PyObject *view = get_field(st, self, F_SSL_BUFFER_VIEW);
     PyObject *slice = view ? PySlice_New(NULL, nbytes, NULL) : NULL;
     PyObject *part = slice ? PyObject_GetItem(view, slice) : NULL;
-    int rc = part ? call_method(incoming, s_write, part) : -1;
+    int rc = part ? call_method(incoming, st->names.write, part) : -1;
     Py_XDECREF(part);
     Py_XDECREF(slice);
     Py_XDECREF(view);
     Py_DECREF(incoming);
     if (rc < 0)
         return NULL;
-    int is = state_is(self, st_do_handshake);
+    int is = state_is(st, self, st->tls.st_do_handshake);
     if (is != 0)
-        return is < 0 ? NULL : PyObject_CallMethodNoArgs(self, s_do_handshake);
-    if ((is = state_is(self, st_wrapped)) != 0) {
+        return is < 0 ? NULL : PyObject_CallMethodNoArgs(self, st->names._do_handshake);
+    if ((is = state_is(st, self, st->tls.st_wrapped)) != 0) {
         if (is < 0)
             return NULL;
         int loud = 0;
-        PyObject *r = run_step(self, s_do_read_name, NULL, do_read, read_records, &loud);
+        PyObject *r = run_step(st, self, st->names._do_read, NULL, do_read, read_records, &loud);
         if (r != NULL && !loud) { /* the socket transport's read counts as quiet */
-            PyObject *transport = get_field(self, F_TRANSPORT);
+            PyObject *transport = get_field(st, self, F_TRANSPORT);
             if (transport == NULL) {
                 Py_DECREF(r);
                 return NULL;
@@ -1005,14 +1029,14 @@ static PyObject *buffer_updated(PyObject *self, PyObject *nbytes)
         }
         return r;
     }
-    if ((is = state_is(self, st_flushing)) != 0)
-        return is < 0 ? NULL : PyObject_CallMethodNoArgs(self, s_do_flush);
-    if ((is = state_is(self, st_shutdown)) != 0)
-        return is < 0 ? NULL : PyObject_CallMethodNoArgs(self, s_do_shutdown);
+    if ((is = state_is(st, self, st->tls.st_flushing)) != 0)
+        return is < 0 ? NULL : PyObject_CallMethodNoArgs(self, st->names._do_flush);
+    if ((is = state_is(st, self, st->tls.st_shutdown)) != 0)
+        return is < 0 ? NULL : PyObject_CallMethodNoArgs(self, st->names._do_shutdown);
     Py_RETURN_NONE;
 }
 
-static PyMethodDef protocol_methods[] = {
+static PyMethodDef protocol_methods[N_PROTOCOL_METHODS] = {
     {"get_buffer", get_buffer, METH_O, NULL},
     {"buffer_updated", buffer_updated, METH_O, NULL},
     {"_do_read", do_read, METH_NOARGS, NULL},
@@ -1035,17 +1059,6 @@ static PyType_Slot protocol_slots[] = {
 static PyType_Spec protocol_spec = {
     "zloopgo._engine.TLSFastPaths", sizeof(PyObject), 0,
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_IMMUTABLETYPE, protocol_slots};
-
-static zl_module_state *module_state_of(PyObject *self)
-{
-    PyObject *mro = Py_TYPE(self)->tp_mro;
-    for (Py_ssize_t i = 0; mro != NULL && i < PyTuple_GET_SIZE(mro); i++) {
-        PyTypeObject *t = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
-        if (t->tp_methods == protocol_methods)
-            return PyModule_GetState(((PyHeapTypeObject *)t)->ht_module);
-    }
-    return NULL;
-}
 
 /* proto's class has a TLSFastPaths of any interpreter's module in its
  * MRO (a heap type made from protocol_spec has its methods), as
@@ -1081,9 +1094,10 @@ static PyObject *app_write(PyObject *self, PyObject *data)
     int any = PyObject_IsTrue(data);
     if (any <= 0)
         return any < 0 ? NULL : Py_NewRef(Py_None);
-    PyObject *proto = app_field(self, A_SSL_PROTOCOL);
+    const zl_module_state *st = app_state(self);
+    PyObject *proto = app_field(st, self, A_SSL_PROTOCOL);
     PyObject *one = proto ? PyTuple_Pack(1, data) : NULL;
-    PyObject *r = one ? PyObject_CallMethodOneArg(proto, s_write_appdata, one) : NULL;
+    PyObject *r = one ? PyObject_CallMethodOneArg(proto, st->names._write_appdata, one) : NULL;
     Py_XDECREF(one);
     Py_XDECREF(proto);
     if (r == NULL)
@@ -1095,28 +1109,30 @@ static PyObject *app_write(PyObject *self, PyObject *data)
 /* is_closing(): self._closed, and on 3.14+ or the socket transport's */
 static PyObject *app_is_closing(PyObject *self, PyObject *unused)
 {
-    PyObject *closed = app_field(self, A_CLOSED);
-    if (closed == NULL || !is_closing_asks_transport)
+    zl_module_state *st = app_state(self);
+    PyObject *closed = app_field(st, self, A_CLOSED);
+    if (closed == NULL || !st->tls.is_closing_asks_transport)
         return closed;
     int yes = PyObject_IsTrue(closed);
     if (yes != 0)
         return yes < 0 ? (Py_DECREF(closed), NULL) : closed;
     Py_DECREF(closed);
-    PyObject *proto = app_field(self, A_SSL_PROTOCOL);
+    PyObject *proto = app_field(st, self, A_SSL_PROTOCOL);
     if (proto == NULL)
         return NULL;
     /* not zloopgo's protocol, or its method replaced: the method */
     int own = !is_tls_fast_paths(proto) ? 0
-              : unreplaced(proto)
-                  ? 1
-                  : resolves_to(proto, s_is_transport_closing, py_is_transport_closing, NULL);
+              : unreplaced(st, proto)   ? 1
+                                        : resolves_to(proto, st->names._is_transport_closing,
+                                                      st->tls.py_is_transport_closing, NULL);
     if (own <= 0) {
-        PyObject *r = own == 0 ? PyObject_CallMethodNoArgs(proto, s_is_transport_closing) : NULL;
+        PyObject *r =
+            own == 0 ? PyObject_CallMethodNoArgs(proto, st->names._is_transport_closing) : NULL;
         Py_DECREF(proto);
         return r;
     }
     /* SSLProtocol._is_transport_closing */
-    PyObject *transport = get_field(proto, F_TRANSPORT);
+    PyObject *transport = get_field(st, proto, F_TRANSPORT);
     Py_DECREF(proto);
     if (transport == NULL)
         return NULL;
@@ -1124,12 +1140,12 @@ static PyObject *app_is_closing(PyObject *self, PyObject *unused)
         Py_DECREF(transport);
         Py_RETURN_FALSE;
     }
-    PyObject *r = PyObject_CallMethodNoArgs(transport, s_is_closing);
+    PyObject *r = PyObject_CallMethodNoArgs(transport, st->names.is_closing);
     Py_DECREF(transport);
     return r;
 }
 
-static PyMethodDef app_methods[] = {
+static PyMethodDef app_methods[N_APP_METHODS] = {
     {"write", app_write, METH_O, "Write data to the transport (asyncio.WriteTransport.write)."},
     {"is_closing", app_is_closing, METH_NOARGS,
      "Return True if the transport is closing or closed."},
@@ -1146,8 +1162,32 @@ static PyType_Spec app_spec = {"zloopgo._engine.TLSTransportFastPaths", sizeof(P
                                    Py_TPFLAGS_DISALLOW_INSTANTIATION,
                                app_slots};
 
+void zl_tls_state_free(zl_module_state *state)
+{
+    zl_tls_classes *c = &state->tls;
+    PyObject **held[] = {&c->py_get_buffer,
+                         &c->py_write_appdata,
+                         &c->py_do_read_copied,
+                         &c->py_control_app_writing,
+                         &c->py_control_ssl_reading,
+                         &c->py_is_transport_closing,
+                         &c->st_do_handshake,
+                         &c->st_wrapped,
+                         &c->st_flushing,
+                         &c->st_shutdown,
+                         &c->st_unwrapped,
+                         &c->again_errors,
+                         (PyObject **)&c->sslobject_type,
+                         &c->sslobject_read,
+                         &c->sslobject_write};
+    for (size_t i = 0; i < sizeof held / sizeof held[0]; i++)
+        Py_CLEAR(*held[i]);
+}
+
 int zl_tls_types_new(PyObject *module, zl_module_state *state)
 {
+    state->tls.layout = (zl_layout){.n = F_COUNT, .name_at = field_names};
+    state->tls.app_layout = (zl_layout){.n = A_COUNT, .name_at = app_field_names};
     state->tls_fast_paths_type =
         (PyTypeObject *)PyType_FromModuleAndSpec(module, &protocol_spec, NULL);
     if (state->tls_fast_paths_type == NULL)
@@ -1155,62 +1195,4 @@ int zl_tls_types_new(PyObject *module, zl_module_state *state)
     state->tls_transport_fast_paths_type =
         (PyTypeObject *)PyType_FromModuleAndSpec(module, &app_spec, NULL);
     return state->tls_transport_fast_paths_type == NULL ? -1 : 0;
-}
-
-int zl_tls_init(void)
-{
-    static const zl_name names[] = {
-        {&s_state, "_state"},
-        {&s_incoming, "_incoming"},
-        {&s_outgoing, "_outgoing"},
-        {&s_sslobj, "_sslobj"},
-        {&s_ssl_buffer, "_ssl_buffer"},
-        {&s_ssl_buffer_view, "_ssl_buffer_view"},
-        {&s_max_size, "max_size"},
-        {&s_write, "write"},
-        {&s_read, "read"},
-        {&s_pending, "pending"},
-        {&s_app_protocol, "_app_protocol"},
-        {&s_app_protocol_is_buffer, "_app_protocol_is_buffer"},
-        {&s_app_reading_paused, "_app_reading_paused"},
-        {&s_write_backlog, "_write_backlog"},
-        {&s_write_buffer_size, "_write_buffer_size"},
-        {&s_ssl_writing_paused, "_ssl_writing_paused"},
-        {&s_transport, "_transport"},
-        {&s_outgoing_high_water, "_outgoing_high_water"},
-        {&s_outgoing_low_water, "_outgoing_low_water"},
-        {&s_app_writing_paused, "_app_writing_paused"},
-        {&s_incoming_high_water, "_incoming_high_water"},
-        {&s_incoming_low_water, "_incoming_low_water"},
-        {&s_ssl_reading_paused, "_ssl_reading_paused"},
-        {&s_data_received, "data_received"},
-        {&s_do_handshake, "_do_handshake"},
-        {&s_do_flush, "_do_flush"},
-        {&s_do_shutdown, "_do_shutdown"},
-        {&s_call_eof_received, "_call_eof_received"},
-        {&s_start_shutdown, "_start_shutdown"},
-        {&s_fatal_error, "_fatal_error"},
-        {&s_append, "append"},
-        {&s_join, "join"},
-        {&s_eof, "eof"},
-        {&s_closed, "_closed"},
-        {&s_ssl_protocol, "_ssl_protocol"},
-        {&s_write_appdata, "_write_appdata"},
-        {&s_is_closing, "is_closing"},
-        {&s_do_read_name, "_do_read"},
-        {&s_do_read_copied, "_do_read__copied"},
-        {&s_do_read_buffered, "_do_read__buffered"},
-        {&s_do_write, "_do_write"},
-        {&s_process_outgoing, "_process_outgoing"},
-        {&s_control_app_writing, "_control_app_writing"},
-        {&s_control_ssl_reading, "_control_ssl_reading"},
-        {&s_is_transport_closing, "_is_transport_closing"},
-        {&s_zl_replaced, "_zl_replaced"},
-        {&msg_ssl_fatal, "Fatal error on SSL protocol"},
-    };
-    if (zl_intern_names(names, sizeof names / sizeof names[0]) < 0)
-        return -1;
-    if ((zero = PyLong_FromLong(0)) == NULL || (empty_bytes = PyBytes_FromString("")) == NULL)
-        return -1;
-    return 0;
 }

@@ -20,12 +20,6 @@
 #include "zl.h"
 #include <structmember.h>
 
-static PyObject *s_conn_lost, *s_max_size, *s_protocol, *s_data_received, *s_fatal_error, *s_on_eof,
-    *s_read_ready_cb, *s_eof, *s_empty_waiter, *s_buffer, *s_write_python, *s_read_python,
-    *msg_read_error, *msg_data_received, *msg_write_error, *s_get_buffer, *s_buffer_updated,
-    *msg_get_buffer, *msg_buffer_updated, *minus_one, *s_loop, *s_buffer_rest, *s_closing, *s_state,
-    *s_sock, *s_recv_into;
-
 /* A transport whose last read was at least LARGE_READ bytes receives the
  * next one straight into a bytes of max_size, shrunk to what came: a bulk
  * stream then skips copying each read out of the receive buffer. Small
@@ -50,29 +44,48 @@ enum {
     F_SOCK,
     F_COUNT
 };
-static PyObject **field_names[F_COUNT] = {&s_conn_lost, &s_protocol,      &s_eof,  &s_empty_waiter,
-                                          &s_buffer,    &s_read_ready_cb, &s_loop, &s_closing,
-                                          &s_state,     &s_sock};
+#define NAME_AT(name) offsetof(zl_names, name)
+static const size_t field_names[F_COUNT] = {
+    NAME_AT(_conn_lost), NAME_AT(_protocol),      NAME_AT(_eof),  NAME_AT(_empty_waiter),
+    NAME_AT(_buffer),    NAME_AT(_read_ready_cb), NAME_AT(_loop), NAME_AT(_closing),
+    NAME_AT(_zl_state),  NAME_AT(_sock)};
 _Static_assert(F_COUNT <= ZL_LAYOUT_MAX, "too many transport fields for a zl_layout");
-static zl_layout layout = {.n = F_COUNT, .names = field_names};
 
-static inline PyObject *slot_value(PyObject *self, int f)
+/* The methods of StreamFastPaths, which name it among a class's bases. */
+#define N_FAST_METHODS 6
+static PyMethodDef fast_methods[N_FAST_METHODS];
+
+/* The state of the module whose StreamFastPaths self's class derives
+ * from, which holds the layout: every native method's first step. */
+static inline zl_module_state *transport_state(PyObject *self)
 {
-    return zl_layout_slot(&layout, self, f);
+    return zl_state_of_native(self, fast_methods);
 }
 
-static PyObject *get_field(PyObject *self, int f) { return zl_layout_get(&layout, self, f); }
+static inline PyObject *slot_value(const zl_module_state *st, PyObject *self, int f)
+{
+    return zl_layout_slot(&st->transport_layout, self, f);
+}
+
+static PyObject *get_field(const zl_module_state *st, PyObject *self, int f)
+{
+    return zl_layout_get(&st->transport_layout, self, f);
+}
 
 PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls)
 {
-    if (zl_layout_record(&layout, cls) < 0)
+    zl_module_state *state = PyModule_GetState(mod);
+    if (zl_layout_record(&state->transport_layout, &state->names, cls) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
 
-static int field_true(PyObject *self, int f) { return zl_layout_true(&layout, self, f); }
+static int field_true(const zl_module_state *st, PyObject *self, int f)
+{
+    return zl_layout_true(&st->transport_layout, self, f);
+}
 
-static PyObject *report_fatal(PyObject *self, PyObject *message);
+static PyObject *report_fatal(const zl_names *names, PyObject *self, PyObject *message);
 
 /* self.max_size, which asyncio reads for every recv, in *out: 1 when it is
  * an int from 1 to LONG_MAX, which the native read takes; 0 for any other
@@ -83,13 +96,13 @@ static PyObject *report_fatal(PyObject *self, PyObject *message);
  * otherwise: asyncio reads max_size inside its `try:`, so that is a
  * fatal read error, reported here, or nothing when it raised
  * BlockingIOError or InterruptedError. */
-static int read_size(PyObject *self, long *out)
+static int read_size(const zl_names *names, PyObject *self, long *out)
 {
-    PyObject *v = PyObject_GetAttr(self, s_max_size);
+    PyObject *v = PyObject_GetAttr(self, names->max_size);
     if (v == NULL) {
         if (!PyErr_ExceptionMatches(PyExc_BlockingIOError) &&
             !PyErr_ExceptionMatches(PyExc_InterruptedError)) {
-            PyObject *r = report_fatal(self, msg_read_error);
+            PyObject *r = report_fatal(names, self, names->msg_transport_read_error);
             if (r == NULL)
                 return -1;
             Py_DECREF(r);
@@ -109,14 +122,14 @@ static int read_size(PyObject *self, long *out)
  * exc_info=True (debug mode) carries exc, and an exception it raises has
  * exc as its __context__, as in asyncio's except block. SystemExit and
  * KeyboardInterrupt propagate. */
-static PyObject *report_fatal(PyObject *self, PyObject *message)
+static PyObject *report_fatal(const zl_names *names, PyObject *self, PyObject *message)
 {
     if (PyErr_ExceptionMatches(PyExc_SystemExit) || PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
         return NULL;
     PyObject *value = zl_fetch_exception();
     if (value == NULL)
         Py_RETURN_NONE;
-    PyObject *r = zl_call_handling(self, s_fatal_error, value, message);
+    PyObject *r = zl_call_handling(self, names->_fatal_error, value, message);
     Py_DECREF(value);
     if (r == NULL)
         return NULL;
@@ -126,6 +139,8 @@ static PyObject *report_fatal(PyObject *self, PyObject *message)
 
 static PyObject *read_ready_data_received(PyObject *self, PyObject *unused);
 static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused);
+static PyObject *read_data_received(const zl_module_state *st, PyObject *self);
+static PyObject *read_get_buffer(const zl_module_state *st, PyObject *self);
 
 /* asyncio's _read_ready: self._read_ready_cb(). When the callback is this
  * transport's own native read method, bound to it (what set_protocol
@@ -133,15 +148,18 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused);
  * bound method: the same function runs with the same self. */
 static PyObject *read_ready(PyObject *self, PyObject *unused)
 {
-    PyObject *cb = get_field(self, F_READ_READY_CB);
+    const zl_module_state *st = transport_state(self);
+    PyObject *cb = get_field(st, self, F_READ_READY_CB);
     if (cb == NULL)
         return NULL;
     PyObject *r;
     PyCFunction direct = PyCFunction_Check(cb) && PyCFunction_GET_SELF(cb) == self
                              ? PyCFunction_GET_FUNCTION(cb)
                              : NULL;
-    if (direct == read_ready_data_received || direct == read_ready_get_buffer)
-        r = direct(self, NULL);
+    if (direct == read_ready_data_received)
+        r = read_data_received(st, self);
+    else if (direct == read_ready_get_buffer)
+        r = read_get_buffer(st, self);
     else
         r = PyObject_CallNoArgs(cb);
     Py_DECREF(cb);
@@ -189,21 +207,20 @@ static void transport_state_dealloc(PyObject *self);
 /* The transport's native state, or NULL (no error set) when it has none:
  * a TransportState of any interpreter's module, known by its deallocator
  * (one load more than comparing with the class, no lookup of it). */
-static zl_transport *state_of(PyObject *self)
+static zl_transport *state_of(const zl_module_state *st, PyObject *self)
 {
-    PyObject *s = slot_value(self, F_STATE);
+    PyObject *s = slot_value(st, self, F_STATE);
     return s != NULL && Py_TYPE(s)->tp_dealloc == transport_state_dealloc ? (zl_transport *)s
                                                                           : NULL;
 }
 
 /* The zloopgo loop this transport belongs to, or NULL. */
-static zl_loop *transport_loop(PyObject *self)
+static zl_loop *transport_loop(const zl_module_state *st, PyObject *self)
 {
-    PyObject *loop = slot_value(self, F_LOOP);
+    PyObject *loop = slot_value(st, self, F_LOOP);
     return loop != NULL && zl_is_loop(loop) ? (zl_loop *)loop : NULL;
 }
 
-/* The counters of t's kind on loop L (zl.h, zl_counters), or NULL. */
 /* The socket.socket of L's interpreter, whose sockets alone the native
  * calls serve: NULL (none) without a zloopgo loop. */
 static inline const PyTypeObject *socket_type_of(const zl_loop *L)
@@ -227,22 +244,28 @@ static inline void count_read(zl_transport_counts *c, ptrdiff_t n)
 
 static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
 {
-    int lost = field_true(self, F_CONN_LOST);
+    return read_data_received(transport_state(self), self);
+}
+
+static PyObject *read_data_received(const zl_module_state *st, PyObject *self)
+{
+    int lost = field_true(st, self, F_CONN_LOST);
     if (lost != 0)
         return lost < 0 ? NULL : Py_NewRef(Py_None);
     /* asyncio's self._sock.recv(self.max_size): the socket is taken first */
-    PyObject *sock = get_field(self, F_SOCK);
+    PyObject *sock = get_field(st, self, F_SOCK);
     if (sock == NULL)
         return NULL;
     long max_size = 0; /* read_size sets it when usual != 0, which gcc cannot always see */
     /* the loop whose dispatch runs this read, alive until it returns */
-    zl_loop *L = transport_loop(self);
+    zl_loop *L = transport_loop(st, self);
+    const zl_names *names = &st->names;
     int usual = zl_socket_nonblocking_fd(socket_type_of(L), sock) != ZL_NOT_A_SOCKET
-                    ? read_size(self, &max_size)
+                    ? read_size(names, self, &max_size)
                     : 0;
     if (usual == 0) { /* asyncio's own read, for an unusual max_size or socket */
         Py_DECREF(sock);
-        return PyObject_CallMethodNoArgs(self, s_read_python);
+        return PyObject_CallMethodNoArgs(self, names->_zl_read_python);
     }
     /* what the socket's recv reads when it is called: the descriptor
      * the socket holds after max_size's lookup (a closed one fails) */
@@ -250,7 +273,7 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
     Py_DECREF(sock);
     if (usual < 0)
         return usual == -1 ? NULL : Py_NewRef(Py_None);
-    zl_transport *t = state_of(self);
+    zl_transport *t = state_of(st, self);
     PyObject *data = NULL; /* the final object, when the read goes straight into it */
     char *into, *own = NULL;
     int direct = t != NULL && t->large_reads && max_size > LARGE_READ;
@@ -259,10 +282,10 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
     if (direct) {
         data = PyBytes_FromStringAndSize(NULL, max_size);
         if (data == NULL)
-            return report_fatal(self, msg_read_error);
+            return report_fatal(names, self, names->msg_transport_read_error);
         into = PyBytes_AS_STRING(data);
     } else if ((into = zl_rx_take(L, (size_t)max_size, &own)) == NULL) {
-        return report_fatal(self, msg_read_error);
+        return report_fatal(names, self, names->msg_transport_read_error);
     }
     ptrdiff_t n;
     do {
@@ -276,15 +299,15 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
         else
             zl_rx_give_back(L, own);
         if (n == 0)
-            return PyObject_CallMethodNoArgs(self, s_on_eof);
+            return PyObject_CallMethodNoArgs(self, names->_read_ready__on_eof);
         if (zl_sys_would_block(err))
             Py_RETURN_NONE;
         zl_sys_raise(err);
-        return report_fatal(self, msg_read_error);
+        return report_fatal(names, self, names->msg_transport_read_error);
     }
     if (t != NULL)
         t->large_reads = n >= LARGE_READ;
-    PyObject *protocol = get_field(self, F_PROTOCOL);
+    PyObject *protocol = get_field(st, self, F_PROTOCOL);
     /* An asyncio stream: the bytes go straight into its StreamReader. */
     int fed =
         protocol != NULL ? zl_stream_feed(L != NULL ? L->state : NULL, protocol, into, n) : -2;
@@ -307,7 +330,7 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
         Py_XDECREF(data);
         if (fed == -2)
             return NULL;
-        return fed < 0 ? report_fatal(self, msg_data_received) : Py_NewRef(Py_None);
+        return fed < 0 ? report_fatal(names, self, names->msg_data_received) : Py_NewRef(Py_None);
     }
     if (direct && n < max_size / 2) {
         /* Mostly empty: copy out and free the big object whole. Shrinking
@@ -325,11 +348,11 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
         Py_DECREF(protocol);
         return NULL;
     }
-    PyObject *r = PyObject_CallMethodOneArg(protocol, s_data_received, data);
+    PyObject *r = PyObject_CallMethodOneArg(protocol, names->data_received, data);
     Py_DECREF(protocol);
     Py_DECREF(data);
     if (r == NULL)
-        return report_fatal(self, msg_data_received);
+        return report_fatal(names, self, names->msg_data_received);
     Py_DECREF(r);
     Py_RETURN_NONE;
 }
@@ -344,8 +367,8 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
  * to the socket's own recv_into, which also raises what asyncio reports
  * for a buffer it cannot fill (a list, bytes, a strided or read-only
  * view) and runs a buffer's own __buffer__ as asyncio's call does. */
-static int recv_into(const PyTypeObject *socket_type, PyObject *sock, PyObject *buf,
-                     PyObject **count, Py_ssize_t *filled)
+static int recv_into(const zl_names *names, const PyTypeObject *socket_type, PyObject *sock,
+                     PyObject *buf, PyObject **count, Py_ssize_t *filled)
 {
     Py_buffer view;
     *count = NULL;
@@ -371,7 +394,7 @@ static int recv_into(const PyTypeObject *socket_type, PyObject *sock, PyObject *
         }
         PyErr_Clear(); /* the socket's recv_into words why it will not do */
     }
-    *count = PyObject_CallMethodOneArg(sock, s_recv_into, buf);
+    *count = PyObject_CallMethodOneArg(sock, names->recv_into, buf);
     if (*count != NULL)
         return 1;
     if (!PyErr_ExceptionMatches(PyExc_BlockingIOError) &&
@@ -387,33 +410,44 @@ static int recv_into(const PyTypeObject *socket_type, PyObject *sock, PyObject *
  * buffer_updated(nbytes), or the EOF step when nothing came. */
 static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
 {
-    int lost = field_true(self, F_CONN_LOST);
+    return read_get_buffer(transport_state(self), self);
+}
+
+static PyObject *read_get_buffer(const zl_module_state *st, PyObject *self)
+{
+    int lost = field_true(st, self, F_CONN_LOST);
     if (lost != 0)
         return lost < 0 ? NULL : Py_NewRef(Py_None);
-    PyObject *protocol = get_field(self, F_PROTOCOL);
+    PyObject *protocol = get_field(st, self, F_PROTOCOL);
     if (protocol == NULL)
         return NULL;
-    PyObject *buf = PyObject_CallMethodOneArg(protocol, s_get_buffer, minus_one);
+    const zl_names *names = &st->names;
+    PyObject *minus_one = PyLong_FromLong(-1); /* CPython's cached small int */
+    PyObject *buf = minus_one != NULL
+                        ? PyObject_CallMethodOneArg(protocol, names->get_buffer, minus_one)
+                        : NULL;
+    Py_XDECREF(minus_one);
     Py_ssize_t len = buf != NULL ? PyObject_Size(buf) : -1;
     if (len == 0)
         PyErr_SetString(PyExc_RuntimeError, "get_buffer() returned an empty buffer");
     if (len <= 0) {
         Py_XDECREF(buf);
         Py_DECREF(protocol);
-        return report_fatal(self, msg_get_buffer);
+        return report_fatal(names, self, names->msg_get_buffer);
     }
     /* the socket is looked up now, as asyncio's self._sock.recv_into */
-    PyObject *sock = get_field(self, F_SOCK), *nbytes = NULL;
+    PyObject *sock = get_field(st, self, F_SOCK), *nbytes = NULL;
     Py_ssize_t filled = -1;
-    zl_loop *L = transport_loop(self); /* dispatching this read: alive until it returns */
-    int got = sock != NULL ? recv_into(socket_type_of(L), sock, buf, &nbytes, &filled) : -1;
+    zl_loop *L = transport_loop(st, self); /* dispatching this read: alive until it returns */
+    int got = sock != NULL ? recv_into(names, socket_type_of(L), sock, buf, &nbytes, &filled) : -1;
     Py_XDECREF(sock);
     Py_DECREF(buf);
-    zl_transport *t = state_of(self);
+    zl_transport *t = state_of(st, self);
     if (got <= 0) {
         count_read(counts(L, t), -1);
         Py_DECREF(protocol);
-        return got < 0 ? report_fatal(self, msg_read_error) : Py_NewRef(Py_None);
+        return got < 0 ? report_fatal(names, self, names->msg_transport_read_error)
+                       : Py_NewRef(Py_None);
     }
     Py_ssize_t n = PyLong_Check(nbytes) ? PyLong_AsSsize_t(nbytes) : -1;
     PyErr_Clear(); /* a count recv_into gave: only its truth matters here */
@@ -422,15 +456,15 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
     if (any <= 0) {
         Py_DECREF(nbytes);
         Py_DECREF(protocol);
-        return any < 0 ? NULL : PyObject_CallMethodNoArgs(self, s_on_eof);
+        return any < 0 ? NULL : PyObject_CallMethodNoArgs(self, names->_read_ready__on_eof);
     }
     if (t != NULL)
         t->fed_quietly = 0;
-    PyObject *r = PyObject_CallMethodOneArg(protocol, s_buffer_updated, nbytes);
+    PyObject *r = PyObject_CallMethodOneArg(protocol, names->buffer_updated, nbytes);
     Py_DECREF(nbytes);
     Py_DECREF(protocol);
     if (r == NULL)
-        return report_fatal(self, msg_buffer_updated);
+        return report_fatal(names, self, names->msg_buffer_updated);
     Py_DECREF(r);
     /* A TLS protocol that handed the bytes on natively (tls.c), with the
      * socket drained: as quiet as a stream read fed natively. */
@@ -441,7 +475,7 @@ static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused)
 
 void zl_transport_fed_quietly(PyObject *transport)
 {
-    zl_transport *t = state_of(transport);
+    zl_transport *t = state_of(transport_state(transport), transport);
     if (t != NULL)
         t->fed_quietly = 1;
 }
@@ -464,11 +498,12 @@ void zl_transport_fed_quietly(PyObject *transport)
  * Python version's asyncio buffers the rest of a partial send: data of
  * which the first `sent` bytes left (-1: nothing was tried, the buffer
  * was not empty). */
-static PyObject *buffer_rest(PyObject *self, PyObject *data, Py_ssize_t sent)
+static PyObject *buffer_rest(const zl_names *names, PyObject *self, PyObject *data, Py_ssize_t sent)
 {
     PyObject *offset = PyLong_FromSsize_t(sent);
-    PyObject *r =
-        offset ? PyObject_CallMethodObjArgs(self, s_buffer_rest, data, offset, NULL) : NULL;
+    PyObject *r = offset
+                      ? PyObject_CallMethodObjArgs(self, names->_zl_buffer_rest, data, offset, NULL)
+                      : NULL;
     Py_XDECREF(offset);
     return r;
 }
@@ -476,10 +511,12 @@ static PyObject *buffer_rest(PyObject *self, PyObject *data, Py_ssize_t sent)
 /* Sends data now, from the caller's buffer, with one send(2) on the
  * descriptor sock holds at this moment; the rest is buffered and an
  * error goes to _fatal_error, as asyncio's write does. */
-static PyObject *send_now(PyObject *self, zl_loop *L, PyObject *sock, PyObject *data,
-                          Py_buffer *view)
+static PyObject *send_now(const zl_module_state *st, PyObject *self, zl_loop *L, PyObject *sock,
+                          PyObject *data, Py_buffer *view)
 {
-    zl_transport *t = state_of(self);
+    const zl_names *names =
+        &L->state->names; /* L: the transport_write checked the socket with it */
+    zl_transport *t = state_of(st, self);
     zl_loop *owner = t != NULL ? L : NULL;
     int fd = zl_socket_fd(socket_type_of(L), sock);
     ptrdiff_t n;
@@ -498,11 +535,11 @@ static PyObject *send_now(PyObject *self, zl_loop *L, PyObject *sock, PyObject *
     }
     if (n < 0 && !zl_sys_would_block(err)) {
         zl_sys_raise(err);
-        return report_fatal(self, msg_write_error);
+        return report_fatal(names, self, names->msg_transport_write_error);
     }
     if (n == view->len)
         Py_RETURN_NONE;
-    return buffer_rest(self, data, n < 0 ? 0 : n);
+    return buffer_rest(names, self, data, n < 0 ? 0 : n);
 }
 
 /* The buffer transport_write took: exported (a bytearray, a memoryview)
@@ -513,12 +550,19 @@ static void release_view(Py_buffer *view)
         PyBuffer_Release(view);
 }
 
+/* asyncio's own write, for what the native one does not serve. */
+static PyObject *write_python(const zl_module_state *st, PyObject *self, PyObject *data)
+{
+    return PyObject_CallMethodOneArg(self, st->names._zl_write_python, data);
+}
+
 /* write(data): asyncio's checks; then, with nothing buffered, the data is
  * sent at once; with data already buffered it is appended behind it, as
  * asyncio does. A lost connection (counted and warned about) and data
  * that is not one contiguous buffer go to asyncio's own write. */
 static PyObject *transport_write(PyObject *self, PyObject *data)
 {
+    const zl_module_state *st = transport_state(self);
     if (!PyBytes_Check(data) && !PyByteArray_Check(data) && !PyMemoryView_Check(data)) {
         /* type(data).__name__, as asyncio's message has it */
         const char *name = Py_TYPE(data)->tp_name, *dot = strrchr(name, '.');
@@ -535,14 +579,14 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
     /* a subclass of bytes or bytearray may answer asyncio's `if not data`
      * with its own __len__ or __bool__: asyncio's own write asks it */
     if (!PyBytes_CheckExact(data) && !PyByteArray_CheckExact(data) && !PyMemoryView_Check(data))
-        return PyObject_CallMethodOneArg(self, s_write_python, data);
-    int flag = field_true(self, F_EOF);
+        return write_python(st, self, data);
+    int flag = field_true(st, self, F_EOF);
     if (flag != 0) {
         if (flag > 0)
             PyErr_SetString(PyExc_RuntimeError, "Cannot call write() after write_eof()");
         return NULL;
     }
-    PyObject *waiter = get_field(self, F_EMPTY_WAITER);
+    PyObject *waiter = get_field(st, self, F_EMPTY_WAITER);
     if (waiter == NULL)
         return NULL;
     Py_DECREF(waiter);
@@ -555,16 +599,16 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
      * while _sock_fd may name another descriptor by now), or a socket the
      * native send does not serve, goes to asyncio's own write, which
      * fails or sends as it does. */
-    PyObject *sock = get_field(self, F_SOCK);
+    PyObject *sock = get_field(st, self, F_SOCK);
     if (sock == NULL)
         return NULL;
     /* held by the transport's slot; no Python code runs from here to the
      * send for the class whose slots are read (the only one with a loop
      * here) */
-    zl_loop *L = transport_loop(self);
+    zl_loop *L = transport_loop(st, self);
     if (zl_socket_nonblocking_fd(socket_type_of(L), sock) == ZL_NOT_A_SOCKET) {
         Py_DECREF(sock);
-        return PyObject_CallMethodOneArg(self, s_write_python, data);
+        return write_python(st, self, data);
     }
     PyObject *r = NULL;
     Py_buffer view;
@@ -580,28 +624,28 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
          * write handles it, reporting send()'s failure as a fatal error */
         PyErr_Clear();
         Py_DECREF(sock);
-        return PyObject_CallMethodOneArg(self, s_write_python, data);
+        return write_python(st, self, data);
     }
     if (view.len == 0) {
         r = Py_NewRef(Py_None);
         goto done;
     }
-    if ((flag = field_true(self, F_CONN_LOST)) != 0) {
-        r = flag < 0 ? NULL : PyObject_CallMethodOneArg(self, s_write_python, data);
+    if ((flag = field_true(st, self, F_CONN_LOST)) != 0) {
+        r = flag < 0 ? NULL : write_python(st, self, data);
         goto done;
     }
-    PyObject *buffer = get_field(self, F_BUFFER);
+    PyObject *buffer = get_field(st, self, F_BUFFER);
     if (buffer == NULL)
         goto done;
     Py_ssize_t buffered = PyObject_Length(buffer);
     Py_DECREF(buffer);
     if (buffered == 0)
-        r = send_now(self, L, sock, data, &view);
+        r = send_now(st, self, L, sock, data, &view);
     else if (buffered > 0) { /* bytes already wait for the socket: this write queues behind them */
-        zl_transport_counts *c = counts(transport_loop(self), state_of(self));
+        zl_transport_counts *c = counts(transport_loop(st, self), state_of(st, self));
         if (c != NULL)
             c->writes_buffered++;
-        r = buffer_rest(self, data, -1);
+        r = buffer_rest(&L->state->names, self, data, -1);
     }
 done:
     release_view(&view);
@@ -612,7 +656,7 @@ done:
 /* asyncio's is_closing(), which StreamWriter.drain() asks on every call. */
 static PyObject *transport_is_closing(PyObject *self, PyObject *unused)
 {
-    return get_field(self, F_CLOSING);
+    return get_field(transport_state(self), self, F_CLOSING);
 }
 
 /* ---- TransportState: zl_transport as a Python object ---- */
@@ -681,7 +725,7 @@ int zl_is_native_read(PyObject *callback)
     return PyCFunction_Check(callback) && PyCFunction_GET_FUNCTION(callback) == read_ready;
 }
 
-static PyMethodDef fast_methods[] = {
+static PyMethodDef fast_methods[N_FAST_METHODS] = {
     {"_read_ready", read_ready, METH_NOARGS, NULL},
     {"_read_ready__data_received", read_ready_data_received, METH_NOARGS, NULL},
     {"_read_ready__get_buffer", read_ready_get_buffer, METH_NOARGS, NULL},
@@ -704,6 +748,7 @@ static PyType_Spec fast_spec = {"zloopgo._engine.StreamFastPaths", sizeof(PyObje
 
 int zl_transport_types_new(PyObject *module, zl_module_state *state)
 {
+    state->transport_layout = (zl_layout){.n = F_COUNT, .name_at = field_names};
     state->stream_fast_paths_type =
         (PyTypeObject *)PyType_FromModuleAndSpec(module, &fast_spec, NULL);
     if (state->stream_fast_paths_type == NULL)
@@ -711,41 +756,4 @@ int zl_transport_types_new(PyObject *module, zl_module_state *state)
     state->transport_state_type =
         (PyTypeObject *)PyType_FromModuleAndSpec(module, &state_spec, NULL);
     return state->transport_state_type == NULL ? -1 : 0;
-}
-
-int zl_transport_type_init(void)
-{
-    static const zl_name names[] = {
-        {&s_conn_lost, "_conn_lost"},
-        {&s_max_size, "max_size"},
-        {&s_protocol, "_protocol"},
-        {&s_data_received, "data_received"},
-        {&s_fatal_error, "_fatal_error"},
-        {&s_on_eof, "_read_ready__on_eof"},
-        {&s_read_ready_cb, "_read_ready_cb"},
-        {&s_eof, "_eof"},
-        {&s_empty_waiter, "_empty_waiter"},
-        {&s_buffer, "_buffer"},
-        {&s_write_python, "_zl_write_python"},
-        {&s_read_python, "_zl_read_python"},
-        {&msg_read_error, "Fatal read error on socket transport"},
-        {&msg_data_received, "Fatal error: protocol.data_received() call failed."},
-        {&msg_write_error, "Fatal write error on socket transport"},
-        {&s_get_buffer, "get_buffer"},
-        {&s_buffer_updated, "buffer_updated"},
-        {&s_loop, "_loop"},
-        {&s_buffer_rest, "_zl_buffer_rest"},
-        {&s_state, "_zl_state"},
-        {&s_closing, "_closing"},
-        {&s_sock, "_sock"},
-        {&s_recv_into, "recv_into"},
-        {&msg_get_buffer, "Fatal error: protocol.get_buffer() call failed."},
-        {&msg_buffer_updated, "Fatal error: protocol.buffer_updated() call failed."},
-    };
-    if (zl_intern_names(names, sizeof names / sizeof names[0]) < 0)
-        return -1;
-    minus_one = PyLong_FromLong(-1);
-    if (minus_one == NULL)
-        return -1;
-    return 0;
 }

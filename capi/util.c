@@ -2,8 +2,9 @@
  * the pending exception across the two ways CPython versions spell it,
  * calling a method as an `except` clause would, giving a Python subclass
  * descriptors of its own for the C methods it inherits (own_methods),
- * reading a class's slots by their recorded offsets, interning a table of
- * names at import, and growing a raw buffer.
+ * reading a class's slots by their recorded offsets (a field's name from
+ * the module state's zl_names), finding the module state of a class, and
+ * growing a raw buffer.
  *
  * Layer 1 (capi/zl.h): it calls nothing of the adapter and knows no
  * loop, handle or transport. */
@@ -144,23 +145,23 @@ fail:
     return NULL;
 }
 
-int zl_layout_record(zl_layout *layout, PyObject *cls)
+int zl_layout_record(zl_layout *layout, const zl_names *names, PyObject *cls)
 {
     if (!PyType_Check(cls)) {
         PyErr_Format(PyExc_TypeError, "expected a class, got %R", cls);
         return -1;
     }
     for (int f = 0; f < layout->n; f++) {
-        PyObject *d = _PyType_Lookup((PyTypeObject *)cls, *layout->names[f]); /* borrowed */
+        PyObject *name = zl_layout_name(layout, names, f);
+        PyObject *d = _PyType_Lookup((PyTypeObject *)cls, name); /* borrowed */
         if (d == NULL || Py_TYPE(d) != &PyMemberDescr_Type) {
             if (!PyErr_Occurred())
-                PyErr_Format(PyExc_TypeError, "%R must declare %R in __slots__", cls,
-                             *layout->names[f]);
+                PyErr_Format(PyExc_TypeError, "%R must declare %R in __slots__", cls, name);
             return -1;
         }
         PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
         if (m->type != T_OBJECT_EX) {
-            PyErr_Format(PyExc_TypeError, "%R is not an object slot", *layout->names[f]);
+            PyErr_Format(PyExc_TypeError, "%R is not an object slot", name);
             return -1;
         }
         layout->offset[f] = m->offset;
@@ -169,14 +170,24 @@ int zl_layout_record(zl_layout *layout, PyObject *cls)
     return 0;
 }
 
+/* Field f's name, from the names of the module that made self's class's
+ * native base: a lookup is the slow path (another class, an unset slot),
+ * so it may take the MRO walk. */
+static PyObject *lookup_name(const zl_layout *layout, PyObject *self, int f)
+{
+    zl_module_state *state = zl_state_of_type(Py_TYPE(self));
+    return state != NULL ? zl_layout_name(layout, &state->names, f) : NULL;
+}
+
 PyObject *zl_layout_lookup(const zl_layout *layout, PyObject *self, int f)
 {
-    return PyObject_GetAttr(self, *layout->names[f]);
+    PyObject *name = lookup_name(layout, self, f);
+    return name != NULL ? PyObject_GetAttr(self, name) : NULL;
 }
 
 int zl_layout_lookup_true(const zl_layout *layout, PyObject *self, int f)
 {
-    PyObject *v = PyObject_GetAttr(self, *layout->names[f]);
+    PyObject *v = zl_layout_lookup(layout, self, f);
     if (v == NULL)
         return -1;
     int r = PyObject_IsTrue(v);
@@ -194,16 +205,6 @@ int zl_layout_long_slow(const zl_layout *layout, PyObject *self, int f, long *ou
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
-int zl_intern_names(const zl_name *names, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        *names[i].slot = PyUnicode_InternFromString(names[i].text);
-        if (*names[i].slot == NULL)
-            return -1;
-    }
-    return 0;
-}
-
 int zl_grow_raw(void **buf, int64_t *cap, int64_t first, int64_t need, size_t size)
 {
     int64_t n = *cap ? *cap : first;
@@ -215,4 +216,14 @@ int zl_grow_raw(void **buf, int64_t *cap, int64_t first, int64_t need, size_t si
     *buf = grown;
     *cap = n;
     return 0;
+}
+
+zl_module_state *zl_state_of_type(PyTypeObject *tp)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    PyObject *m = PyType_GetModuleByDef(tp, &zl_module_def); /* borrowed */
+#else
+    PyObject *m = _PyType_GetModuleByDef(tp, &zl_module_def); /* the same MRO walk, 3.10's name */
+#endif
+    return m != NULL ? PyModule_GetState(m) : NULL;
 }

@@ -15,7 +15,7 @@
  *     platform_unix.c the POSIX calls not inlined: an errno's OSError; Go threads' signal mask
  *     platform_windows.c the Windows calls not inlined: a Winsock error's OSError
  *   Foundations
- *     util.c          exceptions, interned names, raw buffers, calls made as `except` makes them
+ *     util.c          exceptions, slot layouts, raw buffers, calls made as `except` makes them
  *     runtime.c       the fork guard; the hooks set at import
  *     clock.c         loop.time(), the program's replacement if any
  *     context.c       context snapshots, the spare context
@@ -180,6 +180,56 @@ typedef struct {
     int check_asserts; /* sys.flags.optimize == 0: feed_data's assert runs */
 } zl_stream_classes;
 
+/* The offsets of a class's object slots (__slots__), recorded once
+ * (zl_layout_record) so that reading one on an instance of that class is a
+ * load. name_at[f] is where field f's interned name is in zl_names (the
+ * names of the module state of self's type, for a lookup). */
+#define ZL_LAYOUT_MAX 24
+typedef struct {
+    PyTypeObject *type; /* the class recorded; NULL before */
+    int n;
+    const size_t *name_at; /* offsetof(zl_names, ...) of each field */
+    Py_ssize_t offset[ZL_LAYOUT_MAX];
+} zl_layout;
+
+/* The interned names (capi/names.h, each text once), one set per module
+ * state: read as L->state->names.done on a path that has its loop (one
+ * load more than a static variable), or through zl_state_of_type. */
+typedef struct {
+#define ZL_NAME(id) PyObject *id;
+#define ZL_NAME_TEXT(id, text) PyObject *id;
+#include "names.h"
+#undef ZL_NAME
+#undef ZL_NAME_TEXT
+} zl_names;
+
+/* The keyword names tuples create_future and create_task pass (tasks.c),
+ * and sockops.c's partial(..., handle=), made from zl_names in exec. */
+typedef struct {
+    PyObject *loop, *loop_name, *loop_context, *loop_name_context, *name, *context, *name_context;
+    PyObject *handle;
+} zl_task_kwnames;
+
+/* What set_tls recorded (tls.c), this interpreter's: the slot layouts of
+ * zloopgo's SSLProtocol and of its app transport, asyncio's SSLProtocol
+ * methods the rare cases call, SSLProtocolState's members,
+ * sslproto.SSLAgainErrors, and ssl.SSLObject with its own read and write.
+ * NULL (layouts unrecorded) until set_tls. */
+typedef struct {
+    zl_layout layout, app_layout;
+    PyObject *py_get_buffer, *py_write_appdata, *py_do_read_copied, *py_control_app_writing,
+        *py_control_ssl_reading, *py_is_transport_closing;
+    PyObject *st_do_handshake, *st_wrapped, *st_flushing, *st_shutdown, *st_unwrapped;
+    PyObject *again_errors;
+    PyTypeObject *sslobject_type;
+    PyObject *sslobject_read, *sslobject_write;
+    /* the version tags of ssl.SSLObject and of zloopgo's SSLProtocol when
+     * they last held the methods the native steps stand for (0: look
+     * again); a class or any of its bases changed since has another tag */
+    unsigned int sslobject_version, protocol_version;
+    int is_closing_asks_transport; /* 3.14+: is_closing() asks the socket transport too */
+} zl_tls_classes;
+
 /* What one interpreter's _engine module holds (module.c makes it; a
  * loop reaches it as L->state). Every interpreter that imports the module
  * has its own: docs/architecture.md, "State: per process, per
@@ -207,12 +257,48 @@ typedef struct {
     zl_stream_classes streams;     /* streamfeed.c (set_streams) */
     PyObject *asyncio_handle_run;  /* handle.c: asyncio.events.Handle._run */
     zl_loop *live_loops;           /* pending.c: this interpreter's loops not yet deallocated */
+    PyObject *gc_hook;             /* pending.c: its entry in gc.callbacks */
     /* runtime.c (set_asyncio), read by tasks.c: */
     PyObject *futures_module;       /* asyncio.futures: Future is looked up per call */
     PyObject *tasks_module;         /* asyncio.tasks: Task is looked up per call */
     PyObject *base_create_task;     /* asyncio's BaseEventLoop.create_task */
     zl_threadsafe_class threadsafe; /* schedule.c (set_threadsafe_handle) */
+    zl_names names;                 /* module.c interns them in exec */
+    zl_task_kwnames task_kwnames;   /* module.c, from names */
+    PyObject *zero, *empty_bytes;   /* 0 and b'', this interpreter's (tls.c) */
+    /* the transports' slot layouts (set_transport_layout, set_datagram_layout) */
+    zl_layout transport_layout, datagram_layout;
+    zl_tls_classes tls; /* tls.c (set_tls) */
 } zl_module_state;
+
+/* The extension's definition (module.c), which names its module objects
+ * among the bases' modules (util.c: zl_state_of_type). */
+extern PyModuleDef zl_module_def;
+/* The module state of the interpreter whose _engine made tp or one of
+ * its bases (a native method's self without a loop at hand), or NULL with
+ * TypeError set: an MRO walk (PyType_GetModuleByDef; CPython 3.10's
+ * private one of the same code), for paths that run once per object or
+ * on an error, never per packet (util.c). */
+zl_module_state *zl_state_of_type(PyTypeObject *tp);
+/* The module state of a native method's self whose class's MRO entry 1
+ * is the module's type with the method table `methods` (zloopgo's own
+ * transport and protocol classes name their native base first): a few
+ * loads and PyModule_GetState; any other class (a subclass of zloopgo's) takes
+ * zl_state_of_type. The first act of a native transport method, whose
+ * slot layout is in the state. */
+static inline zl_module_state *zl_state_of_native(PyObject *self, const PyMethodDef *methods)
+{
+    PyObject *mro = Py_TYPE(self)->tp_mro;
+    if (mro != NULL && PyTuple_GET_SIZE(mro) > 1) {
+        PyTypeObject *base = (PyTypeObject *)PyTuple_GET_ITEM(mro, 1);
+        /* one of the module's heap types, of any interpreter: made from
+         * the module, so its ht_module is set (PyType_GetModuleState's
+         * checks, and its call, spared) */
+        if (base->tp_methods == methods)
+            return (zl_module_state *)PyModule_GetState(((PyHeapTypeObject *)base)->ht_module);
+    }
+    return zl_state_of_type(Py_TYPE(self));
+}
 
 /* The last handle made, to look at again, and the list of live loops
  * (pending.c alone reads and writes it). */
@@ -428,19 +514,15 @@ void zl_traceback_add(const char *file, const char *func, int line);
  * as its __context__; an exc without a traceback (raised in C) gets a
  * frame. A new reference, or NULL with an exception set. */
 PyObject *zl_call_handling(PyObject *obj, PyObject *name, PyObject *exc, PyObject *arg);
-/* The offsets of a class's object slots (__slots__), recorded once
- * (zl_layout_record) so that reading one on an instance of that class is a
- * load. names[f] is where the interned name of field f is kept. */
-#define ZL_LAYOUT_MAX 24
-typedef struct {
-    PyTypeObject *type; /* the class recorded; NULL before */
-    int n;
-    PyObject **const *names;
-    Py_ssize_t offset[ZL_LAYOUT_MAX];
-} zl_layout;
-/* Records cls's offsets of every field: 0, or -1 with TypeError when one
- * is not an object slot of cls. */
-int zl_layout_record(zl_layout *layout, PyObject *cls);
+/* Field f's name in names (borrowed). */
+static inline PyObject *zl_layout_name(const zl_layout *layout, const zl_names *names, int f)
+{
+    return *(PyObject *const *)((const char *)names + layout->name_at[f]);
+}
+/* Records cls's offsets of every field, named by names (the module
+ * state's that records it): 0, or -1 with TypeError when one is not an
+ * object slot of cls. */
+int zl_layout_record(zl_layout *layout, const zl_names *names, PyObject *cls);
 /* own_methods(cls): gives cls, a Python subclass of the adapter's types,
  * method descriptors of its own for the C methods it inherits, so that
  * CPython's specialized calls apply to them; the names, as a list. */
@@ -518,13 +600,6 @@ static inline int zl_layout_long(const zl_layout *layout, PyObject *self, int f,
         return 0;
     return zl_layout_long_slow(layout, self, f, out);
 }
-/* A string the adapter interns once at import, and where it keeps it. */
-typedef struct {
-    PyObject **slot;
-    const char *text;
-} zl_name;
-/* Interns each of n names into its slot; -1 with an exception set. */
-int zl_intern_names(const zl_name *names, size_t n);
 /* Grows *buf (of *cap items of size bytes, *cap 0 when never allocated)
  * to at least need items, doubling from first; the raw allocator, so no
  * GIL is needed. 0, or -1 when out of memory (no exception set). */
@@ -538,7 +613,6 @@ PyObject *zl_set_asyncio(PyObject *mod, PyObject *args);
 PyObject *zl_forked_child_flag(PyObject *mod, PyObject *unused);
 
 /* capi/clock.c */
-int zl_clock_init(void);
 double zl_monotonic(void);
 /* loop.time(), LoopCore's own method: the clock above, in seconds. */
 PyObject *zl_loop_time(zl_loop *L, PyObject *unused);
@@ -643,7 +717,6 @@ void zl_handle_give_call(zl_handle *h, zl_entry *e);
 /* Handle.cancel(): -1 with the exception set when the repr asyncio takes
  * in debug mode raises (the handle is cancelled, its callback kept). */
 int zl_handle_cancel(zl_handle *h);
-int zl_handle_types_init(void);
 /* Makes the module's Handle type (state->handle_type) and reads asyncio's
  * Handle._run: 0 or -1. */
 int zl_handle_type_made(PyObject *module, zl_module_state *state);
@@ -738,8 +811,10 @@ int zl_entry_run(zl_loop *L, zl_entry *e);
 
 /* capi/pending.c: pending handles and the collector */
 /* Hooks the collector of the module's interpreter (gc.callbacks) to the
- * module state's live loops. */
-int zl_pending_init(PyObject *module);
+ * module state's live loops, through a weak reference to the module
+ * (state->gc_hook); zl_pending_fini unhooks it when the module goes. */
+int zl_pending_init(PyObject *module, zl_module_state *state);
+void zl_pending_fini(zl_module_state *state);
 /* h was just made and waits in the ready queue at pos (queued) or in a timer slot. */
 void zl_pending_note(zl_loop *L, zl_handle *h, uint64_t pos, int queued);
 /* h is about to be released by its slot: it is no longer the one to look at. */
@@ -787,7 +862,6 @@ int zl_timer_handle_type_made(PyObject *module, zl_module_state *state);
 int zl_timer_cancel(zl_timer *h);
 
 /* capi/schedule.c: call_soon, call_soon_threadsafe, call_later, call_at */
-int zl_schedule_init(void);
 /* Installs (events._ThreadSafeHandle,) for 3.14+'s call_soon_threadsafe;
  * returns the callable that runs one such handle. */
 PyObject *zl_set_threadsafe_handle(PyObject *mod, PyObject *args);
@@ -801,7 +875,6 @@ PyObject *zl_loop_call_later(zl_loop *L, PyObject *const *args, Py_ssize_t nargs
 PyObject *zl_loop_call_at(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 
 /* capi/tasks.c */
-int zl_tasks_init(void);
 PyObject *zl_loop_create_future(zl_loop *L, PyObject *unused);
 PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames);
@@ -876,7 +949,6 @@ PyObject *zl_socket_layout_ok(PyObject *mod, PyObject *unused);
 /* ==== Transports ==== */
 
 /* capi/streamfeed.c */
-int zl_streamfeed_init(void);
 PyObject *zl_set_streams(PyObject *mod, PyObject *args);
 /* Hands n bytes read by a transport to protocol's asyncio.StreamReader
  * natively: 1 if done, 0 if protocol is not one the fast path serves (the
@@ -885,7 +957,6 @@ PyObject *zl_set_streams(PyObject *mod, PyObject *args);
 int zl_stream_feed(zl_module_state *state, PyObject *protocol, const char *buf, Py_ssize_t n);
 
 /* capi/transport.c */
-int zl_transport_type_init(void);
 /* Makes StreamFastPaths and TransportState from the module, into state. */
 int zl_transport_types_new(PyObject *module, zl_module_state *state);
 PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls);
@@ -913,9 +984,11 @@ void zl_transport_fed_quietly(PyObject *transport);
 /* ==== TLS ==== */
 
 /* capi/tls.c */
-int zl_tls_init(void);
 /* Makes TLSFastPaths and TLSTransportFastPaths from the module, into state. */
 int zl_tls_types_new(PyObject *module, zl_module_state *state);
+/* Drops what set_tls recorded but the layouts' classes (the module's
+ * clear drops those): at the module's free. */
+void zl_tls_state_free(zl_module_state *state);
 /* _engine.set_tls(SSLProtocol, SSLProtocolState, SSLAgainErrors, SSLObject,
  * is_closing_asks_transport, zloopgo's SSLProtocol, its app transport) */
 PyObject *zl_set_tls(PyObject *mod, PyObject *args);
@@ -923,7 +996,6 @@ PyObject *zl_set_tls(PyObject *mod, PyObject *args);
 /* ==== Datagrams ==== */
 
 /* capi/datagram.c */
-int zl_datagram_type_init(void);
 /* Makes DatagramFastPaths and DatagramState from the module, into state. */
 int zl_datagram_types_new(PyObject *module, zl_module_state *state);
 PyObject *zl_set_datagram_layout(PyObject *mod, PyObject *cls);
@@ -938,7 +1010,6 @@ PyObject *zl_set_datagram_layout(PyObject *mod, PyObject *cls);
  * its largest receive, may keep. */
 #define ZL_SOCK_RX_FROM (128 * 1024)
 #define ZL_SOCK_RX_LIMIT (1 << 20)
-int zl_sockops_init(void);
 /* The module's functools.partial and weakref.WeakValueDictionary, into state. */
 int zl_sockops_state_new(zl_module_state *state);
 PyObject *zl_loop_sock_recv_now(zl_loop *L, PyObject *const *args, Py_ssize_t nargs);
@@ -978,9 +1049,6 @@ void zl_drop_lookups(zl_loop *L);
 int zl_lookups_traverse(zl_loop *L, visitproc visit, void *arg);
 
 /* capi/files.c */
-/* The names the settling calls use, interned once per process (with
- * the other files' zl_*_init). */
-int zl_files_init(void);
 /* Adds the operations' numbers to a module object (FILE_OP_OPEN, ...):
  * each exec. */
 int zl_files_constants_add(PyObject *module);
@@ -994,10 +1062,8 @@ void zl_settle_files(zl_loop *L, const zl_completion *done, int64_t n);
 /* ==== Loop core ==== */
 
 /* capi/dispatch.c: the engine's calls into C, declared in bridge.h */
-int zl_dispatch_init(void);
 
 /* capi/loop.c */
-int zl_loop_type_init(void);
 /* LoopCore, made from the module (a heap type per interpreter); NULL
  * with an exception set. */
 PyTypeObject *zl_loop_type_new(PyObject *module);

@@ -29,6 +29,7 @@ asyncio twice: a difference there is the harness's.
 """
 
 import glob
+import importlib.util
 import json
 import os
 
@@ -42,6 +43,7 @@ TOTAL = int(os.environ.get("ZL_HOSTILE_EXAMPLES", "400"))
 # files and pipes wait for threads and children, handles do not)
 SHARE = {"handles": 0.35, "files": 0.15, "datagram": 0.15, "sockops": 0.2, "pipes": 0.15}
 SELF_CHECK = 4
+COMPANION_EXAMPLES = int(os.environ.get("ZL_HOSTILE_COMPANION_EXAMPLES", "12"))
 MACHINES = sorted(machines.MODULES)
 KNOWN = [
     path
@@ -78,6 +80,24 @@ def test_zloopgo_matches_asyncio(pair, machine, tmp_path):
     found = search.search(pair, machine, SEED, examples)
     if found is not None:
         _fail(found, pair, tmp_path)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("concurrent.interpreters") is None,
+    reason="needs concurrent.interpreters (CPython 3.14+)",
+)
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("machine", MACHINES)
+def test_zloopgo_matches_asyncio_beside_another_interpreter(machine, tmp_path):
+    """The generated programs again, a few per machine, while an isolated
+    interpreter of each worker streams checksummed data through a loop of
+    its own with gc.set_threshold(1) (host.start_companion): on zloopgo two
+    module objects are alive, in two interpreters with their own GILs,
+    and the descriptor canary watches every close."""
+    with search.pair(against=AGAINST, companion=True) as p:
+        found = search.search(p, machine, f"{SEED}-companion", COMPANION_EXAMPLES)
+        if found is not None:
+            _fail(found, p, tmp_path)
 
 
 @pytest.mark.parametrize("path", KNOWN, ids=[os.path.basename(p)[:-5] for p in KNOWN])

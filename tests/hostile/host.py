@@ -324,16 +324,86 @@ class Host:
         """The machine's objects left open (after the loop closed)."""
 
 
+# With $ZL_HOSTILE_COMPANION set (CPython 3.14+): while the worker runs
+# programs, a thread runs rounds of this program in an isolated interpreter
+# of its own, on a loop of the worker's kind: a TCP stream of checksummed
+# data with a collection on nearly every allocation. On zloopgo two module
+# objects are then alive, in two interpreters with their own GILs; a round
+# that does not get its data back whole ends the worker (a crash, which
+# the pair reports).
+COMPANION = """
+import asyncio, gc, hashlib, random, sys, zloopgo
+gc.set_threshold(1)
+async def main():
+    rng = random.Random(ROUND)
+    async def echo(reader, writer):
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+        writer.close()
+    server = await asyncio.start_server(echo, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    for _ in range(40):
+        chunk = rng.randbytes(rng.randint(1, 30000))
+        writer.write(chunk)
+        if await reader.readexactly(len(chunk)) != chunk:
+            raise AssertionError("the companion's stream came back changed")
+    writer.close()
+    server.close()
+    await server.wait_closed()
+loop = LOOP
+try:
+    loop.run_until_complete(main())
+finally:
+    loop.close()
+"""
+
+
+def start_companion(loop_name):
+    """The companion thread (above), or None; stop() ends it after its round."""
+    import threading
+
+    if not os.environ.get("ZL_HOSTILE_COMPANION"):
+        return None
+    from concurrent import interpreters
+
+    make = {"asyncio": "asyncio.SelectorEventLoop()", "zloopgo": "zloopgo.new_event_loop()"}
+    stop = threading.Event()
+
+    def rounds():
+        interp = interpreters.create()
+        try:
+            n = 0
+            while not stop.is_set():
+                program = COMPANION.replace("LOOP", make[loop_name]).replace("ROUND", str(n))
+                interp.exec(program)
+                n += 1
+        except BaseException:  # noqa: BLE001 - any failure of the companion ends the worker
+            traceback.print_exc()
+            os._exit(3)
+        finally:
+            interp.close()
+
+    thread = threading.Thread(target=rounds, name="companion interpreter")
+    thread.start()
+    thread.stop = lambda: (stop.set(), thread.join())
+    return thread
+
+
 def worker_main(loop_name):
     """Reads one program per line on stdin, answers one JSON line each (on
     the descriptor stdout had: stray prints go to stderr); observations
-    are journaled to $ZL_HOSTILE_JOURNAL as they are made."""
+    are journaled to $ZL_HOSTILE_JOURNAL as they are made. With
+    $ZL_HOSTILE_COMPANION, a companion interpreter runs beside them
+    (start_companion)."""
     import faulthandler
     import time
 
     from . import machines
 
     faulthandler.enable()
+    companion = start_companion(loop_name)
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     path = os.environ.get("ZL_HOSTILE_JOURNAL")
@@ -346,3 +416,5 @@ def worker_main(loop_name):
         obs, notes = machines.run(program, loop_name, journal)
         notes["seconds"] = time.perf_counter() - start
         out.write(json.dumps({"obs": obs, "notes": notes}, default=repr) + "\n")
+    if companion is not None:
+        companion.stop()

@@ -25,12 +25,16 @@ from . import machines
 MALLOC = {"PYTHONMALLOC": "debug"}
 
 
-def pair(python=None, timeout=None, malloc=True, against="zloopgo"):
+def pair(python=None, timeout=None, malloc=True, against="zloopgo", companion=False):
     """Workers for asyncio and `against` (asyncio: the harness against
-    itself)."""
+    itself); with `companion`, each with an interpreter running a loop of
+    its kind beside the programs (host.start_companion)."""
     kw = {"main": "hostile.host:worker_main", "journal": True}
-    if malloc:
-        kw["env"] = MALLOC
+    env = dict(MALLOC) if malloc else {}
+    if companion:
+        env["ZL_HOSTILE_COMPANION"] = "1"
+    if env:
+        kw["env"] = env
     if timeout is not None:
         kw["timeout"] = timeout
     return Pair("asyncio", against, python, **kw)
