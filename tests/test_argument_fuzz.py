@@ -77,15 +77,33 @@ def _cases():
     return cases
 
 
+# ERROR_INTERNAL_ERROR: Wine 8's CreateProcess now and then fails with it
+# on a loaded machine, before the worker exists (no case has run)
+_WINE_CREATEPROCESS_FAILURE = 1359
+
+
+def _start_worker(chunk):
+    def run():
+        return subprocess.run(
+            [sys.executable, str(WORKER)],
+            input="".join(json.dumps(c) + "\n" for c in chunk),
+            capture_output=True,
+            text=True,
+            timeout=CHUNK_TIMEOUT,
+            check=False,
+        )
+
+    for _ in range(2):
+        try:
+            return run()
+        except OSError as exc:
+            if getattr(exc, "winerror", None) != _WINE_CREATEPROCESS_FAILURE:
+                raise
+    return run()
+
+
 def _run_chunk(chunk):
-    proc = subprocess.run(
-        [sys.executable, str(WORKER)],
-        input="".join(json.dumps(c) + "\n" for c in chunk),
-        capture_output=True,
-        text=True,
-        timeout=CHUNK_TIMEOUT,
-        check=False,
-    )
+    proc = _start_worker(chunk)
     results = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("[")]
     if proc.returncode != 0:
         done = len(results)
