@@ -404,7 +404,8 @@ def _summary(result):
 
 def _exception(exc):
     # an object's address differs between two objects made alike
-    return [type(exc).__name__, re.sub(r"0x[0-9a-f]+", "0x?", str(exc))]
+    # (Windows' reprs print addresses in upper-case hex)
+    return [type(exc).__name__, re.sub(r"0x[0-9a-fA-F]+", "0x?", str(exc))]
 
 
 # WSAENOTCONN: see _new_loop
