@@ -19,7 +19,9 @@ import asyncio
 import hashlib
 import os
 import signal
+import subprocess
 import sys
+import textwrap
 
 import pytest
 from helpers import PIPE_FACTORIES, PIPE_SCRIPT_FACTORIES, check, run_once, run_script
@@ -336,6 +338,121 @@ def test_sigint_interrupts_run_until_complete_while_it_waits(loop_name, run):
         factories=PIPE_SCRIPT_FACTORIES,
     )
     check(proc, "interrupted True")
+
+
+# A console's Ctrl+C, for real: the parent of the program gives itself a
+# console of its own (FreeConsole, AllocConsole: under Wine the python.exe
+# a test runs has none, and GenerateConsoleCtrlEvent then fails with
+# ERROR_INVALID_ACCESS), starts the program in a new process group
+# (CREATE_NEW_PROCESS_GROUP, which turns Ctrl+C off in it until the
+# program turns it back on with SetConsoleCtrlHandler(NULL, FALSE), as
+# Windows documents) and, once the loop waits, sends CTRL_C_EVENT to that
+# group (os.kill, GenerateConsoleCtrlEvent).
+CTRL_C_PARENT = """
+import ctypes, os, signal, subprocess, sys
+kernel32 = ctypes.windll.kernel32
+kernel32.FreeConsole()
+if not kernel32.AllocConsole():
+    sys.exit(f"AllocConsole failed: {ctypes.GetLastError()}")
+child = subprocess.Popen(
+    [sys.executable, "-c", sys.argv[1]],
+    stdout=subprocess.PIPE,
+    text=True,
+    creationflags=subprocess.CREATE_NEW_PROCESS_GROUP,
+)
+print(child.stdout.readline().strip(), flush=True)
+os.kill(child.pid, signal.CTRL_C_EVENT)
+out, _ = child.communicate(timeout=60)
+print(out.strip())
+print("exit", child.returncode)
+"""
+
+
+@pytest.mark.skipif(not WINDOWS, reason="a console's Ctrl+C (GenerateConsoleCtrlEvent): Windows")
+@pytest.mark.parametrize("loop_name", sorted(PIPE_SCRIPT_FACTORIES))
+@pytest.mark.parametrize(
+    "run",
+    [
+        "loop = factory(); loop.call_soon(ready); loop.run_until_complete(asyncio.sleep(60))",
+        "asyncio.run(main(), loop_factory=factory)",
+    ],
+    ids=["run_until_complete", "asyncio.run"],
+)
+def test_a_consoles_ctrl_c_interrupts_the_wait(loop_name, run):
+    if "loop_factory" in run and sys.version_info < (3, 12):
+        pytest.skip("asyncio.run takes loop_factory from 3.12")
+    program = textwrap.dedent(
+        f"""
+        import asyncio, ctypes, sys, time
+        import zloopgo
+        factory = {PIPE_SCRIPT_FACTORIES[loop_name]}
+        # CREATE_NEW_PROCESS_GROUP turned Ctrl+C off here: on again
+        ctypes.windll.kernel32.SetConsoleCtrlHandler(None, False)
+
+        def ready():
+            print("waiting", flush=True)
+
+        async def main():
+            ready()
+            await asyncio.sleep(60)
+
+        start = time.monotonic()
+        try:
+            {run}
+        except KeyboardInterrupt:
+            print("interrupted", time.monotonic() - start < 30)
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", CTRL_C_PARENT, program],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    check(proc, "waiting", "interrupted True", "exit 0")
+
+
+@pytest.mark.parametrize("loop_name", sorted(PIPE_SCRIPT_FACTORIES))
+@pytest.mark.parametrize("left", ["child done", "read outstanding"])
+def test_a_loop_never_closed_lets_the_interpreter_exit(loop_name, left):
+    # A loop that ran a piped child (on Windows the one that starts the
+    # proactor's wait thread, zloopgo/_winpipes.py) and is never closed:
+    # the interpreter still exits, with or without a pipe read outstanding
+    # on its port, and exits as the reference loop does (status 0; a
+    # hang is a TimeoutExpired).
+    body = """
+        loop = factory()
+
+        async def main():
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-c", "print('hi')", stdout=asyncio.subprocess.PIPE
+            )
+            out, _ = await proc.communicate()
+            print("child said", out.decode().strip())
+    """
+    if left == "read outstanding":
+        body += """
+            # a child that waits for its stdin's EOF (this process's exit)
+            # keeps its stdout open, so the read stays outstanding
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-c", "import sys; sys.stdin.read()",
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL,
+            )
+            reading = asyncio.ensure_future(proc.stdout.read(1))
+            await asyncio.sleep(0.2)
+            print("reading", not reading.done())
+        """
+    body += """
+        loop.run_until_complete(main())
+        print("leaving without close()", flush=True)
+    """
+    proc = run_script(loop_name, body, timeout=60, factories=PIPE_SCRIPT_FACTORIES)
+    expected = ["child said hi", "leaving without close()"]
+    if left == "read outstanding":
+        expected.append("reading True")
+    check(proc, *expected)
 
 
 @pytest.mark.skipif(not WINDOWS, reason="Windows' named pipes")

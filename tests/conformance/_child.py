@@ -2,6 +2,9 @@
 
 Usage: python _child.py MODULE EVENTS_FILE [HANG_AFTER_SECONDS]
 
+ZLCONF_SKIP_IDS (comma-separated test ids) leaves those tests out: run.py
+resumes a module that hung or crashed this way.
+
 With ZLCONF_LOOP=asyncio in the environment it runs the module on asyncio's
 own loops instead, untouched (no swap, no adapters, no bindings), still
 recording every test's outcome and loops: the reference a baseline of what
@@ -236,6 +239,24 @@ def _adapt_unix_events(mod):
             adapt(getattr(mod, name))
 
 
+def _adapt_subprocess(mod):
+    """On Windows test_subprocess binds its SubprocessMixin to an
+    asyncio.ProactorEventLoop built in setUp (SubprocessProactorTests);
+    build a zloopgo Loop instead (its subprocesses are the proactor's
+    code, zloopgo/_winpipes.py). Elsewhere its classes take their loop
+    from the swap and nothing is adapted."""
+    cls = getattr(mod, "SubprocessProactorTests", None)
+    if cls is None:
+        return False
+
+    def setUp(self):
+        super(cls, self).setUp()
+        self.loop = make_zloopgo()
+        self.set_event_loop(self.loop)
+
+    cls.setUp = setUp
+
+
 def _adapt_taskgroups(mod):
     """3.14's test_taskgroups names asyncio.EventLoop as its loop_factory
     (bound when the module is imported): use a zloopgo Loop."""
@@ -267,6 +288,11 @@ ADAPTERS = {
         _adapt_taskgroups,
         "TestTaskGroup and TestEagerTaskTaskGroup (loop_factory asyncio.EventLoop, 3.14+) use "
         + "a zloopgo Loop",
+    ),
+    "test_subprocess": (
+        _adapt_subprocess,
+        "SubprocessProactorTests (Windows: an asyncio.ProactorEventLoop in setUp) uses a "
+        + "zloopgo Loop",
     ),
     "test_unix_events": (
         _adapt_unix_events,
@@ -384,6 +410,18 @@ class StreamingResult(unittest.TestResult):
         self._set("fail", note="unexpected success")
 
 
+def without(suite, ids):
+    """suite less the tests whose id is in ids (run.py's resumed run after a
+    hang or a crash: the tests that already have an outcome)."""
+    kept = unittest.TestSuite()
+    for test in suite:
+        if isinstance(test, unittest.TestSuite):
+            kept.addTest(without(test, ids))
+        elif test.id() not in ids:
+            kept.addTest(test)
+    return kept
+
+
 def run(modname, emit):
     if STOCK:
         emit(event="swap", ok=None, seen={}, stock=True, python=sys.version.split()[0])
@@ -400,8 +438,8 @@ def run(modname, emit):
         mod = importlib.import_module(full)
         if modname in ADAPTERS and os.environ.get("ZLCONF_NO_ADAPT") != "1" and not STOCK:
             adapt, how = ADAPTERS[modname]
-            adapt(mod)
-            emit(event="adapted", how=how)
+            if adapt(mod) is not False:  # False: nothing to adapt on this platform
+                emit(event="adapted", how=how)
         if modname in network.BINDINGS and not STOCK:
             suite = network.load(mod, make_zloopgo)
         else:
@@ -420,6 +458,9 @@ def run(modname, emit):
         )
         emit(event="done")
         return
+    skip = os.environ.get("ZLCONF_SKIP_IDS")
+    if skip:
+        suite = without(suite, set(skip.split(",")))
     t0 = time.monotonic()
     suite.run(StreamingResult(emit))
     emit(event="done", seconds=round(time.monotonic() - t0, 3))

@@ -19,6 +19,7 @@ socketpairs, pipes); nothing is resource-gated in these modules.
 """
 
 import inspect
+import sys
 import unittest
 
 
@@ -180,6 +181,34 @@ def _sslproto(mod, factory):
     return [mod.SslProtoHandshakeTests, bound]
 
 
+def _windows_events(mod, factory):
+    """Windows only. Its loop-generic classes: Ctrl+C ending run_forever
+    and a loop run from a thread not the main one (asyncio.new_event_loop,
+    swapped), and the pipe-object checks of connect_read_pipe /
+    connect_write_pipe (a ProactorEventLoop in setUp: a zloopgo loop,
+    whose pipes are the proactor's code). ProactorTests exercise the
+    IocpProactor itself (loop._proactor's accept_pipe, wait_for_handle,
+    its cancellation), not a loop method; WinPolicyTests, asyncio's own
+    policies' loop classes."""
+    rest = [getattr(mod, n) for n in ("ProactorLoopCtrlC", "ProactorMultithreading")]
+    pipes = mod.ProactorPipeObjectSupportTests
+
+    def setUp(self):
+        # its setUp with a zloopgo loop for the ProactorEventLoop
+        unittest.TestCase.setUp(self)
+        self.loop = factory()
+        self.addCleanup(self.loop.close)
+        self.errors = []
+        self.loop.set_exception_handler(lambda loop, context: self.errors.append(context))
+
+    bound = type(
+        pipes.__name__,
+        (pipes,),
+        {"setUp": setUp, "__module__": pipes.__module__, "__qualname__": pipes.__qualname__},
+    )
+    return [*rest, bound]
+
+
 # module -> function(module, loop factory) returning the TestCase classes to run
 BINDINGS = {
     "test_sock_lowlevel": _sock_lowlevel,
@@ -189,6 +218,8 @@ BINDINGS = {
     "test_events": _events,
     "test_sslproto": _sslproto,
 }
+if sys.platform == "win32":
+    BINDINGS["test_windows_events"] = _windows_events
 
 
 def load(mod, factory):
