@@ -81,6 +81,34 @@ def test_a_transport_cannot_take_a_class_of_another_layout(loop):
     assert loop.run_until_complete(main()) is False
 
 
+def test_no_class_of_python_slots_takes_the_place_of_a_native_base():
+    """A class defined in Python on the same asyncio base, of the same size
+    (one slot where the native base keeps its state pointer), is refused
+    both ways by __class__ assignment: its slot would read the pointer as
+    an object, or the pointer the slot's object. zloopgo only: asyncio has
+    no native base."""
+    from asyncio import transports
+
+    from zloopgo import _engine
+
+    for native in (
+        _engine.StreamFastPaths,
+        _engine.DatagramFastPaths,
+        _engine.TLSTransportFastPaths,
+    ):
+        ours = type("Ours", (native,), {})
+        theirs = type(
+            "Theirs",
+            (transports._FlowControlMixin,),
+            {"__slots__": ("x", "__dict__", "__weakref__")},
+        )
+        assert ours.__basicsize__ == theirs.__basicsize__
+        for made, other in ((ours, theirs), (theirs, ours)):
+            obj = object.__new__(made)
+            with pytest.raises(TypeError, match="object layout differs"):
+                obj.__class__ = other
+
+
 @pytest.mark.parametrize("method", ["is_closing", "sendto", "_read_ready"])
 def test_an_instance_made_by_object_new_fails_as_asyncios(loop, method):
     """object.__new__ leaves every attribute unset (and the native state
