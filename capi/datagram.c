@@ -39,15 +39,12 @@ static const size_t field_names[D_COUNT] = {
     NAME_AT(_buffer),    NAME_AT(_extra), NAME_AT(_loop),     NAME_AT(_zl_dgram)};
 _Static_assert(D_COUNT <= ZL_LAYOUT_MAX, "too many datagram fields for a zl_layout");
 
-/* The methods of DatagramFastPaths, which name it among a class's bases. */
-#define N_DG_METHODS 3
-static PyMethodDef dg_methods[N_DG_METHODS];
-
 /* The state of the module whose DatagramFastPaths self's class derives
- * from, which holds the layout: every native method's first step. */
+ * from, which holds the layout, kept in self: every native method's first
+ * step. */
 static inline zl_module_state *datagram_state(PyObject *self)
 {
-    return zl_state_of_native(self, dg_methods);
+    return zl_state_of_native(self, &((zl_native_transport *)self)->state);
 }
 
 PyObject *zl_set_datagram_layout(PyObject *mod, PyObject *cls)
@@ -417,7 +414,7 @@ static PyObject *dg_sendto(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return to_error_received(st, self);
 }
 
-static PyMethodDef dg_methods[N_DG_METHODS] = {
+static PyMethodDef dg_methods[] = {
     {"_read_ready", (PyCFunction)dg_read_ready, METH_NOARGS,
      "Receive one datagram and hand it to the protocol (asyncio's _read_ready)."},
     {"sendto", (PyCFunction)(void (*)(void))dg_sendto, METH_FASTCALL | METH_KEYWORDS,
@@ -430,18 +427,25 @@ static PyType_Slot dg_slots[] = {
     {Py_tp_methods, dg_methods},
     {0, NULL}};
 
-/* A base of zloopgo's datagram transport class only: no instances of its own. */
-static PyType_Spec dg_spec = {"zloopgo._engine.DatagramFastPaths", sizeof(PyObject), 0,
-                              Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_IMMUTABLETYPE |
-                                  Py_TPFLAGS_DISALLOW_INSTANTIATION,
-                              dg_slots};
+/* A base of zloopgo's datagram transport class, on asyncio's
+ * _FlowControlMixin (zl_native_transport): its instances are made as
+ * asyncio makes its transports (object's tp_new, inherited). Mutable as
+ * that base is: CPython 3.12+ makes no immutable type on a mutable base. */
+static PyType_Spec dg_spec = {"zloopgo._engine.DatagramFastPaths", sizeof(zl_native_transport), 0,
+                              Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, dg_slots};
 
 int zl_datagram_types_new(PyObject *module, zl_module_state *state)
 {
     state->datagram_layout = (zl_layout){.n = D_COUNT, .name_at = field_names};
+    PyObject *base = zl_flow_control_base();
+    if (base == NULL)
+        return -1;
     state->datagram_fast_paths_type =
-        (PyTypeObject *)PyType_FromModuleAndSpec(module, &dg_spec, NULL);
-    if (state->datagram_fast_paths_type == NULL)
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &dg_spec, base);
+    Py_DECREF(base);
+    if (state->datagram_fast_paths_type == NULL ||
+        zl_native_base_check(state->datagram_fast_paths_type,
+                             offsetof(zl_native_transport, state)) < 0)
         return -1;
     state->datagram_state_type =
         (PyTypeObject *)PyType_FromModuleAndSpec(module, &state_spec, NULL);

@@ -115,23 +115,22 @@ static int set_field(const zl_module_state *st, PyObject *self, int f, PyObject 
 enum { A_CLOSED, A_SSL_PROTOCOL, A_COUNT };
 static const size_t app_field_names[A_COUNT] = {NAME_AT(_closed), NAME_AT(_ssl_protocol)};
 
-/* The method tables of TLSFastPaths and TLSTransportFastPaths, which name
- * them among a class's bases. */
+/* The method table of TLSFastPaths, which names it among a class's bases. */
 #define N_PROTOCOL_METHODS 9
-#define N_APP_METHODS 3
-static PyMethodDef protocol_methods[N_PROTOCOL_METHODS], app_methods[N_APP_METHODS];
+static PyMethodDef protocol_methods[N_PROTOCOL_METHODS];
 
 /* The state of the module whose TLSFastPaths self's class derives from
- * (the protocol's), or whose TLSTransportFastPaths (the app transport's):
- * each native method's first step, handed down to every step it takes. */
+ * (the protocol's), or whose TLSTransportFastPaths (the app transport's),
+ * kept in self: each native method's first step, handed down to every
+ * step it takes. */
 static inline zl_module_state *protocol_state(PyObject *self)
 {
-    return zl_state_of_native(self, protocol_methods);
+    return zl_state_of_native(self, &((zl_native_protocol *)self)->state);
 }
 
 static inline zl_module_state *app_state(PyObject *self)
 {
-    return zl_state_of_native(self, app_methods);
+    return zl_state_of_native(self, &((zl_native_transport *)self)->state);
 }
 
 static PyObject *app_field(const zl_module_state *st, PyObject *self, int f)
@@ -1024,7 +1023,7 @@ static PyObject *buffer_updated(PyObject *self, PyObject *nbytes)
                 Py_DECREF(r);
                 return NULL;
             }
-            zl_transport_fed_quietly(transport);
+            zl_transport_fed_quietly(st, transport);
             Py_DECREF(transport);
         }
         return r;
@@ -1049,15 +1048,16 @@ static PyMethodDef protocol_methods[N_PROTOCOL_METHODS] = {
 
 static PyType_Slot protocol_slots[] = {
     {Py_tp_doc, "Native per-record methods for asyncio's sslproto.SSLProtocol."},
-    /* SSLProtocol has no slots of its own, so this type is its subclass's
-     * best base, whose tp_new instances are made with */
+    /* SSLProtocol has no slots of its own, so this type (which adds the
+     * state field, zl_native_protocol) is its subclass's best base, whose
+     * tp_new instances are made with */
     {Py_tp_new, PyType_GenericNew},
     {Py_tp_methods, protocol_methods},
     {Py_tp_setattro, tls_setattro},
     {0, NULL}};
 
 static PyType_Spec protocol_spec = {
-    "zloopgo._engine.TLSFastPaths", sizeof(PyObject), 0,
+    "zloopgo._engine.TLSFastPaths", sizeof(zl_native_protocol), 0,
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_IMMUTABLETYPE, protocol_slots};
 
 /* proto's class has a TLSFastPaths of any interpreter's module in its
@@ -1145,7 +1145,7 @@ static PyObject *app_is_closing(PyObject *self, PyObject *unused)
     return r;
 }
 
-static PyMethodDef app_methods[N_APP_METHODS] = {
+static PyMethodDef app_methods[] = {
     {"write", app_write, METH_O, "Write data to the transport (asyncio.WriteTransport.write)."},
     {"is_closing", app_is_closing, METH_NOARGS,
      "Return True if the transport is closing or closed."},
@@ -1156,11 +1156,12 @@ static PyType_Slot app_slots[] = {
     {Py_tp_methods, app_methods},
     {0, NULL}};
 
-/* A base of zloopgo's app transport class only: no instances of its own. */
-static PyType_Spec app_spec = {"zloopgo._engine.TLSTransportFastPaths", sizeof(PyObject), 0,
-                               Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_IMMUTABLETYPE |
-                                   Py_TPFLAGS_DISALLOW_INSTANTIATION,
-                               app_slots};
+/* A base of zloopgo's app transport class, on asyncio's _FlowControlMixin
+ * (zl_native_transport): its instances are made as asyncio makes its
+ * transports (object's tp_new, inherited). Mutable as that base is:
+ * CPython 3.12+ makes no immutable type on a mutable base. */
+static PyType_Spec app_spec = {"zloopgo._engine.TLSTransportFastPaths", sizeof(zl_native_transport),
+                               0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, app_slots};
 
 void zl_tls_state_free(zl_module_state *state)
 {
@@ -1190,9 +1191,17 @@ int zl_tls_types_new(PyObject *module, zl_module_state *state)
     state->tls.app_layout = (zl_layout){.n = A_COUNT, .name_at = app_field_names};
     state->tls_fast_paths_type =
         (PyTypeObject *)PyType_FromModuleAndSpec(module, &protocol_spec, NULL);
-    if (state->tls_fast_paths_type == NULL)
+    if (state->tls_fast_paths_type == NULL ||
+        zl_native_base_check(state->tls_fast_paths_type, offsetof(zl_native_protocol, state)) < 0)
+        return -1;
+    PyObject *base = zl_flow_control_base();
+    if (base == NULL)
         return -1;
     state->tls_transport_fast_paths_type =
-        (PyTypeObject *)PyType_FromModuleAndSpec(module, &app_spec, NULL);
-    return state->tls_transport_fast_paths_type == NULL ? -1 : 0;
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &app_spec, base);
+    Py_DECREF(base);
+    if (state->tls_transport_fast_paths_type == NULL)
+        return -1;
+    return zl_native_base_check(state->tls_transport_fast_paths_type,
+                                offsetof(zl_native_transport, state));
 }

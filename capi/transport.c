@@ -51,15 +51,12 @@ static const size_t field_names[F_COUNT] = {
     NAME_AT(_zl_state),  NAME_AT(_sock)};
 _Static_assert(F_COUNT <= ZL_LAYOUT_MAX, "too many transport fields for a zl_layout");
 
-/* The methods of StreamFastPaths, which name it among a class's bases. */
-#define N_FAST_METHODS 6
-static PyMethodDef fast_methods[N_FAST_METHODS];
-
 /* The state of the module whose StreamFastPaths self's class derives
- * from, which holds the layout: every native method's first step. */
+ * from, which holds the layout, kept in self: every native method's first
+ * step. */
 static inline zl_module_state *transport_state(PyObject *self)
 {
-    return zl_state_of_native(self, fast_methods);
+    return zl_state_of_native(self, &((zl_native_transport *)self)->state);
 }
 
 static inline PyObject *slot_value(const zl_module_state *st, PyObject *self, int f)
@@ -473,9 +470,13 @@ static PyObject *read_get_buffer(const zl_module_state *st, PyObject *self)
     Py_RETURN_NONE;
 }
 
-void zl_transport_fed_quietly(PyObject *transport)
+void zl_transport_fed_quietly(const zl_module_state *st, PyObject *transport)
 {
-    zl_transport *t = state_of(transport_state(transport), transport);
+    /* any object may be a TLS protocol's transport: only this module's
+     * StreamFastPaths have the layout st holds */
+    if (!PyObject_TypeCheck(transport, st->stream_fast_paths_type))
+        return;
+    zl_transport *t = state_of(st, transport);
     if (t != NULL)
         t->fed_quietly = 1;
 }
@@ -725,7 +726,7 @@ int zl_is_native_read(PyObject *callback)
     return PyCFunction_Check(callback) && PyCFunction_GET_FUNCTION(callback) == read_ready;
 }
 
-static PyMethodDef fast_methods[N_FAST_METHODS] = {
+static PyMethodDef fast_methods[] = {
     {"_read_ready", read_ready, METH_NOARGS, NULL},
     {"_read_ready__data_received", read_ready_data_received, METH_NOARGS, NULL},
     {"_read_ready__get_buffer", read_ready_get_buffer, METH_NOARGS, NULL},
@@ -740,18 +741,25 @@ static PyType_Slot fast_slots[] = {
     {Py_tp_methods, fast_methods},
     {0, NULL}};
 
-/* A base of zloopgo's transport class only: no instances of its own. */
-static PyType_Spec fast_spec = {"zloopgo._engine.StreamFastPaths", sizeof(PyObject), 0,
-                                Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE |
-                                    Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
-                                fast_slots};
+/* A base of zloopgo's transport class, on asyncio's _FlowControlMixin
+ * (zl_native_transport): its instances are made as asyncio makes its
+ * transports (object's tp_new, inherited). Mutable as that base is:
+ * CPython 3.12+ makes no immutable type on a mutable base. */
+static PyType_Spec fast_spec = {"zloopgo._engine.StreamFastPaths", sizeof(zl_native_transport), 0,
+                                Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, fast_slots};
 
 int zl_transport_types_new(PyObject *module, zl_module_state *state)
 {
     state->transport_layout = (zl_layout){.n = F_COUNT, .name_at = field_names};
+    PyObject *base = zl_flow_control_base();
+    if (base == NULL)
+        return -1;
     state->stream_fast_paths_type =
-        (PyTypeObject *)PyType_FromModuleAndSpec(module, &fast_spec, NULL);
-    if (state->stream_fast_paths_type == NULL)
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &fast_spec, base);
+    Py_DECREF(base);
+    if (state->stream_fast_paths_type == NULL ||
+        zl_native_base_check(state->stream_fast_paths_type, offsetof(zl_native_transport, state)) <
+            0)
         return -1;
     state->transport_state_type =
         (PyTypeObject *)PyType_FromModuleAndSpec(module, &state_spec, NULL);

@@ -3,8 +3,10 @@
  * calling a method as an `except` clause would, giving a Python subclass
  * descriptors of its own for the C methods it inherits (own_methods),
  * reading a class's slots by their recorded offsets (a field's name from
- * the module state's zl_names), finding the module state of a class, and
- * growing a raw buffer.
+ * the module state's zl_names), finding the module state of a class and
+ * keeping it in a native base's instance, fetching asyncio's
+ * _FlowControlMixin (the native transport bases' base) and checking a
+ * native base's layout, and growing a raw buffer.
  *
  * Layer 1 (capi/zl.h): it calls nothing of the adapter and knows no
  * loop, handle or transport. */
@@ -226,4 +228,40 @@ zl_module_state *zl_state_of_type(PyTypeObject *tp)
     PyObject *m = _PyType_GetModuleByDef(tp, &zl_module_def); /* the same MRO walk, 3.10's name */
 #endif
     return m != NULL ? PyModule_GetState(m) : NULL;
+}
+
+zl_module_state *zl_state_remember(PyObject *self, zl_module_state **kept)
+{
+    zl_module_state *st = zl_state_of_type(Py_TYPE(self));
+    if (st != NULL)
+        *kept = st;
+    return st;
+}
+
+int zl_native_base_check(PyTypeObject *type, Py_ssize_t state_offset)
+{
+    PyTypeObject *base = type->tp_base;
+    /* the field follows the base's own layout, and nothing else of it */
+    if (base->tp_basicsize != state_offset || base->tp_itemsize != 0 ||
+        type->tp_basicsize != state_offset + (Py_ssize_t)sizeof(zl_module_state *)) {
+        PyErr_Format(PyExc_TypeError, "%s: its base %s has a layout zloopgo does not know",
+                     type->tp_name, base->tp_name);
+        return -1;
+    }
+    return 0;
+}
+
+PyObject *zl_flow_control_base(void)
+{
+    PyObject *transports = PyImport_ImportModule("asyncio.transports");
+    if (transports == NULL)
+        return NULL;
+    PyObject *base = PyObject_GetAttrString(transports, "_FlowControlMixin");
+    Py_DECREF(transports);
+    if (base != NULL && !PyType_Check(base)) {
+        PyErr_Format(PyExc_TypeError, "asyncio.transports._FlowControlMixin is not a class: %R",
+                     base);
+        Py_CLEAR(base);
+    }
+    return base;
 }

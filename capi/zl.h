@@ -280,24 +280,52 @@ extern PyModuleDef zl_module_def;
  * private one of the same code), for paths that run once per object or
  * on an error, never per packet (util.c). */
 zl_module_state *zl_state_of_type(PyTypeObject *tp);
-/* The module state of a native method's self whose class's MRO entry 1
- * is the module's type with the method table `methods` (zloopgo's own
- * transport and protocol classes name their native base first): a few
- * loads and PyModule_GetState; any other class (a subclass of zloopgo's) takes
- * zl_state_of_type. The first act of a native transport method, whose
- * slot layout is in the state. */
-static inline zl_module_state *zl_state_of_native(PyObject *self, const PyMethodDef *methods)
+/* What the native bases add to the layout of their instances: the module
+ * state of the interpreter whose module made self's class (the state
+ * holds the slot layouts every native method reads), kept in the instance
+ * so that a native method finds it in one load. The transports' bases
+ * (StreamFastPaths, DatagramFastPaths, TLSTransportFastPaths) derive from
+ * asyncio's transports._FlowControlMixin, the solid base of every asyncio
+ * transport they go with, after whose slots (_extra, _loop,
+ * _protocol_paused, _high_water, _low_water) the state comes; the
+ * protocol's (TLSFastPaths) from object. Each type's maker checks that
+ * the field is where this struct says (zl_native_base_check).
+ *
+ * The pointer is borrowed: self holds its class, the class its native
+ * base, the base (a heap type made from the module) its module, which
+ * owns the state; so it lives as long as self. It is NULL until the first
+ * native call on self (objects are made by asyncio's code, object's
+ * tp_new, as before), which fills it in from self's class
+ * (zl_state_remember); assigning __class__ keeps it right: CPython only
+ * allows a class of the same layout, which has the same native base,
+ * hence the same module. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *flow_control_slots[5]; /* asyncio's; never read here */
+    zl_module_state *state;
+} zl_native_transport;
+typedef struct {
+    PyObject_HEAD
+    zl_module_state *state;
+} zl_native_protocol;
+/* 0, or -1 with TypeError set when type's native state field is not at
+ * state_offset (type was made with a base other than the one expected,
+ * or asyncio's _FlowControlMixin has another layout) (util.c). */
+int zl_native_base_check(PyTypeObject *type, Py_ssize_t state_offset);
+/* asyncio.transports._FlowControlMixin (a new reference), the base of the
+ * native transport bases, or NULL with an exception set (util.c). */
+PyObject *zl_flow_control_base(void);
+/* The first native call on an instance: its class's module state
+ * (zl_state_of_type) written to *kept, or NULL with TypeError set. */
+zl_module_state *zl_state_remember(PyObject *self, zl_module_state **kept);
+/* The module state of a native method's self, kept in self at *kept (the
+ * state field of its zl_native_transport or zl_native_protocol): one
+ * load, and the MRO walk on the first call only. The first act of a
+ * native method, whose slot layouts are in the state. */
+static inline zl_module_state *zl_state_of_native(PyObject *self, zl_module_state **kept)
 {
-    PyObject *mro = Py_TYPE(self)->tp_mro;
-    if (mro != NULL && PyTuple_GET_SIZE(mro) > 1) {
-        PyTypeObject *base = (PyTypeObject *)PyTuple_GET_ITEM(mro, 1);
-        /* one of the module's heap types, of any interpreter: made from
-         * the module, so its ht_module is set (PyType_GetModuleState's
-         * checks, and its call, spared) */
-        if (base->tp_methods == methods)
-            return (zl_module_state *)PyModule_GetState(((PyHeapTypeObject *)base)->ht_module);
-    }
-    return zl_state_of_type(Py_TYPE(self));
+    zl_module_state *st = *kept;
+    return st != NULL ? st : zl_state_remember(self, kept);
 }
 
 /* The last handle made, to look at again, and the list of live loops
@@ -979,7 +1007,7 @@ static inline int zl_transport_read_was_quiet(const zl_loop *L) { return L->rx.q
 /* capi/transport.c: the protocol (tls.c) tells the socket transport that
  * the buffer_updated it is in handed the bytes on without running program
  * code or writing, so that the read counts as quiet (dispatch.c). */
-void zl_transport_fed_quietly(PyObject *transport);
+void zl_transport_fed_quietly(const zl_module_state *st, PyObject *transport);
 
 /* ==== TLS ==== */
 

@@ -152,12 +152,19 @@ TRANSPORT_TYPES = (
 )
 
 
+# Those of them on asyncio's transports._FlowControlMixin, mutable as it is.
+ON_ASYNCIO_BASES = ("StreamFastPaths", "DatagramFastPaths", "TLSTransportFastPaths")
+
+
 def test_each_module_object_has_its_own_transport_types_and_both_serve():
     """The transports' native bases and state objects are heap types made
     from the module (a static type would be one object shared by every
     interpreter): a second module object, imported again after its
     deletion from sys.modules, has classes of its own, immutable like
-    the static ones were; TCP, UDP and TLS round trips run on loops of
+    the static ones were, but for the transports' native bases, which
+    derive from asyncio's transports._FlowControlMixin (a class defined in
+    Python: CPython 3.12+ makes no immutable type on a mutable base);
+    TCP, UDP and TLS round trips run on loops of
     both modules, as on asyncio, both with their native paths (the TCP
     counters, which only the native path adds to, count their transports:
     the slot layouts are each module's own; a process-wide one recorded
@@ -249,7 +256,10 @@ for tag, loop, engine in (("first", first, first_engine), ("second", second, sec
     proc = run_script("zloopgo", body)
     check(
         proc,
-        *(f"{name} True True zloopgo._engine True" for name in TRANSPORT_TYPES),
+        *(
+            f"{name} True True zloopgo._engine {name not in ON_ASYNCIO_BASES}"
+            for name in TRANSPORT_TYPES
+        ),
         "first True",
         "second True",
         "first native True",
