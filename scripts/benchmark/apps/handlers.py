@@ -105,7 +105,10 @@ class Backend:
             for i in ids:
                 row = await con.fetchrow(READ_WORLD, i)
                 worlds.append({"id": row[0], "randomNumber": _random_id()})
-            await con.executemany(WRITE_WORLD, sorted((w["randomNumber"], w["id"]) for w in worlds))
+            # in id order: two requests that update the same rows in
+            # different orders can deadlock in PostgreSQL (a 500)
+            rows = sorted(((w["randomNumber"], w["id"]) for w in worlds), key=lambda r: r[1])
+            await con.executemany(WRITE_WORLD, rows)
         return worlds
 
     async def cached(self, n):
