@@ -138,18 +138,8 @@ def run_module(name, timeout, on_asyncio=False):
             events += new
             break
         # the test the child was in gets its outcome now; the others run again
-        why = "hung: killed after timeout" if hung_now else f"child died (exit {rc})"
         new += [
-            {
-                "event": "test",
-                "id": test_id,
-                "outcome": "error",
-                "message": why,
-                "kind": "unknown",
-                "seconds": None,
-                "traceback": output[-6000:],
-            }
-            for test_id in stuck
+            {"event": "test", **_stuck_outcome(test_id, hung_now, rc, output)} for test_id in stuck
         ]
         hung_tests += stuck if hung_now else []
         # the swap and adaptation events of a resumed child repeat the first's
@@ -209,6 +199,19 @@ def _run_child(name, timeout, on_asyncio, skip_ids):
     return events, rc, hung, seconds, output
 
 
+def _stuck_outcome(test_id, hung, rc, output, kind="unknown"):
+    """The outcome of a test (or module, kind "fixture") that a child left
+    unfinished: it hung and was killed, or the child died in it."""
+    return {
+        "id": test_id,
+        "outcome": "error",
+        "message": "hung: killed after timeout" if hung else f"child died (exit {rc})",
+        "kind": kind,
+        "seconds": None,
+        "traceback": output[-6000:],
+    }
+
+
 def summarize(name, events, rc, hung, seconds, output):
     swap = next((e for e in events if e["event"] == "swap"), None)
     adapted = next((e["how"] for e in events if e["event"] == "adapted"), None)
@@ -217,29 +220,9 @@ def summarize(name, events, rc, hung, seconds, output):
     finished = {t["id"] for t in tests}
     running = [e["id"] for e in events if e["event"] == "start" and e["id"] not in finished]
     for test_id in running:
-        why = "hung: killed after timeout" if hung else f"child died (exit {rc})"
-        tests.append(
-            {
-                "id": test_id,
-                "outcome": "error",
-                "message": why,
-                "kind": "unknown",
-                "seconds": None,
-                "traceback": output[-6000:],
-            }
-        )
+        tests.append(_stuck_outcome(test_id, hung, rc, output))
     if not done and not running:
-        why = "hung: killed after timeout" if hung else f"child died (exit {rc})"
-        tests.append(
-            {
-                "id": f"test.test_asyncio.{name}",
-                "outcome": "error",
-                "message": why,
-                "kind": "fixture",
-                "seconds": None,
-                "traceback": output[-6000:],
-            }
-        )
+        tests.append(_stuck_outcome(f"test.test_asyncio.{name}", hung, rc, output, "fixture"))
     counted = [t for t in tests if t["kind"] != "fixture" or t["outcome"] in ("fail", "error")]
     by = {
         k: sum(t["outcome"] == k for t in counted)
