@@ -135,6 +135,60 @@ zl_zig_cgo_env() {
     printf '%s\n' "CC=$dir/zigcc" "CGO_CFLAGS=-O2 -g -I$dir/pyconfig"
 }
 
+# zl_new_headers_root: a directory whose usr/include holds CPython 3.14's
+# and 3.15's headers (Debian's layout: pythonX.Y/ and MULTIARCH/pythonX.Y/
+# pyconfig.h), for what compiles against a CPython this machine need not
+# have (scripts/freethreaded, scripts/windows). The first of:
+#   - the CPython 3.14/3.15 root of ../shared/tools/newpy/run.sh
+#     ($ZL_NEWPY_ROOT, default ~/.cache/zl-newpy-root);
+#   - Debian testing's libpython3.14-dev and libpython3.15-dev, fetched
+#     once with apt-get (its own package lists in a temporary folder,
+#     checked with this machine's Debian keys: about 10 MB of lists and 12
+#     MB of packages; no root needed) and unpacked into $ZL_FT_HEADERS
+#     (default ~/.cache/zl-ft-headers), where later runs find them.
+# Prints nothing and returns 1 where neither can be had (no root and no
+# apt-get: not Debian or Ubuntu); a failed fetch returns 1 after its log.
+zl_new_headers_root() {
+    local root=${ZL_NEWPY_ROOT:-$HOME/.cache/zl-newpy-root}
+    if [ -d "$root/usr/include/python3.14" ]; then
+        echo "$root"
+        return
+    fi
+    root=${ZL_FT_HEADERS:-$HOME/.cache/zl-ft-headers}
+    if [ ! -d "$root/usr/include" ]; then
+        if ! command -v apt-get >/dev/null 2>&1 || ! command -v dpkg-deb >/dev/null 2>&1; then
+            return 1
+        fi
+        _zl_fetch_debian_headers "$root" || return 1
+    fi
+    echo "$root"
+}
+
+_zl_fetch_debian_headers() {
+    local dir=$1 mirror apt_dir deb version
+    mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+    [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" { print $2; exit }' /etc/apt/sources.list 2>/dev/null || true)
+    [ -n "$mirror" ] || mirror=http://deb.debian.org/debian
+    apt_dir=$(mktemp -d)
+    mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/debs"
+    echo "deb [target=Packages] $mirror testing main" >"$apt_dir/sources.list"
+    local -a apt=(apt-get -q -o "Dir::Etc::SourceList=$apt_dir/sources.list"
+        -o Dir::Etc::SourceParts=/nonexistent -o "Dir::State::Lists=$apt_dir/lists"
+        -o "Dir::Cache=$apt_dir/cache" -o Acquire::Languages=none -o APT::Sandbox::User=root)
+    echo "== fetching Debian testing's CPython 3.14 and 3.15 headers into $dir (once)" >&2
+    local -a packages=()
+    for version in 3.14 3.15; do packages+=("libpython$version-dev/testing"); done
+    if ! "${apt[@]}" update >"$apt_dir/log" 2>&1 ||
+        ! (cd "$apt_dir/debs" && "${apt[@]}" download "${packages[@]}") >"$apt_dir/log" 2>&1; then
+        cat "$apt_dir/log" >&2
+        rm -rf "$apt_dir"
+        return 1
+    fi
+    rm -rf "$dir.partial" && mkdir -p "$dir.partial"
+    for deb in "$apt_dir"/debs/*.deb; do dpkg-deb -x "$deb" "$dir.partial"; done
+    rm -rf "$dir" "$apt_dir" && mv "$dir.partial" "$dir"
+}
+
 # ---- scripts/bench only -------------------------------------------------------
 
 # zl_cpythons: every CPython >= 3.10 installed (pyenv's, else python3.N on
