@@ -102,11 +102,11 @@ static int field_true(const zl_module_state *st, PyObject *self, int f)
 }
 
 /* self.<field f> = v: stored in its slot (as the slot's descriptor
- * stores it), else set by name; 0 or -1. */
+ * stores it) where zl_layout_direct allows, else set by name; 0 or -1. */
 static int set_field(const zl_module_state *st, PyObject *self, int f, PyObject *v)
 {
     const zl_layout *layout = &st->tls.layout;
-    if (layout->type == NULL || !PyObject_TypeCheck(self, layout->type))
+    if (!zl_layout_direct(layout, self))
         return PyObject_SetAttr(self, zl_layout_name(layout, &st->names, f), v);
     Py_XSETREF(*(PyObject **)((char *)self + layout->offset[f]), Py_NewRef(v));
     return 0;
