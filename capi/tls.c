@@ -1048,10 +1048,10 @@ static PyMethodDef protocol_methods[N_PROTOCOL_METHODS] = {
 
 static PyType_Slot protocol_slots[] = {
     {Py_tp_doc, "Native per-record methods for asyncio's sslproto.SSLProtocol."},
-    /* SSLProtocol has no slots of its own, so this type (which adds the
-     * state field, zl_native_protocol) is its subclass's best base, whose
-     * tp_new instances are made with */
-    {Py_tp_new, PyType_GenericNew},
+    /* no tp_new: object's, inherited, makes the instances, as it makes
+     * asyncio's SSLProtocol's (object.__new__ of the class then works as
+     * there: it refuses a class whose first static base's tp_new is not
+     * object's) */
     {Py_tp_methods, protocol_methods},
     {Py_tp_setattro, tls_setattro},
     {0, NULL}};

@@ -318,3 +318,17 @@ def _tls_contexts():
     client_ctx = ssl.create_default_context()
     ca.configure_trust(client_ctx)
     return server_ctx, client_ctx
+
+
+def test_object_new_makes_a_tls_protocol_as_asyncios(loop):
+    """object.__new__ of the loop's SSLProtocol class (what a program may
+    do to make one without __init__): asyncio's makes one, whose methods
+    then miss their attributes."""
+    from asyncio import sslproto
+
+    from zloopgo import _tls
+
+    cls = _tls.SSLProtocol if type(loop).__module__.startswith("zloopgo") else sslproto.SSLProtocol
+    bare = object.__new__(cls)
+    with pytest.raises(AttributeError, match="_state"):
+        bare._do_read()
