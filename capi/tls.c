@@ -102,11 +102,11 @@ static int field_true(const zl_module_state *st, PyObject *self, int f)
 }
 
 /* self.<field f> = v: stored in its slot (as the slot's descriptor
- * stores it), else set by name; 0 or -1. */
+ * stores it) where zl_layout_direct allows, else set by name; 0 or -1. */
 static int set_field(const zl_module_state *st, PyObject *self, int f, PyObject *v)
 {
     const zl_layout *layout = &st->tls.layout;
-    if (layout->type == NULL || !PyObject_TypeCheck(self, layout->type))
+    if (!zl_layout_direct(layout, self))
         return PyObject_SetAttr(self, zl_layout_name(layout, &st->names, f), v);
     Py_XSETREF(*(PyObject **)((char *)self + layout->offset[f]), Py_NewRef(v));
     return 0;
@@ -1048,10 +1048,10 @@ static PyMethodDef protocol_methods[N_PROTOCOL_METHODS] = {
 
 static PyType_Slot protocol_slots[] = {
     {Py_tp_doc, "Native per-record methods for asyncio's sslproto.SSLProtocol."},
-    /* SSLProtocol has no slots of its own, so this type (which adds the
-     * state field, zl_native_protocol) is its subclass's best base, whose
-     * tp_new instances are made with */
-    {Py_tp_new, PyType_GenericNew},
+    /* no tp_new: object's, inherited, makes the instances, as it makes
+     * asyncio's SSLProtocol's (object.__new__ of the class then works as
+     * there: it refuses a class whose first static base's tp_new is not
+     * object's) */
     {Py_tp_methods, protocol_methods},
     {Py_tp_setattro, tls_setattro},
     {0, NULL}};

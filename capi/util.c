@@ -167,9 +167,41 @@ int zl_layout_record(zl_layout *layout, const zl_names *names, PyObject *cls)
             return -1;
         }
         layout->offset[f] = m->offset;
+        layout->member[f] = m;
     }
     Py_XSETREF(layout->type, (PyTypeObject *)Py_NewRef(cls));
+    layout->checked = NULL; /* checked on the first read */
+    layout->checked_version = 0;
     return 0;
+}
+
+int zl_layout_check(const zl_layout *layout, PyTypeObject *tp)
+{
+    if (layout->type == NULL || !PyType_IsSubtype(tp, layout->type))
+        return 0;
+    zl_module_state *state = zl_state_of_type(tp); /* found: tp derives from its types */
+    if (state == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    for (int f = 0; f < layout->n; f++) {
+        /* borrowed; no exception: the names are strings, the MRO tuples */
+        PyObject *d = _PyType_Lookup(tp, zl_layout_name(layout, &state->names, f));
+        if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type) ||
+            ((PyMemberDescrObject *)d)->d_member != layout->member[f])
+            return 0;
+    }
+#if PY_VERSION_HEX >= 0x030C0000
+    PyUnstable_Type_AssignVersionTag(tp); /* the lookups may have made none */
+#endif
+    if (tp->tp_version_tag == 0)
+        return 1; /* no tag to remember it by (CPython ran out): checked each time */
+    /* The cache is the layout's only mutable part, written from the thread
+     * that holds its interpreter's GIL; layouts live in the module state. */
+    zl_layout *cache = (zl_layout *)layout;
+    cache->checked = tp;
+    cache->checked_version = tp->tp_version_tag;
+    return 1;
 }
 
 /* Field f's name, from the names of the module that made self's class's

@@ -183,13 +183,25 @@ typedef struct {
 /* The offsets of a class's object slots (__slots__), recorded once
  * (zl_layout_record) so that reading one on an instance of that class is a
  * load. name_at[f] is where field f's interned name is in zl_names (the
- * names of the module state of self's type, for a lookup). */
+ * names of the module state of self's type, for a lookup).
+ * A load is only what attribute access does while every field's name
+ * still resolves, on the instance's class, to the recorded slot: a
+ * subclass, or the class itself (it is mutable), may put a property or
+ * another descriptor under a field's name. `checked` is the last class
+ * found so (borrowed), at its version tag `checked_version` (a class
+ * changed, or freed and another made at its address, has another tag:
+ * tags are not reused). */
 #define ZL_LAYOUT_MAX 24
 typedef struct {
     PyTypeObject *type; /* the class recorded; NULL before */
     int n;
-    const size_t *name_at; /* offsetof(zl_names, ...) of each field */
+    const size_t *name_at;        /* offsetof(zl_names, ...) of each field */
+    PyTypeObject *checked;        /* the last class whose fields are the slots */
+    unsigned int checked_version; /* its tp_version_tag then (never 0) */
     Py_ssize_t offset[ZL_LAYOUT_MAX];
+    /* each field's slot definition (its class's, which the recorded one
+     * keeps alive): what a name must still resolve to */
+    const PyMemberDef *member[ZL_LAYOUT_MAX];
 } zl_layout;
 
 /* The interned names (capi/names.h, each text once), one set per module
@@ -555,11 +567,26 @@ int zl_layout_record(zl_layout *layout, const zl_names *names, PyObject *cls);
  * method descriptors of its own for the C methods it inherits, so that
  * CPython's specialized calls apply to them; the names, as a list. */
 PyObject *zl_own_methods(PyObject *mod, PyObject *cls);
-/* Field f of self, borrowed, or NULL (no error set) when self is not of
- * the recorded class or the slot is unset: then look the attribute up. */
+/* 1 when every field's name resolves, on tp, to the slot recorded (tp is
+ * the recorded class or a subclass, and neither puts anything else under
+ * a field's name), remembered as layout's checked class; else 0. Never
+ * sets an exception (util.c). */
+int zl_layout_check(const zl_layout *layout, PyTypeObject *tp);
+/* Whether self's fields may be read and written in their slots: its class
+ * is the one last checked, unchanged since (two loads), or passes the
+ * check. */
+static inline int zl_layout_direct(const zl_layout *layout, PyObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    return (tp == layout->checked && tp->tp_version_tag == layout->checked_version) ||
+           zl_layout_check(layout, tp);
+}
+/* Field f of self, borrowed, or NULL (no error set) when its slot may not
+ * be read directly (zl_layout_direct) or is unset: then look the
+ * attribute up. */
 static inline PyObject *zl_layout_slot(const zl_layout *layout, PyObject *self, int f)
 {
-    if (layout->type == NULL || !PyObject_TypeCheck(self, layout->type))
+    if (!zl_layout_direct(layout, self))
         return NULL;
     return *(PyObject **)((char *)self + layout->offset[f]);
 }

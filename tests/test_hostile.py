@@ -2,7 +2,8 @@
 arguments, buffers and overrides that re-enter the loop from their
 special methods, cancellation at every await, the descriptor canary and
 what the exception handler sees, over handles and timers, files,
-datagrams, the sock_* methods and read pipes (the transports' are in
+datagrams, the sock_* methods, read pipes and the objects whose methods
+are native (class swaps, bare instances, subclasses; the transports' are in
 tests/test_transport_differential.py, which draws from the same
 vocabulary). Each program runs on asyncio and on zloopgo in worker
 processes of their own, with PYTHONMALLOC=debug (a use after free
@@ -41,7 +42,14 @@ AGAINST = os.environ.get("ZL_HOSTILE_AGAINST", "zloopgo")
 TOTAL = int(os.environ.get("ZL_HOSTILE_EXAMPLES", "400"))
 # each machine's share of the programs (what one program costs differs:
 # files and pipes wait for threads and children, handles do not)
-SHARE = {"handles": 0.35, "files": 0.15, "datagram": 0.15, "sockops": 0.2, "pipes": 0.15}
+SHARE = {
+    "handles": 0.3,
+    "files": 0.13,
+    "datagram": 0.13,
+    "sockops": 0.18,
+    "pipes": 0.13,
+    "natives": 0.13,
+}
 SELF_CHECK = 4
 COMPANION_EXAMPLES = int(os.environ.get("ZL_HOSTILE_COMPANION_EXAMPLES", "12"))
 MACHINES = sorted(machines.MODULES)

@@ -209,3 +209,126 @@ loop.close()
 @pytest.mark.parametrize("loop_name", sorted(SCRIPT_FACTORIES))
 def test_tls_over_a_transport_of_the_programs_own(loop_name):
     check(run_script(loop_name, TLS_OVER_A_PROGRAMS_TRANSPORT), "echoed b'ping\\n'")
+
+
+# A class that puts a property where the native methods read a field: a
+# program's subclass, or a class changed after a native method ran. asyncio
+# reads the property (its fields are attributes); the native methods read
+# a field's slot only while its name still resolves to that slot
+# (capi/zl.h: zl_layout_direct).
+class ClosingSays(asyncio.Protocol):
+    pass
+
+
+def _stream_pair(loop):
+    async def make():
+        ours, theirs = socket.socketpair()
+        transport, _ = await loop.create_connection(ClosingSays, sock=ours)
+        return transport, theirs
+
+    return loop.run_until_complete(make())
+
+
+def test_a_subclass_property_over_a_field_is_what_is_closing_reads(loop):
+    transport, theirs = _stream_pair(loop)
+    try:
+        assert transport.is_closing() is False
+        transport.__class__ = type(
+            "SaysClosing", (type(transport),), {"_closing": property(lambda self: True)}
+        )
+        assert transport.is_closing() is True
+    finally:
+        transport.__class__ = type(transport).__mro__[1]
+        transport.close()
+        theirs.close()
+        loop.run_until_complete(asyncio.sleep(0))
+
+
+def test_a_property_put_on_the_class_after_a_native_call_is_read(loop):
+    transport, theirs = _stream_pair(loop)
+    subclass = type("Later", (type(transport),), {})
+    transport.__class__ = subclass
+    try:
+        assert transport.is_closing() is False  # the native read, through the slot
+        subclass._closing = property(lambda self: "from the property")
+        assert transport.is_closing() == "from the property"
+        del subclass._closing
+        assert transport.is_closing() is False
+    finally:
+        transport.__class__ = subclass.__mro__[1]
+        transport.close()
+        theirs.close()
+        loop.run_until_complete(asyncio.sleep(0))
+
+
+def test_a_datagram_transport_reads_a_property_over_conn_lost(loop):
+    """A connected transport's sendto with _conn_lost a read-only property
+    that says the connection was lost: asyncio counts the send by
+    assigning it, which raises."""
+
+    async def main():
+        server, _ = await loop.create_datagram_endpoint(Collect, local_addr=("127.0.0.1", 0))
+        transport, _ = await loop.create_datagram_endpoint(
+            Collect, remote_addr=server.get_extra_info("sockname")
+        )
+        own = type(transport)
+        transport.__class__ = type("Lost", (own,), {"_conn_lost": property(lambda self: 1)})
+        try:
+            with pytest.raises(AttributeError):
+                transport.sendto(b"x")
+        finally:
+            transport.__class__ = own
+            transport.close()
+            server.close()
+
+    loop.run_until_complete(main())
+
+
+def test_a_tls_transport_reads_a_property_over_closed(loop):
+    server_ctx, client_ctx = _tls_contexts()
+
+    async def main():
+        server = await loop.create_server(ClosingSays, "127.0.0.1", 0, ssl=server_ctx)
+        port = server.sockets[0].getsockname()[1]
+        transport, _ = await loop.create_connection(
+            ClosingSays, "127.0.0.1", port, ssl=client_ctx, server_hostname="localhost"
+        )
+        own = type(transport)
+        try:
+            assert transport.is_closing() is False
+            transport.__class__ = type("Closed", (own,), {"_closed": property(lambda self: True)})
+            return transport.is_closing()
+        finally:
+            transport.__class__ = own
+            transport.close()
+            server.close()
+            await server.wait_closed()
+
+    assert loop.run_until_complete(main()) is True
+
+
+def _tls_contexts():
+    import ssl
+
+    import trustme
+
+    ca = trustme.CA()
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("localhost").configure_cert(server_ctx)
+    client_ctx = ssl.create_default_context()
+    ca.configure_trust(client_ctx)
+    return server_ctx, client_ctx
+
+
+def test_object_new_makes_a_tls_protocol_as_asyncios(loop):
+    """object.__new__ of the loop's SSLProtocol class (what a program may
+    do to make one without __init__): asyncio's makes one, whose methods
+    then miss their attributes."""
+    from asyncio import sslproto
+
+    from zloopgo import _tls
+
+    cls = _tls.SSLProtocol if type(loop).__module__.startswith("zloopgo") else sslproto.SSLProtocol
+    bare = object.__new__(cls)
+    with pytest.raises(AttributeError, match="_state"):
+        bare._do_read()

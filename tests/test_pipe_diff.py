@@ -32,6 +32,7 @@ is the kernel's timing.
 
 import asyncio
 import contextlib
+import fcntl
 import hashlib
 import logging
 import os
@@ -39,8 +40,10 @@ import random
 import re
 import select
 import socket
+import struct
 import subprocess
 import sys
+import termios
 import time
 import tty
 
@@ -178,6 +181,39 @@ def wait_readable(fd, kind):
         time.sleep(0.002)
 
 
+# the child's stdout pipe: more than the bytes of a program's writes
+CHILD_PIPE_SIZE = 1 << 20
+# how long a child's bytes are waited for (they come: it writes each line's)
+CHILD_WAIT = 30.0
+
+
+def _identity(fd):
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
+def _queued_on(fd, identity):
+    """The bytes queued on the pipe fd, or None when fd is no longer that
+    pipe (the transport closed it: its number may be another file's)."""
+    try:
+        if _identity(fd) != identity:
+            return None
+        return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+    except OSError:
+        return None
+
+
+def wait_queued(fd, identity, want):
+    """Until want bytes are queued on the pipe fd (or it is no longer that
+    pipe, or CHILD_WAIT passed: the child died)."""
+    deadline = time.monotonic() + CHILD_WAIT
+    while time.monotonic() < deadline:
+        queued = _queued_on(fd, identity)
+        if queued is None or queued >= want:
+            return
+        time.sleep(0.001)
+
+
 class PipeProgram:
     """One program's read pipe transport and the writer feeding it. `rec`
     records an observation, `errors` collects the exception handler's
@@ -226,6 +262,11 @@ class PipeProgram:
         self.transport = self.process.get_pipe_transport(1)
         self.stdin = self.process.get_pipe_transport(0)
         self.rfd = self.transport.get_extra_info("pipe").fileno()
+        # room for every byte a program asks of the child while reading is
+        # paused (write() waits for them all to be queued)
+        with contextlib.suppress(OSError, AttributeError):
+            fcntl.fcntl(self.rfd, fcntl.F_SETPIPE_SZ, CHILD_PIPE_SIZE)
+        self.rfd_id = _identity(self.rfd)
 
     @property
     def log(self):
@@ -235,9 +276,15 @@ class PipeProgram:
         if not self.writer_open:
             return "writer closed"
         if self.kind == "child":
+            queued = _queued_on(self.rfd, self.rfd_id)
             self.stdin.write(b"%d %d\n" % (n, (index + 1) % 256))
-            # the child's bytes come when it has read the line
-            wait_readable(self.rfd, "pty")
+            # The child's bytes come when it has started and read the line:
+            # under load that may be later than any fixed wait, and where
+            # they come among the steps is what is compared. So wait until
+            # they are all queued on the pipe (the loop does not run
+            # meanwhile, so nothing reads them).
+            if queued is not None:
+                wait_queued(self.rfd, self.rfd_id, queued + n)
             return n
         try:
             result = os.write(self.wfd, bytes([(index + 1) % 256]) * n)

@@ -11,6 +11,7 @@ MODULES = {
     "datagram": "hostile.datagram",
     "sockops": "hostile.sockops",
     "pipes": "hostile.pipes",
+    "natives": "hostile.natives",
 }
 
 
