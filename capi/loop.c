@@ -3,7 +3,7 @@
  * reaches its module's state (L->state) through its class: making a loop
  * (with its engine), the collector's traverse and clear, deallocation,
  * the method table, the attributes asyncio reads (_closed, _debug,
- * _stopping), stop/get_debug (time is clock.c's), running the engine from
+ * _stopping), stop/get_debug/is_running (time is clock.c's), running the engine from
  * _zl_run() and closing it. What the loop holds lives in one file each:
  * the ready queue (ready.c), timer slots (timers.c), scheduling
  * (schedule.c), futures and tasks (tasks.c), the descriptor table
@@ -22,6 +22,20 @@
 static PyObject *loop_get_debug(zl_loop *L, PyObject *unused)
 {
     return L->debug_value ? Py_NewRef(L->debug_value) : PyBool_FromLong(L->debug);
+}
+
+/* is_running(): asyncio's `self._thread_id is not None`, read the same
+ * way (run_forever's Python sets and clears _thread_id). Every Task made
+ * with eager_start=True asks it (aiohttp's request task, per request), so
+ * it is native: a call from C into a Python method costs a frame. */
+static PyObject *loop_is_running(zl_loop *L, PyObject *unused)
+{
+    PyObject *thread_id = PyObject_GetAttr((PyObject *)L, L->state->names._thread_id);
+    if (thread_id == NULL)
+        return NULL;
+    int running = thread_id != Py_None;
+    Py_DECREF(thread_id);
+    return PyBool_FromLong(running);
 }
 
 static PyObject *loop_stop(zl_loop *L, PyObject *unused)
@@ -239,6 +253,7 @@ static PyMethodDef loop_methods[] = {
      NULL},
     {"stop", (PyCFunction)loop_stop, METH_NOARGS, NULL},
     {"get_debug", (PyCFunction)loop_get_debug, METH_NOARGS, NULL},
+    {"is_running", (PyCFunction)loop_is_running, METH_NOARGS, NULL},
     {"_zl_add_reader", (PyCFunction)(void (*)(void))zl_loop_add_reader, METH_FASTCALL, NULL},
     {"_zl_add_writer", (PyCFunction)(void (*)(void))zl_loop_add_writer, METH_FASTCALL, NULL},
     {"_zl_remove_reader", (PyCFunction)zl_loop_remove_reader, METH_O, NULL},

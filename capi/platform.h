@@ -49,6 +49,10 @@
  *     ptrdiff_t zl_sys_send(int fd, const void *buf, size_t len)
  *     ptrdiff_t zl_sys_send_nosignal(int fd, const void *buf, size_t len)
  *                                a closed peer is an error, never a signal
+ *     ZL_SYS_GATHER_MAX, zl_sys_gather, zl_sys_gather_set(g, buf, len),
+ *     ptrdiff_t zl_sys_send_gather_nosignal(int fd, const zl_sys_gather *bufs, int n)
+ *                                optional (POSIX only): one send of up to
+ *                                ZL_SYS_GATHER_MAX buffers, as sendmsg(2)
  *     ptrdiff_t zl_sys_recvfrom(int fd, void *buf, size_t len,
  *                               struct sockaddr_storage *from, socklen_t *from_len)
  *     ptrdiff_t zl_sys_sendto(int fd, const void *buf, size_t len,

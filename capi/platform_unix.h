@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 
 /* ---- sockets ---- */
@@ -37,6 +38,23 @@ static inline ptrdiff_t zl_sys_send(int fd, const void *buf, size_t len)
 static inline ptrdiff_t zl_sys_send_nosignal(int fd, const void *buf, size_t len)
 {
     return send(fd, buf, len, MSG_NOSIGNAL);
+}
+
+/* One gathering send of n buffers (at most ZL_SYS_GATHER_MAX), with
+ * MSG_NOSIGNAL as above: what asyncio's writelines sends with
+ * socket.sendmsg. Only platforms with such a call define ZL_SYS_GATHER_MAX;
+ * writelines stays asyncio's elsewhere. */
+#define ZL_SYS_GATHER_MAX 64
+typedef struct iovec zl_sys_gather;
+static inline void zl_sys_gather_set(zl_sys_gather *g, const void *buf, size_t len)
+{
+    g->iov_base = (void *)buf;
+    g->iov_len = len;
+}
+static inline ptrdiff_t zl_sys_send_gather_nosignal(int fd, const zl_sys_gather *bufs, int n)
+{
+    struct msghdr msg = {.msg_iov = (struct iovec *)bufs, .msg_iovlen = n};
+    return sendmsg(fd, &msg, MSG_NOSIGNAL);
 }
 
 static inline ptrdiff_t zl_sys_recvfrom(int fd, void *buf, size_t len,

@@ -1,6 +1,7 @@
 /* StreamFastPaths: native versions of the methods of asyncio's socket
  * transport that run for every packet and every write — _read_ready,
- * _read_ready__data_received, _read_ready__get_buffer, write, and the
+ * _read_ready__data_received, _read_ready__get_buffer, write, writelines
+ * (where asyncio's sends with sendmsg and the platform has it), and the
  * is_closing that StreamWriter.drain() asks on every write. zloopgo's transport
  * class puts this type first in its bases; everything else (buffering
  * after a partial send, flow control, closing, errors) stays asyncio's own
@@ -654,6 +655,160 @@ done:
     return r;
 }
 
+#ifdef ZL_SYS_GATHER_MAX
+/* asyncio's own writelines, for what the native one does not serve. */
+static PyObject *writelines_python(const zl_module_state *st, PyObject *self, PyObject *chunks)
+{
+    return PyObject_CallMethodOneArg(self, st->names._zl_writelines_python, chunks);
+}
+
+/* What asyncio's writelines does after its sendmsg took `sent` bytes of
+ * chunks (-1: it would have blocked) or failed (the pending exception),
+ * done by _zl_writelines_rest and _zl_writelines_failed as this Python
+ * version's asyncio does it. */
+static PyObject *writelines_after(const zl_names *names, PyObject *self, PyObject *chunks,
+                                  ptrdiff_t sent, int failed)
+{
+    if (failed) {
+        if (PyErr_ExceptionMatches(PyExc_SystemExit) ||
+            PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
+            return NULL;
+        PyObject *exc = zl_fetch_exception();
+        if (exc == NULL)
+            Py_RETURN_NONE;
+        /* exc is being handled while it runs, as in asyncio's except block */
+        PyObject *r = zl_call_handling(self, names->_zl_writelines_failed, exc, chunks);
+        Py_DECREF(exc);
+        return r;
+    }
+    PyObject *offset = PyLong_FromSsize_t(sent);
+    PyObject *r =
+        offset ? PyObject_CallMethodObjArgs(self, names->_zl_writelines_rest, chunks, offset, NULL)
+               : NULL;
+    Py_XDECREF(offset);
+    return r;
+}
+
+/* The chunks of an exact list or tuple as buffers for one send, in *total
+ * their size: 1, or 0 when one is not an exact bytes or bytearray, is
+ * empty, or there are more than one send takes (asyncio's own writelines
+ * then runs). Borrowed: no Python code may run until the send. */
+static int gather_chunks(PyObject *chunks, zl_sys_gather *bufs, int *count, size_t *total)
+{
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(chunks);
+    if (n > ZL_SYS_GATHER_MAX)
+        return 0;
+    PyObject **items = PySequence_Fast_ITEMS(chunks);
+    *total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *chunk = items[i];
+        const char *buf;
+        Py_ssize_t len;
+        if (PyBytes_CheckExact(chunk)) {
+            buf = PyBytes_AS_STRING(chunk);
+            len = PyBytes_GET_SIZE(chunk);
+        } else if (PyByteArray_CheckExact(chunk)) {
+            buf = PyByteArray_AS_STRING(chunk);
+            len = PyByteArray_GET_SIZE(chunk);
+        } else
+            return 0;
+        if (len == 0) /* Python versions differ on an empty chunk: asyncio decides */
+            return 0;
+        zl_sys_gather_set(&bufs[i], buf, (size_t)len);
+        *total += (size_t)len;
+    }
+    *count = (int)n;
+    return 1;
+}
+
+/* writelines(list_of_data) where asyncio's sends with sendmsg (3.12+):
+ * its checks; then, with nothing buffered and nothing that asks for its
+ * other steps (a lost connection, a closing transport, a paused protocol,
+ * chunks that gather_chunks does not take, an iterable that is not an
+ * exact list or tuple), the chunks go out in one gathering send at once,
+ * as asyncio's _write_sendmsg sends them; what the send did not take, or
+ * its error, is finished in Python as asyncio finishes it. A send that
+ * takes everything leaves asyncio nothing to do but call
+ * _maybe_resume_protocol (not paused: nothing) and the loop's
+ * _remove_writer (no writer is registered: nothing), which are skipped
+ * (docs/compatibility.md). */
+static PyObject *transport_writelines(PyObject *self, PyObject *chunks)
+{
+    const zl_module_state *st = transport_state(self);
+    int flag = field_true(st, self, F_EOF);
+    if (flag != 0) {
+        if (flag > 0)
+            PyErr_SetString(PyExc_RuntimeError, "Cannot call writelines() after write_eof()");
+        return NULL;
+    }
+    PyObject *waiter = get_field(st, self, F_EMPTY_WAITER);
+    if (waiter == NULL)
+        return NULL;
+    Py_DECREF(waiter);
+    if (waiter != Py_None) {
+        PyErr_SetString(PyExc_RuntimeError, "unable to writelines; sendfile is in progress");
+        return NULL;
+    }
+    if (!PyList_CheckExact(chunks) && !PyTuple_CheckExact(chunks))
+        return writelines_python(st, self, chunks);
+    if (PySequence_Fast_GET_SIZE(chunks) == 0) /* asyncio's `if not list_of_data: return` */
+        Py_RETURN_NONE;
+    if ((flag = field_true(st, self, F_CONN_LOST)) != 0 ||
+        (flag = field_true(st, self, F_CLOSING)) != 0)
+        return flag < 0 ? NULL : writelines_python(st, self, chunks);
+    PyObject *buffer = get_field(st, self, F_BUFFER);
+    if (buffer == NULL)
+        return NULL;
+    Py_ssize_t buffered = PyObject_Length(buffer);
+    Py_DECREF(buffer);
+    if (buffered != 0)
+        return buffered < 0 ? NULL : writelines_python(st, self, chunks);
+    PyObject *paused = PyObject_GetAttr(self, st->names._protocol_paused);
+    if (paused == NULL)
+        return NULL;
+    flag = PyObject_IsTrue(paused);
+    Py_DECREF(paused);
+    if (flag != 0)
+        return flag < 0 ? NULL : writelines_python(st, self, chunks);
+    PyObject *sock = get_field(st, self, F_SOCK);
+    if (sock == NULL)
+        return NULL;
+    zl_loop *L = transport_loop(st, self);
+    if (zl_socket_nonblocking_fd(socket_type_of(L), sock) == ZL_NOT_A_SOCKET) {
+        Py_DECREF(sock);
+        return writelines_python(st, self, chunks);
+    }
+    zl_sys_gather bufs[ZL_SYS_GATHER_MAX];
+    int count = 0;
+    size_t total = 0;
+    if (!gather_chunks(chunks, bufs, &count, &total)) {
+        Py_DECREF(sock);
+        return writelines_python(st, self, chunks);
+    }
+    /* from here to the send no Python code runs: the chunks stay as taken */
+    int fd = zl_socket_fd(socket_type_of(L), sock);
+    ptrdiff_t n;
+    do {
+        n = zl_sys_send_gather_nosignal(fd, bufs, count);
+    } while (n < 0 && zl_sys_interrupted(zl_sys_error()));
+    int err = zl_sys_error();
+    Py_DECREF(sock);
+    zl_transport_counts *c = counts(L, state_of(st, self));
+    if (c != NULL) {
+        c->writes++;
+        c->write_bytes += n > 0 ? (uint64_t)n : 0;
+        c->writes_buffered += (size_t)n != total && (n >= 0 || zl_sys_would_block(err));
+    }
+    if (n >= 0 && (size_t)n == total)
+        Py_RETURN_NONE;
+    if (n < 0 && !zl_sys_would_block(err)) {
+        zl_sys_raise(err);
+        return writelines_after(&st->names, self, chunks, 0, 1);
+    }
+    return writelines_after(&st->names, self, chunks, n < 0 ? -1 : n, 0);
+}
+#endif
+
 /* asyncio's is_closing(), which StreamWriter.drain() asks on every call. */
 static PyObject *transport_is_closing(PyObject *self, PyObject *unused)
 {
@@ -732,6 +887,10 @@ static PyMethodDef fast_methods[] = {
     {"_read_ready__get_buffer", read_ready_get_buffer, METH_NOARGS, NULL},
     {"write", transport_write, METH_O,
      "Write data to the transport (asyncio.WriteTransport.write)."},
+#ifdef ZL_SYS_GATHER_MAX
+    {"writelines", transport_writelines, METH_O,
+     "Write a list of data to the transport (asyncio.WriteTransport.writelines)."},
+#endif
     {"is_closing", transport_is_closing, METH_NOARGS,
      "Return True if the transport is closing or closed."},
     {NULL}};

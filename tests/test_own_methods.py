@@ -30,7 +30,15 @@ if _tls.NATIVE_TLS:
 
 
 MUST_OWN = {
-    "Loop": {"call_soon", "call_later", "call_at", "time", "create_future", "create_task"},
+    "Loop": {
+        "call_soon",
+        "call_later",
+        "call_at",
+        "time",
+        "create_future",
+        "create_task",
+        "is_running",
+    },
     "SocketTransport": {"write", "is_closing", "_read_ready", "_read_ready__data_received"},
     "DatagramTransport": {"sendto", "_read_ready"},
     "SSLProtocol": set(),

@@ -1,6 +1,7 @@
 """zloopgo's socket transport: asyncio's own selector socket transport
 whose per-packet methods (_read_ready, _read_ready__data_received,
-_read_ready__get_buffer, write, is_closing) are native (capi/transport.c).
+_read_ready__get_buffer, write, writelines where asyncio's sends with
+sendmsg, is_closing) are native (capi/transport.c).
 
 Everything the native methods hand back — what a send did not take, a
 write after the connection was lost — is finished here exactly as this
@@ -23,6 +24,21 @@ _COUNTS_BUFFER = (
     in selector_events._SelectorSocketTransport.get_write_buffer_size.__code__.co_names
 )
 
+
+# asyncio's writelines buffers every chunk and sends them with one sendmsg
+# (its _write_sendmsg) from 3.12 where sendmsg exists; 3.10 and 3.11 join
+# them and write, and without sendmsg (Windows) it sends the buffer's first
+# chunk. The native writelines (capi/transport.c) serves only the former.
+_WRITELINES_GATHERS = getattr(selector_events, "_HAS_SENDMSG", False) and "writelines" in vars(
+    selector_events._SelectorSocketTransport
+)
+# from 3.14 writelines asks _maybe_pause_protocol once it has registered the writer
+_WRITELINES_PAUSES = (
+    _WRITELINES_GATHERS
+    and "_maybe_pause_protocol"
+    in selector_events._SelectorSocketTransport.writelines.__code__.co_names
+)
+_FATAL_WRITE = "Fatal write error on socket transport"  # asyncio's words
 
 # TransportState.kind: zloopgo.stats()["transports"]'s "tcp", "unix", "other"
 _KINDS = {socket.AF_INET: 0, socket.AF_INET6: 0, getattr(socket, "AF_UNIX", -1): 1}
@@ -86,13 +102,52 @@ class SocketTransport(_engine.StreamFastPaths, selector_events._SelectorSocketTr
         # is not one contiguous buffer.
         selector_events._SelectorSocketTransport.write(self, data)
 
+    if _WRITELINES_GATHERS and hasattr(_engine.StreamFastPaths, "writelines"):
+
+        def _zl_writelines_python(self, list_of_data):
+            # asyncio's own writelines, for what the native one hands over:
+            # anything buffered or lost, a closing transport, a paused
+            # protocol, chunks that are not non-empty bytes or bytearray.
+            selector_events._SelectorSocketTransport.writelines(self, list_of_data)
+
+        def _zl_writelines_rest(self, list_of_data, sent):
+            # asyncio's writelines once its sendmsg took `sent` bytes (-1: it
+            # would have blocked): every chunk buffered as a memoryview, what
+            # went dropped and the protocol asked to resume (its
+            # _write_sendmsg), then the writer registered for the rest.
+            for data in list_of_data:
+                self._buffer.append(memoryview(data))
+                if _COUNTS_BUFFER:
+                    self._buffer_size += len(data)
+            if sent >= 0:
+                self._adjust_leftover_buffer(sent)
+                self._maybe_resume_protocol()
+            if self._buffer:
+                if _COUNTS_BUFFER:
+                    self._add_writer(self._sock_fd, self._write_ready)
+                else:
+                    self._loop._add_writer(self._sock_fd, self._write_ready)
+                if _WRITELINES_PAUSES:
+                    self._maybe_pause_protocol()
+
+        def _zl_writelines_failed(self, exc, list_of_data):
+            # asyncio's writelines when its sendmsg raised exc (being handled
+            # while this runs): the writer removed, the chunks dropped from
+            # the buffer they were put in, the error fatal.
+            self._loop._remove_writer(self._sock_fd)
+            self._fatal_error(exc, _FATAL_WRITE)
+
+    else:
+        # asyncio's own, where it does not send with sendmsg
+        writelines = selector_events._SelectorSocketTransport.writelines
+
     # asyncio's own read, for a max_size the native one does not take (not
     # an int from 1 up: recv's own results and errors, asyncio's messages)
     _zl_read_python = selector_events._SelectorSocketTransport._read_ready__data_received
 
 
 _engine.set_transport_layout(SocketTransport)
-# write and is_closing as SocketTransport's own descriptors: asyncio's and
+# write, writelines and is_closing as SocketTransport's own descriptors: asyncio's and
 # the program's calls of them get the interpreter's specialized call
 _engine.own_methods(SocketTransport)
 

@@ -4,11 +4,13 @@ do not drift with the load of a shared machine: user-space instructions
 runtime's included), or the same at full speed with context switches
 (perf stat's tracepoints, --measure kernel); or CPU time, user and system
 apart (--measure cpu, perf stat's rusage: time, so compare loops side by
-side). They say what bounds a row: the application's own Python (issue
+side); or the Python and C functions called from Python, by name
+(--measure calls, probes/callcount.py: where two loops run different
+Python). They say what bounds a row: the application's own Python (issue
 43's "bound", as docs/where-time-goes.md gives it for uvicorn plaintext),
 the loop, or the kernel.
 
-    python -m probes.perrequest [--measure instructions|syscalls|kernel|cpu] \\
+    python -m probes.perrequest [--measure instructions|syscalls|kernel|cpu|calls] \\
         [--rows json,db] [--servers uvicorn] [--loops asyncio,uvloop,zloopgo] \\
         [--requests 400] [--split]
 
@@ -38,6 +40,7 @@ from benchmark import samples as runner
 from benchmark.apps import bench, services
 from benchmark.apps.rows import CONNS, SERVER_ROWS
 
+from . import callcount
 from .instructions import PARTS, split
 
 SHORT = {
@@ -153,7 +156,20 @@ def cpu(out):
     return ["perf", "stat", "-o", out, "-e", "task-clock,context-switches", "--"], read
 
 
-MEASURES = {"instructions": instructions, "syscalls": syscalls, "kernel": kernel, "cpu": cpu}
+def calls(out):
+    """The same for probes/callcount.py: {function: calls} (and "total"),
+    every Python function and every C function called from Python, by
+    name. The Python that runs per request on two loops, side by side."""
+    return [sys.executable, "-m", "probes.callcount", out], lambda opts: callcount.read(out)
+
+
+MEASURES = {
+    "instructions": instructions,
+    "syscalls": syscalls,
+    "kernel": kernel,
+    "cpu": cpu,
+    "calls": calls,
+}
 
 
 def fetch_exit(port):
@@ -205,6 +221,11 @@ def describe(opts, per):
         return (
             f"{per['total']:8.1f} µs of CPU per request: user {per['user']:.1f}, "
             f"system {per['sys']:.1f}; context switches {per.get('context-switches', 0):.3f}"
+        )
+    if opts.measure == "calls":
+        listed = sorted(((v, k) for k, v in per.items() if k != "total" and v >= 0.5), reverse=True)
+        return f"{per['total']:8.1f} calls per request:" + "".join(
+            f"\n    {v:8.2f}  {name}" for v, name in listed
         )
     if opts.measure in ("syscalls", "kernel"):
         skip = ("total", "context-switches")
