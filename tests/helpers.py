@@ -138,17 +138,21 @@ def check(proc, *expected_lines):
         assert line in lines, f"missing {line!r} in\n{proc.stdout}\n{proc.stderr}"
 
 
-def assert_same_observations(label, steps, observe, *args, runs=3, context=2):
+def assert_same_observations(label, steps, observe, *args, runs=3, context=2, known=None):
     """observe(loop_name, *args) -> a list of observations, for "asyncio"
-    and "zloopgo"; fails unless some run, of up to `runs`, gives both the same.
-    A difference the code makes shows in every run, while one the kernel's
-    timing makes (a loaded machine deferring loopback work) does not come
-    back. The failure shows the steps and the observations around the first
-    difference."""
+    and "zloopgo"; fails unless some run, of up to `runs`, gives both the same
+    or a difference that known(asyncio's, zloopgo's) names (it returns why,
+    which is returned; None otherwise). A difference the code makes shows in
+    every run, while one the kernel's timing makes (a loaded machine
+    deferring loopback work) does not come back. The failure shows the
+    steps and the observations around the first difference."""
     for _ in range(runs):
         want, got = observe("asyncio", *args), observe("zloopgo", *args)
         if got == want:
-            return
+            return None
+        why = None if known is None else known(want, got)
+        if why is not None:
+            return why
     first = next(
         (i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b),
         min(len(want), len(got)),

@@ -27,6 +27,14 @@ and connection_lost, what each sendto raised, the exception handler's
 calls, and each transport's buffer size and closing state after every
 step. Both loops must see the same, for each of ZL_DATAGRAM_PROGRAMS
 generated programs (seeded; 120 by default).
+
+On Windows (run under Wine: scripts/windows long-tests) one case is named,
+not compared beyond its start (_known; docs/compatibility.md, "Windows"):
+an ICMP error pending on an endpoint whose peer is gone, which zloopgo's
+AFD poll reports readable (its read then meets the error, or a negative
+max_size) while Wine's select() never does (recv returns the error while
+select() calls the socket not readable), so asyncio's reference under
+Wine never reads it.
 """
 
 import asyncio
@@ -36,6 +44,7 @@ import random
 import re
 import select
 import socket
+import sys
 
 import pytest
 from helpers import FACTORIES, assert_same_observations
@@ -289,15 +298,37 @@ def observe(loop_name, steps, family, seed):
     return log + [("canary", kind, what) for kind, what in found]
 
 
+WSAEMSGSIZE = 10040
+
+
+def _known(want, got):
+    """Why asyncio's observations (want) and zloopgo's (got) may differ:
+    the module's docstring names the case; None for any other."""
+    if sys.platform != "win32":
+        return None
+    first = next((i for i, (a, z) in enumerate(zip(want, got, strict=False)) if a != z), None)
+    if first is None or want[first][0] != "state":
+        return None
+    # what zloopgo's read of the error-pending endpoint records where
+    # asyncio's loop, not told that it was readable, records nothing
+    read = got[first]
+    if read[:2] == ("handler", "Fatal read error on datagram transport") or (
+        read[1:3] in (("error", "ConnectionRefusedError"), ("error", "ConnectionResetError"))
+    ):
+        return "Wine: select() does not report a pending ICMP error readable"
+    return None
+
+
 FAMILIES = [socket.AF_INET] + ([socket.AF_INET6] if IPV6 else [])
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
 def test_generated_datagram_programs_observe_what_asyncio_observes(family):
     rng = random.Random(1931 + int(family))
+    known = {}
     for n in range(PROGRAMS):
         steps = make_program(rng)
-        assert_same_observations(
+        why = assert_same_observations(
             f"program {n} ({family.name})",
             steps,
             observe,
@@ -305,7 +336,12 @@ def test_generated_datagram_programs_observe_what_asyncio_observes(family):
             family,
             n,
             context=3,
+            known=_known,
         )
+        if why is not None:
+            known.setdefault(why, []).append(n)
+    # a named difference is Windows' alone: on Linux every program agrees
+    assert sys.platform == "win32" or not known, known
 
 
 def test_the_echo_takes_the_native_paths_and_the_rest_takes_asyncios(monkeypatch):
@@ -355,5 +391,14 @@ def test_the_echo_takes_the_native_paths_and_the_rest_takes_asyncios(monkeypatch
     finally:
         loop.close()
     assert native == {"read": 0, "sendto": 0}
-    assert sum(1 for e in log if e[:2] == ("client", "data")) == 51
+    # the last read, at max_size 0, cuts its datagram short: Linux hands
+    # over its first 0 bytes, Windows reports WSAEMSGSIZE to error_received
+    # (asyncio's loops as well: the programs above compare max_size 0)
+    data = [e for e in log if e[:2] == ("client", "data")]
+    if sys.platform == "win32":
+        assert len(data) == 50
+        assert ("client", "error", "OSError", WSAEMSGSIZE) in log
+    else:
+        assert len(data) == 51
+        assert data[-1][3] == 0
     assert calls == {"read": 1, "sendto": 1}

@@ -41,6 +41,21 @@ writing, what the peer received, the subclass's own calls and the
 exception handler's calls. Both loops must see the same for each of
 ZL_SOCK_OPS_PROGRAMS generated programs per socket kind (seeded; 60 by
 default).
+
+On Windows (run under Wine: scripts/windows long-tests) the reference is
+asyncio's SelectorEventLoop, the one with these methods over readiness,
+and two cases are named, not compared (docs/compatibility.md, "Windows"):
+- a socket closed while its sock_sendall's writer is still registered
+  (the transport step took the socket, so the cancelled send's
+  remove_writer raised): asyncio's next select() raises WSAENOTSOCK and
+  its loop is done; epoll drops a closed descriptor, and so do zloopgo's
+  AFD polls. The observations must agree up to asyncio's failure
+  (_known);
+- the UDP pair after its peer's close: each send then earns an ICMP
+  error, which Wine's select() never reports (recv returns it while
+  select() calls the socket not readable), so asyncio's reference under
+  Wine cannot show which waiting operation meets the error; a UDP
+  program runs there up to its first close_peer step.
 """
 
 import array
@@ -456,12 +471,25 @@ class _Host:
         self.canary.close()
 
 
+# What observe records when asyncio's select() failed on Windows.
+SELECT_FAILED = ("asyncio's select() failed", "WSAENOTSOCK")
+WSAENOTSOCK = 10038
+
+
 def observe(loop_name, kind, steps, debug, derived):
     loop = DERIVED[loop_name]() if derived else FACTORIES[loop_name]()
     loop.set_debug(debug)
     host = _Host(loop, [])
     try:
         loop.run_until_complete(run_program(loop, kind, steps, host))
+    except OSError as exc:
+        if not (
+            sys.platform == "win32"
+            and loop_name == "asyncio"
+            and getattr(exc, "winerror", None) == WSAENOTSOCK
+        ):
+            raise
+        host.log.append(SELECT_FAILED)
     finally:
         loop.close()
         host.fill_canary()
@@ -470,13 +498,29 @@ def observe(loop_name, kind, steps, debug, derived):
     return host.log
 
 
+def _known(want, got):
+    """Why asyncio's observations (want) and zloopgo's (got) may differ:
+    the module's docstring names the case; None for any other."""
+    if want[-1:] == [SELECT_FAILED] and got[: len(want) - 1] == want[:-1]:
+        return "Windows: asyncio's select() fails on a socket closed while registered"
+    return None
+
+
+def runnable_steps(kind, steps):
+    """steps, less what Wine cannot show (the module's docstring)."""
+    if sys.platform == "win32" and kind == "udp" and ("close_peer",) in steps:
+        return steps[: steps.index(("close_peer",))]
+    return steps
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_generated_sock_programs_observe_what_asyncio_observes(kind):
     rng = random.Random(repr(("sock_ops", kind)))
+    known = {}
     for n in range(PROGRAMS):
         debug, derived = n % 3 == 0, n % 4 == 1
-        steps = make_program(rng, kind, debug)
-        assert_same_observations(
+        steps = runnable_steps(kind, make_program(rng, kind, debug))
+        why = assert_same_observations(
             f"program {n} ({kind}, debug={debug}, derived={derived})",
             steps,
             observe,
@@ -484,7 +528,12 @@ def test_generated_sock_programs_observe_what_asyncio_observes(kind):
             steps,
             debug,
             derived,
+            known=_known,
         )
+        if why is not None:
+            known.setdefault(why, []).append(n)
+    # a named difference is Windows' alone: on Linux every program agrees
+    assert sys.platform == "win32" or not known, known
 
 
 class PlainDerivedLoop(zloopgo.Loop):

@@ -79,32 +79,52 @@ type overlappedEntry struct {
 	Bytes      uint32
 }
 
-// sock is one watched socket. While a poll is outstanding the kernel owns
-// iosb and info and writes them when the poll completes, so the sock stays
-// referenced from Poller.inflight (the Go heap does not move objects)
-// until its completion has been dequeued, even after Deregister.
+// request is one poll. While it is outstanding the kernel owns iosb and
+// info and writes them when the poll completes, so it stays referenced
+// from Poller.inflight (the Go heap does not move objects) until its
+// completion has been dequeued, even after Deregister.
+type request struct {
+	iosb windows.IO_STATUS_BLOCK // its address identifies the completion
+	info afdPollInfo
+	s    *sock
+	busy bool // outstanding: its completion is not yet dequeued
+}
+
+// sock is one watched socket. It has two requests so that a poll asking
+// for more kinds can start while the one it supersedes is still being
+// taken back (cancelled polls come back through the port, later).
 type sock struct {
-	iosb    windows.IO_STATUS_BLOCK // its address identifies the completion
-	info    afdPollInfo
-	fd      int
-	base    windows.Handle
-	tok     poll.Token
-	want    poll.Interest
-	asked   uint32 // AFD events of the outstanding poll
-	pending bool   // a poll is outstanding
-	gone    bool   // deregistered or closed: drop at completion
-	queued  bool   // in Poller.updates
+	reqs   [2]request
+	cur    *request // the outstanding poll whose answer counts, if any
+	fd     int
+	base   windows.Handle
+	tok    poll.Token
+	want   poll.Interest
+	asked  uint32 // AFD events of cur
+	gone   bool   // deregistered or closed: drop at completion
+	queued bool   // in Poller.updates
+}
+
+// idle is a request of s not outstanding, or nil.
+func (s *sock) idle() *request {
+	for i := range s.reqs {
+		if !s.reqs[i].busy {
+			return &s.reqs[i]
+		}
+	}
+	return nil
 }
 
 // Poller owns one completion port and one AFD helper handle.
 type Poller struct {
 	port     windows.Handle
 	afd      windows.Handle
-	socks    map[int]*sock     // watched sockets, by descriptor
-	inflight map[uintptr]*sock // outstanding polls, by &sock.iosb
-	updates  []*sock           // sockets whose poll to (re)submit or cancel
+	socks    map[int]*sock        // watched sockets, by descriptor
+	inflight map[uintptr]*request // outstanding polls, by &request.iosb
+	updates  []*sock              // sockets whose poll to (re)submit or cancel
 	entries  []overlappedEntry
 	woken    atomic.Bool // a wake-up is posted and not yet dequeued
+	reasked  bool        // a cancelled current poll came back: Wait asks again
 }
 
 var _ poll.Backend = (*Poller)(nil)
@@ -122,7 +142,7 @@ func New() (*Poller, error) {
 	}
 	return &Poller{
 		port: port, afd: afd,
-		socks: map[int]*sock{}, inflight: map[uintptr]*sock{},
+		socks: map[int]*sock{}, inflight: map[uintptr]*request{},
 		entries: make([]overlappedEntry, 128),
 	}, nil
 }
@@ -182,6 +202,7 @@ func (p *Poller) Register(fd int, tok poll.Token, in poll.Interest) error {
 		return err
 	}
 	s := &sock{fd: fd, base: base, tok: tok, want: in}
+	s.reqs[0].s, s.reqs[1].s = s, s
 	if in != 0 {
 		// Submitted now rather than at the next Wait so that a handle the
 		// driver refuses fails here, not every Wait after.
@@ -220,8 +241,10 @@ func (p *Poller) Deregister(fd int) error {
 	}
 	delete(p.socks, fd)
 	s.gone = true
-	if s.pending {
-		p.cancel(s)
+	for i := range s.reqs {
+		if s.reqs[i].busy {
+			p.cancel(&s.reqs[i])
+		}
 	}
 	return nil
 }
@@ -246,9 +269,24 @@ func (p *Poller) flush() error {
 		}
 		want := toAFD(s.want)
 		switch {
-		case s.pending && (s.want == 0 || want&^s.asked != 0):
-			p.cancel(s)
-		case !s.pending && s.want != 0:
+		case s.cur != nil && s.want == 0:
+			p.cancel(s.cur)
+		case s.cur != nil && want&^s.asked != 0 && s.idle() != nil:
+			// More kinds wanted: the new poll starts now and the old one
+			// is taken back, its answer ignored (the new one asks for all
+			// it did), so that a kind already there is reported by this
+			// Wait, as epoll and select() report it.
+			old := s.cur
+			s.cur = nil
+			p.cancel(old)
+			if e := p.submit(s, want); e != nil && e != windows.STATUS_INVALID_HANDLE {
+				err = errors.Join(err, e)
+			}
+		case s.cur != nil && want&^s.asked != 0:
+			// Both requests out (one superseded, not back yet): the
+			// current one is taken back and Wait asks again when it is.
+			p.cancel(s.cur)
+		case s.cur == nil && s.want != 0:
 			if e := p.submit(s, want); e != nil && e != windows.STATUS_INVALID_HANDLE {
 				err = errors.Join(err, e)
 			}
@@ -261,17 +299,20 @@ func (p *Poller) flush() error {
 // submit starts one poll for s. It completes through the port even when
 // the driver answers at once (the helper handle does not skip the port on
 // success).
+// Its callers leave s a request idle: s has no current poll, or flush
+// checked.
 func (p *Poller) submit(s *sock, events uint32) error {
-	s.info = afdPollInfo{Timeout: math.MaxInt64, NumberOfHandles: 1, Handle: s.base, Events: events}
-	s.iosb = windows.IO_STATUS_BLOCK{Status: windows.STATUS_PENDING}
+	q := s.idle()
+	q.info = afdPollInfo{Timeout: math.MaxInt64, NumberOfHandles: 1, Handle: s.base, Events: events}
+	q.iosb = windows.IO_STATUS_BLOCK{Status: windows.STATUS_PENDING}
 	r, _, _ := procNtDeviceIoControl.Call(uintptr(p.afd), 0, 0,
-		uintptr(unsafe.Pointer(&s.iosb)), uintptr(unsafe.Pointer(&s.iosb)), ioctlAFDPoll,
-		uintptr(unsafe.Pointer(&s.info)), unsafe.Sizeof(s.info),
-		uintptr(unsafe.Pointer(&s.info)), unsafe.Sizeof(s.info))
+		uintptr(unsafe.Pointer(&q.iosb)), uintptr(unsafe.Pointer(&q.iosb)), ioctlAFDPoll,
+		uintptr(unsafe.Pointer(&q.info)), unsafe.Sizeof(q.info),
+		uintptr(unsafe.Pointer(&q.info)), unsafe.Sizeof(q.info))
 	switch status := windows.NTStatus(r); status {
 	case windows.STATUS_SUCCESS, windows.STATUS_PENDING:
-		s.pending, s.asked = true, events
-		p.inflight[uintptr(unsafe.Pointer(&s.iosb))] = s
+		q.busy, s.cur, s.asked = true, q, events
+		p.inflight[uintptr(unsafe.Pointer(&q.iosb))] = q
 		return nil
 	case windows.STATUS_INVALID_HANDLE:
 		// Closed without Deregister: nothing left to watch.
@@ -282,11 +323,11 @@ func (p *Poller) submit(s *sock, events uint32) error {
 	}
 }
 
-// cancel asks the driver to end s's poll early; it still completes
+// cancel asks the driver to end poll q early; it still completes
 // through the port (STATUS_CANCELLED), or already has (STATUS_NOT_FOUND).
-func (p *Poller) cancel(s *sock) {
+func (p *Poller) cancel(q *request) {
 	var iosb windows.IO_STATUS_BLOCK
-	procNtCancelIoFileEx.Call(uintptr(p.afd), uintptr(unsafe.Pointer(&s.iosb)), uintptr(unsafe.Pointer(&iosb)))
+	procNtCancelIoFileEx.Call(uintptr(p.afd), uintptr(unsafe.Pointer(&q.iosb)), uintptr(unsafe.Pointer(&iosb)))
 }
 
 // drop forgets s as a watched socket (it was closed).
@@ -328,12 +369,38 @@ func (p *Poller) Wait(events []poll.Event, timeout time.Duration) (int, error) {
 	if err := p.flush(); err != nil {
 		return 0, err
 	}
-	if len(events) > len(p.entries) {
-		p.entries = make([]overlappedEntry, len(events))
-	}
 	ms := uint32(windows.INFINITE)
 	if timeout >= 0 {
 		ms = uint32(min((timeout+time.Millisecond-1)/time.Millisecond, windows.INFINITE-1))
+	}
+	k, err := p.dequeue(events, ms)
+	// A poll that flush cancelled to ask for more kinds came back empty:
+	// its socket's new poll is submitted and taken within this Wait, so
+	// that a kind added to a socket already ready for it is reported now,
+	// as epoll and select() report it, not one Wait later. Cancels come
+	// only from flush, so this ends once the re-asked polls are in.
+	for err == nil && p.reasked && k < len(events) {
+		p.reasked = false
+		if err = p.flush(); err != nil {
+			break
+		}
+		var more int
+		more, err = p.dequeue(events[k:], 0)
+		k += more
+	}
+	if err != nil {
+		// What was taken is reported again: complete queued each socket
+		// for its next poll, and readiness is level-triggered.
+		return 0, err
+	}
+	return k, nil
+}
+
+// dequeue takes the completions the port has (waiting up to ms for the
+// first) into events and returns how many report readiness.
+func (p *Poller) dequeue(events []poll.Event, ms uint32) (int, error) {
+	if len(events) > len(p.entries) {
+		p.entries = make([]overlappedEntry, len(events))
 	}
 	var n uint32
 	r, _, err := procGetQueuedCompletions.Call(uintptr(p.port),
@@ -363,30 +430,34 @@ func (p *Poller) Wait(events []poll.Event, timeout time.Duration) (int, error) {
 // reports to the host, then queues the socket so that the next Wait polls
 // it again.
 func (p *Poller) complete(key uintptr) (poll.Token, poll.Interest) {
-	s := p.inflight[key]
-	if s == nil {
+	q := p.inflight[key]
+	if q == nil {
 		return 0, 0 // not ours: only polls are posted with a request
 	}
 	delete(p.inflight, key)
-	s.pending = false
-	if s.gone {
-		return 0, 0
+	q.busy = false
+	s := q.s
+	if s.gone || q != s.cur {
+		return 0, 0 // dropped, or superseded by a poll asking for more
 	}
+	s.cur = nil
 	var e uint32
-	switch status := s.iosb.Status; {
+	switch status := q.iosb.Status; {
 	case status == windows.STATUS_CANCELLED:
-		// Cancelled by flush to ask for other events: nothing happened.
+		// Cancelled by flush to ask for other events: nothing happened,
+		// and Wait asks again at once (if anything is still wanted).
+		p.reasked = p.reasked || s.want != 0
 	case int32(status) < 0:
 		// The poll itself failed; report an error so that the host's
 		// callback finds out by trying (mio does the same).
 		e = afdConnectFail
-	case s.info.NumberOfHandles == 0:
-	case s.info.Events&afdLocalClose != 0:
+	case q.info.NumberOfHandles == 0:
+	case q.info.Events&afdLocalClose != 0:
 		// Closed without Deregister: nothing left to watch.
 		p.drop(s)
 		return 0, 0
 	default:
-		e = s.info.Events
+		e = q.info.Events
 	}
 	p.queue(s)
 	return s.tok, fromAFD(e) & s.want
@@ -414,16 +485,16 @@ func (p *Poller) WakeHandle() poll.WakeHandle {
 // grace period: the kernel may still write them.
 var leaked struct {
 	sync.Mutex
-	socks []map[uintptr]*sock
+	socks []map[uintptr]*request
 }
 
 // Close cancels every outstanding poll and waits (up to a second) for the
 // kernel to hand each one back, so that no memory it owns is freed, then
 // closes the helper handle and the port.
 func (p *Poller) Close() error {
-	for _, s := range p.inflight {
-		s.gone = true
-		p.cancel(s)
+	for _, q := range p.inflight {
+		q.s.gone = true
+		p.cancel(q)
 	}
 	for deadline := time.Now().Add(time.Second); len(p.inflight) > 0 && time.Now().Before(deadline); {
 		var n uint32

@@ -45,6 +45,7 @@ func Run(t *testing.T, newBackend func() (poll.Backend, error)) {
 		{"DeregisterThenClose", testDeregisterThenClose},
 		{"DeregisterAfterClose", testDeregisterAfterClose},
 		{"ModifyInterestAndToken", testModify},
+		{"AddedKindReportedByTheNextWait", testAddedKindAtOnce},
 		{"AnyTokenValue", testAnyToken},
 		{"ReservedTokenRefused", testReservedToken},
 		{"WakeWhileWaiting", testWakeWhileWaiting},
@@ -303,6 +304,31 @@ func testModify(t *testing.T, b poll.Backend) {
 	mod(4, poll.Readable|poll.Writable)
 	await(t, b, 4, poll.Readable|poll.Writable)
 	quiet(t, b, 3, poll.Readable|poll.Writable)
+}
+
+// A kind added to a watched descriptor whose state already has it is
+// reported by the very next Wait, even a zero-timeout one, as epoll and
+// select() report it: a loop that adds a writer in one iteration runs it
+// in the next (asyncio's order). A backend that must first take back a
+// request outstanding for the old kinds (iocp's cancelled poll) takes it
+// back and asks again within that Wait.
+func testAddedKindAtOnce(t *testing.T, b poll.Backend) {
+	_, s := tcpPair(t, nil)
+	register(t, b, s.fd, 1, poll.Readable)
+	quiet(t, b, 1, poll.Readable|poll.Writable)
+	for round := range 3 {
+		if err := b.Reregister(s.fd, 1, poll.Readable|poll.Writable); err != nil {
+			t.Fatalf("Reregister: %v", err)
+		}
+		if got := wait(t, b, 0)[1]; got != poll.Writable {
+			t.Fatalf("round %d: Wait(0) after adding Writable reported %v, want %v",
+				round, got, poll.Writable)
+		}
+		if err := b.Reregister(s.fd, 1, poll.Readable); err != nil {
+			t.Fatalf("Reregister: %v", err)
+		}
+		quiet(t, b, 1, poll.Readable|poll.Writable)
+	}
 }
 
 // Tokens are opaque: the extremes of the range a host may use come back
