@@ -58,6 +58,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h> /* PyMemberDef, which Python.h declares only from 3.12 */
 #include <stdatomic.h>
 #include "bridge.h"
 #include "platform.h"
