@@ -8,9 +8,10 @@
  * The same calls happen in the same order as in asyncio's code: the
  * receive or send at once, then, if the kernel cannot take it now, a
  * future from create_future, the descriptor checked against the loop's
- * transports, a reader (writer) handle whose callback is the loop's bound
- * _sock_recv (_sock_sendall), and functools.partial(_sock_read_done, fd,
- * handle=handle) added to the future, ahead of the task that awaits it.
+ * transports, (sock_sendall) memoryview(data), a reader (writer) handle
+ * whose callback is the loop's bound _sock_recv (_sock_sendall), and
+ * functools.partial(_sock_read_done, fd, handle=handle) added to the
+ * future, ahead of the task that awaits it.
  * A socket.socket subclass, a loop class derived from zloopgo.Loop (it may
  * override any of those methods) and debug mode take asyncio's Python
  * steps (zloopgo/_sockmethods.py), which reach the methods below too.
@@ -286,11 +287,15 @@ static int ensure_no_transport(zl_loop *L, PyObject *fd)
 
 /* The rest of asyncio's sock_recv or sock_recv_into (which=0, reading)
  * or sock_sendall (which=1, writing) once the kernel could not take it at
- * once: the future, the reader or writer handle calling the loop's method
- * `callback`(fut, sock, arg[, more]), and the done callback that unwatches
- * the descriptor. The future, or NULL. */
+ * once: the future, the reader handle calling the loop's method
+ * `callback`(fut, sock, arg) or the writer handle calling
+ * `callback`(fut, sock, memoryview(arg), [sent]), and the done callback
+ * that unwatches the descriptor. The memoryview is made after the
+ * descriptor passed the transport check, where asyncio's argument list to
+ * _add_writer makes it: arg's __buffer__ may run Python code, which must
+ * not run when the check raises. The future, or NULL. */
 static PyObject *wait_on(zl_loop *L, PyObject *sock, int which, PyObject *callback_name,
-                         PyObject *arg, PyObject *more)
+                         PyObject *arg, Py_ssize_t sent)
 {
     PyObject *fut = zl_loop_create_future(L, NULL);
     if (fut == NULL)
@@ -300,13 +305,17 @@ static PyObject *wait_on(zl_loop *L, PyObject *sock, int which, PyObject *callba
                        ? PyLong_FromLong(known)
                        : PyObject_VectorcallMethod(L->state->names.fileno, &sock,
                                                    1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-    PyObject *callback = NULL, *handle = NULL, *done = NULL, *partial = NULL, *added = NULL;
+    PyObject *callback = NULL, *view = NULL, *pos = NULL;
+    PyObject *handle = NULL, *done = NULL, *partial = NULL, *added = NULL;
     if (fd == NULL || ensure_no_transport(L, fd) < 0)
         goto out;
     callback = PyObject_GetAttr((PyObject *)L, callback_name);
     if (callback == NULL)
         goto out;
-    PyObject *watch[7] = {fd, fd, callback, fut, sock, arg, more};
+    if (which && ((view = PyMemoryView_FromObject(arg)) == NULL ||
+                  (pos = Py_BuildValue("[n]", sent)) == NULL))
+        goto out;
+    PyObject *watch[7] = {fd, fd, callback, fut, sock, which ? view : arg, pos};
     handle = which ? zl_loop_add_writer(L, watch, 7) : zl_loop_add_reader(L, watch, 6);
     if (handle == NULL)
         goto out;
@@ -324,6 +333,8 @@ static PyObject *wait_on(zl_loop *L, PyObject *sock, int which, PyObject *callba
 out:
     Py_XDECREF(fd);
     Py_XDECREF(callback);
+    Py_XDECREF(view);
+    Py_XDECREF(pos);
     Py_XDECREF(handle);
     Py_XDECREF(done);
     Py_XDECREF(partial);
@@ -359,7 +370,7 @@ PyObject *zl_loop_sock_recv_now(zl_loop *L, PyObject *const *args, Py_ssize_t na
     int r = recv_now(L, args[0], args[1], &data);
     if (r != 0)
         return data;
-    return wait_on(L, args[0], 0, L->state->names._sock_recv, args[1], NULL);
+    return wait_on(L, args[0], 0, L->state->names._sock_recv, args[1], 0);
 }
 
 /* _zl_sock_recv_into(sock, buf): asyncio's sock_recv_into up to its
@@ -374,7 +385,7 @@ PyObject *zl_loop_sock_recv_into_now(zl_loop *L, PyObject *const *args, Py_ssize
     int r = recv_into_now(L->state, args[0], args[1], &count);
     if (r != 0)
         return count;
-    return wait_on(L, args[0], 0, L->state->names._sock_recv_into, args[1], NULL);
+    return wait_on(L, args[0], 0, L->state->names._sock_recv_into, args[1], 0);
 }
 
 /* _zl_sock_sendall(sock, data): asyncio's sock_sendall up to its await:
@@ -395,13 +406,7 @@ PyObject *zl_loop_sock_sendall_now(zl_loop *L, PyObject *const *args, Py_ssize_t
         return NULL;
     if (sent == len)
         Py_RETURN_NONE;
-    PyObject *view = PyMemoryView_FromObject(data);
-    PyObject *pos = view != NULL ? Py_BuildValue("[n]", sent) : NULL;
-    PyObject *fut =
-        pos != NULL ? wait_on(L, sock, 1, L->state->names._sock_sendall, view, pos) : NULL;
-    Py_XDECREF(view);
-    Py_XDECREF(pos);
-    return fut;
+    return wait_on(L, sock, 1, L->state->names._sock_sendall, data, sent);
 }
 
 /* What asyncio's reader and writer callbacks do with an attempt's outcome
