@@ -238,7 +238,9 @@ int zl_handle_report_exception(zl_handle *h)
 /* Runs the callback in its context. An exception other than SystemExit or
  * KeyboardInterrupt goes to the loop's exception handler, as asyncio's
  * Handle._run does; those two (and a failure of the handler itself)
- * return -1 with the exception set.
+ * return -1 with the exception set, as does any failure of the
+ * _ThreadSafeHandle runner, which reported its callback's itself
+ * (zl_is_threadsafe_runner).
  *
  * The run holds references of its own to the callback and its arguments,
  * as asyncio's frame does to what it passes: the callback may cancel its
@@ -268,6 +270,8 @@ int zl_handle_run(zl_handle *h)
     h->running++;
     PyObject *res = zl_run_call(h->loop, callback, args, nargs, &h->context, &h->context_snapshot);
     h->running--;
+    /* debug mode queues the runner in a handle of the adapter's */
+    int runner_failed = res == NULL && zl_is_threadsafe_runner(h->loop, callback);
     Py_DECREF(callback);
     for (Py_ssize_t i = 0; i < nargs; i++)
         Py_DECREF(args[i]);
@@ -277,7 +281,7 @@ int zl_handle_run(zl_handle *h)
         Py_DECREF(res);
         return 0;
     }
-    return zl_handle_report_exception(h);
+    return runner_failed ? -1 : zl_handle_report_exception(h);
 }
 
 int zl_handle_run_in_batch(zl_handle *h)

@@ -100,6 +100,8 @@ int zl_entry_run(zl_loop *L, zl_entry *e)
         Py_DECREF(res);
         return 0;
     }
+    if (zl_is_threadsafe_runner(L, e->call))
+        return -1;
     /* the exception handler is told of a Handle, as asyncio's: one made for the call */
     PyObject *exc = zl_fetch_exception();
     zl_handle *h = handle_for_entry(L, e);

@@ -193,7 +193,10 @@ static int exit_lock(const zl_names *names, PyObject *lock)
 }
 
 /* handle._run of a _ThreadSafeHandle, after the loop's own look at
- * _cancelled (zloopgo's queue holds this call, the handle its argument). */
+ * _cancelled (zloopgo's queue holds this call, the handle its argument).
+ * What it raises escapes the loop's run, as what _run raises escapes
+ * asyncio's _run_once: the queue does not report it as a callback's
+ * (zl_is_threadsafe_runner). */
 static PyObject *run_threadsafe(PyObject *mod, PyObject *handle)
 {
     /* set once (set_threadsafe_handle): nothing a callback does changes it */

@@ -767,6 +767,15 @@ PyObject *zl_run_call(zl_loop *L, PyObject *callback, PyObject *const *args, Py_
 int zl_report_callback_exception(zl_loop *L, PyObject *handle);
 /* zl_report_callback_exception naming h, a handle of the adapter's. */
 int zl_handle_report_exception(zl_handle *h);
+/* Whether call is 3.14's _ThreadSafeHandle runner (schedule.c). Its run
+ * reports its callback's exception itself, as _ThreadSafeHandle._run does;
+ * what it raises is a failure of _run itself (of that report, of the
+ * handle's lock), which asyncio lets escape the loop's run: the caller
+ * returns it, not reports it as the runner's own. */
+static inline int zl_is_threadsafe_runner(const zl_loop *L, PyObject *call)
+{
+    return call != NULL && call == L->state->threadsafe.runner;
+}
 /* Moves h's callback, argument and context into e (h has at most one
  * argument and keeps none of them). */
 void zl_handle_give_call(zl_handle *h, zl_entry *e);

@@ -193,6 +193,40 @@ def test_keyboard_interrupt_propagates_and_lock_is_released(loop):
     assert h.cancelled()
 
 
+class _FailsAndSoDoesItsRepr:
+    """A callback that raises, and whose repr (which the report of that
+    takes) raises as well."""
+
+    def __call__(self):
+        raise ValueError("the callback's")
+
+    def __repr__(self):
+        raise RuntimeError("the repr's")
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_failure_of_the_report_escapes_the_run(loop, debug):
+    # Handle._run's except block takes the callback's repr: what that
+    # raises escapes _run and the loop's run, in asyncio's
+    # _ThreadSafeHandle too (not reported as a callback's own failure)
+    loop.set_debug(debug)
+    seen = []
+    loop.set_exception_handler(lambda lp, ctx: seen.append(ctx))
+    h = loop.call_soon_threadsafe(_FailsAndSoDoesItsRepr())
+    stop = loop.call_soon(loop.stop)  # a run that does not raise returns
+    with pytest.raises(RuntimeError, match="the repr's") as raised:
+        loop.run_forever()
+    stop.cancel()
+    assert isinstance(raised.value.__context__, ValueError)
+    assert seen == []
+    # the handle's lock was let go: another thread takes it at once
+    # (cancelled(), as cancel() in debug mode would take the repr)
+    t = threading.Thread(target=h.cancelled)
+    t.start()
+    t.join(10)
+    assert not t.is_alive()
+
+
 def test_context_argument_and_default_copy(loop):
     seen = []
     ctx = contextvars.copy_context()
