@@ -241,15 +241,6 @@ class DatagramHost(Host):
         else:
             self.rec(["op", name, who, repr(result)])
 
-    def run_ops(self, ops):
-        # a step's callback, which a trap may run again nested: it spends
-        # the actions' budget too
-        self.budget -= len(ops)
-        if self.budget < 0:
-            return
-        for op in ops:
-            self.run_op(op)
-
     def override(self, who, method, actions):
         proto = self.ends[who].get_protocol()
         original = getattr(type(proto), method)
@@ -296,19 +287,7 @@ class DatagramHost(Host):
         )
 
     def program(self):
-        for i, step in enumerate(self.p["steps"]):
-            self.step = i
-            self.rec(["step", i])
-            if step[0] == "soon":
-                cb, args = vocab.make_callback(self, step[1])
-                self.add_handle(self.loop.call_soon(cb, *args), cb, *args)
-                del cb, args
-            elif step[0] == "call":
-                self.add_handle(self.loop.call_soon(self.run_ops, step[1]))
-            else:
-                self.run_op(step)
-            self.end_step()
-            self.state()
+        self.run_callback_steps()
 
     def teardown(self):
         super().teardown()

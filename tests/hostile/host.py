@@ -306,6 +306,34 @@ class Host:
     def program(self):
         raise NotImplementedError
 
+    def run_ops(self, ops):
+        """A "call" step's callback, which a trap may run again nested: it
+        spends the actions' budget too."""
+        self.budget -= len(ops)
+        if self.budget < 0:
+            return
+        for op in ops:
+            self.run_op(op)
+
+    def run_callback_steps(self):
+        """program() of a machine whose steps are a callback made from a
+        spec ("soon"), a batch of ops run in one callback ("call"), or one
+        op run at once; each step is followed by end_step() and the
+        machine's state()."""
+        for i, step in enumerate(self.p["steps"]):
+            self.step = i
+            self.rec(["step", i])
+            if step[0] == "soon":
+                cb, args = vocab.make_callback(self, step[1])
+                self.add_handle(self.loop.call_soon(cb, *args), cb, *args)
+                del cb, args
+            elif step[0] == "call":
+                self.add_handle(self.loop.call_soon(self.run_ops, step[1]))
+            else:
+                self.run_op(step)
+            self.end_step()
+            self.state()
+
     def final(self):
         """The machine's last compared observations (files: every task's
         outcome and every file's bytes)."""

@@ -517,13 +517,6 @@ class NativesHost(Host):
         probe.__class__ = probe_class
         return True
 
-    def run_ops(self, ops):
-        self.budget -= len(ops)
-        if self.budget < 0:
-            return
-        for op in ops:
-            self.run_op(op)
-
     def override(self, target, actions):
         proto = self.objects[target].get_protocol()
         method = "datagram_received" if KIND[target] == "dgram" else "data_received"
@@ -595,19 +588,7 @@ class NativesHost(Host):
         self.rec(entry)
 
     def program(self):
-        for i, step in enumerate(self.p["steps"]):
-            self.step = i
-            self.rec(["step", i])
-            if step[0] == "soon":
-                cb, args = vocab.make_callback(self, step[1])
-                self.add_handle(self.loop.call_soon(cb, *args), cb, *args)
-                del cb, args
-            elif step[0] == "call":
-                self.add_handle(self.loop.call_soon(self.run_ops, step[1]))
-            else:
-                self.run_op(step)
-            self.end_step()
-            self.state()
+        self.run_callback_steps()
 
     def teardown(self):
         super().teardown()
