@@ -562,6 +562,28 @@ static PyObject *write_python(const zl_module_state *st, PyObject *self, PyObjec
  * sent at once; with data already buffered it is appended behind it, as
  * asyncio does. A lost connection (counted and warned about) and data
  * that is not one contiguous buffer go to asyncio's own write. */
+/* asyncio's first checks in write() and writelines() (`what`): after
+ * write_eof(), or while sendfile() runs, the call raises RuntimeError with
+ * asyncio's message. -1 with an exception set, else 0. */
+static int refuse_write(const zl_module_state *st, PyObject *self, const char *what)
+{
+    int flag = field_true(st, self, F_EOF);
+    if (flag != 0) {
+        if (flag > 0)
+            PyErr_Format(PyExc_RuntimeError, "Cannot call %s() after write_eof()", what);
+        return -1;
+    }
+    PyObject *waiter = get_field(st, self, F_EMPTY_WAITER);
+    if (waiter == NULL)
+        return -1;
+    Py_DECREF(waiter);
+    if (waiter != Py_None) {
+        PyErr_Format(PyExc_RuntimeError, "unable to %s; sendfile is in progress", what);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *transport_write(PyObject *self, PyObject *data)
 {
     const zl_module_state *st = transport_state(self);
@@ -582,20 +604,9 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
      * with its own __len__ or __bool__: asyncio's own write asks it */
     if (!PyBytes_CheckExact(data) && !PyByteArray_CheckExact(data) && !PyMemoryView_Check(data))
         return write_python(st, self, data);
-    int flag = field_true(st, self, F_EOF);
-    if (flag != 0) {
-        if (flag > 0)
-            PyErr_SetString(PyExc_RuntimeError, "Cannot call write() after write_eof()");
+    if (refuse_write(st, self, "write") < 0)
         return NULL;
-    }
-    PyObject *waiter = get_field(st, self, F_EMPTY_WAITER);
-    if (waiter == NULL)
-        return NULL;
-    Py_DECREF(waiter);
-    if (waiter != Py_None) {
-        PyErr_SetString(PyExc_RuntimeError, "unable to write; sendfile is in progress");
-        return NULL;
-    }
+    int flag;
     /* asyncio's write sends through self._sock: None once the transport
      * closed itself after flushing its buffer (which leaves _conn_lost 0,
      * while _sock_fd may name another descriptor by now), or a socket the
@@ -735,20 +746,9 @@ static int gather_chunks(PyObject *chunks, zl_sys_gather *bufs, int *count, size
 static PyObject *transport_writelines(PyObject *self, PyObject *chunks)
 {
     const zl_module_state *st = transport_state(self);
-    int flag = field_true(st, self, F_EOF);
-    if (flag != 0) {
-        if (flag > 0)
-            PyErr_SetString(PyExc_RuntimeError, "Cannot call writelines() after write_eof()");
+    if (refuse_write(st, self, "writelines") < 0)
         return NULL;
-    }
-    PyObject *waiter = get_field(st, self, F_EMPTY_WAITER);
-    if (waiter == NULL)
-        return NULL;
-    Py_DECREF(waiter);
-    if (waiter != Py_None) {
-        PyErr_SetString(PyExc_RuntimeError, "unable to writelines; sendfile is in progress");
-        return NULL;
-    }
+    int flag;
     if (!PyList_CheckExact(chunks) && !PyTuple_CheckExact(chunks))
         return writelines_python(st, self, chunks);
     if (PySequence_Fast_GET_SIZE(chunks) == 0) /* asyncio's `if not list_of_data: return` */
