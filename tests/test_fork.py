@@ -384,46 +384,60 @@ def test_call_soon_threadsafe_in_a_forked_child_wakes_nothing_of_the_parent(loop
         loop = factory()
         loop.run_until_complete(asyncio.sleep(0.01))
 
-        def forker():
+        # The parent waits on a pipe that only the forking thread writes,
+        # once the child has exited: no timer is pending meanwhile, so the
+        # loop wakes for that write alone unless something else wakes it
+        # (a timer's deadline would add iterations of its own).
+        def forker(wake_w, fork):
             time.sleep(0.3)  # the loop sleeps in the poller meanwhile
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    handles = [loop.call_soon_threadsafe(print, "never") for _ in range(3)]
-                    ok = all(isinstance(h, asyncio.Handle) for h in handles)
-                    os.write(1, f"child call works {ok}\\n".encode())
-                except BaseException as exc:
-                    os.write(1, f"child error {exc!r}\\n".encode())
-                os._exit(0)
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline:
-                done, status = os.waitpid(pid, os.WNOHANG)
-                if done:
-                    print("child exit", os.waitstatus_to_exitcode(status), flush=True)
-                    return
-                time.sleep(0.01)
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            print("child hung", flush=True)
+            if fork:
+                pid = os.fork()
+                if pid == 0:
+                    try:
+                        handles = [loop.call_soon_threadsafe(print, "never") for _ in range(3)]
+                        ok = all(isinstance(h, asyncio.Handle) for h in handles)
+                        os.write(1, f"child call works {ok}\\n".encode())
+                    except BaseException as exc:
+                        os.write(1, f"child error {exc!r}\\n".encode())
+                    os._exit(0)
+                deadline = time.monotonic() + 20
+                while time.monotonic() < deadline:
+                    done, status = os.waitpid(pid, os.WNOHANG)
+                    if done:
+                        print("child exit", os.waitstatus_to_exitcode(status), flush=True)
+                        break
+                    time.sleep(0.01)
+                else:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    print("child hung", flush=True)
+                time.sleep(0.3)  # a wake-up the child caused lands meanwhile
+            os.write(wake_w, b"x")
 
         def iterations():
             if type(loop).__module__.startswith("zloopgo"):
                 return zloopgo.stats(loop)["iterations"]
             return 0
 
-        def run_for(seconds, fork):
+        def run_until_written(fork):
+            wake_r, wake_w = os.pipe()
+            written = loop.create_future()
+            loop.add_reader(wake_r, lambda: written.done() or written.set_result(None))
             before = iterations()
-            thread = threading.Thread(target=forker) if fork else None
-            if thread:
-                thread.start()
-            loop.run_until_complete(asyncio.sleep(seconds))
-            if thread:
-                thread.join()
-            return iterations() - before
+            thread = threading.Thread(target=forker, args=(wake_w, fork))
+            thread.start()
+            loop.run_until_complete(written)
+            woken = iterations() - before
+            thread.join()
+            loop.remove_reader(wake_r)
+            os.close(wake_r)
+            os.close(wake_w)
+            return woken
 
-        quiet = run_for(1.0, False)
-        forked = run_for(1.0, True)
+        quiet = run_until_written(False)
+        forked = run_until_written(True)
         print("parent woken", forked > quiet)
+        print("iterations quiet", quiet, "forked", forked)
         loop.close()
         """,
     )
