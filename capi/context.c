@@ -148,8 +148,17 @@ PyObject *zl_context_private(zl_loop *L, PyObject *snapshot)
 void zl_context_recycle(zl_loop *L, PyObject *ctx)
 {
     context_layout *c = (context_layout *)ctx;
-    if (!sharing || L == NULL || !PyContext_CheckExact(ctx) || Py_REFCNT(ctx) != 1 ||
-        PyObject_GC_IsTracked(ctx) || c->ctx_weakreflist != NULL || c->ctx_entered ||
+    if (!sharing || L == NULL || !PyContext_CheckExact(ctx)) {
+        zl_context_release(ctx);
+        return;
+    }
+    /* held elsewhere (a Task's context, passed with context= for each of
+     * its steps): this reference is not the last, nothing else to see */
+    if (Py_REFCNT(ctx) != 1) {
+        Py_DECREF(ctx);
+        return;
+    }
+    if (PyObject_GC_IsTracked(ctx) || c->ctx_weakreflist != NULL || c->ctx_entered ||
         c->ctx_prev != NULL) {
         zl_context_release(ctx);
         return;

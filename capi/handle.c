@@ -79,7 +79,12 @@ zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
         /* asyncio's part: NULL from now on, tp_clear leaves it so */
         memset(h->asyncio_slots, 0, offsetof(zl_handle, loop) - offsetof(zl_handle, asyncio_slots));
     }
-    memset(&h->loop, 0, type->tp_basicsize - offsetof(zl_handle, loop));
+    /* a Handle's size is known here, so its zeroing is a few stores
+     * rather than a call to memset */
+    if (type == loop->state->handle_type)
+        memset(&h->loop, 0, sizeof(zl_handle) - offsetof(zl_handle, loop));
+    else
+        memset(&h->loop, 0, type->tp_basicsize - offsetof(zl_handle, loop));
     h->args = h->inline_args;
     if (nargs > INT32_MAX) {
         Py_DECREF(h);
@@ -342,22 +347,27 @@ zl_handle_debug *zl_handle_debug_info(zl_handle *h)
     return h->debug;
 }
 
+static void release_asyncio_slots(zl_handle *h)
+{
+    for (int i = 0; i < ZL_ASYNCIO_HANDLE_SLOTS; i++)
+        Py_CLEAR(h->asyncio_slots[i]);
+    for (int i = 0; i < ZL_ASYNCIO_TIMER_SLOTS; i++)
+        Py_CLEAR(h->asyncio_timer_slots[i]);
+}
+
 /* asyncio's slots are NULL unless a program stored there through
  * asyncio's own member descriptors (handle.__class__.__mro__[1]._args
- * .__set__, say); one test for all of them keeps the common case short. */
-static void clear_asyncio_slots(zl_handle *h)
+ * .__set__, say); one test for all of them keeps the common case short,
+ * and small enough to be inlined where every handle passes. */
+static inline void clear_asyncio_slots(zl_handle *h)
 {
     uintptr_t any = 0;
     for (int i = 0; i < ZL_ASYNCIO_HANDLE_SLOTS; i++)
         any |= (uintptr_t)h->asyncio_slots[i];
     for (int i = 0; i < ZL_ASYNCIO_TIMER_SLOTS; i++)
         any |= (uintptr_t)h->asyncio_timer_slots[i];
-    if (any == 0)
-        return;
-    for (int i = 0; i < ZL_ASYNCIO_HANDLE_SLOTS; i++)
-        Py_CLEAR(h->asyncio_slots[i]);
-    for (int i = 0; i < ZL_ASYNCIO_TIMER_SLOTS; i++)
-        Py_CLEAR(h->asyncio_timer_slots[i]);
+    if (any != 0)
+        release_asyncio_slots(h);
 }
 
 int zl_handle_traverse(zl_handle *h, visitproc visit, void *arg)
@@ -400,14 +410,32 @@ int zl_handle_clear(zl_handle *h)
     return 0;
 }
 
+/* Whether h holds nothing tp_clear would release but its loop and
+ * asyncio's slots: its call went to a ready entry (zl_ready_take_call,
+ * what becomes of most call_soon handles) or cancel() released it, and
+ * debug mode recorded nothing. */
+static int holds_loop_only(const zl_handle *h)
+{
+    return h->callback == NULL && h->nargs == 0 && h->args == h->inline_args &&
+           h->context == NULL && h->debug == NULL;
+}
+
 void zl_handle_dealloc(zl_handle *h)
 {
     PyObject_GC_UnTrack(h);
     if (*weakrefs_of(h) != NULL)
         PyObject_ClearWeakRefs((PyObject *)h);
     PyTypeObject *type = Py_TYPE(h);
-    zl_loop *L = (zl_loop *)Py_XNewRef((PyObject *)h->loop); /* alive until h is pooled */
-    type->tp_clear((PyObject *)h);
+    zl_loop *L = h->loop; /* alive until h is pooled: its reference becomes this call's */
+    if (L != NULL && type == L->state->handle_type && holds_loop_only(h)) {
+        /* what zl_handle_clear would do for such a handle, without its
+         * steps for what is not there */
+        h->loop = NULL;
+        clear_asyncio_slots(h);
+    } else {
+        Py_XINCREF(L);
+        type->tp_clear((PyObject *)h);
+    }
     zl_handle_pool *pool =
         L != NULL && (type == L->state->handle_type || type == L->state->timer_handle_type)
             ? pool_of(L, type)
