@@ -108,7 +108,7 @@ class Host:
 
     def unraisable(self, u):
         entry = ["unraisable", type(u.exc_value).__name__, self.mask(u.exc_value)]
-        if getattr(u.object, "__name__", None) == "__del__":
+        if vocab.raised_by_finalizer(u):
             self.finalized.append(entry)  # a finalizer's exception, at its moment
         else:
             self.rec(entry)

@@ -434,6 +434,17 @@ def make_callback(host, spec):
     return BUILTINS[name], [make_value(host, a) for a in args]
 
 
+def raised_by_finalizer(unraisable):
+    """Whether sys.unraisablehook's argument reports an exception that a
+    __del__ raised (a trap's, or any). Up to 3.13 its `object` is the
+    __del__ function; from 3.14 `object` is None and `err_msg` is
+    "Exception ignored while calling deallocator <function ...>", the
+    message of the __del__ slot (slot_tp_finalize) alone."""
+    if getattr(unraisable.object, "__name__", None) == "__del__":
+        return True
+    return (unraisable.err_msg or "").startswith("Exception ignored while calling deallocator")
+
+
 def run_actions(host, actions, trap=None, method=None):
     """Runs actions in order, each one's outcome recorded; "raise" raises
     out of here (the method that ran them raises it). The callbacks that

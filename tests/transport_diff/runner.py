@@ -357,7 +357,7 @@ class Runner:
 
     def unraisable(self, u):
         entry = ["unraisable"] + _exc(u.exc_value)
-        if getattr(u.object, "__name__", None) == "__del__" and self.finalizing:
+        if vocab.raised_by_finalizer(u) and self.finalizing:
             self.finalized.append(entry)
         else:
             self.rec(entry)
