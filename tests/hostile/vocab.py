@@ -296,12 +296,17 @@ class _TrapBase:
         # made by a finalizer (or by what one scheduled): what it records
         # goes with the finalizers' records
         self._fin = host.finalizing > 0
-        self._late = False  # set by a host whose threads may call it at any time
+        # set by a host whose threads may call it at any time: the key its
+        # records are kept under until the host's flush_late
+        self._late = None
 
     def _fire(self, method):
         fin = self._fin or method == "__del__"
+        late = self._late is not None
         self._host.finalizing += fin
-        self._host.lateness += self._late
+        self._host.lateness += late
+        if late:
+            outer_key, self._host.late_key = self._host.late_key, self._late
         try:
             n = self._calls.get(method, 0) + 1
             self._calls[method] = n
@@ -311,7 +316,9 @@ class _TrapBase:
                 run_actions(self._host, self._spec.get(method, ()), self, method)
         finally:
             self._host.finalizing -= fin
-            self._host.lateness -= self._late
+            self._host.lateness -= late
+            if late:
+                self._host.late_key = outer_key
 
     def _trap_repr(self):
         return f"<trap {self._id}>"
