@@ -414,8 +414,8 @@ class FilesHost(Host):
     def compared(self, number):
         """Whether what task `number` did is compared: not from the first
         task on its file that was cancelled or timed out."""
-        f = self.tasks[number][1]
-        return number < self.cancelled_from.get(f, len(self.tasks))
+        first = self.cancelled_from.get(self.tasks[number][1])
+        return first is None or number < first
 
     def wait(self, quiet_rounds=5):
         """Runs the loop until no task is left but those waiting for a
