@@ -674,7 +674,23 @@ class NativeFile(FileBase):
         try:
             if self._text is not None:
                 return await self._text_call(self._text.seek, offset, whence)
-            return await self._run(self._buffered.seek, offset, whence)
+            args = [offset, whence]
+            raw = self._raw
+
+            def seek():
+                try:
+                    return self._buffered.seek(*args)
+                except Miss:
+                    # whence 2: the raw layer wants the file's end. The
+                    # buffered layer converted offset and whence and passed
+                    # them on as they were; the call made again after the
+                    # fetch gets those ints, so that an __index__ runs
+                    # once, as in open()'s object
+                    if raw.want is not None and raw.want[0] == "seek":
+                        args[:] = raw.want[1:3]
+                    raise
+
+            return await self._run(seek)
         finally:
             self._done()
 
