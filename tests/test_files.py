@@ -775,6 +775,59 @@ def test_a_seek_offset_is_converted_once(loop, tmp_path, mode, offset, whence):
     assert (got, calls) == (want, want_calls)
 
 
+@pytest.mark.parametrize("mode", ["rb", "r+b", "wb"])
+@pytest.mark.parametrize("call", ["pread", "pwrite"])
+@pytest.mark.parametrize(("size", "offset"), [(3, 2), (-1, 2), (3, -1)])
+def test_pread_and_pwrite_convert_their_numbers_once(loop, tmp_path, mode, call, size, offset):
+    # os.pread and os.pwrite (open()'s object in a thread) convert a size
+    # and an offset once; zloopgo's checked them with os itself on
+    # descriptor -1, then converted them again (hostile files program 194
+    # of seed 10, 3.15: a pwrite offset's __index__ recorded twice).
+    p = tmp_path / "f"
+    calls = []
+
+    class Index:
+        def __init__(self, name, value):
+            self.name, self.value = name, value
+
+        def __index__(self):
+            calls.append(self.name)
+            return self.value
+
+    def args():
+        if call == "pread":
+            return Index("size", size), Index("offset", offset)
+        return b"xyz"[: max(size, 0)], Index("offset", offset)
+
+    def outcome(result):
+        return result if isinstance(result, (bytes, int)) else type(result).__name__
+
+    def blocking():
+        with open(p, mode) as f:
+            try:
+                return outcome(getattr(os, call)(f.fileno(), *args()))
+            except OSError as exc:
+                return type(exc).__name__, exc.errno
+            except Exception as exc:  # noqa: BLE001 - the outcome compared
+                return type(exc).__name__, str(exc)
+
+    async def native():
+        async with zloopgo.open(p, mode) as f:
+            try:
+                return outcome(await getattr(f, call)(*args()))
+            except OSError as exc:
+                return type(exc).__name__, exc.errno
+            except Exception as exc:  # noqa: BLE001 - the outcome compared
+                return type(exc).__name__, str(exc)
+
+    p.write_bytes(b"0123456789")
+    want = blocking()
+    want_calls, calls[:] = list(calls), []
+    p.write_bytes(b"0123456789")
+    got = loop.run_until_complete(native())
+    assert (got, calls) == (want, want_calls)
+
+
 def test_every_file_operation_has_one_number_and_a_caller():
     # capi/files.c lists its operations once and exports each as
     # _engine.FILE_OP_<NAME>, which is how zloopgo/_files and zloopgo.os
