@@ -450,8 +450,59 @@ void zl_handle_dealloc(zl_handle *h)
     Py_XDECREF(L);
 }
 
+/* A handle the collector cleared (tp_clear) is one whose objects a Python
+ * program can still reach on 3.11-3.13: a weak reference made by a
+ * finalizer of the same garbage, whose callback runs while the collector
+ * clears the rest of it, reaches the handle through another weak
+ * reference. asyncio's Handle is cleared there too (a class's tp_clear
+ * clears its __slots__), and every read of one of its slots raises
+ * AttributeError: cancel(), cancelled(), get_context(), _run(), repr(),
+ * comparisons and when() all read one first. A cleared handle of ours
+ * reads the same way, each read raising what asyncio's member descriptor
+ * of that name raises on it (its slot beneath ours is NULL too:
+ * zl_handle_clear cleared it), so that the message is the version's own.
+ * NULL with that error set. */
+PyObject *zl_handle_cleared_attribute(zl_handle *h, const char *name)
+{
+    PyObject *mro = Py_TYPE(h)->tp_mro;
+    for (Py_ssize_t i = 0; mro != NULL && i < PyTuple_GET_SIZE(mro); i++) {
+        PyTypeObject *t = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        PyObject *descr = t->tp_dict ? PyDict_GetItemString(t->tp_dict, name) : NULL;
+        if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+            Py_INCREF(descr);
+            PyObject *r =
+                Py_TYPE(descr)->tp_descr_get(descr, (PyObject *)h, (PyObject *)Py_TYPE(h));
+            Py_DECREF(descr);
+            return r;
+        }
+    }
+    return PyErr_Format(PyExc_AttributeError, "'%.100s' object has no attribute '%s'",
+                        Py_TYPE(h)->tp_name, name);
+}
+
+/* asyncio's Handle._run of a cleared handle, found on the type (the
+ * handle's loop, and with it the module state, is gone): the first _run
+ * in the MRO written in Python. */
+static PyObject *run_cleared(zl_handle *h)
+{
+    PyObject *mro = Py_TYPE(h)->tp_mro;
+    for (Py_ssize_t i = 0; mro != NULL && i < PyTuple_GET_SIZE(mro); i++) {
+        PyTypeObject *t = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        PyObject *run = t->tp_dict ? PyDict_GetItemString(t->tp_dict, "_run") : NULL;
+        if (run != NULL && PyFunction_Check(run)) {
+            Py_INCREF(run);
+            PyObject *r = PyObject_CallOneArg(run, (PyObject *)h);
+            Py_DECREF(run);
+            return r;
+        }
+    }
+    return zl_handle_cleared_attribute(h, "_context");
+}
+
 static PyObject *handle_cancel_method(zl_handle *h, PyObject *unused)
 {
+    if (zl_handle_is_cleared(h))
+        return zl_handle_cleared_attribute(h, "_cancelled");
     if (zl_handle_cancel(h) < 0)
         return NULL;
     Py_RETURN_NONE;
@@ -459,11 +510,15 @@ static PyObject *handle_cancel_method(zl_handle *h, PyObject *unused)
 
 static PyObject *handle_cancelled(zl_handle *h, PyObject *unused)
 {
+    if (zl_handle_is_cleared(h))
+        return zl_handle_cleared_attribute(h, "_cancelled");
     return PyBool_FromLong(h->cancelled);
 }
 
 static PyObject *handle_get_context(zl_handle *h, PyObject *unused)
 {
+    if (zl_handle_is_cleared(h))
+        return zl_handle_cleared_attribute(h, "_context");
     if (h->context == NULL)
         Py_RETURN_NONE;
     if (own_context(h->loop, &h->context, &h->context_snapshot) < 0)
@@ -475,11 +530,12 @@ static PyObject *handle_get_context(zl_handle *h, PyObject *unused)
 /* asyncio's Handle._run (the module state's), for a handle whose call is
  * released (cancelled): it does what asyncio's does then,
  * context.run(None, *None) failing and that failure reported, on every
- * version. */
+ * version. A cleared handle: asyncio's _run too, whose reads of _context,
+ * then _callback, raise (zl_handle_cleared_attribute). */
 static PyObject *handle_run_method(zl_handle *h, PyObject *unused)
 {
-    if (h->callback == NULL && h->loop == NULL) /* cleared by the collector */
-        return PyErr_Format(PyExc_RuntimeError, "the handle was cleared");
+    if (zl_handle_is_cleared(h))
+        return run_cleared(h);
     if (h->callback == NULL)
         return PyObject_CallOneArg(h->loop->state->asyncio_handle_run, (PyObject *)h);
     if (zl_handle_run(h) < 0)
@@ -489,6 +545,8 @@ static PyObject *handle_run_method(zl_handle *h, PyObject *unused)
 
 static PyObject *get_callback(zl_handle *h, void *c)
 {
+    if (zl_handle_is_cleared(h))
+        return zl_handle_cleared_attribute(h, "_callback");
     return Py_NewRef(h->callback ? h->callback : Py_None);
 }
 
@@ -504,22 +562,38 @@ PyObject *zl_handle_args(zl_handle *h) /* handle._args */
     return t;
 }
 
-static PyObject *get_args(zl_handle *h, void *c) { return zl_handle_args(h); }
+static PyObject *get_args(zl_handle *h, void *c)
+{
+    if (zl_handle_is_cleared(h))
+        return zl_handle_cleared_attribute(h, "_args");
+    return zl_handle_args(h);
+}
 
-static PyObject *get_cancelled(zl_handle *h, void *c) { return PyBool_FromLong(h->cancelled); }
+static PyObject *get_cancelled(zl_handle *h, void *c)
+{
+    if (zl_handle_is_cleared(h))
+        return zl_handle_cleared_attribute(h, "_cancelled");
+    return PyBool_FromLong(h->cancelled);
+}
 static PyObject *get_loop(zl_handle *h, void *c)
 {
+    if (zl_handle_is_cleared(h))
+        return zl_handle_cleared_attribute(h, "_loop");
     return Py_NewRef(h->loop ? (PyObject *)h->loop : Py_None);
 }
 static PyObject *get_context(zl_handle *h, void *c) { return handle_get_context(h, NULL); }
 static PyObject *get_repr(zl_handle *h, void *c)
 {
+    if (zl_handle_is_cleared(h))
+        return zl_handle_cleared_attribute(h, "_repr");
     PyObject *r = h->debug ? h->debug->cancel_repr : NULL;
     return Py_NewRef(r ? r : Py_None);
 }
 
 static PyObject *get_source_traceback(zl_handle *h, void *c)
 {
+    if (zl_handle_is_cleared(h))
+        return zl_handle_cleared_attribute(h, "_source_traceback");
     PyObject *tb = h->debug ? h->debug->source_traceback : NULL;
     return Py_NewRef(tb ? tb : Py_None);
 }

@@ -22,9 +22,20 @@ static PyObject *timer_when_obj(zl_timer *h)
     return PyFloat_FromDouble(h->when);
 }
 
-static PyObject *timer_when(zl_timer *h, PyObject *unused) { return timer_when_obj(h); }
-static PyObject *get_when(zl_timer *h, void *c) { return timer_when_obj(h); }
-static PyObject *get_scheduled(zl_timer *h, void *c) { return PyBool_FromLong(h->scheduled); }
+/* A cleared timer reads as asyncio's (zl_handle_cleared_attribute). */
+static PyObject *get_when(zl_timer *h, void *c)
+{
+    if (zl_handle_is_cleared(&h->base))
+        return zl_handle_cleared_attribute(&h->base, "_when");
+    return timer_when_obj(h);
+}
+static PyObject *timer_when(zl_timer *h, PyObject *unused) { return get_when(h, NULL); }
+static PyObject *get_scheduled(zl_timer *h, void *c)
+{
+    if (zl_handle_is_cleared(&h->base))
+        return zl_handle_cleared_attribute(&h->base, "_scheduled");
+    return PyBool_FromLong(h->scheduled);
+}
 
 int zl_timer_cancel(zl_timer *h)
 {
@@ -41,6 +52,8 @@ int zl_timer_cancel(zl_timer *h)
 
 static PyObject *timer_cancel_method(zl_timer *h, PyObject *unused)
 {
+    if (zl_handle_is_cleared(&h->base))
+        return zl_handle_cleared_attribute(&h->base, "_cancelled");
     if (zl_timer_cancel(h) < 0)
         return NULL;
     Py_RETURN_NONE;

@@ -782,6 +782,12 @@ void zl_handle_give_call(zl_handle *h, zl_entry *e);
 /* Handle.cancel(): -1 with the exception set when the repr asyncio takes
  * in debug mode raises (the handle is cancelled, its callback kept). */
 int zl_handle_cancel(zl_handle *h);
+/* Whether the collector cleared h (tp_clear): a handle has its loop from
+ * its making until then. */
+static inline int zl_handle_is_cleared(const zl_handle *h) { return h->loop == NULL; }
+/* What reading asyncio's slot `name` of a cleared handle raises
+ * (handle.c): NULL with that AttributeError set. */
+PyObject *zl_handle_cleared_attribute(zl_handle *h, const char *name);
 /* Makes the module's Handle type (state->handle_type) and reads asyncio's
  * Handle._run: 0 or -1. */
 int zl_handle_type_made(PyObject *module, zl_module_state *state);

@@ -731,6 +731,103 @@ def test_a_size_is_converted_once(loop, tmp_path, mode, method, size):
     assert (got, len(calls)) == (want, want_calls)
 
 
+@pytest.mark.parametrize("mode", ["rb", "r+b", "a+b", "wb"])
+@pytest.mark.parametrize(("offset", "whence"), [(-1, 2), (0, 2), (-3, 2), (3, 0), (2, 1)])
+def test_a_seek_offset_is_converted_once(loop, tmp_path, mode, offset, whence):
+    # open()'s object converts seek()'s offset and whence once; zloopgo's
+    # made the io call again after fetching the file's end (whence 2) and
+    # converted them again (hostile files program 40 of seed 10: an
+    # offset's __index__ recorded twice).
+    p = tmp_path / "f"
+    p.write_bytes(b"0123456789")
+    calls = []
+
+    class Index:
+        def __init__(self, name, value):
+            self.name, self.value = name, value
+
+        def __index__(self):
+            calls.append(self.name)
+            return self.value
+
+    def args():
+        return Index("offset", offset), Index("whence", whence)
+
+    def blocking():
+        with open(p, mode) as f:
+            try:
+                return f.seek(*args()), f.read() if "r" in mode or "+" in mode else None
+            except Exception as exc:  # noqa: BLE001 - the outcome compared
+                return type(exc).__name__, str(exc)
+
+    async def native():
+        async with zloopgo.open(p, mode) as f:
+            try:
+                where = await f.seek(*args())
+                return where, await f.read() if "r" in mode or "+" in mode else None
+            except Exception as exc:  # noqa: BLE001 - the outcome compared
+                return type(exc).__name__, str(exc)
+
+    want = blocking()
+    want_calls, calls[:] = list(calls), []
+    p.write_bytes(b"0123456789")
+    got = loop.run_until_complete(native())
+    assert (got, calls) == (want, want_calls)
+
+
+@pytest.mark.parametrize("mode", ["rb", "r+b", "wb"])
+@pytest.mark.parametrize("call", ["pread", "pwrite"])
+@pytest.mark.parametrize(("size", "offset"), [(3, 2), (-1, 2), (3, -1)])
+def test_pread_and_pwrite_convert_their_numbers_once(loop, tmp_path, mode, call, size, offset):
+    # os.pread and os.pwrite (open()'s object in a thread) convert a size
+    # and an offset once; zloopgo's checked them with os itself on
+    # descriptor -1, then converted them again (hostile files program 194
+    # of seed 10, 3.15: a pwrite offset's __index__ recorded twice).
+    p = tmp_path / "f"
+    calls = []
+
+    class Index:
+        def __init__(self, name, value):
+            self.name, self.value = name, value
+
+        def __index__(self):
+            calls.append(self.name)
+            return self.value
+
+    def args():
+        if call == "pread":
+            return Index("size", size), Index("offset", offset)
+        return b"xyz"[: max(size, 0)], Index("offset", offset)
+
+    def outcome(result):
+        return result if isinstance(result, (bytes, int)) else type(result).__name__
+
+    def blocking():
+        with open(p, mode) as f:
+            try:
+                return outcome(getattr(os, call)(f.fileno(), *args()))
+            except OSError as exc:
+                return type(exc).__name__, exc.errno
+            except Exception as exc:  # noqa: BLE001 - the outcome compared
+                return type(exc).__name__, str(exc)
+
+    async def native():
+        async with zloopgo.open(p, mode) as f:
+            try:
+                return outcome(await getattr(f, call)(*args()))
+            except OSError as exc:
+                return type(exc).__name__, exc.errno
+            except Exception as exc:  # noqa: BLE001 - the outcome compared
+                return type(exc).__name__, str(exc)
+
+    p.write_bytes(b"0123456789")
+    want = blocking()
+    want_calls, calls[:] = list(calls), []
+    p.write_bytes(b"0123456789")
+    got = loop.run_until_complete(native())
+    assert (got, calls) == (want, want_calls)
+
+
 def test_every_file_operation_has_one_number_and_a_caller():
     # capi/files.c lists its operations once and exports each as
     # _engine.FILE_OP_<NAME>, which is how zloopgo/_files and zloopgo.os

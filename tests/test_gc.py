@@ -312,3 +312,93 @@ def test_zloopgo_handle_scheduled_by_a_settled_lookup_is_not_looked_at_once_free
         lp.close()
         r.close()
         w.close()
+
+
+CLEARED_HANDLE_SCRIPT = """
+import gc, re, weakref
+
+# On 3.11-3.13 a Python program reaches a handle the collector cleared
+# (tp_clear): a finalizer of a garbage cycle makes a weak reference to an
+# object of it whose callback holds the handle weakly; the callback runs
+# while the collector clears the cycle, after the handle was cleared.
+outcomes = []
+
+def outcome(what, call):
+    try:
+        result = call()
+    except BaseException as exc:
+        chain = []
+        while exc is not None:
+            named = re.search(r"attribute '(\\w+)'", str(exc))
+            chain.append(f"{type(exc).__name__} {named.group(1) if named else str(exc)}")
+            exc = exc.__context__
+        outcomes.append(f"{what}: " + " from ".join(chain))
+    else:
+        outcomes.append(f"{what}: {type(result).__name__}")
+
+class Weak:
+    pass
+
+class Finalized:
+    def __del__(self):
+        def on_collected(ref, handle=weakref.ref(self.handle), what=self.what):
+            h = handle()
+            if h is None:
+                outcomes.append(f"{what}: freed")
+                return
+            # the methods asyncio's class of this version has
+            kind = asyncio.TimerHandle if what == "timer" else asyncio.Handle
+            for name in ("_run", "cancel", "cancelled", "get_context", "when"):
+                if hasattr(kind, name):
+                    outcome(f"{what} {name}()", getattr(h, name))
+            outcome(f"{what} repr", lambda: repr(h))
+            for name in ("_callback", "_args", "_loop", "_context", "_when", "_scheduled"):
+                if hasattr(kind, name):
+                    outcome(f"{what} {name}", lambda: getattr(h, name))
+        self.ref = weakref.ref(self.weak, on_collected)
+
+loop = factory()
+ran = []
+handles = {
+    "handle": loop.call_soon(ran.append, 1),
+    "timer": loop.call_later(0, ran.append, 2),
+}
+loop.run_until_complete(asyncio.sleep(0.01))
+gc.collect()
+gc.disable()
+for what in list(handles):
+    finalized, weak = Finalized(), Weak()
+    # the weak object is dropped before the handle when the finalized
+    # object's attributes are cleared: the order of insertion
+    finalized.weak, finalized.handle, finalized.what = weak, handles.pop(what), what
+    weak.cycle = finalized
+    del finalized, weak
+    gc.collect()
+gc.enable()
+loop.close()
+print("ran", sorted(ran))
+for line in outcomes:
+    print(line)
+print("done")
+"""
+
+
+def test_a_handle_the_collector_cleared_reads_as_asyncios():
+    # The collector clears a Handle (tp_clear) that a weak reference's
+    # callback can still reach on 3.11-3.13 (CLEARED_HANDLE_SCRIPT).
+    # asyncio's is cleared too: every read of its slots raises
+    # AttributeError (_run's of _context, then of _callback in its except
+    # block). zloopgo's cancel() dereferenced the cleared loop (a crash)
+    # and _run() raised RuntimeError("the handle was cleared").
+    import sys
+
+    from helpers import run_script
+
+    runs = {name: run_script(name, CLEARED_HANDLE_SCRIPT) for name in ("asyncio", "zloopgo")}
+    for name, proc in runs.items():
+        assert proc.returncode == 0, f"{name}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    want, got = (runs[name].stdout.splitlines() for name in ("asyncio", "zloopgo"))
+    assert got == want
+    if sys.version_info < (3, 14):  # 3.14's collector clears such weak references first
+        assert "handle _run(): AttributeError _callback from AttributeError _context" in want
+        assert "timer cancel(): AttributeError _cancelled" in want

@@ -27,15 +27,22 @@ programs each took), and those of the differences it found that issue
 difference.
 test_the_harness_agrees_with_itself runs a few programs per machine on
 asyncio twice: a difference there is the harness's.
+test_late_records_are_the_late_threads_own checks the harness alone: what
+a trap called in another thread records is kept apart from what the
+loop's thread records meanwhile.
 """
 
+import gc
 import glob
 import importlib.util
 import json
+import operator
 import os
+import threading
 
 import pytest
-from hostile import bugs, machines, search
+from hostile import bugs, machines, search, vocab
+from hostile.host import Host
 
 SEED = os.environ.get("ZL_HOSTILE_SEED", "1")
 AGAINST = os.environ.get("ZL_HOSTILE_AGAINST", "zloopgo")
@@ -127,3 +134,45 @@ def test_the_harness_agrees_with_itself(machine, tmp_path):
         found = search.search(p, machine, f"{SEED}-self", SELF_CHECK)
         if found is not None:
             _fail(found, p, tmp_path)
+
+
+def test_late_records_are_the_late_threads_own():
+    """A file call's trap runs in asyncio's executor thread (files.py:
+    its records are "late", compared at the end in a fixed order) while
+    the loop's thread records the program's next step: that step mark is
+    the loop thread's, not late (files program 12 of found9, on 3.14: a
+    1 ms timeout, the trap's __index__ collecting, the "step 1" mark
+    among the late records when the collection took long). Here the
+    collection runs a finalizer that holds the trap's thread inside the
+    trap until the loop's thread has recorded."""
+    host = Host({}, "asyncio")
+    trap = vocab.Trap(host, ["trap", 1, {"__index__": [["collect"]]}, {"__index__": 0}])
+    trap._late = 5  # the number of the call whose argument it is
+    inside, recorded = threading.Event(), threading.Event()
+
+    class Finalized:
+        def __del__(self):
+            inside.set()
+            recorded.wait(30)
+
+    gc.disable()
+    try:
+        garbage = Finalized()
+        garbage.cycle = garbage
+        del garbage
+        worker = threading.Thread(target=operator.index, args=(trap,))
+        worker.start()
+        assert inside.wait(30)
+        host.rec(["step", 1])
+        recorded.set()
+        worker.join(30)
+    finally:
+        gc.enable()
+    assert host.obs == [["step", 1]]
+    host.flush_late()
+    assert host.obs == [["step", 1], ["late", [["act", "collect", None], ["trap", 1, "__index__"]]]]
+    # a trap of a call that was cancelled or timed out: not compared
+    host.late.append((5, ["trap", 1, "__index__"]))
+    host.flush_late(lambda number: number != 5)
+    assert len(host.obs) == 2
+    assert host.notes["late, not compared"] == [["trap", 1, "__index__"]]

@@ -174,3 +174,32 @@ def test_the_harness_agrees_with_itself(machine, net, tmp_path):
         result = search.search(p, programs(machine, net), SELF_CHECK, SEED + 1)
     if result.minimal is not None:
         _fail(result, p.names, tmp_path)
+
+
+def test_a_timeout_fires_in_the_step_that_started_it(pair):
+    # A wait_for on an await that does not end times out in its own step
+    # on both loops: settling waits for its deadline (runner.settle).
+    # Before, a step settled after QUIET iterations however long they
+    # took, so a loop's speed decided which step a 10 ms timeout fired in
+    # (seed 10's TLS program 61 on 3.14, in known/: asyncio in debug mode
+    # slower than zloopgo).
+    program = {
+        "machine": "stream",
+        "net": "unix",
+        "debug": False,
+        "sockbuf": 16384,
+        "conns": [{"limit": 65536}],
+        "log_ops": [],
+        "handler_ops": [],
+        "handler": "custom",
+        "canary": ["pipe", "file", "stream"],
+        "steps": [
+            ["task", [["timeout", 0.05, ["wait_closed", 0]]]],
+            ["peer", 0, ["send", 10]],
+        ],
+    }
+    timed_out = ["op", "wait_closed", 0, "!", "TimeoutError", ""]
+    for name, answer in zip(pair.names, pair.run(program), strict=True):
+        obs = answer["obs"]
+        assert timed_out in obs, (name, obs)
+        assert obs.index(timed_out) < obs.index(["step", 1]), (name, obs)

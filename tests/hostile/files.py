@@ -327,7 +327,7 @@ class FilesHost(Host):
 
     # -- values
 
-    def value(self, arg, text):
+    def value(self, arg, text, number):
         if isinstance(arg, list) and arg:
             if arg[0] == "bytes":
                 return _data(arg[1], 7)
@@ -336,11 +336,13 @@ class FilesHost(Host):
             if arg[0] == "buf":
                 return bytearray(arg[1])
             if arg[0] == "lines":
-                return [self.value(a, text) for a in arg[1]]
+                return [self.value(a, text, number) for a in arg[1]]
             obj = vocab.make_value(self, arg)
             # the executor path converts arguments in its thread, when the
-            # call's turn comes: when a trap runs is not compared
-            obj._late = True
+            # call's turn comes: when a trap runs is not compared, and
+            # whether it runs at all only for a call that was not cancelled
+            # nor timed out (a cancelled call's turn may never come)
+            obj._late = number
             return obj
         return arg
 
@@ -358,7 +360,7 @@ class FilesHost(Host):
     def start_call(self, number, f, method, args, timeout=None):
         obj = self.objects[f]
         text = "b" not in self.p["files"][f]["mode"]
-        values = [self.value(a, text) for a in args]
+        values = [self.value(a, text, number) for a in args]
 
         async def call():
             if obj is None:
@@ -390,7 +392,7 @@ class FilesHost(Host):
         for those after a cancel)."""
         done = []
         for number in sorted(self.tasks):
-            task, f = self.tasks[number]
+            task = self.tasks[number][0]
             if not task.done():
                 outcome = ["pending"]
             elif task.cancelled():
@@ -401,13 +403,19 @@ class FilesHost(Host):
                 outcome = ["timeout" if timed_out else type(exc).__name__]
             else:
                 outcome = task.result()
-            if number >= self.cancelled_from.get(f, len(self.tasks)):
+            if not self.compared(number):
                 # what it returns depends on whether the cancelled call's
                 # operation had run, and whether a call timed out on when
                 # a worker came to it: not compared
                 outcome = ["after a cancel"]
             done.append([number, outcome])
         self.rec(["done", done])
+
+    def compared(self, number):
+        """Whether what task `number` did is compared: not from the first
+        task on its file that was cancelled or timed out."""
+        first = self.cancelled_from.get(self.tasks[number][1])
+        return first is None or number < first
 
     def wait(self, quiet_rounds=5):
         """Runs the loop until no task is left but those waiting for a
@@ -502,7 +510,7 @@ class FilesHost(Host):
                 task.cancel()
         self.wait()
         self.report()
-        self.flush_late()
+        self.flush_late(self.compared)
         for i, obj in enumerate(self.objects):
             if obj is None:
                 continue

@@ -17,6 +17,7 @@ import gc
 import json
 import os
 import sys
+import threading
 import traceback
 
 from . import canary as canaries
@@ -54,9 +55,9 @@ class Host:
         self.canary = None
         self.spare = None
         self.budget = vocab.ACTION_BUDGET
-        self.finalizing = 0
+        # the finalizing and lateness depths (below) of each thread
+        self.depths = threading.local()
         self.finalized = []
-        self.lateness = 0
         self.late = []
         # After the program's end: what was made is torn down and the loop
         # closed. Which objects a loop still holds then, and so which
@@ -69,11 +70,48 @@ class Host:
 
     # -- recording
 
+    # Whether a record is a finalizer's or a late one is a matter of the
+    # thread that makes it: a trap in a file call's arguments runs in
+    # asyncio's executor thread, a finalizer in the thread whose collection
+    # freed its object, while the loop's thread goes on recording the
+    # program's steps. A depth shared by the threads made the loop thread's
+    # records late whenever a worker was inside such a trap (files program
+    # 12 of found9, on 3.14: its "step" mark among the late records).
+
+    @property
+    def finalizing(self):
+        """How many finalizers (or what they made) this thread is inside."""
+        return getattr(self.depths, "finalizing", 0)
+
+    @finalizing.setter
+    def finalizing(self, depth):
+        self.depths.finalizing = depth
+
+    @property
+    def lateness(self):
+        """How many traps whose calls may come at any time this thread is
+        inside."""
+        return getattr(self.depths, "lateness", 0)
+
+    @lateness.setter
+    def lateness(self, depth):
+        self.depths.lateness = depth
+
+    @property
+    def late_key(self):
+        """The key of the innermost such trap this thread is inside (its
+        `_late`): what flush_late's `compared` is asked about."""
+        return getattr(self.depths, "late_key", None)
+
+    @late_key.setter
+    def late_key(self, key):
+        self.depths.late_key = key
+
     def rec(self, entry):
         if self.ending and entry[0] not in ENDING_KEPT:
             self.notes.setdefault("ending", []).append(entry)
         elif self.lateness:
-            self.late.append(entry)
+            self.late.append((self.late_key, entry))
         elif self.finalizing:
             self.finalized.append(entry)
         else:
@@ -98,17 +136,23 @@ class Host:
             self.finalized = []
             self.rec(["finalized", [json.loads(e) for e in entries]])
 
-    def flush_late(self):
+    def flush_late(self, compared=lambda key: True):
         """What traps whose calls may come at any time (in another thread)
-        recorded over the whole program, in a fixed order."""
-        if self.late:
-            entries = sorted(json.dumps(e, default=repr) for e in self.late)
-            self.late = []
+        recorded over the whole program, in a fixed order; what those
+        whose key `compared` refuses recorded goes to notes["late, not
+        compared"] (files: a trap in a call that was cancelled or timed
+        out runs, or not, as fast as a worker came to the call)."""
+        late, self.late = self.late, []
+        for key, entry in late:
+            if not compared(key):
+                self.notes.setdefault("late, not compared", []).append(entry)
+        entries = sorted(json.dumps(e, default=repr) for key, e in late if compared(key))
+        if entries:
             self.rec(["late", [json.loads(e) for e in entries]])
 
     def unraisable(self, u):
         entry = ["unraisable", type(u.exc_value).__name__, self.mask(u.exc_value)]
-        if getattr(u.object, "__name__", None) == "__del__":
+        if vocab.raised_by_finalizer(u):
             self.finalized.append(entry)  # a finalizer's exception, at its moment
         else:
             self.rec(entry)

@@ -296,12 +296,17 @@ class _TrapBase:
         # made by a finalizer (or by what one scheduled): what it records
         # goes with the finalizers' records
         self._fin = host.finalizing > 0
-        self._late = False  # set by a host whose threads may call it at any time
+        # set by a host whose threads may call it at any time: the key its
+        # records are kept under until the host's flush_late
+        self._late = None
 
     def _fire(self, method):
         fin = self._fin or method == "__del__"
+        late = self._late is not None
         self._host.finalizing += fin
-        self._host.lateness += self._late
+        self._host.lateness += late
+        if late:
+            outer_key, self._host.late_key = self._host.late_key, self._late
         try:
             n = self._calls.get(method, 0) + 1
             self._calls[method] = n
@@ -311,7 +316,9 @@ class _TrapBase:
                 run_actions(self._host, self._spec.get(method, ()), self, method)
         finally:
             self._host.finalizing -= fin
-            self._host.lateness -= self._late
+            self._host.lateness -= late
+            if late:
+                self._host.late_key = outer_key
 
     def _trap_repr(self):
         return f"<trap {self._id}>"
@@ -432,6 +439,17 @@ def make_callback(host, spec):
         return Trap(host, spec), []
     _, name, args = spec
     return BUILTINS[name], [make_value(host, a) for a in args]
+
+
+def raised_by_finalizer(unraisable):
+    """Whether sys.unraisablehook's argument reports an exception that a
+    __del__ raised (a trap's, or any). Up to 3.13 its `object` is the
+    __del__ function; from 3.14 `object` is None and `err_msg` is
+    "Exception ignored while calling deallocator <function ...>", the
+    message of the __del__ slot (slot_tp_finalize) alone."""
+    if getattr(unraisable.object, "__name__", None) == "__del__":
+        return True
+    return (unraisable.err_msg or "").startswith("Exception ignored while calling deallocator")
 
 
 def run_actions(host, actions, trap=None, method=None):

@@ -34,8 +34,9 @@ asyncio a write() has reached it when write() returns).
 
 Between steps the loop is *settled*: it runs one iteration at a time
 (stop() then run_forever()) and peers that are reading read everything,
-until nothing observable changed for QUIET iterations in a row (at most
-MAX_ITERATIONS; then "unsettled" is recorded). Only what the program can
+until nothing observable changed for QUIET iterations in a row and the
+last wait_for started is past its deadline (at most MAX_ITERATIONS; then
+"unsettled" is recorded). Only what the program can
 observe counts, not the loop's internals (a loop that spins on a ready
 callback forever, as asyncio 3.13's writelines() after close() does,
 settles like one that sleeps). zloopgo may need a different number of
@@ -293,6 +294,8 @@ class Runner:
         self.finalizing = 0
         self.lateness = 0
         self.finalized = []
+        # the monotonic time the last wait_for started times out at
+        self.timeouts_until = 0.0
         self.spare = None
         self.canary = None
 
@@ -357,7 +360,7 @@ class Runner:
 
     def unraisable(self, u):
         entry = ["unraisable"] + _exc(u.exc_value)
-        if getattr(u.object, "__name__", None) == "__del__" and self.finalizing:
+        if vocab.raised_by_finalizer(u) and self.finalizing:
             self.finalized.append(entry)
         else:
             self.rec(entry)
@@ -624,6 +627,10 @@ class Runner:
                     awaitable = None
                     result = reader.at_eof()
                 if awaitable is not None and timeout is not None:
+                    # the step settles after this deadline (settle): on
+                    # an await that does not end, the timeout is the
+                    # step's, however fast the loop's iterations are
+                    self.timeouts_until = max(self.timeouts_until, time.monotonic() + timeout)
                     result = await asyncio.wait_for(awaitable, timeout)
                 elif awaitable is not None:
                     result = await awaitable
@@ -738,6 +745,14 @@ class Runner:
                 continue
             quiet += 1
             if quiet < QUIET:
+                continue
+            if time.monotonic() < self.timeouts_until:
+                # a wait_for's timer not yet due: settling in fewer
+                # iterations than its time would make the step it fires
+                # in a matter of speed (seed 10's TLS program 61 on 3.14,
+                # asyncio's debug-mode iterations slower than zloopgo's)
+                time.sleep(0.0005)
+                quiet = 0
                 continue
             if self.tcp_flushed():
                 break

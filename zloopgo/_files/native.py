@@ -674,7 +674,23 @@ class NativeFile(FileBase):
         try:
             if self._text is not None:
                 return await self._text_call(self._text.seek, offset, whence)
-            return await self._run(self._buffered.seek, offset, whence)
+            args = [offset, whence]
+            raw = self._raw
+
+            def seek():
+                try:
+                    return self._buffered.seek(*args)
+                except Miss:
+                    # whence 2: the raw layer wants the file's end. The
+                    # buffered layer converted offset and whence and passed
+                    # them on as they were; the call made again after the
+                    # fetch gets those ints, so that an __index__ runs
+                    # once, as in open()'s object
+                    if raw.want is not None and raw.want[0] == "seek":
+                        args[:] = raw.want[1:3]
+                    raise
+
+            return await self._run(seek)
         finally:
             self._done()
 
@@ -795,30 +811,57 @@ class NativeFile(FileBase):
             await self._fetch()
 
 
+class _ConvertedOnce:
+    """An argument os.pread or os.pwrite converts (its __index__), seen
+    by them in their own order and converted once: the int it gave is
+    kept for the operation that follows the checks, as open()'s object
+    and os.pread in a thread convert it once."""
+
+    __slots__ = ("arg", "value")
+
+    def __init__(self, arg):
+        self.arg = arg
+        self.value = None
+
+    def __index__(self):
+        self.value = operator.index(self.arg)
+        return self.value
+
+
+def _once(arg):
+    return arg if arg.__class__ is int else _ConvertedOnce(arg)
+
+
+def _value(arg):
+    return arg.value if arg.__class__ is _ConvertedOnce else arg
+
+
 def _pread_arguments(size, offset):
     """os.pread's checks of its arguments, in its order and with its
     messages: os.pread itself on descriptor -1, which converts them, then
     refuses a negative size (EINVAL), and whose system call refuses a
     negative offset (EINVAL) before it looks at the descriptor (EBADF:
     they are good). Returns them as ints."""
+    size, offset = _once(size), _once(offset)
     try:
         os.pread(-1, size, offset)
     except OSError as exc:
         if exc.errno != errno.EBADF:
             raise
-    return size.__index__(), offset.__index__()
+    return _value(size), _value(offset)
 
 
 def _pwrite_arguments(data, offset):
     """os.pwrite's checks, the same way (a buffer, then an offset, which
     the system call refuses when negative before it looks at the
     descriptor). Returns the offset as an int."""
+    offset = _once(offset)
     try:
         os.pwrite(-1, data, offset)
     except OSError as exc:
         if exc.errno != errno.EBADF:
             raise
-    return offset.__index__()
+    return _value(offset)
 
 
 class _BinaryOnly:
