@@ -45,7 +45,32 @@ KNOWN_ON_WINDOWS = {
         any(_select_failed(e) for e in d.ref[d.index :])
         and not any(e[0] == "harness error" for e in d.other)
     ),
+    # Wine's select() never reports a UDP socket whose ICMP error is
+    # pending (its peer gone) readable, where zloopgo's AFD poll does: in
+    # the step asyncio's loop records nothing more, zloopgo's reads the
+    # endpoint (running what the read runs: a max_size trap, overrides)
+    # and meets the error (test_datagram_diff's _known, docs/compatibility.md
+    # "Windows"; 2 of seed 1's first 13 datagram programs met it)
+    "Wine: select() does not report a pending ICMP error readable": lambda d, program: (
+        program.get("machine") == "datagram"
+        and d.a is not None
+        and d.a[0] == "state"
+        and any(_icmp_error_read(e) for e in _to_next_state(d.other, d.index))
+    ),
 }
+
+
+def _to_next_state(obs, start):
+    for entry in obs[start:]:
+        if entry[0] == "state":
+            return
+        yield entry
+
+
+def _icmp_error_read(entry):
+    return (entry[:2] == ["handler", "Fatal read error on datagram transport"]) or (
+        entry[1:3] in (["error", "ConnectionRefusedError"], ["error", "ConnectionResetError"])
+    )
 
 
 def _select_failed(entry):
