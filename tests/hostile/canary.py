@@ -23,11 +23,12 @@ What it does not know: which number belonged to what. It fills every gap
 below the highest number opened since it was made, so a number freed by
 anything in the process is watched.
 
-Windows has no such canary (`Canary` is `Unwatched` there): a socket
-there is a kernel handle, not the lowest free number, there is no
-/proc/self/fd to list them and no FIONREAD ioctl to count a socket's
-queued bytes from Python, so a freed handle cannot be filled on purpose.
-The programs run there without it, and docs/hostile.md says so.
+On Windows the numbers a loop may reuse are kernel handle values (a
+SOCKET is one, and so is what a file or pipe descriptor stands for):
+`Watched` is canary_windows.Canary there, the same filling over handle
+values (see that module for what a freed handle value is and how it is
+watched), and `Canary` is `Unwatched`, which fills nothing (see the end
+of this module for why).
 """
 
 import contextlib
@@ -81,24 +82,39 @@ def open_fds():
     return {n for n in map(int, os.listdir("/proc/self/fd")) if _is_open(n)}
 
 
-class _Canary:
-    """One descriptor the canary owns, and what it must still hold."""
+def file_identity(fd):
+    """What descriptor fd is open on (OSError when it is closed)."""
+    st = os.fstat(fd)
+    return (st.st_dev, st.st_ino)
 
-    def __init__(self, kind, fd, keep, check):
+
+class _Canary:
+    """One descriptor the canary owns, and what it must still hold.
+    `identify` tells what the number is open on now (raising OSError when
+    it is closed)."""
+
+    def __init__(self, kind, fd, keep, check, identify):
         self.kind = kind
         self.fd = fd
         self.keep = keep  # the Python object that owns fd (closed at the end)
         self.check = check  # () -> None, or what is wrong
-        st = os.fstat(fd)
-        self.identity = (st.st_dev, st.st_ino)
+        self.identify = identify
+        self.identity = identify()
         self.spent = False
+
+    def ours(self):
+        """Whether the number is still this canary's."""
+        try:
+            return self.identify() == self.identity
+        except OSError:
+            return False
 
     def violation(self):
         try:
-            st = os.fstat(self.fd)
+            now = self.identify()
         except OSError as exc:
             return f"its descriptor was closed ({exc.strerror})"
-        if (st.st_dev, st.st_ino) != self.identity:
+        if now != self.identity:
             return "its descriptor was closed and reopened"
         return self.check()
 
@@ -115,14 +131,22 @@ class Canary:
         # descriptors open before the program (a worker inherits none, a
         # test process may have some of its parent's, high up): the gaps
         # filled are those below the highest number opened since
-        self.baseline = open_fds()
+        self.baseline = self.open_fds()
         self.high = 0
         self.dir = directory or tempfile.gettempdir()
         self.violations = []
         self.files = 0
 
     def _add(self, kind, fd, keep, check):
-        self.canaries[fd] = _Canary(kind, fd, keep, check)
+        self.canaries[fd] = _Canary(kind, fd, keep, check, lambda: file_identity(fd))
+
+    # what a platform's canary replaces (canary_windows.Canary): the first
+    # number filled, the distance between two numbers, and how the free
+    # and the open ones are found
+    first = FIRST
+    step = 1
+    lowest_free = staticmethod(lowest_free)
+    open_fds = staticmethod(open_fds)
 
     def _new(self):
         kind = self.order[self.next % len(self.order)]
@@ -185,20 +209,21 @@ class Canary:
         writer comes; the kernel allocates the number first). It is left
         alone. Cheap when nothing was freed (one open and one close: called
         after every loop iteration)."""
-        lowest = lowest_free()
-        if lowest >= FIRST and lowest > self.high:
-            self.high = lowest - 1  # no gap: all up to it is open
+        lowest = self.lowest_free()
+        if lowest >= self.first and lowest > self.high:
+            self.high = lowest - self.step  # no gap: all up to it is open
             return
-        fds = open_fds()
+        fds = self.open_fds()
         self.high = max(self.high, max(fds - self.baseline, default=0))
         reserved = set()
         while True:
-            free = [n for n in range(FIRST, self.high + 1) if n not in fds and n not in reserved]
+            numbers = range(self.first, self.high + 1, self.step)
+            free = [n for n in numbers if n not in fds and n not in reserved]
             if not free:
-                self.high = max(self.high, lowest_free() - 1)
+                self.high = max(self.high, self.lowest_free() - self.step)
                 return
             self._new()
-            fds = open_fds()
+            fds = self.open_fds()
             if free[0] not in fds:
                 reserved.add(free[0])
             # a pair's second end may land above
@@ -226,11 +251,7 @@ class Canary:
         the descriptor's identity alone: what a pipe's write end must hold
         is checked through its read end, which this may close first."""
         for c in self.canaries.values():
-            try:
-                st = os.fstat(c.fd)
-                ours = (st.st_dev, st.st_ino) == c.identity
-            except OSError:
-                ours = False
+            ours = c.ours()
             with contextlib.suppress(OSError):
                 if isinstance(c.keep, int):
                     if ours:
@@ -243,9 +264,8 @@ class Canary:
 
 
 class Unwatched:
-    """Windows' stand-in for Canary (see the module's docstring): nothing
-    to fill, so never a violation; the program's other observations are
-    compared as everywhere."""
+    """A stand-in for Canary that fills nothing, so never sees a
+    violation."""
 
     def __init__(self, order=KINDS, directory=None):
         self.violations = []
@@ -261,5 +281,14 @@ class Unwatched:
         pass
 
 
+# The canary the hostile machines' workers use (host.py): on Windows the
+# form over handle values. The in-process harnesses (test_sock_ops_diff,
+# test_datagram_diff) keep Unwatched there: a canary socket on a freed
+# value turns asyncio's stale select() registration (its WSAENOTSOCK
+# case, docs/compatibility.md "Windows") into readiness of the canary's,
+# and their programs differ where that case would be named.
+Watched = Canary
 if sys.platform == "win32":
+    from .canary_windows import Canary as Watched  # noqa: F401
+
     Canary = Unwatched

@@ -13,6 +13,12 @@ asyncio's executor thread) until the program unblocks it, so that what is
 queued behind it waits, and a call cancelled then is cancelled while its
 operation waits for a worker.
 
+On Windows zloopgo's files have no native operations yet
+(capi/files_windows.c): zloopgo.open() runs open()'s object in the
+loop's default executor there too, so both loops' workers are the
+ThreadPoolExecutor(n), and the blocker is a call in it that waits for an
+event the program sets (Windows has no FIFO, and no open() there blocks).
+
 A program (JSON):
 
     {"machine": "files", "handler": mode, "canary": [kind, ...],
@@ -56,6 +62,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 
 from . import canary as canaries
 from . import handler as handlers
@@ -105,6 +112,7 @@ ENCODINGS = ["utf-8", "utf-16", "latin-1"]
 # Traps in arguments are called in the executor's thread on asyncio: they
 # record and may raise, but touch no loop.
 ARG_ACTIONS = {"cancel": 0, "run": 0, "soon": 0, "later": 0, "stop": 0, "op": 0}
+WINDOWS = sys.platform == "win32"
 
 
 def _weighted(rng, table):
@@ -290,15 +298,18 @@ class FilesHost(Host):
         self.zloopgo = zloopgo
         super().start()
         workers = self.p.get("workers", 1)
-        if self.loop_name == "zloopgo":
+        if self.loop_name == "zloopgo" and not WINDOWS:
             from zloopgo import _engine
 
             _engine.file_workers(workers)
         self.executor = concurrent.futures.ThreadPoolExecutor(workers)
         self.loop.set_default_executor(self.executor)
         self.dir = tempfile.mkdtemp(prefix="hostile-files")
-        self.fifo = os.path.join(self.dir, "fifo")
-        os.mkfifo(self.fifo)
+        if WINDOWS:
+            self.release = threading.Event()  # what the blocker waits for
+        else:
+            self.fifo = os.path.join(self.dir, "fifo")
+            os.mkfifo(self.fifo)
         self.blocker = None
         self.tasks = {}  # task number -> (asyncio task, file index)
         # file -> the first task whose call was cancelled or timed out:
@@ -440,11 +451,16 @@ class FilesHost(Host):
         if self.blocker is not None:
             return "already"
 
-        async def open_fifo():
-            f = await self.zloopgo.open(self.fifo, "rb")
-            return f
+        if WINDOWS:
+            self.release.clear()
+            self.blocker = self.loop.run_in_executor(None, self.release.wait)
+        else:
 
-        self.blocker = self.loop.create_task(open_fifo())
+            async def open_fifo():
+                f = await self.zloopgo.open(self.fifo, "rb")
+                return f
+
+            self.blocker = self.loop.create_task(open_fifo())
         # let it reach its worker
         for _ in range(5):
             self.run_until(asyncio.sleep(0.002))
@@ -453,6 +469,11 @@ class FilesHost(Host):
     def unblock(self):
         if self.blocker is None:
             return "not blocked"
+        if WINDOWS:
+            self.release.set()
+            blocker, self.blocker = self.blocker, None
+            self.run_until(blocker)
+            return "unblocked"
         w = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK)
         os.close(w)
         blocker, self.blocker = self.blocker, None

@@ -283,7 +283,7 @@ class Host:
         self.probe = handlers.HandlerProbe(
             self.loop, self.rec, mode, message=self.mask, skip=self.skip_log
         )
-        self.canary = canaries.Canary(self.p.get("canary", canaries.KINDS))
+        self.canary = canaries.Watched(self.p.get("canary", canaries.KINDS))
         self.fill_canary()
 
     def finish(self):

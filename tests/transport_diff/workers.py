@@ -18,14 +18,24 @@ is made: a crash's observation list is then what the journal holds, then
 ["crash", how], so the difference shows where the crash happened. `env`
 adds variables (PYTHONMALLOC=debug fills freed memory, so that a use
 after free crashes instead of reading stale bytes).
+
+On Windows (under Wine: scripts/windows long-tests) a pipe cannot be
+non-blocking nor selected, there is no /proc/self/fd to open the stderr
+file again in append mode, and a NamedTemporaryFile cannot be opened a
+second time while it is open: a thread reads the worker's output into a
+queue, the worker writes its stderr through a handle that shares the
+file's position with ours (rewound with each program), and the journal
+is a named file this process deletes at close.
 """
 
 import json
 import os
+import queue
 import selectors
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -39,6 +49,7 @@ BOOT = (
 )
 RUNNER = "transport_diff.runner:worker_main"
 TIMEOUT = float(os.environ.get("ZL_DIFF_TIMEOUT", "30"))
+WINDOWS = sys.platform == "win32"
 
 
 class Worker:
@@ -54,14 +65,20 @@ class Worker:
         self.env = env or {}
         self.proc = None
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
-        self.journal = tempfile.NamedTemporaryFile(prefix="journal") if journal else None  # noqa: SIM115
+        self.journal = None
+        if journal:
+            # not deleted on close on Windows: the worker opens it by name
+            self.journal = tempfile.NamedTemporaryFile(prefix="journal", delete=not WINDOWS)  # noqa: SIM115
         self.restarts = 0
 
     def start(self):
         env = dict(os.environ, PYTHONFAULTHANDLER="1", PYTHONHASHSEED="0", **self.env)
         if self.journal is not None:
             env["ZL_HOSTILE_JOURNAL"] = self.journal.name
-        fd = os.open(f"/proc/self/fd/{self.stderr.fileno()}", os.O_WRONLY | os.O_APPEND)
+        if WINDOWS:
+            fd = os.dup(self.stderr.fileno())  # shares the position (see send)
+        else:
+            fd = os.open(f"/proc/self/fd/{self.stderr.fileno()}", os.O_WRONLY | os.O_APPEND)
         try:
             self.proc = subprocess.Popen(
                 [self.python, "-c", BOOT, TESTS, self.loop_name, self.main],
@@ -72,14 +89,35 @@ class Worker:
             )
         finally:
             os.close(fd)
-        os.set_blocking(self.proc.stdout.fileno(), False)
+        if WINDOWS:
+            self.chunks = queue.Queue()
+            self.reader = threading.Thread(
+                target=self._read_output, args=(self.proc.stdout, self.chunks), daemon=True
+            )
+            self.reader.start()
+        else:
+            os.set_blocking(self.proc.stdout.fileno(), False)
         self.pending = b""
+
+    @staticmethod
+    def _read_output(stdout, chunks):
+        """Windows: the worker's output into `chunks`, b"" at its end."""
+        while True:
+            try:
+                chunk = stdout.read1(1 << 20)
+            except (OSError, ValueError):
+                chunk = b""
+            chunks.put(chunk)
+            if not chunk:
+                return
 
     def stop(self):
         if self.proc is not None:
             if self.proc.poll() is None:
                 self.proc.kill()
             self.proc.wait()
+            if WINDOWS:
+                self.reader.join()
             self.proc.stdin.close()
             self.proc.stdout.close()
             self.proc = None
@@ -89,6 +127,8 @@ class Worker:
         self.stderr.close()
         if self.journal is not None:
             self.journal.close()
+            if WINDOWS:
+                os.unlink(self.journal.name)
 
     def restart(self):
         self.stop()
@@ -101,6 +141,8 @@ class Worker:
         elif self.proc.poll() is not None:
             self.restart()
         os.ftruncate(self.stderr.fileno(), 0)
+        if WINDOWS:
+            self.stderr.seek(0)  # the worker writes at the position we share
         self.deadline = time.monotonic() + self.timeout
         try:
             self.proc.stdin.write(json.dumps(program).encode() + b"\n")
@@ -129,8 +171,10 @@ class Worker:
 
     def receive(self):
         """The answer to the last program sent: {"obs": [...], "notes": {...}}."""
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        sel = None
+        if not WINDOWS:
+            sel = selectors.DefaultSelector()
+            sel.register(self.proc.stdout, selectors.EVENT_READ)
         try:
             while b"\n" not in self.pending:
                 left = self.deadline - time.monotonic()
@@ -139,9 +183,15 @@ class Worker:
                     obs = self.journaled() + [["hang", self.timeout]]
                     self.restart()
                     return {"obs": obs, "notes": {"stderr": tail}}
-                if not sel.select(left):
+                if WINDOWS:
+                    try:
+                        chunk = self.chunks.get(timeout=left)
+                    except queue.Empty:
+                        continue
+                elif not sel.select(left):
                     continue
-                chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
+                else:
+                    chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
                 if not chunk:
                     try:
                         code = self.proc.wait(timeout=max(1.0, self.deadline - time.monotonic()))
@@ -156,7 +206,8 @@ class Worker:
                     return {"obs": obs, "notes": {"stderr": tail}}
                 self.pending += chunk
         finally:
-            sel.close()
+            if sel is not None:
+                sel.close()
         line, _, self.pending = self.pending.partition(b"\n")
         return json.loads(line)
 

@@ -1,0 +1,96 @@
+"""The descriptor canary (tests/hostile/canary.py; on Windows
+canary_windows.py) watches what the differential harnesses rely on it to
+watch: a number a closed socket freed is filled by a canary, and a stale
+send, receive or close through that number is reported. It tests the
+harness, not a loop: nothing here runs on two loops. On Windows the
+numbers are handle values (a SOCKET's fileno()).
+
+What it does not know: which of a program's numbers a loop may still use.
+"""
+
+import socket
+import sys
+import time
+
+import pytest
+from hostile import canary as canaries
+
+
+def freed_number_filled_by_a_stream_canary():
+    """A Canary whose first kind is the socket pair, and a number a closed
+    socket freed, which one of its ends now holds."""
+    canary = canaries.Watched(order=("stream", "file"))
+    canary.fill()
+    sock = socket.socket()
+    canary.fill()
+    number = sock.fileno()
+    sock.close()
+    canary.fill()
+    assert number in canary.canaries, (number, sorted(canary.canaries))
+    assert canary.check() == []
+    return canary, number
+
+
+def through_stale_number(number):
+    """A socket object over `number` that does not own it."""
+    return socket.socket(fileno=number)
+
+
+@pytest.fixture
+def watched():
+    canary, number = freed_number_filled_by_a_stream_canary()
+    yield canary, number
+    canary.close()
+
+
+def test_a_stale_send_reaches_the_canary_and_is_reported(watched):
+    canary, number = watched
+    stale = through_stale_number(number)
+    try:
+        stale.send(b"x")
+    finally:
+        stale.detach()
+    # the other end's count grows when loopback TCP hands the byte on
+    deadline = time.monotonic() + 5
+    while not (found := canary.check()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert found == [["stream", f"its socket holds {len(canaries.BAIT) + 1} bytes, not 7"]]
+
+
+def test_a_stale_receive_reaches_the_canary_and_is_reported(watched):
+    canary, number = watched
+    stale = through_stale_number(number)
+    try:
+        assert stale.recv(3) == canaries.BAIT[:3]
+    finally:
+        stale.detach()
+    assert canary.check() == [["stream", f"its socket holds {len(canaries.BAIT) - 3} bytes, not 7"]]
+
+
+def test_a_stale_close_is_reported(watched):
+    canary, number = watched
+    through_stale_number(number).close()
+    found = canary.check()
+    # (on Windows the other end then sees the connection reset, its bait
+    # gone: a second violation, of the same pair)
+    assert [kind for kind, _ in found] == ["stream"] * len(found), found
+    assert any(what.startswith("its descriptor was closed") for _, what in found), found
+
+
+def test_nothing_is_reported_when_nothing_stale_happened(watched):
+    canary, _ = watched
+    for _ in range(3):
+        sock = socket.socket()
+        canary.fill()
+        sock.close()
+        canary.fill()
+    assert canary.check() == []
+
+
+def test_the_platforms_canary_watches_its_numbers(watched):
+    canary, number = watched
+    if sys.platform == "win32":  # handle values, multiples of 4
+        assert type(canary).__module__ == "hostile.canary_windows"
+        assert number % 4 == 0
+    else:
+        assert type(canary) is canaries.Canary is canaries.Watched
