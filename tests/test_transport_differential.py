@@ -203,3 +203,11 @@ def test_a_timeout_fires_in_the_step_that_started_it(pair):
         obs = answer["obs"]
         assert timed_out in obs, (name, obs)
         assert obs.index(timed_out) < obs.index(["step", 1]), (name, obs)
+
+
+def test_a_signature_can_be_counted_whatever_the_entries_kind():
+    # python -m tests.hostile --tally counts differences by signature, a
+    # dict key: an observation whose kind is a list crashed it (TypeError)
+    diff = compare.first_difference([[["late", 1], "x"]], [[["late", 1], "y"]])
+    counted = {diff.signature: 1}
+    assert counted == {'["late", 1]': 1}

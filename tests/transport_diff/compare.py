@@ -85,7 +85,9 @@ def label(entry):
         if msg.startswith("Exception in callback"):
             msg = "Exception in callback"  # then the callback's repr
         return f"handler {msg!r}"
-    return kind
+    # a signature is a dict key: an entry whose kind is not a word (a
+    # machine's list-shaped observation) is named by its JSON
+    return kind if isinstance(kind, str) else json.dumps(kind)
 
 
 def _stream_bytes(entry):
