@@ -551,6 +551,18 @@ def test_io_objects_under_a_native_file_are_not_handed_out(tmp_path):
 # ---- an operation owns its descriptor until its worker is done (issue 39) ----
 
 
+class _RecordedIndex:
+    """A number whose __index__ records its name in `calls` each time a
+    call converts it: how many conversions a call makes is compared."""
+
+    def __init__(self, calls, name, value):
+        self.calls, self.name, self.value = calls, name, value
+
+    def __index__(self):
+        self.calls.append(self.name)
+        return self.value
+
+
 class _Gate:
     """Holds the file workers: an open of a FIFO with no writer blocks in
     its worker (on asyncio's loop, in an executor thread) until release().
@@ -742,16 +754,8 @@ def test_a_seek_offset_is_converted_once(loop, tmp_path, mode, offset, whence):
     p.write_bytes(b"0123456789")
     calls = []
 
-    class Index:
-        def __init__(self, name, value):
-            self.name, self.value = name, value
-
-        def __index__(self):
-            calls.append(self.name)
-            return self.value
-
     def args():
-        return Index("offset", offset), Index("whence", whence)
+        return _RecordedIndex(calls, "offset", offset), _RecordedIndex(calls, "whence", whence)
 
     def blocking():
         with open(p, mode) as f:
@@ -786,18 +790,10 @@ def test_pread_and_pwrite_convert_their_numbers_once(loop, tmp_path, mode, call,
     p = tmp_path / "f"
     calls = []
 
-    class Index:
-        def __init__(self, name, value):
-            self.name, self.value = name, value
-
-        def __index__(self):
-            calls.append(self.name)
-            return self.value
-
     def args():
         if call == "pread":
-            return Index("size", size), Index("offset", offset)
-        return b"xyz"[: max(size, 0)], Index("offset", offset)
+            return _RecordedIndex(calls, "size", size), _RecordedIndex(calls, "offset", offset)
+        return b"xyz"[: max(size, 0)], _RecordedIndex(calls, "offset", offset)
 
     def outcome(result):
         return result if isinstance(result, (bytes, int)) else type(result).__name__

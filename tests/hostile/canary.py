@@ -88,6 +88,19 @@ def file_identity(fd):
     return (st.st_dev, st.st_ino)
 
 
+def file_check(fd, read_from_start):
+    """What changed in a canary file `fd` (None: nothing): its position,
+    which stays at 0, or its bytes, FILE_BYTES. `read_from_start(n)` reads
+    n bytes from offset 0 and leaves the position where it was."""
+    pos = os.lseek(fd, 0, os.SEEK_CUR)
+    size = os.fstat(fd).st_size
+    if pos != 0:
+        return f"its position moved to {pos}"
+    if size != len(FILE_BYTES) or read_from_start(size + 1) != FILE_BYTES:
+        return f"its bytes changed (size {size})"
+    return None
+
+
 class _Canary:
     """One descriptor the canary owns, and what it must still hold.
     `identify` tells what the number is open on now (raising OSError when
@@ -165,16 +178,7 @@ class Canary:
         os.write(fd, FILE_BYTES)
         os.lseek(fd, 0, os.SEEK_SET)
 
-        def check():
-            pos = os.lseek(fd, 0, os.SEEK_CUR)
-            size = os.fstat(fd).st_size
-            if pos != 0:
-                return f"its position moved to {pos}"
-            if size != len(FILE_BYTES) or os.pread(fd, size, 0) != FILE_BYTES:
-                return f"its bytes changed (size {size})"
-            return None
-
-        self._add("file", fd, fd, check)
+        self._add("file", fd, fd, lambda: file_check(fd, lambda n: os.pread(fd, n, 0)))
 
     def _new_pipe(self):
         r, w = os.pipe()
