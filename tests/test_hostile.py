@@ -38,11 +38,13 @@ import importlib.util
 import json
 import operator
 import os
+import sys
 import threading
 
 import pytest
 from hostile import bugs, machines, search, vocab
 from hostile.host import Host
+from transport_diff import compare
 
 SEED = os.environ.get("ZL_HOSTILE_SEED", "1")
 AGAINST = os.environ.get("ZL_HOSTILE_AGAINST", "zloopgo")
@@ -184,3 +186,45 @@ def test_late_records_are_the_late_threads_own():
     host.flush_late(lambda number: number != 5)
     assert len(host.obs) == 2
     assert host.notes["late, not compared"] == [["trap", 1, "__index__"]]
+
+
+def test_a_stale_callback_on_a_reused_handle_value_is_named_alone():
+    """machines.KNOWN_ON_WINDOWS' reused-value case, on the shape sockops
+    program 5 of seed 1 showed under Wine (two receives waiting, our
+    socket closed: asyncio's select() watches the canary socket that took
+    the handle value and runs the reader, whose receive fails with
+    WSAENOTSOCK; zloopgo's still waits), and not on its neighbours."""
+    name = "asyncio's select() watches a closed socket's handle value, reused"
+    known = machines.KNOWN_ON_WINDOWS[name]
+    enotsock = ["OSError", 10038, "[WinError 10038] Windows Error 0x2736"]
+    before = [
+        [["recv", 1], None, ["waiting"], [], [True, False]],
+        [["recv_into", "bytearray"], None, ["waiting", "waiting"], [], [True, False]],
+    ]
+
+    def case(
+        step=("close_ours",),
+        failed=enotsock,
+        still="waiting",
+        extra=("_sock_recv_into", "remove_reader"),
+        machine="sockops",
+    ):
+        ref = before + list(extra) + [[list(step), None, ["waiting", failed], [1], [False, False]]]
+        other = before + [[list(step), None, ["waiting", still], [], [False, False]]]
+        if still != "waiting":
+            other[-1][3] = [1]
+        diff = compare.first_difference(ref, other)
+        return known(diff, {"machine": machine}), diff
+
+    taken, diff = case()
+    assert taken
+    assert machines.known_on_windows(diff, {"machine": "sockops"}) == (
+        name if sys.platform == "win32" else None
+    )
+    assert case(extra=())[0]  # a loop not derived records no calls
+    assert not case(machine="datagram")[0]
+    assert not case(step=("peer_send", 1))[0]  # our socket still open
+    assert not case(failed=["OSError", 10054, "reset"])[0]
+    assert not case(failed="cancelled")[0]
+    assert not case(still=enotsock, failed=["OSError", 10038, "other text"])[0]
+    assert not case(extra=("_sock_recv_into", ["handler", "x", None]))[0]

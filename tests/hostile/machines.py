@@ -57,7 +57,75 @@ KNOWN_ON_WINDOWS = {
         and d.a[0] == "state"
         and any(_icmp_error_read(e) for e in _to_next_state(d.other, d.index))
     ),
+    # asyncio's SelectorEventLoop: select() is given handle values, so a
+    # socket closed while a receive or send waits on it (its reader or
+    # writer still registered) is watched no more, but the handle value
+    # is: the canary's socket that takes the value next, its bait waiting,
+    # is ready, and the stale callback runs on the closed socket object,
+    # whose task fails with WSAENOTSOCK. epoll drops a closed descriptor,
+    # and zloopgo's AFD poll is the socket's own, so there the task goes
+    # on waiting, as on asyncio's Linux loops (docs/compatibility.md
+    # "Windows"; sockops program 5 of seed 1). Without a socket on the
+    # value it is the case above: select() raises WSAENOTSOCK
+    "asyncio's select() watches a closed socket's handle value, reused": lambda d, program: (
+        program.get("machine") == "sockops" and _stale_callback_on_reused_value(d)
+    ),
 }
+
+# What a class derived from the loop records of asyncio's steps
+# (test_sock_ops_diff.Overrides): the stale callback and its clean-up.
+_OVERRIDE_CALLS = (
+    "_sock_recv",
+    "_sock_recv_into",
+    "_sock_sendall",
+    "remove_reader",
+    "remove_writer",
+)
+WSAENOTSOCK = 10038
+
+
+def _step_record(obs, start):
+    """The first step record (a sockops step's observation: the step, its
+    result, the tasks' outcomes, the order they finished in, what is
+    watched) from start, and the entries before it."""
+    for i in range(start, len(obs)):
+        entry = obs[i]
+        if isinstance(entry, list) and len(entry) == 5 and isinstance(entry[0], list):
+            return entry, obs[start:i]
+    return None, obs[start:]
+
+
+def _closes_ours(entry):
+    return (isinstance(entry, list) and entry[:1] == [["close_ours"]]) or (
+        isinstance(entry, list) and entry[:2] == ["op", "close_ours"]
+    )
+
+
+def _stale_callback_on_reused_value(d):
+    """Whether, in the step where the two part, asyncio's loop alone ran
+    waiting operations' callbacks for our socket after it was closed:
+    every outcome that differs is a WSAENOTSOCK failure on asyncio's
+    where zloopgo's task still waits, and asyncio records nothing else
+    beyond the derived loop's calls of those callbacks."""
+    ref, ref_before = _step_record(d.ref, d.index)
+    other, other_before = _step_record(d.other, d.index)
+    if ref is None or other is None or ref[0] != other[0] or ref[1] != other[1]:
+        return False
+    if not any(_closes_ours(e) for e in d.ref[: d.index] + ref_before + [ref]):
+        return False
+    if ref[4] != other[4] or len(ref[2]) != len(other[2]):
+        return False
+    failed = [number for number, (r, o) in enumerate(zip(ref[2], other[2], strict=True)) if r != o]
+    if not failed or not all(
+        other[2][n] == "waiting"
+        and isinstance(ref[2][n], list)
+        and ref[2][n][:2] == ["OSError", WSAENOTSOCK]
+        for n in failed
+    ):
+        return False
+    if [n for n in ref[3] if n not in failed] != other[3]:
+        return False
+    return [e for e in ref_before if e not in _OVERRIDE_CALLS] == other_before
 
 
 def _to_next_state(obs, start):
