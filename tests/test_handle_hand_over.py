@@ -76,8 +76,9 @@ def test_a_kept_handle_cancelled_from_another_callback_does_not_run(loop, collec
     for i in range(3):  # dropped handles in between, handed over on zloopgo
         loop.call_soon(seen.append, i)
         gc.collect()
-    # the weakly held one is still queued, so still there to be cancelled
+    # the weakly held one is still queued, so still there, and still itself
     assert weak_only() is not None
+    assert weak_only()._callback == seen.append and weak_only()._args == ("weakly held",)
     loop.call_soon(lambda: seen.append(("cancelled", kept.cancel(), kept.cancelled())))
     # it runs after the cancelling callback only in a later batch: cancel
     # the weakly held one from a callback scheduled before it runs
@@ -161,9 +162,9 @@ def test_weakref_callbacks_of_queued_handles(loop, collect_often):
     for i in range(4):
         refs.append(weakref.ref(loop.call_soon(seen.append, ("ran", i)), on_gone))
         loop.call_soon(seen.append, ("dropped", i))
-    assert all(r() is not None for r in refs)
+    assert [r()._args for r in refs] == [(("ran", i),) for i in range(4)]
     gc.collect()
-    assert all(r() is not None for r in refs)
+    assert [r()._args for r in refs] == [(("ran", i),) for i in range(4)]
     run_until(loop, lambda: ("after gone", 3) in seen)
     ran = [x for x in seen if x[0] in ("ran", "dropped")]
     assert ran == [(k, i) for i in range(4) for k in ("ran", "dropped")]
@@ -176,11 +177,15 @@ def test_a_weakref_made_and_dropped_before_the_next_call_soon(loop, collect_ofte
     """A weak reference made and dropped again while the handle waits:
     the handle is then alone, and its call must still run once."""
     seen = []
+    kept_refs = []
     for i in range(5):
         h = loop.call_soon(seen.append, i)
         r = weakref.ref(h)
+        if i % 2:
+            kept_refs.append(r)
         del r
         del h
+    assert [r()._args for r in kept_refs] == [(1,), (3,)]
     run_once(loop)
     assert seen == [0, 1, 2, 3, 4]
 
