@@ -131,6 +131,9 @@ struct zl_handle_s {
      * reference, its last, is being dropped (zl_handle_hand_over): its
      * dealloc knows what it holds without looking */
     char handed_over;
+    /* it waits in its loop's free list alive, with one reference, the
+     * list's (zl_handle_hand_over), not freed by a dealloc */
+    char alive_in_pool;
 };
 
 /* A TimerHandle: a handle with a deadline and a slot the engine holds. */
