@@ -11,9 +11,9 @@
  * Most call_soon handles are dropped by their caller before they run
  * (_asyncio's futures drop what call_soon returns at once): pending.c then
  * finds the handle alone, its queue entry takes its call, and the handle
- * is handed over (zl_handle_hand_over), marked so that its dealloc skips
- * what those conditions already ruled out (the collector's lists, weak
- * references, a call, a context, a debug record, another type). */
+ * is handed over (zl_handle_hand_over): nothing can reach it again, so it
+ * waits in its loop's free list alive, and the next handle made takes it
+ * without the interpreter's dealloc and PyObject_Init. */
 #include "zl.h"
 
 /* Up to this many freed handles of each type are kept for reuse, by the
@@ -445,13 +445,11 @@ static inline void pool_or_free(zl_handle_pool *pool, zl_handle *h)
 }
 
 /* The dealloc of a handle whose call zl_handle_hand_over gave to a ready
- * entry: what holds_loop_only's way does, without the steps for what the
- * hand-over's conditions rule out. Never tracked (made pending, and alone
- * since), no weak reference (alone), its type the loop's Handle. Only
- * asyncio's slots may hold something (stored through asyncio's own member
- * descriptors while a program held it), whose release may run code: the
- * handle is not in the free list before they are released, and its loop
- * is released last. */
+ * entry when its free list had no room for it alive: what
+ * holds_loop_only's way does, without the steps for what the hand-over's
+ * conditions rule out. Never tracked (made pending, and alone since), no
+ * weak reference (alone), its type the loop's Handle, asyncio's slots
+ * released already (a second look at them finds them empty). */
 static void free_handed_over(zl_handle *h)
 {
     PyTypeObject *type = Py_TYPE(h);

@@ -269,3 +269,24 @@ def test_reentry_from_a_callback_that_schedules_and_drops(loop, collect_often):
     loop.call_soon(step, 0)
     run_until(loop, lambda: ("step", 20) in seen)
     assert seen == [("step", i) for i in range(21)]
+
+
+def test_hand_over_when_the_free_list_is_full(loop, collect_often):
+    """Thousands of handles kept past their run and dropped at once fill
+    the loop's free list (4096 on zloopgo) just before the last handle made
+    is looked at: that one then takes the way of a freed handle, and what
+    comes after still runs, in order."""
+    seen = []
+    kept = [loop.call_soon(seen.append, ("kept", i)) for i in range(5000)]
+    for h in kept[::2]:
+        h.cancel()
+    run_once(loop)
+    loop.call_soon(seen.append, "dropped")  # the last made: not yet looked at
+    del kept, h  # their frees fill the free list
+    for i in range(3):
+        loop.call_soon(seen.append, ("after", i))
+    gc.collect()
+    run_once(loop)
+    assert seen == [("kept", i) for i in range(1, 5000, 2)] + ["dropped"] + [
+        ("after", i) for i in range(3)
+    ]
