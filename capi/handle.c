@@ -11,9 +11,9 @@
  * Most call_soon handles are dropped by their caller before they run
  * (_asyncio's futures drop what call_soon returns at once): pending.c then
  * finds the handle alone, its queue entry takes its call, and the handle
- * is handed over (zl_handle_hand_over): nothing can reach it again, so it
- * waits in its loop's free list alive, and the next handle made takes it
- * without the interpreter's dealloc and PyObject_Init. */
+ * is handed over (zl_handle_hand_over), marked so that its dealloc skips
+ * what those conditions already ruled out (the collector's lists, weak
+ * references, a call, a context, a debug record, another type). */
 #include "zl.h"
 
 /* Up to this many freed handles of each type are kept for reuse, by the
@@ -30,14 +30,6 @@
 #define FREELIST_MAX 4096
 #endif
 
-/* Whether pool can take one more handle (its array made on first use). */
-static inline int pool_has_room(zl_handle_pool *pool)
-{
-    return pool->n < FREELIST_MAX &&
-           (pool->items != NULL ||
-            (pool->items = PyMem_Malloc(FREELIST_MAX * sizeof(zl_handle *))) != NULL);
-}
-
 static zl_handle_pool *pool_of(zl_loop *L, PyTypeObject *type)
 {
     return type == L->state->handle_type ? &L->callbacks.handle_pool : &L->callbacks.timer_pool;
@@ -47,13 +39,8 @@ void zl_handle_pools_free(zl_loop *L)
 {
     zl_handle_pool *pools[] = {&L->callbacks.handle_pool, &L->callbacks.timer_pool};
     for (int p = 0; p < 2; p++) {
-        for (int i = 0; i < pools[p]->n; i++) {
-            zl_handle *h = pools[p]->items[i];
-            if (h->alive_in_pool)
-                Py_DECREF(h); /* the pool's reference: its dealloc frees it (no loop) */
-            else
-                PyObject_GC_Del(h);
-        }
+        for (int i = 0; i < pools[p]->n; i++)
+            PyObject_GC_Del(pools[p]->items[i]);
         PyMem_Free(pools[p]->items);
         pools[p]->items = NULL;
         pools[p]->n = 0;
@@ -91,10 +78,7 @@ zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
     zl_handle_pool *pool = pool_of(loop, type);
     if (pool->n > 0) {
         h = pool->items[--pool->n];
-        /* a handle handed over alive (zl_handle_hand_over) is still one
-         * of this type with one reference, the pool's, now the caller's */
-        if (!h->alive_in_pool)
-            (void)PyObject_Init((PyObject *)h, type);
+        (void)PyObject_Init((PyObject *)h, type);
     } else {
         h = PyObject_GC_New(zl_handle, type);
         if (h == NULL)
@@ -325,6 +309,13 @@ static inline void give_call(zl_handle *h, zl_entry *e)
     h->context_snapshot = 0;
 }
 
+void zl_handle_hand_over(zl_handle *h, zl_entry *e)
+{
+    give_call(h, e);
+    h->handed_over = 1;
+    Py_DECREF(h); /* the queue's, the last one: free_handed_over */
+}
+
 int zl_handle_cancel(zl_handle *h)
 {
     if (h->cancelled)
@@ -438,18 +429,22 @@ static int holds_loop_only(const zl_handle *h)
 /* Back to the free list, or freed if that is full. */
 static inline void pool_or_free(zl_handle_pool *pool, zl_handle *h)
 {
-    if (pool != NULL && pool_has_room(pool))
+    if (pool != NULL && pool->n < FREELIST_MAX &&
+        (pool->items != NULL ||
+         (pool->items = PyMem_Malloc(FREELIST_MAX * sizeof(zl_handle *))) != NULL))
         pool->items[pool->n++] = h; /* PyObject_Init takes a type reference again */
     else
         Py_TYPE(h)->tp_free((PyObject *)h);
 }
 
 /* The dealloc of a handle whose call zl_handle_hand_over gave to a ready
- * entry when its free list had no room for it alive: what
- * holds_loop_only's way does, without the steps for what the hand-over's
- * conditions rule out. Never tracked (made pending, and alone since), no
- * weak reference (alone), its type the loop's Handle, asyncio's slots
- * released already (a second look at them finds them empty). */
+ * entry: what holds_loop_only's way does, without the steps for what the
+ * hand-over's conditions rule out. Never tracked (made pending, and alone
+ * since), no weak reference (alone), its type the loop's Handle. Only
+ * asyncio's slots may hold something (stored through asyncio's own member
+ * descriptors while a program held it), whose release may run code: the
+ * handle is not in the free list before they are released, and its loop
+ * is released last. */
 static void free_handed_over(zl_handle *h)
 {
     PyTypeObject *type = Py_TYPE(h);
@@ -460,30 +455,6 @@ static void free_handed_over(zl_handle *h)
     pool_or_free(&L->callbacks.handle_pool, h);
     Py_DECREF(type);
     Py_DECREF(L);
-}
-
-void zl_handle_hand_over(zl_handle *h, zl_entry *e)
-{
-    give_call(h, e);
-    /* what a program stored in asyncio's slots goes first: its release
-     * may run code (which may schedule, and so take from the pool), and
-     * nothing can reach h meanwhile */
-    clear_asyncio_slots(h);
-    zl_loop *L = h->loop;
-    zl_handle_pool *pool = &L->callbacks.handle_pool;
-    if (pool_has_room(pool)) {
-        /* It stays alive, untracked, its one reference the pool's: the
-         * next handle made takes it as it is, without the interpreter's
-         * dealloc and new-reference steps (tracemalloc, for one, then
-         * keeps the block's first allocation as where it was made). */
-        h->loop = NULL;
-        h->alive_in_pool = 1;
-        pool->items[pool->n++] = h;
-        Py_DECREF(L);
-        return;
-    }
-    h->handed_over = 1;
-    Py_DECREF(h); /* the queue's, the last one: free_handed_over */
 }
 
 void zl_handle_dealloc(zl_handle *h)

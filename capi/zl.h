@@ -127,14 +127,10 @@ struct zl_handle_s {
     char cancelled;
     char context_snapshot; /* context is a shared snapshot (capi/context.c) */
     char args_kept;        /* _args still reads as a tuple: the callback is going (clear_call) */
-    /* its call went to a ready entry while it was alone, its free list
-     * was full, and the queue's reference, its last, is being dropped
-     * (zl_handle_hand_over): its dealloc knows what it holds without
-     * looking */
+    /* its call went to a ready entry while it was alone, and the queue's
+     * reference, its last, is being dropped (zl_handle_hand_over): its
+     * dealloc knows what it holds without looking */
     char handed_over;
-    /* it waits in its loop's free list alive, with one reference, the
-     * list's (zl_handle_hand_over), not freed by a dealloc */
-    char alive_in_pool;
 };
 
 /* A TimerHandle: a handle with a deadline and a slot the engine holds. */

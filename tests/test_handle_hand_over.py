@@ -274,8 +274,8 @@ def test_reentry_from_a_callback_that_schedules_and_drops(loop, collect_often):
 def test_hand_over_when_the_free_list_is_full(loop, collect_often):
     """Thousands of handles kept past their run and dropped at once fill
     the loop's free list (4096 on zloopgo) just before the last handle made
-    is looked at: that one then takes the way of a freed handle, and what
-    comes after still runs, in order."""
+    is looked at: that one is handed over, and its dealloc's short way
+    finds no room and frees it; what comes after still runs, in order."""
     seen = []
     kept = [loop.call_soon(seen.append, ("kept", i)) for i in range(5000)]
     for h in kept[::2]:
