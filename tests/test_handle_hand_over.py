@@ -9,13 +9,16 @@ programs aim at that way and at what must keep a handle out of it: a
 handle kept, or only weakly referenced, and cancelled from another
 callback; arguments whose finalizers schedule, cancel or close; weak
 reference callbacks; a loop subclass whose call_soon keeps or drops what
-it returns; a handle read after its run. A collection runs on nearly every
+it returns; a handle read after its run; where tracemalloc says a
+handle made from the free list was made. A collection runs on nearly every
 allocation (gc.set_threshold(1)), and gc.collect() between steps. They know
 the loops only through asyncio's surface."""
 
 import asyncio
 import contextvars
 import gc
+import sys
+import tracemalloc
 import weakref
 
 import pytest
@@ -290,3 +293,41 @@ def test_hand_over_when_the_free_list_is_full(loop, collect_often):
     assert seen == [("kept", i) for i in range(1, 5000, 2)] + ["dropped"] + [
         ("after", i) for i in range(3)
     ]
+
+
+def make_here(loop, callback, arg):
+    """A handle made here, and the line that made it."""
+    return loop.call_soon(callback, arg), sys._getframe().f_lineno
+
+
+def make_there(loop, callback, arg):
+    """A handle made from another line than make_here's."""
+    return loop.call_soon(callback, arg), sys._getframe().f_lineno
+
+
+def test_tracemalloc_names_where_each_reused_handle_was_made(loop):
+    """With tracemalloc tracing, handles made from two lines in turn,
+    dropped and run, so that the next ones reuse their memory (zloopgo's
+    free list): the traceback of each handle kept names the line that made
+    it, not where an earlier handle in the same memory was made."""
+    seen = []
+    makers = [make_here, make_there]
+    tracemalloc.start(10)
+    try:
+        kept = []
+        for turn in range(6):
+            for _ in range(3):  # dropped: handed over, run, back to the free list
+                makers[turn % 2](loop, seen.append, turn)
+            run_once(loop)
+            kept.append(makers[(turn + 1) % 2](loop, seen.append, "kept"))
+            run_once(loop)
+        wrong = []
+        for handle, line in kept:
+            traceback = tracemalloc.get_object_traceback(handle)
+            lines = [f.lineno for f in traceback or () if f.filename == __file__]
+            if not lines or lines[-1] != line:  # oldest frame first
+                wrong.append((line, lines))
+    finally:
+        tracemalloc.stop()
+    assert wrong == []
+    assert seen.count("kept") == 6
