@@ -6,7 +6,14 @@
  * the engine. Handle subclasses asyncio.events.Handle (TimerHandle,
  * timer_handle.c, asyncio.events.TimerHandle), so that isinstance() checks
  * a program makes against asyncio's classes hold; every attribute and
- * method asyncio's define is ours or reads ours. */
+ * method asyncio's define is ours or reads ours.
+ *
+ * Most call_soon handles are dropped by their caller before they run
+ * (_asyncio's futures drop what call_soon returns at once): pending.c then
+ * finds the handle alone, its queue entry takes its call, and the handle
+ * is handed over (zl_handle_hand_over), marked so that its dealloc skips
+ * what those conditions already ruled out (the collector's lists, weak
+ * references, a call, a context, a debug record, another type). */
 #include "zl.h"
 
 /* Up to this many freed handles of each type are kept for reuse, by the
@@ -123,16 +130,6 @@ zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
         PyObject_GC_Track(h);
     return h;
 }
-
-/* The handle's list of weak references: asyncio's Handle has one, in its
- * __weakref__ slot up to 3.11, before the object from 3.12 (a negative
- * tp_weaklistoffset, as CPython itself reads it). */
-static PyObject **weakrefs_of(zl_handle *h)
-{
-    return (PyObject **)((char *)h + Py_TYPE(h)->tp_weaklistoffset);
-}
-
-int zl_handle_alone(zl_handle *h) { return Py_REFCNT(h) == 1 && *weakrefs_of(h) == NULL; }
 
 int zl_visit_pending(zl_handle *h, visitproc visit, void *arg)
 {
@@ -299,7 +296,7 @@ int zl_handle_run_in_batch(zl_handle *h)
     return r ? 0 : -1;
 }
 
-void zl_handle_give_call(zl_handle *h, zl_entry *e)
+static inline void give_call(zl_handle *h, zl_entry *e)
 {
     e->call = h->callback;
     e->nargs = (uint32_t)h->nargs;
@@ -310,6 +307,13 @@ void zl_handle_give_call(zl_handle *h, zl_entry *e)
     h->nargs = 0;
     h->context = NULL;
     h->context_snapshot = 0;
+}
+
+void zl_handle_hand_over(zl_handle *h, zl_entry *e)
+{
+    give_call(h, e);
+    h->handed_over = 1;
+    Py_DECREF(h); /* the queue's, the last one: free_handed_over */
 }
 
 int zl_handle_cancel(zl_handle *h)
@@ -361,11 +365,13 @@ static void release_asyncio_slots(zl_handle *h)
  * and small enough to be inlined where every handle passes. */
 static inline void clear_asyncio_slots(zl_handle *h)
 {
-    uintptr_t any = 0;
-    for (int i = 0; i < ZL_ASYNCIO_HANDLE_SLOTS; i++)
-        any |= (uintptr_t)h->asyncio_slots[i];
-    for (int i = 0; i < ZL_ASYNCIO_TIMER_SLOTS; i++)
-        any |= (uintptr_t)h->asyncio_timer_slots[i];
+    /* written out: gcc -O2 keeps a loop of seven for the first array */
+    _Static_assert(ZL_ASYNCIO_HANDLE_SLOTS == 7 && ZL_ASYNCIO_TIMER_SLOTS == 2,
+                   "one term per slot");
+    PyObject **s = h->asyncio_slots, **t = h->asyncio_timer_slots;
+    uintptr_t any = (uintptr_t)s[0] | (uintptr_t)s[1] | (uintptr_t)s[2] | (uintptr_t)s[3] |
+                    (uintptr_t)s[4] | (uintptr_t)s[5] | (uintptr_t)s[6] | (uintptr_t)t[0] |
+                    (uintptr_t)t[1];
     if (any != 0)
         release_asyncio_slots(h);
 }
@@ -420,10 +426,45 @@ static int holds_loop_only(const zl_handle *h)
            h->context == NULL && h->debug == NULL;
 }
 
+/* Back to the free list, or freed if that is full. */
+static inline void pool_or_free(zl_handle_pool *pool, zl_handle *h)
+{
+    if (pool != NULL && pool->n < FREELIST_MAX &&
+        (pool->items != NULL ||
+         (pool->items = PyMem_Malloc(FREELIST_MAX * sizeof(zl_handle *))) != NULL))
+        pool->items[pool->n++] = h; /* PyObject_Init takes a type reference again */
+    else
+        Py_TYPE(h)->tp_free((PyObject *)h);
+}
+
+/* The dealloc of a handle whose call zl_handle_hand_over gave to a ready
+ * entry: what holds_loop_only's way does, without the steps for what the
+ * hand-over's conditions rule out. Never tracked (made pending, and alone
+ * since), no weak reference (alone), its type the loop's Handle. Only
+ * asyncio's slots may hold something (stored through asyncio's own member
+ * descriptors while a program held it), whose release may run code: the
+ * handle is not in the free list before they are released, and its loop
+ * is released last. */
+static void free_handed_over(zl_handle *h)
+{
+    PyTypeObject *type = Py_TYPE(h);
+    zl_loop *L = h->loop;
+    h->loop = NULL;
+    h->handed_over = 0;
+    clear_asyncio_slots(h);
+    pool_or_free(&L->callbacks.handle_pool, h);
+    Py_DECREF(type);
+    Py_DECREF(L);
+}
+
 void zl_handle_dealloc(zl_handle *h)
 {
+    if (h->handed_over) {
+        free_handed_over(h);
+        return;
+    }
     PyObject_GC_UnTrack(h);
-    if (*weakrefs_of(h) != NULL)
+    if (*zl_handle_weakrefs(h) != NULL)
         PyObject_ClearWeakRefs((PyObject *)h);
     PyTypeObject *type = Py_TYPE(h);
     zl_loop *L = h->loop; /* alive until h is pooled: its reference becomes this call's */
@@ -436,16 +477,10 @@ void zl_handle_dealloc(zl_handle *h)
         Py_XINCREF(L);
         type->tp_clear((PyObject *)h);
     }
-    zl_handle_pool *pool =
-        L != NULL && (type == L->state->handle_type || type == L->state->timer_handle_type)
-            ? pool_of(L, type)
-            : NULL;
-    if (pool != NULL && pool->n < FREELIST_MAX &&
-        (pool->items != NULL ||
-         (pool->items = PyMem_Malloc(FREELIST_MAX * sizeof(zl_handle *))) != NULL))
-        pool->items[pool->n++] = h; /* PyObject_Init takes a type reference again */
-    else
-        type->tp_free((PyObject *)h);
+    pool_or_free(L != NULL && (type == L->state->handle_type || type == L->state->timer_handle_type)
+                     ? pool_of(L, type)
+                     : NULL,
+                 h);
     Py_DECREF(type); /* an instance of a heap type holds a reference to it */
     Py_XDECREF(L);
 }

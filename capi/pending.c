@@ -10,7 +10,9 @@
  *   the loop, whose traverse visits what it references (zl_visit_pending,
  *   handle.c); if it waits in the ready queue with at most one argument,
  *   its entry takes over its call and the handle goes (ready.c), so that
- *   the next handle made reuses its memory;
+ *   the next handle made reuses its memory: what this file checks is all
+ *   that handle's dealloc needs to know, so it goes by the short way
+ *   (zl_handle_hand_over, handle.c);
  * - a handle that something else references too is tracked, so the
  *   collector sees it as it sees any object. The caller of call_soon may
  *   keep what it returns: the last handle made is looked at again when the

@@ -47,8 +47,7 @@ void zl_ready_take_call(zl_loop *L, uint64_t pos, zl_handle *h)
     zl_entry *e = &L->ready.ring[(L->ready.head + (int64_t)offset) & (L->ready.cap - 1)];
     if (!(e->flags & ZL_ENTRY_HANDLE) || e->call != (PyObject *)h)
         return;
-    zl_handle_give_call(h, e);
-    Py_DECREF(h); /* the queue's reference, the last one: back to the free list */
+    zl_handle_hand_over(h, e);
 }
 
 void zl_entry_release(zl_loop *L, zl_entry *e)

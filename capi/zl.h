@@ -109,7 +109,7 @@ struct zl_handle_s {
     PyObject_HEAD
     PyObject *asyncio_slots[ZL_ASYNCIO_HANDLE_SLOTS];
 #if PY_VERSION_HEX < 0x030C0000
-    PyObject *asyncio_weakreflist; /* read through weakrefs_of (handle.c) */
+    PyObject *asyncio_weakreflist; /* read through zl_handle_weakrefs */
 #endif
     PyObject *asyncio_timer_slots[ZL_ASYNCIO_TIMER_SLOTS];
     zl_loop *loop;      /* strong reference */
@@ -127,6 +127,10 @@ struct zl_handle_s {
     char cancelled;
     char context_snapshot; /* context is a shared snapshot (capi/context.c) */
     char args_kept;        /* _args still reads as a tuple: the callback is going (clear_call) */
+    /* its call went to a ready entry while it was alone, and the queue's
+     * reference, its last, is being dropped (zl_handle_hand_over): its
+     * dealloc knows what it holds without looking */
+    char handed_over;
 };
 
 /* A TimerHandle: a handle with a deadline and a slot the engine holds. */
@@ -734,8 +738,19 @@ zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
                          PyObject *const *args, Py_ssize_t nargs, PyObject *context, int pending);
 /* Drops the ready queue's or a timer slot's reference. */
 void zl_handle_release(zl_handle *h);
-/* Nothing but its queue or slot references h, and no weak reference. */
-int zl_handle_alone(zl_handle *h);
+/* The handle's list of weak references: asyncio's Handle has one, in its
+ * __weakref__ slot up to 3.11, before the object from 3.12 (a negative
+ * tp_weaklistoffset, as CPython itself reads it). */
+static inline PyObject **zl_handle_weakrefs(zl_handle *h)
+{
+    return (PyObject **)((char *)h + Py_TYPE(h)->tp_weaklistoffset);
+}
+/* Nothing but its queue or slot references h, and no weak reference
+ * (inline: pending.c asks it of nearly every call_soon's handle). */
+static inline int zl_handle_alone(zl_handle *h)
+{
+    return Py_REFCNT(h) == 1 && *zl_handle_weakrefs(h) == NULL;
+}
 /* Visits a handle held by the ready queue or a timer slot (pending.c). */
 int zl_visit_pending(zl_handle *h, visitproc visit, void *arg);
 int zl_handle_traverse(zl_handle *h, visitproc visit, void *arg);
@@ -776,9 +791,12 @@ static inline int zl_is_threadsafe_runner(const zl_loop *L, PyObject *call)
 {
     return call != NULL && call == L->state->threadsafe.runner;
 }
-/* Moves h's callback, argument and context into e (h has at most one
- * argument and keeps none of them). */
-void zl_handle_give_call(zl_handle *h, zl_entry *e);
+/* h, alone (zl_handle_alone), never tracked, an exact Handle of its loop
+ * with at most one argument, nothing debug mode recorded and no run in
+ * progress, waits at entry e: its call moves into e and the queue's
+ * reference, the last, is dropped; h goes back to its loop's free list by
+ * zl_handle_dealloc's shortest way. */
+void zl_handle_hand_over(zl_handle *h, zl_entry *e);
 /* Handle.cancel(): -1 with the exception set when the repr asyncio takes
  * in debug mode raises (the handle is cancelled, its callback kept). */
 int zl_handle_cancel(zl_handle *h);
