@@ -107,10 +107,10 @@
  *     Windows keeps small, fits; zl_sys_socket is what a socket object
  *     holds (zl_socket_head).
  *
- * What is still POSIX outside this layer: files.c's file operations (open,
- * pread, fstat, readdir, ...), which a Windows port writes anew
- * (files_windows.c offers none meanwhile), and capi/waker, a package of
- * its own with its Windows branch already. */
+ * Outside this layer, with a part per platform of their own: the file
+ * operations' system calls (files_posix.c, files_windows.c, behind
+ * files.h), and capi/waker, a package of its own with its Windows
+ * branch. */
 #ifndef ZL_PLATFORM_H
 #define ZL_PLATFORM_H
 

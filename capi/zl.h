@@ -43,8 +43,9 @@
  *   Resolver and files
  *     workers.c       the one worker pool: queues, bounds, idle workers, orphans, fork
  *     resolver.c      name lookups on the pool's workers
- *     files.c         file operations on the pool's workers, their bound (POSIX)
- *     files_windows.c files.c's functions where its operations are not ported: none offered
+ *     files_posix.c   a file operation's system calls, values and errors on POSIX (files.h)
+ *     files_windows.c a file operation's system calls, values and errors on Windows (files.h)
+ *     files.c         file operations on the pool's workers, their bound: submitting, settling
  *   Loop core
  *     dispatch.c      the engine's calls into C: one iteration's batch
  *     loop.c          the LoopCore type: making, running, closing a loop
@@ -1137,7 +1138,8 @@ void zl_settle_lookups(zl_loop *L, const zl_completion *done, int64_t n);
 void zl_drop_lookups(zl_loop *L);
 int zl_lookups_traverse(zl_loop *L, visitproc visit, void *arg);
 
-/* capi/files.c */
+/* capi/files.c (the operation itself, and the platform part it calls:
+ * capi/files.h) */
 /* Adds the operations' numbers to a module object (FILE_OP_OPEN, ...):
  * each exec. */
 int zl_files_constants_add(PyObject *module);

@@ -184,7 +184,12 @@ class _Loops(dict):
 
 @pytest.fixture(scope="module")
 def loops():
-    made = _Loops({"zloopgo": zloopgo.new_event_loop(), "asyncio": asyncio.SelectorEventLoop()})
+    # asyncio's reference is the platform's default loop: on Windows its
+    # ProactorEventLoop (whose executor results wake it through its
+    # completion port; under Wine, a SelectorEventLoop here once slept
+    # through the self-pipe write of an executor result, in select())
+    reference = asyncio.ProactorEventLoop if sys.platform == "win32" else asyncio.SelectorEventLoop
+    made = _Loops({"zloopgo": zloopgo.new_event_loop(), "asyncio": reference()})
     yield made
     for lp in made.values():
         lp.close()

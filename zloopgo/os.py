@@ -6,7 +6,9 @@ scandir and makedirs (and the few os.path tests aiofiles.os.path has). On
 a zloopgo loop, a call with a plain path (str, bytes or os.PathLike, no
 dir_fd, the default follow_symlinks) is one system call on the engine's
 file workers (capi/files.c) and the result is built here exactly as os
-builds it; scandir and makedirs, whose results and steps belong to os
+builds it, when the engine has that call (on Windows: not stat, lstat nor
+listdir, and not mkdir with mode 0o700, capi/files_windows.c); scandir
+and makedirs, whose results and steps belong to os
 (os.DirEntry objects cannot be made outside os.scandir; makedirs is a
 sequence of calls with its own rules), and every other form of call run
 the os function itself in the loop's default executor, as on any other
@@ -19,8 +21,11 @@ import asyncio
 import functools
 import os as _os
 import stat as _stat
+import sys as _sys
 
 from ._files.engine import native_engine, run_op
+
+_WINDOWS = _sys.platform == "win32"
 
 __all__ = [
     "exists",
@@ -80,8 +85,12 @@ async def _native(operation, path, path2=None, n=0, mode=0, name2=None):
     )
 
 
-def _engine_or_none():
-    return native_engine(asyncio.get_running_loop())
+def _engine_for(operation):
+    """The engine when the running loop's has operation (the name of one
+    of its FILE_OP_* numbers; Windows' has no FILE_OP_STAT nor
+    FILE_OP_LISTDIR, capi/files_windows.c), else None."""
+    engine = native_engine(asyncio.get_running_loop())
+    return engine if engine is not None and hasattr(engine, operation) else None
 
 
 def _stat_result(t):
@@ -103,7 +112,12 @@ def _stat_result(t):
 async def stat(path, *, dir_fd=None, follow_symlinks=True):
     """os.stat, awaitable."""
     b = _plain(path)
-    if b is None or dir_fd is not None or not follow_symlinks or _engine_or_none() is None:
+    if (
+        b is None
+        or dir_fd is not None
+        or not follow_symlinks
+        or _engine_for("FILE_OP_STAT") is None
+    ):
         return await _executor(_os.stat, path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
     return _stat_result(await _native("FILE_OP_STAT", b, n=1, name2=(_os.fspath(path), None)))
 
@@ -111,7 +125,7 @@ async def stat(path, *, dir_fd=None, follow_symlinks=True):
 async def lstat(path, *, dir_fd=None):
     """os.lstat, awaitable."""
     b = _plain(path)
-    if b is None or dir_fd is not None or _engine_or_none() is None:
+    if b is None or dir_fd is not None or _engine_for("FILE_OP_STAT") is None:
         return await _executor(_os.lstat, path, dir_fd=dir_fd)
     return _stat_result(await _native("FILE_OP_STAT", b, n=0, name2=(_os.fspath(path), None)))
 
@@ -125,7 +139,7 @@ async def rename(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
         or src_dir_fd is not None
         or dst_dir_fd is not None
         or type(_os.fspath(src)) is not type(_os.fspath(dst))
-        or _engine_or_none() is None
+        or _engine_for("FILE_OP_RENAME") is None
     ):
         return await _executor(_os.rename, src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
     await _native("FILE_OP_RENAME", a, b, name2=(_os.fspath(src), _os.fspath(dst)))
@@ -134,7 +148,7 @@ async def rename(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
 async def remove(path, *, dir_fd=None):
     """os.remove, awaitable."""
     b = _plain(path)
-    if b is None or dir_fd is not None or _engine_or_none() is None:
+    if b is None or dir_fd is not None or _engine_for("FILE_OP_UNLINK") is None:
         return await _executor(_os.remove, path, dir_fd=dir_fd)
     await _native("FILE_OP_UNLINK", b, name2=(_os.fspath(path), None))
 
@@ -145,7 +159,7 @@ unlink = remove
 async def rmdir(path, *, dir_fd=None):
     """os.rmdir, awaitable."""
     b = _plain(path)
-    if b is None or dir_fd is not None or _engine_or_none() is None:
+    if b is None or dir_fd is not None or _engine_for("FILE_OP_RMDIR") is None:
         return await _executor(_os.rmdir, path, dir_fd=dir_fd)
     await _native("FILE_OP_RMDIR", b, name2=(_os.fspath(path), None))
 
@@ -153,7 +167,13 @@ async def rmdir(path, *, dir_fd=None):
 async def mkdir(path, mode=0o777, *, dir_fd=None):
     """os.mkdir, awaitable."""
     b = _plain(path)
-    if b is None or dir_fd is not None or type(mode) is not int or _engine_or_none() is None:
+    if (
+        b is None
+        or dir_fd is not None
+        or type(mode) is not int
+        or (_WINDOWS and mode == 0o700)  # os's mkdir makes it its owner's only
+        or _engine_for("FILE_OP_MKDIR") is None
+    ):
         return await _executor(_os.mkdir, path, mode, dir_fd=dir_fd)
     await _native("FILE_OP_MKDIR", b, mode=mode, name2=(_os.fspath(path), None))
 
@@ -161,7 +181,7 @@ async def mkdir(path, mode=0o777, *, dir_fd=None):
 async def listdir(path="."):
     """os.listdir, awaitable."""
     b = _plain(path)
-    if b is None or _engine_or_none() is None:
+    if b is None or _engine_for("FILE_OP_LISTDIR") is None:
         return await _executor(_os.listdir, path)
     names = await _native("FILE_OP_LISTDIR", b, name2=(_os.fspath(path), None))
     if isinstance(path, bytes):

@@ -93,7 +93,7 @@ func TestEveryFileHasALayer(t *testing.T) {
 func TestNoFileCallsAHigherLayer(t *testing.T) {
 	ranks := layerTable(t)
 	srcs := sources(t)
-	// A function may be defined once per platform (files.c and
+	// A function may be defined once per platform (files_posix.c and
 	// files_windows.c, which the build constraints never compile together):
 	// every file that defines it, each checked against the caller.
 	definedIn := map[string][]string{}

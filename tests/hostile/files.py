@@ -13,11 +13,11 @@ asyncio's executor thread) until the program unblocks it, so that what is
 queued behind it waits, and a call cancelled then is cancelled while its
 operation waits for a worker.
 
-On Windows zloopgo's files have no native operations yet
-(capi/files_windows.c): zloopgo.open() runs open()'s object in the
-loop's default executor there too, so both loops' workers are the
-ThreadPoolExecutor(n), and the blocker is a call in it that waits for an
-event the program sets (Windows has no FIFO, and no open() there blocks).
+On Windows zloopgo's files are native too (capi/files_windows.c, n
+file workers), and the blocker is a call in the default executor that
+waits for an event the program sets (Windows has no FIFO, and no open()
+there blocks): it holds asyncio's executor thread, not a file worker of
+zloopgo's, so only asyncio's queued calls wait behind it there.
 
 A program (JSON):
 
@@ -298,7 +298,7 @@ class FilesHost(Host):
         self.zloopgo = zloopgo
         super().start()
         workers = self.p.get("workers", 1)
-        if self.loop_name == "zloopgo" and not WINDOWS:
+        if self.loop_name == "zloopgo":
             from zloopgo import _engine
 
             _engine.file_workers(workers)

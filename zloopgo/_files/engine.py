@@ -1,10 +1,11 @@
 """How the package reaches the engine's file operations without loading
 the engine: native_engine(loop) is the _engine module only when loop is a
 zloopgo loop (and so the engine is loaded already) whose engine has the
-operations (not on Windows yet: capi/files_windows.c offers none, and
-everything takes the executor fallback), and run_op starts one
-operation (capi/files.c's file_op, whose operation numbers are the
-module's FILE_OP_* constants) and awaits its result.
+file operations (every platform's has, Windows' too:
+capi/files_windows.c; an operation the platform does not perform has no
+number, which its caller checks), and run_op starts one operation
+(capi/files.c's file_op, whose operation numbers are the module's
+FILE_OP_* constants) and awaits its result.
 
 It knows _engine.file_op's arguments; nothing of files, io or Go.
 """

@@ -1,7 +1,7 @@
 """The native layer: a file whose io object (open()'s own classes, over
 raw.Raw) runs on the loop thread, and whose raw operations are the
-engine's file operations (capi/files.c: workers off the loop thread; a
-read of cached pages completes at once with preadv2(RWF_NOWAIT)). Each
+engine's file operations (capi/files.c: workers off the loop thread; on
+Linux a read of cached pages completes at once with preadv2(RWF_NOWAIT)). Each
 awaitable method runs the io method, fetches what it asked of the raw
 layer and did not have, sends the writes it kept, and runs it again;
 text calls go through text.py's state saving. Calls on one file take
@@ -9,7 +9,7 @@ turns (base.Turns), and an operation owns the descriptor until its
 worker is done with it, whatever happened to its caller.
 
 Imported once a zloopgo loop exists (opening.py): it reads the operation
-numbers off the loaded engine (FILE_OP_*, capi/files.c, the one copy).
+numbers off the loaded engine (FILE_OP_*, capi/files.h, the one copy).
 It knows the io classes' public behaviour and _engine.file_op; nothing of
 Go, of how the engine schedules, nor of how the file was opened.
 """
@@ -37,6 +37,10 @@ OP_FTRUNCATE = _engine.FILE_OP_FTRUNCATE
 # Reads asked of the raw layer are fetched with this much more, so that
 # the buffer refill that usually follows a direct read is in hand too.
 _FETCH_MIN = 64 * 1024
+# os.pread and os.pwrite do not exist on Windows: a file's pread and
+# pwrite, which are theirs on the file's descriptor, raise the
+# AttributeError the executor path raises (docs/files.md, "Windows").
+_NO_PREAD = not hasattr(os, "pread")
 # Calls completed without waiting (bytes already cached) before one yields
 # to the loop anyway, so that a tight read loop does not starve timers.
 _YIELD_EVERY = 8
@@ -545,6 +549,8 @@ class NativeFile(FileBase):
             raw = self._raw
             if raw._closed:
                 raise ValueError("I/O operation on closed file")  # open()'s fileno()'s
+            if _NO_PREAD:
+                os.pread  # noqa: B018 - Windows has none: the executor path's AttributeError
             if (
                 size.__class__ is not int
                 or offset.__class__ is not int
@@ -632,6 +638,8 @@ class NativeFile(FileBase):
         await self._begin()
         try:
             fd = self._raw.fileno()
+            if _NO_PREAD:
+                os.pwrite  # noqa: B018 - Windows has none: the executor path's AttributeError
             if (
                 data.__class__ is bytes
                 and offset.__class__ is int

@@ -252,8 +252,13 @@ def _send_now(raw):
             os.ftruncate(raw.fd, offset)
         elif offset < 0:
             os.write(raw.fd, data)
-        else:
+        elif hasattr(os, "pwrite"):
             os.pwrite(raw.fd, data, offset)
+        else:
+            # Windows: no pwrite; nothing else uses the descriptor now
+            os.lseek(raw.fd, offset, os.SEEK_SET)
+            while data:
+                data = data[os.write(raw.fd, data) :]
 
 
 def fileio_mode(reading, writing, appending, creating, updating):
