@@ -36,9 +36,32 @@ def pytest_addoption(parser):
         help="run the dual-run tests on this loop only (scripts/test's sanitizer stage: "
         "asyncio's half of a test exercises none of zloopgo's native code)",
     )
+    parser.addini(
+        "alarm_floor",
+        default="0",
+        help="seconds: no test's own pytest-timeout alarm (a timeout mark) is shorter "
+        "than this (scripts/arm64: under emulation a mark sized for this machine's "
+        "speed is no longer a hang detector; 0, the default, changes no mark)",
+    )
+
+
+def _raise_alarms_to_the_floor(config, items):
+    """A test's timeout mark is its hang detector, sized for a native
+    machine; under qemu-user (scripts/arm64's alarm_floor) the same work
+    takes 5-20x longer, and a mark shorter than the run's alarm would fail
+    a test that is only slow. Marks are replaced, never shortened."""
+    floor = float(config.getini("alarm_floor"))
+    if floor <= 0:
+        return
+    for item in items:
+        mark = item.get_closest_marker("timeout")
+        seconds = None if mark is None else (mark.args or [mark.kwargs.get("timeout")])[0]
+        if seconds is not None and float(seconds) < floor:
+            item.add_marker(pytest.mark.timeout(floor), append=False)
 
 
 def pytest_collection_modifyitems(config, items):
+    _raise_alarms_to_the_floor(config, items)
     only = config.getoption("--only-loop")
     if only is None:
         return
