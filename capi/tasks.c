@@ -41,10 +41,17 @@ static PyObject *general_create_task(zl_loop *L, PyObject *const *args, Py_ssize
 
 /* Task(coro, **kwargs), called by this loop's own thread while it runs:
  * Task finds it as the running loop, so loop= can go, and with no keyword
- * left the call builds no keyword dict (Task has no vectorcall). */
+ * left the call builds no keyword dict (Task has no vectorcall). Not
+ * before 3.12: there _asyncio's running-loop lookup checks the process id
+ * with getpid(), a system call per task, dearer than the keyword. */
 static int on_running_thread(zl_loop *L)
 {
+#if PY_VERSION_HEX >= 0x030C0000
     return L->run_tstate != NULL && L->run_tstate == PyThreadState_Get();
+#else
+    (void)L;
+    return 0;
+#endif
 }
 
 static PyObject *new_task(zl_loop *L, PyObject *const *stack, Py_ssize_t nkw, PyObject *kwnames)
@@ -145,9 +152,9 @@ PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t narg
     /* loop= goes (on_running_thread) */
     stack[1] = args[0];
     names = names == kw->loop_name_context ? kw->name_context
-            : names == kw->loop_name       ? kw->name
-            : names == kw->loop_context    ? kw->context
-                                           : NULL;
+            : names == kw->loop_name ? kw->name
+            : names == kw->loop_context ? kw->context
+                                        : NULL;
     return new_task(L, stack + 1, names ? PyTuple_GET_SIZE(names) : 0, names);
 }
 #endif
