@@ -8,6 +8,7 @@ not say it expected that (uvloop's test base does the same): read
 """
 
 import asyncio
+import gc
 import os
 import signal
 import ssl
@@ -121,3 +122,16 @@ def tls_contexts():
     client = ssl.create_default_context()
     ca.configure_trust(client)
     return server, client
+
+
+@pytest.fixture
+def collect_often():
+    """The collector runs at every allocation of a container (generation 0
+    at threshold 1) for the test's length: a handle or callback freed
+    early shows at once."""
+    threshold = gc.get_threshold()
+    gc.set_threshold(1)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)

@@ -7,17 +7,13 @@ create_task (it passes loop=self) does not make. Counted with strace in a
 fresh interpreter, 2,001 tasks less 1, on both loops.
 """
 
-import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
+import syscall_count
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="strace is Linux's")
 
@@ -41,28 +37,10 @@ TASKS = textwrap.dedent(
 
 
 def _getpids(tasks, loop_name, tmp):
-    strace = shutil.which("strace")
-    assert strace, "needs strace on PATH (scripts/test installs it with apt-get)"
     script = Path(tmp) / "tasks.py"
     script.write_text(TASKS)
     out = Path(tmp) / f"strace-{loop_name}-{tasks}.txt"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "GO"))}
-    env["PYTHONPATH"] = str(ROOT)
-    proc = subprocess.run(
-        [strace, "-f", "-c", "-o", str(out), "-e", "trace=getpid"]
-        + [sys.executable, str(script), str(tasks), loop_name],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    # strace -c's last line: "% time, seconds, usecs/call, calls[, errors] total";
-    # no line at all when no getpid was made
-    lines = [line.split() for line in out.read_text().splitlines()]
-    totals = [cells[3] for cells in lines if len(cells) >= 5 and cells[-1] == "total"]
-    return int(totals[0]) if totals else 0
+    return syscall_count.count(script, [tasks, loop_name], ["getpid"], out) or 0
 
 
 def test_a_task_makes_no_getpid_asyncios_does_not(loop_name):

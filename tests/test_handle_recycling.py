@@ -17,23 +17,11 @@ import contextvars
 import gc
 import weakref
 
-import pytest
-
 VAR = contextvars.ContextVar("VAR", default="unset")
 
 # asyncio's own member descriptor of a Handle slot that a program may
 # write through on either loop's handles
 REPR_SLOT = asyncio.events.Handle.__dict__["_repr"]
-
-
-@pytest.fixture
-def collect_often():
-    threshold = gc.get_threshold()
-    gc.set_threshold(1)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*threshold)
 
 
 class ScheduleWhenFreed:

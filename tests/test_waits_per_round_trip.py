@@ -16,19 +16,15 @@ zloopgo's SSLProtocol hands the decrypted bytes to the StreamReader
 natively (capi/tls.c) and tells the socket transport so.
 """
 
-import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
+import syscall_count
 
 from zloopgo import _tls
-
-ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="epoll is Linux's")
 
@@ -82,28 +78,12 @@ WAITS = ("epoll_wait", "epoll_pwait", "epoll_pwait2", "poll", "ppoll")
 
 
 def _waits(round_trips, tmp, net):
-    strace = shutil.which("strace")
-    assert strace, "needs strace on PATH (scripts/test installs it with apt-get)"
     script = Path(tmp) / "round_trips.py"
     script.write_text(ROUND_TRIPS)
     out = Path(tmp) / f"strace-{net}-{round_trips}.txt"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "GO"))}
-    env["PYTHONPATH"] = str(ROOT)
-    proc = subprocess.run(
-        [strace, "-f", "-c", "-o", str(out), "-e", "trace=" + ",".join(WAITS)]
-        + [sys.executable, str(script), str(round_trips), net],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    # strace -c's last line: "% time, seconds, usecs/call, calls[, errors] total"
-    lines = [line.split() for line in out.read_text().splitlines()]
-    totals = [cells[3] for cells in lines if len(cells) >= 5 and cells[-1] == "total"]
-    assert len(totals) == 1 and totals[0].isdigit(), out.read_text()
-    return int(totals[0])
+    total = syscall_count.count(script, [round_trips, net], WAITS, out)
+    assert total is not None, out.read_text()
+    return total
 
 
 @pytest.mark.parametrize("net", ["tcp", "tls"])
