@@ -35,6 +35,7 @@ import os
 import random
 import re
 import socket
+import sys
 
 import pytest
 from helpers import FACTORIES, assert_same_observations
@@ -56,6 +57,12 @@ LOWS = [None, 0, 1, 8192]
 # in OpenSSL (SSL_pending), which the native read loop must go on reading
 MAX_SIZES = [None, None, 100, 16384]
 KINDS = ["bytes", "bytearray", "memoryview", "mv_words", "str", "int"]
+if sys.version_info < (3, 11):
+    # 3.10's SSL pipe (asyncio.sslproto._SSLPipe.feed_appdata) counts the
+    # view's length in items and what the SSL object took in bytes, so a
+    # write of a memoryview of 4-byte items never leaves its loop, on
+    # either loop: zloopgo runs asyncio's own sslproto there.
+    KINDS.remove("mv_words")
 
 
 def _payload(kind, size, seed):
