@@ -33,7 +33,9 @@ def _name_of_c(function):
 
 def _name_of_python(code):
     where = code.co_filename.rsplit("site-packages/", 1)[-1]
-    return f"py {where}:{code.co_firstlineno} {code.co_qualname}"
+    # co_qualname is 3.11's; 3.10's code objects know only their own name
+    qualname = getattr(code, "co_qualname", code.co_name)
+    return f"py {where}:{code.co_firstlineno} {qualname}"
 
 
 def main(argv):
