@@ -198,6 +198,15 @@ def test_closing_a_read_pipe_while_its_read_is_outstanding(loop):
     # the fixture closes the loop: its cancelled read must not hold it
 
 
+def reading_of(transport):
+    """is_reading(), or the error it raises: 3.10's pipe transports have
+    none of their own (ReadTransport's raises NotImplementedError)."""
+    try:
+        return transport.is_reading()
+    except NotImplementedError:
+        return "NotImplementedError"
+
+
 def observe_flow_control(factory):
     """What the protocols and transports of a pipe see, reading paused and
     resumed, writing past the high-water mark: one list, for comparing the
@@ -215,14 +224,14 @@ def observe_flow_control(factory):
             writer_t.set_write_buffer_limits(high=4096, low=1024)
             seen.append(("limits", writer_t.get_write_buffer_limits()))
             reader_t.pause_reading()
-            seen.append(("reading", reader_t.is_reading()))
+            seen.append(("reading", reading_of(reader_t)))
             writer_t.write(b"a" * 300_000)
             await asyncio.sleep(0.1)
             seen.append(("paused", received(reader.calls) == b""))
             seen.append(("buffered", writer_t.get_write_buffer_size() > 0))
             seen.append(("writer", list(writer.calls)))
             reader_t.resume_reading()
-            seen.append(("reading", reader_t.is_reading()))
+            seen.append(("reading", reading_of(reader_t)))
             while len(received(reader.calls)) < 300_000:
                 await asyncio.sleep(0.01)
             while writer_t.get_write_buffer_size():
