@@ -163,9 +163,10 @@ def test_each_machine_runs_over_the_loops_own_transport(pair, machine, net, tls)
         assert other["notes"]["paths"] == [["zloopgo._transports.SocketTransport", protocol]]
     if machine == "stream":
         assert ref["notes"]["python_feeds"] > 0  # the probe sees Python's feeds
-        assert other["notes"]["python_feeds"] == (
-            0 if pair.names[1] == "zloopgo" else ref["notes"]["python_feeds"]
-        )
+        # the fast path is zloopgo's, and under TLS only with its native
+        # record path (3.11+): on 3.10 asyncio's SSLProtocol feeds in Python
+        fast = pair.names[1] == "zloopgo" and (net != "tls" or _tls.NATIVE_TLS)
+        assert other["notes"]["python_feeds"] == (0 if fast else ref["notes"]["python_feeds"])
 
 
 @pytest.mark.parametrize(("machine", "net"), [(m, n) for m, n, _ in PLAN])
