@@ -490,12 +490,12 @@ class NativesHost(Host):
             if (
                 self.loop_name == "zloopgo"
                 and "object layout differs" in str(exc)
-                and to in ("plain", "sibling")
+                and _zloopgo_refuses(target, to)
                 and self._asyncio_accepts(before, cls)
             ):
                 return "foreign class: asyncio accepts, zloopgo refuses"
             raise
-        if self.loop_name != "zloopgo" and to in ("plain", "sibling"):
+        if self.loop_name != "zloopgo" and _zloopgo_refuses(target, to):
             obj.__class__ = before
             return "foreign class: asyncio accepts, zloopgo refuses"
         return type(obj).__name__
@@ -623,6 +623,25 @@ class NativesHost(Host):
             sock.close()
         if getattr(self, "other", None) is not None and not self.other.is_closed():
             self.other.close()
+
+
+def _native_on_zloopgo(kind):
+    """Whether zloopgo's objects of this kind have a native base: its TLS
+    classes only with the native record path (3.11+); on 3.10 they are
+    asyncio's own, which take a swap as asyncio's do."""
+    import zloopgo._tls
+
+    return kind in ("dgram", "stream") or zloopgo._tls.NATIVE_TLS
+
+
+def _zloopgo_refuses(target, to):
+    """Whether zloopgo refuses target's swap to `to` for its layout: a
+    class without the native base target's object has, or with another."""
+    if to == "plain":
+        return _native_on_zloopgo(KIND[target])
+    if to == "sibling":
+        return _native_on_zloopgo(KIND[target]) or _native_on_zloopgo(KIND[SIBLING[target]])
+    return False
 
 
 @functools.cache
