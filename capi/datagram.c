@@ -105,7 +105,7 @@ static inline const PyTypeObject *socket_type_of(const zl_loop *L)
 
 /* The transport's DatagramState (a new reference), known by its
  * deallocator, or NULL (no error set) when it has none. */
-static zl_datagram *state_of(const zl_module_state *st, PyObject *self)
+ZL_ALWAYS_INLINE zl_datagram *state_of(const zl_module_state *st, PyObject *self)
 {
     PyObject *s = zl_layout_get(&st->datagram_layout, self, D_STATE);
     if (s != NULL && Py_TYPE(s)->tp_dealloc == datagram_state_dealloc)

@@ -60,12 +60,12 @@ static inline zl_module_state *transport_state(PyObject *self)
     return zl_state_of_native(self, &((zl_native_transport *)self)->state);
 }
 
-static inline PyObject *slot_value(const zl_module_state *st, PyObject *self, int f)
+ZL_ALWAYS_INLINE PyObject *slot_value(const zl_module_state *st, PyObject *self, int f)
 {
     return zl_layout_slot(&st->transport_layout, self, f);
 }
 
-static PyObject *get_field(const zl_module_state *st, PyObject *self, int f)
+ZL_ALWAYS_INLINE PyObject *get_field(const zl_module_state *st, PyObject *self, int f)
 {
     return zl_layout_get(&st->transport_layout, self, f);
 }
@@ -78,7 +78,7 @@ PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls)
     Py_RETURN_NONE;
 }
 
-static int field_true(const zl_module_state *st, PyObject *self, int f)
+ZL_ALWAYS_INLINE int field_true(const zl_module_state *st, PyObject *self, int f)
 {
     return zl_layout_true(&st->transport_layout, self, f);
 }
@@ -205,7 +205,7 @@ static void transport_state_dealloc(PyObject *self);
 /* The transport's native state, or NULL (no error set) when it has none:
  * a TransportState of any interpreter's module, known by its deallocator
  * (one load more than comparing with the class, no lookup of it). */
-static zl_transport *state_of(const zl_module_state *st, PyObject *self)
+ZL_ALWAYS_INLINE zl_transport *state_of(const zl_module_state *st, PyObject *self)
 {
     PyObject *s = slot_value(st, self, F_STATE);
     return s != NULL && Py_TYPE(s)->tp_dealloc == transport_state_dealloc ? (zl_transport *)s
@@ -213,10 +213,41 @@ static zl_transport *state_of(const zl_module_state *st, PyObject *self)
 }
 
 /* The zloopgo loop this transport belongs to, or NULL. */
-static zl_loop *transport_loop(const zl_module_state *st, PyObject *self)
+ZL_ALWAYS_INLINE zl_loop *transport_loop(const zl_module_state *st, PyObject *self)
 {
     PyObject *loop = slot_value(st, self, F_LOOP);
     return loop != NULL && zl_is_loop(loop) ? (zl_loop *)loop : NULL;
+}
+
+/* v is an exact int 0, as _conn_lost is until the connection is lost:
+ * its truth known without a call that could run Python code. */
+ZL_ALWAYS_INLINE int is_zero(PyObject *v)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    long n;
+    return v != NULL && zl_small_int(v, &n) && n == 0;
+#else
+    return v != NULL && PyLong_CheckExact(v) && Py_SIZE(v) == 0; /* 3.11: no digits is 0 */
+#endif
+}
+
+/* The slots a read looks at before it asks max_size, read in place in one
+ * go when self's class allows it and _conn_lost is 0 (as usual_write_slots
+ * below, whose reasons hold here): 1 with *sock (a new reference) and *L
+ * (transport_loop's), else 0, and the read takes them one by one. */
+ZL_ALWAYS_INLINE int usual_read_slots(const zl_module_state *st, PyObject *self, PyObject **sock,
+                                      zl_loop **L)
+{
+    const zl_layout *layout = &st->transport_layout;
+    if (!zl_layout_direct(layout, self))
+        return 0;
+    PyObject *s = *(PyObject **)((char *)self + layout->offset[F_SOCK]);
+    PyObject *loop = *(PyObject **)((char *)self + layout->offset[F_LOOP]);
+    if (!is_zero(*(PyObject **)((char *)self + layout->offset[F_CONN_LOST])) || s == NULL)
+        return 0;
+    *sock = Py_NewRef(s);
+    *L = loop != NULL && zl_is_loop(loop) ? (zl_loop *)loop : NULL;
+    return 1;
 }
 
 /* The socket.socket of L's interpreter, whose sockets alone the native
@@ -247,16 +278,19 @@ static PyObject *read_ready_data_received(PyObject *self, PyObject *unused)
 
 static PyObject *read_data_received(const zl_module_state *st, PyObject *self)
 {
-    int lost = field_true(st, self, F_CONN_LOST);
-    if (lost != 0)
-        return lost < 0 ? NULL : Py_NewRef(Py_None);
-    /* asyncio's self._sock.recv(self.max_size): the socket is taken first */
-    PyObject *sock = get_field(st, self, F_SOCK);
-    if (sock == NULL)
-        return NULL;
-    long max_size = 0; /* read_size sets it when usual != 0, which gcc cannot always see */
+    PyObject *sock;
     /* the loop whose dispatch runs this read, alive until it returns */
-    zl_loop *L = transport_loop(st, self);
+    zl_loop *L;
+    if (!usual_read_slots(st, self, &sock, &L)) {
+        int lost = field_true(st, self, F_CONN_LOST);
+        if (lost != 0)
+            return lost < 0 ? NULL : Py_NewRef(Py_None);
+        /* asyncio's self._sock.recv(self.max_size): the socket is taken first */
+        if ((sock = get_field(st, self, F_SOCK)) == NULL)
+            return NULL;
+        L = transport_loop(st, self);
+    }
+    long max_size = 0; /* read_size sets it when usual != 0, which gcc cannot always see */
     const zl_names *names = &st->names;
     int usual = zl_socket_nonblocking_fd(socket_type_of(L), sock) != ZL_NOT_A_SOCKET
                     ? read_size(names, self, &max_size)
@@ -558,6 +592,32 @@ static PyObject *write_python(const zl_module_state *st, PyObject *self, PyObjec
     return PyObject_CallMethodOneArg(self, st->names._zl_write_python, data);
 }
 
+/* The slots write() reads before it sends, when self's class lets them be
+ * read in place (zl_layout_direct) and each holds what it holds on a
+ * transport that may send at once: _eof False, _empty_waiter None,
+ * _conn_lost 0, _sock and _buffer set. Reading a slot runs no Python
+ * code, so read together they cannot tell their order (asyncio's, which
+ * the one-by-one reads keep for any other value) and one check of the
+ * class serves them all. 1 with *sock and *buffer (new references) and *L
+ * (transport_loop's), else 0. */
+ZL_ALWAYS_INLINE int usual_write_slots(const zl_module_state *st, PyObject *self, PyObject **sock,
+                                       PyObject **buffer, zl_loop **L)
+{
+    const zl_layout *layout = &st->transport_layout;
+    if (!zl_layout_direct(layout, self))
+        return 0;
+#define AT(f) (*(PyObject **)((char *)self + layout->offset[f]))
+    PyObject *loop = AT(F_LOOP);
+    if (AT(F_EOF) != Py_False || AT(F_EMPTY_WAITER) != Py_None || !is_zero(AT(F_CONN_LOST)) ||
+        AT(F_SOCK) == NULL || AT(F_BUFFER) == NULL)
+        return 0;
+    *sock = Py_NewRef(AT(F_SOCK));
+    *buffer = Py_NewRef(AT(F_BUFFER));
+#undef AT
+    *L = loop != NULL && zl_is_loop(loop) ? (zl_loop *)loop : NULL;
+    return 1;
+}
+
 /* write(data): asyncio's checks; then, with nothing buffered, the data is
  * sent at once; with data already buffered it is appended behind it, as
  * asyncio does. A lost connection (counted and warned about) and data
@@ -565,7 +625,7 @@ static PyObject *write_python(const zl_module_state *st, PyObject *self, PyObjec
 /* asyncio's first checks in write() and writelines() (`what`): after
  * write_eof(), or while sendfile() runs, the call raises RuntimeError with
  * asyncio's message. -1 with an exception set, else 0. */
-static int refuse_write(const zl_module_state *st, PyObject *self, const char *what)
+ZL_ALWAYS_INLINE int refuse_write(const zl_module_state *st, PyObject *self, const char *what)
 {
     int flag = field_true(st, self, F_EOF);
     if (flag != 0) {
@@ -604,23 +664,27 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
      * with its own __len__ or __bool__: asyncio's own write asks it */
     if (!PyBytes_CheckExact(data) && !PyByteArray_CheckExact(data) && !PyMemoryView_Check(data))
         return write_python(st, self, data);
-    if (refuse_write(st, self, "write") < 0)
-        return NULL;
     int flag;
     /* asyncio's write sends through self._sock: None once the transport
      * closed itself after flushing its buffer (which leaves _conn_lost 0,
      * while _sock_fd may name another descriptor by now), or a socket the
      * native send does not serve, goes to asyncio's own write, which
      * fails or sends as it does. */
-    PyObject *sock = get_field(st, self, F_SOCK);
-    if (sock == NULL)
-        return NULL;
+    PyObject *sock, *buffer = NULL; /* buffer: set once _conn_lost was read */
     /* held by the transport's slot; no Python code runs from here to the
      * send for the class whose slots are read (the only one with a loop
      * here) */
-    zl_loop *L = transport_loop(st, self);
+    zl_loop *L;
+    if (!usual_write_slots(st, self, &sock, &buffer, &L)) {
+        if (refuse_write(st, self, "write") < 0)
+            return NULL;
+        if ((sock = get_field(st, self, F_SOCK)) == NULL)
+            return NULL;
+        L = transport_loop(st, self);
+    }
     if (zl_socket_nonblocking_fd(socket_type_of(L), sock) == ZL_NOT_A_SOCKET) {
         Py_DECREF(sock);
+        Py_XDECREF(buffer);
         return write_python(st, self, data);
     }
     PyObject *r = NULL;
@@ -637,21 +701,23 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
          * write handles it, reporting send()'s failure as a fatal error */
         PyErr_Clear();
         Py_DECREF(sock);
+        Py_XDECREF(buffer);
         return write_python(st, self, data);
     }
     if (view.len == 0) {
         r = Py_NewRef(Py_None);
         goto done;
     }
-    if ((flag = field_true(st, self, F_CONN_LOST)) != 0) {
-        r = flag < 0 ? NULL : write_python(st, self, data);
-        goto done;
+    if (buffer == NULL) { /* the slots read one by one, in asyncio's order */
+        if ((flag = field_true(st, self, F_CONN_LOST)) != 0) {
+            r = flag < 0 ? NULL : write_python(st, self, data);
+            goto done;
+        }
+        if ((buffer = get_field(st, self, F_BUFFER)) == NULL)
+            goto done;
     }
-    PyObject *buffer = get_field(st, self, F_BUFFER);
-    if (buffer == NULL)
-        goto done;
     Py_ssize_t buffered = PyObject_Length(buffer);
-    Py_DECREF(buffer);
+    Py_CLEAR(buffer);
     if (buffered == 0)
         r = send_now(st, self, L, sock, data, &view);
     else if (buffered > 0) { /* bytes already wait for the socket: this write queues behind them */
@@ -663,6 +729,7 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
 done:
     release_view(&view);
     Py_DECREF(sock);
+    Py_XDECREF(buffer);
     return r;
 }
 

@@ -76,6 +76,12 @@
 extern int _PyObject_GetMethod(PyObject *obj, PyObject *name, PyObject **method);
 #endif
 
+/* A small helper of a per-packet path that the compiler must inline:
+ * gcc 16 left zl_layout_true and the transport's slot readers out of
+ * line at -O2, a call and a frame around a few loads, several times per
+ * read and per write. */
+#define ZL_ALWAYS_INLINE static inline __attribute__((always_inline))
+
 /* Arguments up to this many are stored inside the handle (no tuple). */
 #define ZL_INLINE_ARGS 3
 
@@ -581,7 +587,7 @@ int zl_layout_check(const zl_layout *layout, PyTypeObject *tp);
 /* Whether self's fields may be read and written in their slots: its class
  * is the one last checked, unchanged since (two loads), or passes the
  * check. */
-static inline int zl_layout_direct(const zl_layout *layout, PyObject *self)
+ZL_ALWAYS_INLINE int zl_layout_direct(const zl_layout *layout, PyObject *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     return (tp == layout->checked && tp->tp_version_tag == layout->checked_version) ||
@@ -590,7 +596,7 @@ static inline int zl_layout_direct(const zl_layout *layout, PyObject *self)
 /* Field f of self, borrowed, or NULL (no error set) when its slot may not
  * be read directly (zl_layout_direct) or is unset: then look the
  * attribute up. */
-static inline PyObject *zl_layout_slot(const zl_layout *layout, PyObject *self, int f)
+ZL_ALWAYS_INLINE PyObject *zl_layout_slot(const zl_layout *layout, PyObject *self, int f)
 {
     if (!zl_layout_direct(layout, self))
         return NULL;
@@ -605,7 +611,7 @@ int zl_layout_lookup_true(const zl_layout *layout, PyObject *self, int f);
 int zl_layout_long_slow(const zl_layout *layout, PyObject *self, int f, long *out);
 /* Field f, from its slot or by attribute lookup: a new reference, or NULL
  * with an exception set. */
-static inline PyObject *zl_layout_get(const zl_layout *layout, PyObject *self, int f)
+ZL_ALWAYS_INLINE PyObject *zl_layout_get(const zl_layout *layout, PyObject *self, int f)
 {
     PyObject *v = zl_layout_slot(layout, self, f);
     return v != NULL ? Py_NewRef(v) : zl_layout_lookup(layout, self, f);
@@ -641,7 +647,7 @@ static inline int zl_exact_long(PyObject *v, long *out)
     return !overflow;
 }
 /* Field f's truth (1, 0) or -1 with an exception set. */
-static inline int zl_layout_true(const zl_layout *layout, PyObject *self, int f)
+ZL_ALWAYS_INLINE int zl_layout_true(const zl_layout *layout, PyObject *self, int f)
 {
     PyObject *v = zl_layout_slot(layout, self, f);
     long small;
