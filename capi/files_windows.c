@@ -27,11 +27,17 @@
  * RemoveDirectoryW and anything else with DeleteFileW (os's
  * Py_DeleteFileW), rmdir RemoveDirectoryW, mkdir CreateDirectoryW (os's
  * mkdir with mode 0o700, a directory only its owner may use, is left to
- * os: zloopgo/os.py). Not performed here, so not offered (zloopgo/os.py
- * runs os's own in the executor): stat and lstat (os.stat's Windows result
- * carries what a stat tuple has no place for: st_file_attributes,
- * st_reparse_tag, a 128-bit st_ino, and follows reparse points by its own
- * rules), listdir. There is no read that cannot block to try first.
+ * os: zloopgo/os.py). stat and lstat are os.stat's win32_xstat, the same
+ * calls in the same order (CreateFileW, the reparse tag, following a
+ * reparse point that is not a link, the handle's information, FileIdInfo;
+ * the parent directory's entry for a file that cannot be opened), and
+ * their result carries every field os.stat_result shows on Windows
+ * (st_file_attributes, st_reparse_tag, a 128-bit st_ino from 3.12, the
+ * creation time); listdir is os.listdir's FindFirstFileW over "path\*.*".
+ * Where os.stat would try GetFileInformationByName first (3.12+ on a
+ * Windows that has it), whose results this file does not build, stat is
+ * not offered and zloopgo/os.py runs os's own in the executor. There is
+ * no read that cannot block to try first.
  *
  * A C runtime call given a descriptor that is not open calls the runtime's
  * invalid parameter handler, whose default ends the process: a worker
@@ -60,6 +66,24 @@ static void __cdecl ignore_invalid_parameter(const wchar_t *expression, const wc
     (void)expression, (void)function, (void)file, (void)line, (void)reserved;
 }
 
+/* 1 if os.stat would try GetFileInformationByName first (CPython 3.12+,
+ * on a Windows whose api-ms-win-core-file-l2-1-4 has it: Windows 11 24H2
+ * and later). That path builds the result from FILE_STAT_BASIC_INFORMATION
+ * by rules this file does not copy, so stat is then left to os. */
+static int os_stats_by_name(void)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    HMODULE lib = LoadLibraryW(L"api-ms-win-core-file-l2-1-4");
+    if (lib == NULL)
+        return 0;
+    int found = GetProcAddress(lib, "GetFileInformationByName") != NULL;
+    FreeLibrary(lib);
+    return found;
+#else
+    return 0;
+#endif
+}
+
 int zl_file_supported(int code)
 {
     switch (code) {
@@ -74,7 +98,10 @@ int zl_file_supported(int code)
     case OP_UNLINK:
     case OP_RMDIR:
     case OP_MKDIR:
+    case OP_LISTDIR:
         return 1;
+    case OP_STAT:
+        return !os_stats_by_name();
     default:
         return 0;
     }
@@ -234,6 +261,360 @@ static BOOL delete_file(const wchar_t *path)
     return is_link ? RemoveDirectoryW(path) : DeleteFileW(path);
 }
 
+/* ---- stat and lstat: os.stat's win32_xstat, step for step ----
+ *
+ * CPython's Modules/posixmodule.c (win32_xstat_slow_impl,
+ * attributes_from_dir, update_st_mode_from_path) and Python/fileutils.c
+ * (_Py_attribute_data_to_stat): the same calls in the same order, so that
+ * the same file gives the same fields and the same failure its
+ * GetLastError code. */
+
+/* os's stat struct on Windows, as far as os.stat_result shows it */
+typedef struct win_stat {
+    uint32_t mode, attributes, reparse_tag, nlink;
+    uint64_t ino, ino_high, dev;
+    int64_t size;
+    int64_t sec[3]; /* access, write, creation (os's st_ctime and st_birthtime) */
+    int32_t nsec[3];
+} win_stat;
+
+/* What a stat result is made from: a handle's information, or a
+ * directory entry's (attributes_from_dir). */
+typedef struct file_info {
+    DWORD attributes, nlink, serial;
+    uint64_t index;
+    int64_t size;
+    int64_t times[3]; /* 100 ns units since 1601: access, write, creation */
+    FILE_ID_INFO id;
+    int has_id;
+} file_info;
+
+#define ZL_S_IFMT 0xF000
+#define ZL_S_IFLNK 0xA000 /* CPython's S_IFLNK on Windows (0120000) */
+#define ZL_S_IFBLK 0x6000
+
+static int64_t filetime(FILETIME t)
+{
+    return (int64_t)(((uint64_t)t.dwHighDateTime << 32) | t.dwLowDateTime);
+}
+
+/* FILE_TIME_to_time_t_nsec: C's truncating division, as os's */
+static void to_time(int64_t in, int64_t *sec, int32_t *nsec)
+{
+    *nsec = (int32_t)(in % 10000000) * 100;
+    *sec = in / 10000000 - INT64_C(11644473600);
+}
+
+static uint32_t attributes_to_mode(DWORD attr)
+{
+    uint32_t m = (attr & FILE_ATTRIBUTE_DIRECTORY) ? (_S_IFDIR | 0111) : _S_IFREG;
+    return m | ((attr & FILE_ATTRIBUTE_READONLY) ? 0444 : 0666);
+}
+
+static void info_to_stat(const file_info *info, ULONG tag, win_stat *st)
+{
+    memset(st, 0, sizeof *st);
+    st->mode = attributes_to_mode(info->attributes);
+    st->size = info->size;
+    st->dev = info->serial;
+    for (int i = 0; i < 3; i++)
+        to_time(info->times[i], &st->sec[i], &st->nsec[i]);
+    st->nlink = info->nlink;
+#if PY_VERSION_HEX >= 0x030C0000
+    /* 3.12+: the volume's 64-bit serial and the 128-bit file id */
+    if (info->has_id) {
+        st->dev = info->id.VolumeSerialNumber;
+        memcpy(&st->ino, info->id.FileId.Identifier, 8);
+        memcpy(&st->ino_high, info->id.FileId.Identifier + 8, 8);
+    }
+    if (st->ino == 0 && st->ino_high == 0)
+        st->ino = info->index;
+#else
+    st->ino = info->index;
+#endif
+    st->reparse_tag = tag;
+    if ((info->attributes & FILE_ATTRIBUTE_REPARSE_POINT) && tag == IO_REPARSE_TAG_SYMLINK)
+        st->mode = (st->mode & ~ZL_S_IFMT) | ZL_S_IFLNK;
+    st->attributes = info->attributes;
+}
+
+/* update_st_mode_from_path: a file named like a program is executable */
+static void mode_from_path(const wchar_t *path, DWORD attr, win_stat *st)
+{
+    if (attr & FILE_ATTRIBUTE_DIRECTORY)
+        return;
+    const wchar_t *ext = wcsrchr(path, L'.');
+    if (ext != NULL && (_wcsicmp(ext, L".exe") == 0 || _wcsicmp(ext, L".bat") == 0 ||
+                        _wcsicmp(ext, L".cmd") == 0 || _wcsicmp(ext, L".com") == 0))
+        st->mode |= 0111;
+}
+
+/* attributes_from_dir: the entry of path in its directory's listing
+ * (trailing separators dropped), for a file that cannot be opened */
+static BOOL attributes_from_dir(const wchar_t *path, file_info *info, ULONG *tag)
+{
+    size_t n = wcslen(path);
+    wchar_t *name = NULL;
+    if (n && (path[n - 1] == L'\\' || path[n - 1] == L'/')) {
+        name = malloc((n + 1) * sizeof *name);
+        if (name == NULL) {
+            SetLastError(ERROR_NOT_ENOUGH_MEMORY);
+            return FALSE;
+        }
+        memcpy(name, path, (n + 1) * sizeof *name);
+        while (--n > 0 && (name[n] == L'\\' || name[n] == L'/'))
+            name[n] = L'\0';
+        if (!n || (n == 1 && name[1] == L':')) {
+            free(name);
+            return FALSE;
+        }
+    }
+    WIN32_FIND_DATAW found;
+    HANDLE find = FindFirstFileW(name ? name : path, &found);
+    free(name);
+    if (find == INVALID_HANDLE_VALUE)
+        return FALSE;
+    FindClose(find);
+    memset(info, 0, sizeof *info);
+    info->attributes = found.dwFileAttributes;
+    info->times[0] = filetime(found.ftLastAccessTime);
+    info->times[1] = filetime(found.ftLastWriteTime);
+    info->times[2] = filetime(found.ftCreationTime);
+    info->size = (int64_t)(((uint64_t)found.nFileSizeHigh << 32) | found.nFileSizeLow);
+    *tag = (found.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) ? found.dwReserved0 : 0;
+    return TRUE;
+}
+
+/* The errors of a device that has no such information: os then calls it
+ * a block device, or takes no reparse tag. */
+static int not_supported_here(DWORD e)
+{
+    return e == ERROR_INVALID_PARAMETER || e == ERROR_INVALID_FUNCTION || e == ERROR_NOT_SUPPORTED;
+}
+
+/* A disk file's information from its handle (os: the handle's
+ * information, FileBasicInfo, FileIdInfo); 1 for a block device (st
+ * filled), -1 on failure. */
+static int handle_info(HANDLE h, file_info *info, win_stat *st)
+{
+    BY_HANDLE_FILE_INFORMATION by_handle;
+    FILE_BASIC_INFO basic;
+    if (!GetFileInformationByHandle(h, &by_handle) ||
+        !GetFileInformationByHandleEx(h, FileBasicInfo, &basic, sizeof basic)) {
+        if (not_supported_here(GetLastError())) {
+            /* volumes and physical disks: \\.\C:, \\.\PhysicalDrive0 */
+            memset(st, 0, sizeof *st);
+            st->mode = ZL_S_IFBLK;
+            return 1;
+        }
+        return -1;
+    }
+    info->attributes = by_handle.dwFileAttributes;
+    info->nlink = by_handle.nNumberOfLinks;
+    info->serial = by_handle.dwVolumeSerialNumber;
+    info->index = ((uint64_t)by_handle.nFileIndexHigh << 32) | by_handle.nFileIndexLow;
+    info->size = (int64_t)(((uint64_t)by_handle.nFileSizeHigh << 32) | by_handle.nFileSizeLow);
+    info->times[0] = basic.LastAccessTime.QuadPart;
+    info->times[1] = basic.LastWriteTime.QuadPart;
+    info->times[2] = basic.CreationTime.QuadPart;
+    info->has_id = GetFileInformationByHandleEx(h, FileIdInfo, &info->id, sizeof info->id) != 0;
+    return 0;
+}
+
+/* win32_xstat_slow_impl: 0 with st filled, -1 with GetLastError's code */
+static int xstat(const wchar_t *path, win_stat *st, BOOL traverse)
+{
+    file_info info = {0};
+    FILE_ATTRIBUTE_TAG_INFO tag = {0};
+    BOOL unhandled_tag = FALSE;
+    DWORD access = FILE_READ_ATTRIBUTES;
+    DWORD flags = FILE_FLAG_BACKUP_SEMANTICS | (traverse ? 0 : FILE_FLAG_OPEN_REPARSE_POINT);
+    int r = 0;
+
+    HANDLE h = CreateFileW(path, access, 0, NULL, OPEN_EXISTING, flags, NULL);
+    if (h == INVALID_HANDLE_VALUE) {
+        DWORD error = GetLastError();
+        switch (error) {
+        case ERROR_ACCESS_DENIED:     /* cannot read its attributes */
+        case ERROR_SHARING_VIOLATION: /* a paging file */
+            if (!attributes_from_dir(path, &info, &tag.ReparseTag)) {
+                switch (GetLastError()) {
+                case ERROR_FILE_NOT_FOUND:
+                case ERROR_PATH_NOT_FOUND:
+                case ERROR_NOT_READY:
+                case ERROR_BAD_NET_NAME:
+                    break;
+                default:
+                    SetLastError(error);
+                }
+                return -1;
+            }
+            if ((info.attributes & FILE_ATTRIBUTE_REPARSE_POINT) &&
+                (traverse || !IsReparseTagNameSurrogate(tag.ReparseTag))) {
+                SetLastError(error);
+                return -1;
+            }
+            break;
+        case ERROR_INVALID_PARAMETER: /* \\.\con needs read or write access */
+            h = CreateFileW(path, access | GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE, NULL,
+                            OPEN_EXISTING, flags, NULL);
+            if (h == INVALID_HANDLE_VALUE) {
+                SetLastError(error);
+                return -1;
+            }
+            break;
+        case ERROR_CANT_ACCESS_FILE: /* an unhandled reparse point: open it instead */
+            if (traverse) {
+                traverse = FALSE;
+                unhandled_tag = TRUE;
+                h = CreateFileW(path, access, 0, NULL, OPEN_EXISTING,
+                                flags | FILE_FLAG_OPEN_REPARSE_POINT, NULL);
+            }
+            if (h == INVALID_HANDLE_VALUE) {
+                SetLastError(error);
+                return -1;
+            }
+            break;
+        default:
+            return -1;
+        }
+    }
+
+    if (h != INVALID_HANDLE_VALUE) {
+        DWORD type = GetFileType(h);
+        if (type != FILE_TYPE_DISK) {
+            if (type == FILE_TYPE_UNKNOWN && GetLastError() != 0) {
+                r = -1;
+                goto cleanup;
+            }
+            DWORD attr = GetFileAttributesW(path);
+            memset(st, 0, sizeof *st);
+            if (attr != INVALID_FILE_ATTRIBUTES && (attr & FILE_ATTRIBUTE_DIRECTORY))
+                st->mode = _S_IFDIR; /* \\.\pipe\ */
+            else if (type == FILE_TYPE_CHAR)
+                st->mode = _S_IFCHR; /* \\.\nul */
+            else if (type == FILE_TYPE_PIPE)
+                st->mode = _S_IFIFO;
+            goto cleanup;
+        }
+        if (!traverse) {
+            /* the reparse tag; a reparse point that is not a link is followed */
+            if (!GetFileInformationByHandleEx(h, FileAttributeTagInfo, &tag, sizeof tag)) {
+                if (!not_supported_here(GetLastError())) {
+                    r = -1;
+                    goto cleanup;
+                }
+                tag.FileAttributes = FILE_ATTRIBUTE_NORMAL;
+                tag.ReparseTag = 0;
+            } else if (tag.FileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) {
+                if (IsReparseTagNameSurrogate(tag.ReparseTag)) {
+                    if (unhandled_tag) {
+                        SetLastError(ERROR_CANT_ACCESS_FILE);
+                        r = -1;
+                        goto cleanup;
+                    }
+                } else if (!unhandled_tag) {
+                    CloseHandle(h);
+                    return xstat(path, st, TRUE);
+                }
+            }
+        }
+        r = handle_info(h, &info, st);
+        if (r != 0) {
+            r = r > 0 ? 0 : -1;
+            goto cleanup;
+        }
+    }
+    info_to_stat(&info, tag.ReparseTag, st);
+    mode_from_path(path, info.attributes, st);
+
+cleanup:
+    if (h != INVALID_HANDLE_VALUE) {
+        DWORD error = r ? GetLastError() : 0;
+        if (!CloseHandle(h))
+            r = -1;
+        else if (r)
+            SetLastError(error);
+    }
+    return r;
+}
+
+static void do_stat(zl_fileop *op)
+{
+    win_stat *st = calloc(1, sizeof *st);
+    if (st == NULL) {
+        op->err = ENOMEM;
+        return;
+    }
+    op->sys = st;
+    if (xstat(op->path, st, op->n != 0) < 0)
+        fail_os(op);
+}
+
+/* ---- listdir: os's _listdir_windows_no_opendir ---- */
+
+/* op->sys: the names, each ending in a NUL wide character; op->result
+ * their count. A directory with no entry at all (ERROR_FILE_NOT_FOUND,
+ * an empty drive) is an empty list, as os's. */
+static void do_listdir(zl_fileop *op)
+{
+    const wchar_t *path = op->path;
+    size_t len = wcslen(path);
+    wchar_t *pattern = malloc((len + 5) * sizeof *pattern);
+    if (pattern == NULL) {
+        op->err = ENOMEM;
+        return;
+    }
+    memcpy(pattern, path, (len + 1) * sizeof *pattern);
+    if (len > 0) {
+        wchar_t last = pattern[len - 1];
+        if (last != L'\\' && last != L'/' && last != L':')
+            pattern[len++] = L'\\';
+        wcscpy(pattern + len, L"*.*");
+    }
+    WIN32_FIND_DATAW found;
+    HANDLE find = FindFirstFileW(pattern, &found);
+    free(pattern);
+    if (find == INVALID_HANDLE_VALUE) {
+        DWORD e = GetLastError();
+        if (e != ERROR_FILE_NOT_FOUND)
+            op->oserr = (int64_t)e;
+        return;
+    }
+    size_t cap = 256, used = 0;
+    wchar_t *names = malloc(cap * sizeof *names);
+    BOOL more;
+    do {
+        if (wcscmp(found.cFileName, L".") != 0 && wcscmp(found.cFileName, L"..") != 0) {
+            size_t n = wcslen(found.cFileName) + 1;
+            if (names != NULL && used + n > cap) {
+                while (used + n > cap)
+                    cap *= 2;
+                wchar_t *grown = realloc(names, cap * sizeof *names);
+                if (grown == NULL)
+                    free(names);
+                names = grown;
+            }
+            if (names == NULL) {
+                op->err = ENOMEM;
+                break;
+            }
+            memcpy(names + used, found.cFileName, n * sizeof *names);
+            used += n;
+            op->result++;
+        }
+        more = FindNextFileW(find, &found);
+        if (!more) {
+            DWORD e = GetLastError();
+            if (e != ERROR_NO_MORE_FILES)
+                op->oserr = (int64_t)e;
+        }
+    } while (more);
+    if (!FindClose(find) && op->oserr == 0 && op->err == 0)
+        fail_os(op);
+    op->sys = names;
+}
+
 static void perform(zl_fileop *op)
 {
     errno = 0;
@@ -274,6 +655,12 @@ static void perform(zl_fileop *op)
     case OP_MKDIR:
         if (!CreateDirectoryW(op->path, NULL))
             fail_os(op);
+        return;
+    case OP_STAT:
+        do_stat(op);
+        return;
+    case OP_LISTDIR:
+        do_listdir(op);
         return;
     default:
         op->err = EINVAL;
@@ -331,11 +718,35 @@ PyObject *zl_file_raise(zl_fileop *op)
     return PyErr_SetFromErrno(PyExc_OSError);
 }
 
+/* OP_STAT: (st_mode, st_ino's low and high 64 bits, st_dev, st_nlink,
+ * st_size, then seconds and nanoseconds of access, write and creation,
+ * st_file_attributes, st_reparse_tag), which zloopgo/os.py makes into the
+ * os.stat_result os makes. OP_LISTDIR: the names, as str (os.listdir's
+ * PyUnicode_FromWideChar; zloopgo/os.py encodes them for a bytes path). */
 PyObject *zl_file_sys_value(zl_fileop *op)
 {
-    (void)op;
-    PyErr_SetString(PyExc_SystemError, "file_op: no such operation on Windows");
-    return NULL;
+    if (op->op == OP_STAT) {
+        const win_stat *st = op->sys;
+        return Py_BuildValue(
+            "(kKKKkLLlLlLlkk)", (unsigned long)st->mode, (unsigned long long)st->ino,
+            (unsigned long long)st->ino_high, (unsigned long long)st->dev, (unsigned long)st->nlink,
+            (long long)st->size, (long long)st->sec[0], (long)st->nsec[0], (long long)st->sec[1],
+            (long)st->nsec[1], (long long)st->sec[2], (long)st->nsec[2],
+            (unsigned long)st->attributes, (unsigned long)st->reparse_tag);
+    }
+    PyObject *list = PyList_New((Py_ssize_t)op->result);
+    const wchar_t *p = op->sys;
+    for (int64_t i = 0; list != NULL && i < op->result; i++) {
+        size_t n = wcslen(p);
+        PyObject *name = PyUnicode_FromWideChar(p, (Py_ssize_t)n);
+        if (name == NULL) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, name);
+        p += n + 1;
+    }
+    return list;
 }
 
 int zl_file_try_inline(zl_fileop *op)

@@ -512,6 +512,163 @@ def test_os_helpers_match_os(loop, tmp_path):
     assert got == ref
 
 
+def _every_stat_field(st):
+    """What a user can read of an os.stat_result: every st_* attribute
+    (the visible ones, the float and _ns times, and the platform's:
+    st_file_attributes, st_reparse_tag, st_birthtime... on Windows), the
+    tuple and the repr."""
+    fields = {name: getattr(st, name) for name in dir(st) if name.startswith("st_")}
+    return fields, tuple(st), repr(st)
+
+
+def _full_outcome(result):
+    """A result, or everything an exception carries (class, errno,
+    winerror, strerror, both file names, the message)."""
+    if not isinstance(result, BaseException):
+        return ("ok", result)
+    return (
+        type(result).__name__,
+        getattr(result, "errno", None),
+        getattr(result, "winerror", None),
+        getattr(result, "strerror", None),
+        getattr(result, "filename", None),
+        getattr(result, "filename2", None),
+        str(result),
+    )
+
+
+def _stat_by_name_exists():
+    """True where os.stat (CPython 3.12+ on Windows) tries
+    GetFileInformationByName first: capi/files_windows.c leaves stat and
+    lstat to os there."""
+    if sys.platform != "win32" or sys.version_info < (3, 12):
+        return False
+    import ctypes
+
+    try:
+        lib = ctypes.WinDLL("api-ms-win-core-file-l2-1-4")
+    except OSError:
+        return False
+    return hasattr(lib, "GetFileInformationByName")
+
+
+class _CountingExecutor(concurrent.futures.ThreadPoolExecutor):
+    """The loop's default executor, counting what is run in it: zloopgo.os
+    runs os's own function there when it does not run the call natively."""
+
+    def __init__(self):
+        super().__init__(max_workers=1)
+        self.calls = 0
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.calls += 1
+        return super().submit(fn, *args, **kwargs)
+
+
+def test_stat_lstat_and_listdir_are_native_and_equal_to_os(loop, tmp_path):
+    # Issue 40: stat, lstat and listdir run on the engine's workers on
+    # every platform (Windows too: capi/files_windows.c makes os.stat's
+    # and os.listdir's calls), and what they return is os's in every field
+    # a user can read, equality and repr included; what they raise is os's
+    # (class, errno, winerror, message, file name). Paths: a file, an
+    # empty one, a read-only one, names Windows' os calls executable, a
+    # directory (with and without a trailing separator), an empty one,
+    # missing paths, a file taken for a directory, "", bytes and path-like
+    # paths, symbolic links where the system makes them, the null device.
+    import pathlib
+
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "a").write_bytes(b"12345")
+    (d / "empty").write_bytes(b"")
+    (d / "tool.exe").write_bytes(b"MZ")
+    (d / "run.BAT").write_bytes(b"@echo")
+    (d / "\u00e9t\u00e9").write_bytes(b"x")
+    ro = d / "ro"
+    ro.write_bytes(b"r")
+    os.chmod(ro, 0o444)
+    (tmp_path / "none").mkdir()
+    paths = [
+        str(d / "a"),
+        os.fsencode(d / "a"),
+        pathlib.Path(d / "a"),
+        str(d / "empty"),
+        str(d / "tool.exe"),
+        str(d / "run.BAT"),
+        str(d / "\u00e9t\u00e9"),
+        str(ro),
+        str(d),
+        str(d) + os.sep,
+        os.fsencode(d),
+        pathlib.Path(d),
+        str(tmp_path / "none"),
+        str(tmp_path / "missing"),
+        str(tmp_path / "missing" / "deeper"),
+        str(d / "a" / "notadir"),
+        "",
+        b"",
+        os.devnull,
+    ]
+    for target, name in ((d / "a", "link"), (d, "dirlink"), (tmp_path / "nowhere", "dangling")):
+        try:
+            os.symlink(target, tmp_path / name, target_is_directory=target == d)
+        except (OSError, NotImplementedError):
+            continue  # Windows without the privilege to make links
+        paths.append(str(tmp_path / name))
+    native = isinstance(loop, zloopgo.Loop)
+    executor = _CountingExecutor()
+    loop.set_default_executor(executor)
+
+    async def call(name, path):
+        before = executor.calls
+        try:
+            result = await getattr(zloopgo.os, name)(path)
+        except Exception as exc:  # noqa: BLE001 - the exception is the outcome
+            result = exc
+        return result, executor.calls > before
+
+    try:
+        for path in paths:
+            for name in ("stat", "lstat", "listdir"):
+                try:
+                    want = getattr(os, name)(path)
+                except Exception as exc:  # noqa: BLE001
+                    want = exc
+                got, in_executor = loop.run_until_complete(call(name, path))
+                if name == "listdir":
+                    if isinstance(want, list):
+                        want, got = sorted(want), sorted(got) if isinstance(got, list) else got
+                elif isinstance(want, os.stat_result):
+                    assert got == want, (name, path)
+                    want, got = _every_stat_field(want), _every_stat_field(got)
+                assert _full_outcome(got) == _full_outcome(want), (name, path)
+                stays_with_os = name != "listdir" and _stat_by_name_exists()
+                assert in_executor == (not native or stays_with_os), (name, path)
+        # dir_fd and follow_symlinks=False go to os itself (Windows' os
+        # refuses dir_fd), with os's results and errors
+        for name, kwargs in (
+            ("stat", {"follow_symlinks": False}),
+            ("stat", {"dir_fd": 0}),
+            ("lstat", {"dir_fd": 0}),
+        ):
+            try:
+                want = _every_stat_field(getattr(os, name)(str(d / "a"), **kwargs))
+            except Exception as exc:  # noqa: BLE001
+                want = exc
+
+            async def call_with(name=name, kwargs=kwargs):
+                return _every_stat_field(await getattr(zloopgo.os, name)(str(d / "a"), **kwargs))
+
+            try:
+                got = loop.run_until_complete(call_with())
+            except Exception as exc:  # noqa: BLE001
+                got = exc
+            assert _full_outcome(got) == _full_outcome(want), (name, kwargs)
+    finally:
+        os.chmod(ro, 0o644)
+        loop.run_until_complete(loop.shutdown_default_executor())
+
+
 def test_reads_of_partly_cached_files(loop, tmp_path):
     # A read whose first pages are in the page cache and the rest not:
     # the part read at once (RWF_NOWAIT) and the part a worker reads must
@@ -854,11 +1011,11 @@ def test_every_file_operation_has_one_number_and_a_caller():
     # no module names is dead code (the fsync and fstat ones were).
     numbers = {n: getattr(_engine, n) for n in dir(_engine) if n.startswith("FILE_OP_")}
     assert "FILE_OP_OPEN" in numbers, numbers
-    if sys.platform == "win32":
-        # capi/files_windows.c performs all but stat and listdir, which
-        # zloopgo.os leaves to os there
-        assert "FILE_OP_STAT" not in numbers and "FILE_OP_LISTDIR" not in numbers
-        assert len(set(numbers.values())) == len(numbers) == 11, numbers
+    if sys.platform == "win32" and _stat_by_name_exists():
+        # capi/files_windows.c leaves stat to os where os.stat would try
+        # GetFileInformationByName first
+        assert "FILE_OP_STAT" not in numbers and "FILE_OP_LISTDIR" in numbers
+        assert len(set(numbers.values())) == len(numbers) == 12, numbers
     else:
         assert sorted(numbers.values()) == list(range(1, len(numbers) + 1)), numbers
     package = os.path.dirname(zloopgo.__file__)

@@ -4,10 +4,11 @@
 raises what it raises; so do rename, remove/unlink, rmdir, mkdir, listdir,
 scandir and makedirs (and the few os.path tests aiofiles.os.path has). On
 a zloopgo loop, a call with a plain path (str, bytes or os.PathLike, no
-dir_fd, the default follow_symlinks) is one system call on the engine's
-file workers (capi/files.c) and the result is built here exactly as os
-builds it, when the engine has that call (on Windows: not stat, lstat nor
-listdir, and not mkdir with mode 0o700, capi/files_windows.c); scandir
+dir_fd, the default follow_symlinks) is run on the engine's file workers
+(capi/files.c) with the system calls os makes, and the result is built
+here exactly as os builds it, when the engine has that call (on Windows:
+not mkdir with mode 0o700, nor stat and lstat where os.stat would use
+GetFileInformationByName, capi/files_windows.c); scandir
 and makedirs, whose results and steps belong to os
 (os.DirEntry objects cannot be made outside os.scandir; makedirs is a
 sequence of calls with its own rules), and every other form of call run
@@ -87,13 +88,16 @@ async def _native(operation, path, path2=None, n=0, mode=0, name2=None):
 
 def _engine_for(operation):
     """The engine when the running loop's has operation (the name of one
-    of its FILE_OP_* numbers; Windows' has no FILE_OP_STAT nor
-    FILE_OP_LISTDIR, capi/files_windows.c), else None."""
+    of its FILE_OP_* numbers; a Windows whose os.stat uses
+    GetFileInformationByName has no FILE_OP_STAT, capi/files_windows.c),
+    else None."""
     engine = native_engine(asyncio.get_running_loop())
     return engine if engine is not None and hasattr(engine, operation) else None
 
 
-def _stat_result(t):
+def _stat_result_posix(t):
+    """os.stat_result as os builds it on POSIX from capi/files_posix.c's
+    tuple."""
     mode, ino, dev, nlink, uid, gid, size, a, ans, m, mns, c, cns, blksize, blocks, rdev = t
     extra = {
         "st_atime": a + ans * 1e-9,
@@ -107,6 +111,33 @@ def _stat_result(t):
         "st_rdev": rdev,
     }
     return _os.stat_result((mode, ino, dev, nlink, uid, gid, size, a, m, c), extra)
+
+
+def _stat_result_windows(t):
+    """os.stat_result as os builds it on Windows (_pystat_fromstructstat)
+    from capi/files_windows.c's tuple: no uid, gid, block size, blocks nor
+    rdev; the file attributes and reparse tag; st_ctime is the creation
+    time, which 3.12+ also gives as st_birthtime; st_ino has 128 bits."""
+    mode, ino, ino_high, dev, nlink, size, a, ans, m, mns, c, cns, attributes, tag = t
+    if ino_high:
+        ino += ino_high << 64
+    extra = {
+        "st_atime": a + ans * 1e-9,
+        "st_mtime": m + mns * 1e-9,
+        "st_ctime": c + cns * 1e-9,
+        "st_atime_ns": a * 1_000_000_000 + ans,
+        "st_mtime_ns": m * 1_000_000_000 + mns,
+        "st_ctime_ns": c * 1_000_000_000 + cns,
+        "st_file_attributes": attributes,
+        "st_reparse_tag": tag,
+    }
+    if _sys.version_info >= (3, 12):
+        extra["st_birthtime"] = extra["st_ctime"]
+        extra["st_birthtime_ns"] = extra["st_ctime_ns"]
+    return _os.stat_result((mode, ino, dev, nlink, 0, 0, size, a, m, c), extra)
+
+
+_stat_result = _stat_result_windows if _WINDOWS else _stat_result_posix
 
 
 async def stat(path, *, dir_fd=None, follow_symlinks=True):
@@ -184,6 +215,8 @@ async def listdir(path="."):
     if b is None or _engine_for("FILE_OP_LISTDIR") is None:
         return await _executor(_os.listdir, path)
     names = await _native("FILE_OP_LISTDIR", b, name2=(_os.fspath(path), None))
+    if _WINDOWS:  # str names, as os.listdir's FindFirstFileW gives them
+        return [_os.fsencode(n) for n in names] if isinstance(path, bytes) else names
     if isinstance(path, bytes):
         return names
     return [_os.fsdecode(n) for n in names]
