@@ -62,8 +62,13 @@ TCP_NETS = ("tcp", "tls") if WINDOWS else ("tcp",)
 # (a probe takes a few hundred microseconds under Wine, and its shortest
 # sleep about 1.5 ms, which made sleeping probes most of a program's
 # time): settling's QUIET iterations, whose fingerprint holds the same
-# counts, watch longer.
+# counts, watch longer, so after a loop iteration one probe more is
+# enough, and counts alone (a select() takes 1.5 ms under Wine, and a
+# BufferedProtocol whose get_buffer() is one byte reads 4,096 bytes in
+# 4,096 iterations: 25 s a program with four probes each); a FIN that
+# arrives while settling shows at the peer's next read there.
 WINDOWS_STABLE = 4
+WINDOWS_SETTLING = 1
 
 # struct tcp_info (linux/tcp.h): offsets of the fields tcp_quiet reads.
 _STATE, _NOTSENT, _BYTES_RECEIVED, _BYTES_SENT, _BYTES_RETRANS = 0, 144, 128, 200, 208
@@ -138,13 +143,15 @@ def tcp_sent(sock):
     return info["sent"] if info else 0
 
 
-def tcp_quiet(ours, theirs, peer_closed, expect_reset, timeout=1.0):
+def tcp_quiet(ours, theirs, peer_closed, expect_reset, timeout=1.0, settling=False):
     """Waits (at most `timeout`) until loopback TCP has carried everything
     between the loop's socket and the peer's, both ways: data, FINs, and
     the reset the loop's socket must see (the peer reset it, or the loop
-    sent data to a peer that had closed). Returns False on a timeout."""
+    sent data to a peer that had closed). Returns False on a timeout.
+    `settling`: the wait after a loop iteration (Windows: fewer probes)."""
     if WINDOWS:
-        return _quiet_by_probes(ours, theirs, peer_closed, timeout)
+        probes = WINDOWS_SETTLING if settling else WINDOWS_STABLE
+        return _quiet_by_probes(ours, theirs, peer_closed, timeout, probes, not settling)
     deadline = time.monotonic() + timeout
     while True:
         if peer_closed:
@@ -160,26 +167,26 @@ def tcp_quiet(ours, theirs, peer_closed, expect_reset, timeout=1.0):
         time.sleep(0.0002)
 
 
-def _arrived(ours, theirs):
+def _arrived(ours, theirs, readable):
     """What the two ends show of what has reached them: the bytes queued
-    at each, and whether select() calls each readable."""
-    socks = [s for s in (ours, theirs) if s.fileno() >= 0]
-    readable = select.select(socks, [], [], 0)[0] if socks else []
-    return fionread(ours), fionread(theirs), ours in readable, theirs in readable
+    at each, and (`readable`) whether select() calls each readable."""
+    socks = [s for s in (ours, theirs) if s.fileno() >= 0] if readable else []
+    ready = select.select(socks, [], [], 0)[0] if socks else []
+    return fionread(ours), fionread(theirs), ours in ready, theirs in ready
 
 
-def _quiet_by_probes(ours, theirs, peer_closed, timeout):
+def _quiet_by_probes(ours, theirs, peer_closed, timeout, probes, readable):
     """tcp_quiet on Windows (see the module's docstring)."""
     deadline = time.monotonic() + timeout
     last, same = None, 0
     while True:
-        state = _arrived(ours, theirs)
+        state = _arrived(ours, theirs, readable or peer_closed)
         # the peer closed: the loop's end shows its FIN or reset
         # (readable), unless bytes queued before it hide it
         shown = not peer_closed or ours.fileno() < 0 or state[0] != 0 or state[2]
         same = same + 1 if state == last and shown else 0
         last = state
-        if same >= WINDOWS_STABLE:
+        if same >= probes:
             return True
         if time.monotonic() > deadline:
             return False

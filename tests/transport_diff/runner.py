@@ -701,13 +701,15 @@ class Runner:
             self.rec(["peer", t, what] + (_exc(err) if err else []))
         self.sync(t)
 
-    def sync(self, t):
-        """TCP: wait until what was sent on connection t has arrived."""
+    def sync(self, t, settling=False):
+        """TCP: wait until what was sent on connection t has arrived
+        (`settling`: after a loop iteration, which settle's QUIET
+        iterations watch further; on Windows a shorter wait, see peer)."""
         if self.exact:
             return
         p, ours = self.peers[t], self.socks[t]
         expect_reset = p.closed and (p.reset_sent or peers.tcp_sent(ours) > p.loop_sent_at_close)
-        if not peers.tcp_quiet(ours, p.sock, p.closed, expect_reset):
+        if not peers.tcp_quiet(ours, p.sock, p.closed, expect_reset, settling=settling):
             self.notes["sync_timeouts"] += 1
 
     def profile(self, frame, event, arg):
@@ -750,7 +752,7 @@ class Runner:
             for t, p in enumerate(self.peers):
                 p.pump()
                 self.autoread(t)
-                self.sync(t)
+                self.sync(t, settling=True)
             state = self.fingerprint()
             if state != last:
                 quiet, last = 0, state
