@@ -11,17 +11,64 @@ receives is kept as one stream; the runner decides what to record.
 
 Also here: how the runner waits until loopback TCP has delivered what was
 sent (tcp_quiet), since a send on TCP reaches the other socket through
-the network stack, not at once as on a Unix socket.
+the network stack, not at once as on a Unix socket. On Linux it reads
+TCP_INFO (what each end sent and received, its state) and TIOCOUTQ.
+
+On Windows (under Wine: scripts/windows long-tests) neither exists:
+there is no SIO_TCP_INFO under Wine 8 (WSAEOPNOTSUPP) and no count of
+what a socket has yet to send. There tcp_quiet waits instead until what
+both ends show of what has arrived (the bytes queued at each end,
+ioctlsocket(FIONREAD), and whether select() calls each readable: a FIN or
+a reset with nothing queued) stays the same over WINDOWS_STABLE probes in
+a row, and, after the peer closed, until the loop's end shows the FIN or
+reset. What it does not know: bytes the loop's socket holds back for a
+window update, or that arrive after the probes ran (loopback is
+synchronous but for that and a loaded machine's deferred network work),
+and a FIN or reset behind queued bytes. A late arrival shows as a
+difference that does not come back when the program is run again, which
+the test does not count (search.run_pair).
 """
 
 import contextlib
 import errno
-import fcntl
+import select
 import socket
 import ssl
 import struct
-import termios
+import sys
 import time
+
+WINDOWS = sys.platform == "win32"
+if WINDOWS:
+    import ctypes
+
+    _ws2 = ctypes.WinDLL("ws2_32")
+    _ws2.ioctlsocket.argtypes = [ctypes.c_size_t, ctypes.c_long, ctypes.POINTER(ctypes.c_ulong)]
+    _ws2.ioctlsocket.restype = ctypes.c_int
+    _FIONREAD = 0x4004667F
+else:
+    import fcntl
+    import termios
+
+# The nets a platform has, and those that ride on loopback TCP (compared
+# exactly only while a connection cannot have filled its socket: runner).
+# Windows' CPython has no AF_UNIX: no "unix" net, and socket.socketpair()
+# is a loopback TCP pair there, so "tls" rides on TCP.
+NETS = ("tcp", "tls") if WINDOWS else ("unix", "tcp", "tls")
+TCP_NETS = ("tcp", "tls") if WINDOWS else ("tcp",)
+
+# Windows: probes that must agree in a row before tcp_quiet takes the
+# connection as quiet. Back to back, yielding the processor between them
+# (a probe takes a few hundred microseconds under Wine, and its shortest
+# sleep about 1.5 ms, which made sleeping probes most of a program's
+# time): settling's QUIET iterations, whose fingerprint holds the same
+# counts, watch longer, so after a loop iteration one probe more is
+# enough, and counts alone (a select() takes 1.5 ms under Wine, and a
+# BufferedProtocol whose get_buffer() is one byte reads 4,096 bytes in
+# 4,096 iterations: 25 s a program with four probes each); a FIN that
+# arrives while settling shows at the peer's next read there.
+WINDOWS_STABLE = 4
+WINDOWS_SETTLING = 1
 
 # struct tcp_info (linux/tcp.h): offsets of the fields tcp_quiet reads.
 _STATE, _NOTSENT, _BYTES_RECEIVED, _BYTES_SENT, _BYTES_RETRANS = 0, 144, 128, 200, 208
@@ -33,6 +80,11 @@ def fionread(sock):
     """Bytes waiting to be read on `sock`, or -1 once it is closed."""
     if sock.fileno() < 0:
         return -1
+    if WINDOWS:
+        count = ctypes.c_ulong()
+        if _ws2.ioctlsocket(sock.fileno(), _FIONREAD, ctypes.byref(count)) != 0:
+            return -1
+        return count.value
     try:
         raw = fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0")
     except OSError:
@@ -42,8 +94,10 @@ def fionread(sock):
 
 def outq(sock):
     """Bytes the kernel still holds to send on `sock` (TCP: not yet
-    acknowledged), or 0 once it is closed."""
-    if sock.fileno() < 0:
+    acknowledged), or 0 once it is closed. Windows has no such count: 0,
+    tcp_quiet's stable probes stand in for it (see the module's
+    docstring)."""
+    if sock.fileno() < 0 or WINDOWS:
         return 0
     try:
         raw = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
@@ -53,7 +107,7 @@ def outq(sock):
 
 
 def _tcp_info(sock):
-    if sock.fileno() < 0:
+    if sock.fileno() < 0 or WINDOWS:
         return None
     try:
         raw = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232)
@@ -89,11 +143,15 @@ def tcp_sent(sock):
     return info["sent"] if info else 0
 
 
-def tcp_quiet(ours, theirs, peer_closed, expect_reset, timeout=1.0):
+def tcp_quiet(ours, theirs, peer_closed, expect_reset, timeout=1.0, settling=False):
     """Waits (at most `timeout`) until loopback TCP has carried everything
     between the loop's socket and the peer's, both ways: data, FINs, and
     the reset the loop's socket must see (the peer reset it, or the loop
-    sent data to a peer that had closed). Returns False on a timeout."""
+    sent data to a peer that had closed). Returns False on a timeout.
+    `settling`: the wait after a loop iteration (Windows: fewer probes)."""
+    if WINDOWS:
+        probes = WINDOWS_SETTLING if settling else WINDOWS_STABLE
+        return _quiet_by_probes(ours, theirs, peer_closed, timeout, probes, not settling)
     deadline = time.monotonic() + timeout
     while True:
         if peer_closed:
@@ -107,6 +165,32 @@ def tcp_quiet(ours, theirs, peer_closed, expect_reset, timeout=1.0):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.0002)
+
+
+def _arrived(ours, theirs, readable):
+    """What the two ends show of what has reached them: the bytes queued
+    at each, and (`readable`) whether select() calls each readable."""
+    socks = [s for s in (ours, theirs) if s.fileno() >= 0] if readable else []
+    ready = select.select(socks, [], [], 0)[0] if socks else []
+    return fionread(ours), fionread(theirs), ours in ready, theirs in ready
+
+
+def _quiet_by_probes(ours, theirs, peer_closed, timeout, probes, readable):
+    """tcp_quiet on Windows (see the module's docstring)."""
+    deadline = time.monotonic() + timeout
+    last, same = None, 0
+    while True:
+        state = _arrived(ours, theirs, readable or peer_closed)
+        # the peer closed: the loop's end shows its FIN or reset
+        # (readable), unless bytes queued before it hide it
+        shown = not peer_closed or ours.fileno() < 0 or state[0] != 0 or state[2]
+        same = same + 1 if state == last and shown else 0
+        last = state
+        if same >= probes:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0)
 
 
 def set_buffers(sock, size):
@@ -183,8 +267,8 @@ class RawPeer:
 
     def quickack(self):
         """TCP: acknowledge what was received now, not after the
-        delayed-ACK timer."""
-        if self.net == "tcp" and not self.closed:
+        delayed-ACK timer (Linux's TCP_QUICKACK; Windows has none)."""
+        if self.net == "tcp" and not self.closed and not WINDOWS:
             with contextlib.suppress(OSError):
                 self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
 
@@ -218,7 +302,9 @@ class RawPeer:
         with ECONNRESET; without, it reads EOF."""
         if self.closed:
             return OSError(errno.EBADF, "peer closed")
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        # struct linger: two ints on Linux, two u_shorts on Windows
+        linger = struct.pack("HH" if WINDOWS else "ii", 1, 0)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
         if self.net != "unix":
             self.reset_sent = True
         return self.close()

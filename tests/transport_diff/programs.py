@@ -89,8 +89,11 @@ from hostile import handler as handlers
 from hostile import vocab
 from hypothesis import strategies as st
 
+from . import peer as peers
+
 MACHINES = ("transport", "stream")
-NETS = {"transport": ("unix", "tcp", "tls"), "stream": ("unix", "tcp", "tls")}
+# (peer.NETS: Windows has no "unix")
+NETS = {"transport": peers.NETS, "stream": peers.NETS}
 
 KINDS = ("bytes", "bytearray", "memoryview", "mv_bytearray", "strided")
 MUTABLE = ("bytearray", "mv_bytearray")
@@ -362,7 +365,7 @@ def programs(draw, machine=None, net=None):
     machine = machine or draw(st.sampled_from(MACHINES))
     net = net or draw(st.sampled_from(NETS[machine]))
     n = draw(st.integers(1, 2))
-    sockbuf = draw(st.sampled_from(SOCKBUFS_TCP if net == "tcp" else SOCKBUFS))
+    sockbuf = draw(st.sampled_from(SOCKBUFS_TCP if net in peers.TCP_NETS else SOCKBUFS))
     if machine == "transport":
         conns = [
             {
