@@ -271,6 +271,8 @@ def test_a_look_that_finds_events_runs_their_iteration_without_the_engine():
         async def echo(reader, writer):
             while data := await reader.read(65536):
                 writer.write(data)
+            # closed here: from 3.12.1 on, server.wait_closed() waits for it
+            writer.close()
 
         server = await asyncio.start_server(echo, "127.0.0.1", 0)
         reader, writer = await asyncio.open_connection(*server.sockets[0].getsockname()[:2])
