@@ -95,17 +95,25 @@ def _engine_for(operation):
     return engine if engine is not None and hasattr(engine, operation) else None
 
 
-def _stat_result_posix(t):
-    """os.stat_result as os builds it on POSIX from capi/files_posix.c's
-    tuple."""
-    mode, ino, dev, nlink, uid, gid, size, a, ans, m, mns, c, cns, blksize, blocks, rdev = t
-    extra = {
+def _times(a, ans, m, mns, c, cns):
+    """The float and _ns times of os.stat_result, as os makes them from
+    seconds and nanoseconds (the same on every platform)."""
+    return {
         "st_atime": a + ans * 1e-9,
         "st_mtime": m + mns * 1e-9,
         "st_ctime": c + cns * 1e-9,
         "st_atime_ns": a * 1_000_000_000 + ans,
         "st_mtime_ns": m * 1_000_000_000 + mns,
         "st_ctime_ns": c * 1_000_000_000 + cns,
+    }
+
+
+def _stat_result_posix(t):
+    """os.stat_result as os builds it on POSIX from capi/files_posix.c's
+    tuple."""
+    mode, ino, dev, nlink, uid, gid, size, a, ans, m, mns, c, cns, blksize, blocks, rdev = t
+    extra = {
+        **_times(a, ans, m, mns, c, cns),
         "st_blksize": blksize,
         "st_blocks": blocks,
         "st_rdev": rdev,
@@ -122,12 +130,7 @@ def _stat_result_windows(t):
     if ino_high:
         ino += ino_high << 64
     extra = {
-        "st_atime": a + ans * 1e-9,
-        "st_mtime": m + mns * 1e-9,
-        "st_ctime": c + cns * 1e-9,
-        "st_atime_ns": a * 1_000_000_000 + ans,
-        "st_mtime_ns": m * 1_000_000_000 + mns,
-        "st_ctime_ns": c * 1_000_000_000 + cns,
+        **_times(a, ans, m, mns, c, cns),
         "st_file_attributes": attributes,
         "st_reparse_tag": tag,
     }
