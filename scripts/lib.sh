@@ -30,6 +30,29 @@ zl_pythons() {
     fi
 }
 
+# zl_rotated_python: one more CPython for scripts/test's py stage when
+# ZL_TEST_PYTHONS is not set: of those installed that zl_pythons leaves out
+# (on the project machine 3.10 and 3.12), the one the checkout's commit
+# count picks, so that successive commits take them by turns and none of
+# the versions the README claims goes unrun for long (both had rotted
+# unseen once). Prints nothing when none is left out.
+zl_rotated_python() {
+    local chosen="" count py
+    local -a others=()
+    [ -z "${ZL_TEST_PYTHONS:-}" ] || return 0
+    # by minor version: python3 and pyenv's interpreter of the same minor are one
+    for py in $(zl_pythons); do
+        chosen="$chosen $("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])') "
+    done
+    while read -r py; do
+        case "$chosen" in *" $("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])') "*) continue ;; esac
+        others+=("$py")
+    done < <(zl_cpythons | sort -V)
+    [ ${#others[@]} -gt 0 ] || return 0
+    count=$(git rev-list --count HEAD 2>/dev/null || echo 0)
+    echo "${others[$((count % ${#others[@]}))]}"
+}
+
 # zl_venv PYTHON PACKAGES...: prints the path of a virtualenv for PYTHON
 # (.venv-X.Y in the checkout; .venv-MACHINE-X.Y on a machine other than
 # x86_64, such as scripts/arm64's aarch64 root, which shares the checkout)
