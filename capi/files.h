@@ -66,6 +66,37 @@ typedef struct zl_fileop {
     int has_view;
 } zl_fileop;
 
+/* OP_LISTDIR's names as a worker collects them, in the platform's
+ * characters, each with its terminator: one list for both platforms, so
+ * that growing it is written once. Without the GIL (malloc, not PyMem). */
+typedef struct {
+    char *data;       /* NULL until the first name */
+    size_t used, cap; /* in bytes */
+} zl_name_list;
+
+/* Appends the `size` bytes at `name` (its terminator included), doubling
+ * the list when full. 0; or -1 with the list freed and emptied when
+ * memory ran out. */
+static inline int zl_name_list_add(zl_name_list *list, const void *name, size_t size)
+{
+    if (list->used + size > list->cap) {
+        size_t cap = list->cap > 0 ? list->cap : 256;
+        while (list->used + size > cap)
+            cap *= 2;
+        char *grown = realloc(list->data, cap);
+        if (grown == NULL) {
+            free(list->data);
+            *list = (zl_name_list){0};
+            return -1;
+        }
+        list->data = grown;
+        list->cap = cap;
+    }
+    memcpy(list->data + list->used, name, size);
+    list->used += size;
+    return 0;
+}
+
 /* ---- the platform part (files_posix.c, files_windows.c) ---- */
 
 /* 1 if this platform performs operation code. */

@@ -109,8 +109,7 @@ static void do_listdir(zl_fileop *op)
         op->err = errno;
         return;
     }
-    size_t cap = 256, len = 0;
-    char *names = malloc(cap);
+    zl_name_list names = {0};
     for (;;) {
         errno = 0;
         /* readdir is safe on a stream no other thread reads (readdir_r,
@@ -123,25 +122,14 @@ static void do_listdir(zl_fileop *op)
         }
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        size_t n = strlen(e->d_name) + 1;
-        if (names != NULL && len + n > cap) {
-            while (len + n > cap)
-                cap *= 2;
-            char *grown = realloc(names, cap);
-            if (grown == NULL)
-                free(names);
-            names = grown;
-        }
-        if (names == NULL) {
+        if (zl_name_list_add(&names, e->d_name, strlen(e->d_name) + 1) < 0) {
             op->err = ENOMEM;
             break;
         }
-        memcpy(names + len, e->d_name, n);
-        len += n;
         op->result++;
     }
     closedir(d);
-    op->sys = names;
+    op->sys = names.data;
 }
 
 static void do_stat(zl_fileop *op)

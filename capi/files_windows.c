@@ -581,26 +581,15 @@ static void do_listdir(zl_fileop *op)
             op->oserr = (int64_t)e;
         return;
     }
-    size_t cap = 256, used = 0;
-    wchar_t *names = malloc(cap * sizeof *names);
+    zl_name_list names = {0};
     BOOL more;
     do {
         if (wcscmp(found.cFileName, L".") != 0 && wcscmp(found.cFileName, L"..") != 0) {
-            size_t n = wcslen(found.cFileName) + 1;
-            if (names != NULL && used + n > cap) {
-                while (used + n > cap)
-                    cap *= 2;
-                wchar_t *grown = realloc(names, cap * sizeof *names);
-                if (grown == NULL)
-                    free(names);
-                names = grown;
-            }
-            if (names == NULL) {
+            size_t size = (wcslen(found.cFileName) + 1) * sizeof found.cFileName[0];
+            if (zl_name_list_add(&names, found.cFileName, size) < 0) {
                 op->err = ENOMEM;
                 break;
             }
-            memcpy(names + used, found.cFileName, n * sizeof *names);
-            used += n;
             op->result++;
         }
         more = FindNextFileW(find, &found);
@@ -612,7 +601,7 @@ static void do_listdir(zl_fileop *op)
     } while (more);
     if (!FindClose(find) && op->oserr == 0 && op->err == 0)
         fail_os(op);
-    op->sys = names;
+    op->sys = names.data;
 }
 
 static void perform(zl_fileop *op)
