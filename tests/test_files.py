@@ -588,6 +588,13 @@ def test_stat_lstat_and_listdir_are_native_and_equal_to_os(loop, tmp_path):
     ro.write_bytes(b"r")
     os.chmod(ro, 0o444)
     (tmp_path / "none").mkdir()
+    # names enough to outgrow the names list many times over (its first
+    # 256 bytes; capi/files.h's zl_name_list), one of the longest a name
+    # can be, and names of every length between
+    many = tmp_path / "many"
+    many.mkdir()
+    for length in (*range(1, 121), 255):
+        (many / f"{length:0{length}d}").write_bytes(b"")  # "1", "02", ..., "00...0255"
     paths = [
         str(d / "a"),
         os.fsencode(d / "a"),
@@ -602,6 +609,8 @@ def test_stat_lstat_and_listdir_are_native_and_equal_to_os(loop, tmp_path):
         os.fsencode(d),
         pathlib.Path(d),
         str(tmp_path / "none"),
+        str(many),
+        os.fsencode(many),
         str(tmp_path / "missing"),
         str(tmp_path / "missing" / "deeper"),
         str(d / "a" / "notadir"),
