@@ -43,7 +43,7 @@ int zl_ready_grow(zl_loop *L)
 /* In the order asyncio's Handle lets go of them when it is freed (its
  * __slots__ are cleared sorted by name: _args, _callback, _context), so
  * that their finalizers run in that order. */
-static inline void release_entry(zl_loop *L, zl_entry *e)
+ZL_ALWAYS_INLINE void release_entry(zl_loop *L, zl_entry *e)
 {
     Py_XDECREF(e->arg);
     Py_XDECREF(e->call);
@@ -74,7 +74,8 @@ static zl_handle *handle_for_entry(zl_loop *L, zl_entry *e)
     return h;
 }
 
-static inline int run_entry(zl_loop *L, zl_entry *e)
+/* forced inline: gcc 12 kept it a call of its own in zl_entry_run_release */
+ZL_ALWAYS_INLINE int run_entry(zl_loop *L, zl_entry *e)
 {
     if (e->call == NULL)
         return 0;

@@ -51,15 +51,19 @@ def test_each_callback_changes_only_its_own_context(loop, collect_often):
 
 def test_a_context_is_freed_after_the_run_once_nothing_holds_it(loop, collect_often):
     ctx = contextvars.copy_context()
-    gone = weakref.ref(ctx)
+    held = contextvars.copy_context()  # held by the program while its call runs
+    gone, held_gone = weakref.ref(ctx), weakref.ref(held)
     seen = []
     loop.call_soon(seen.append, "ran", context=ctx)
-    loop.call_soon(seen.append, "next")  # the first is handed over on zloopgo
+    loop.call_soon(seen.append, "held", context=held)
+    loop.call_soon(seen.append, "next")  # the first two are handed over on zloopgo
     del ctx
     assert gone() is not None  # the queue holds it
     run_once(loop)
-    assert seen == ["ran", "next"]
+    assert seen == ["ran", "held", "next"]
     assert gone() is None  # no collection needed: the entry's reference went
+    del held
+    assert held_gone() is None
 
 
 class Holder:
