@@ -84,8 +84,7 @@ def test_a_context_the_callback_kept_is_collected_with_its_cycle(loop, collect_o
     loop.call_soon(keep_token, kept, context=ctx)
     del ctx
     run_once(loop)
-    assert gone() is not None  # the Token holds it
-    assert gone()[VAR] is kept[0]()
+    # only the cycle holds it now (a collection may already have freed it)
     gc.collect()
     assert gone() is None and kept[0]() is None
 
@@ -98,7 +97,7 @@ def test_a_snapshot_the_callback_kept_is_collected_with_its_cycle(loop, collect_
     for _ in range(3):
         loop.call_soon(keep_token, kept)
     run_once(loop)
-    assert all(ref() is not None for ref in kept)
+    assert len(kept) == 3
     gc.collect()
     assert [ref() for ref in kept] == [None, None, None]
 
