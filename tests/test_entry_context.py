@@ -3,21 +3,21 @@ callback are), its handle dropped, dual-run against asyncio with hostile
 Python around it.
 
 On zloopgo such a handle gives its call to its ready-queue entry, and the
-entry runs it in its Context directly: entered, called, left, then the
-callback, its argument and the context released, the context with a plain
-decrement when something else holds it too (capi/ready.c, run_entry and
-release_entry; capi/zl.h, zl_call_in_context). These programs aim at what
-that way must keep: the callback's changes stay in its context and nowhere
-else; a context nothing holds any more is freed after the run, one the
-callback kept a reference to (a Token) stays; a context that is entered
+entry runs it in its Context directly: entered, called, left, then its
+argument, its callback and the context released, the context with a
+plain decrement when something else holds it too (capi/ready.c,
+run_entry and release_entry; capi/zl.h, zl_call_in_context). These
+programs aim at what that way must keep: the callback's changes stay in
+its context and nowhere else; a context nothing holds any more is freed
+after the run; one the callback kept (a Token holds it) in a cycle is
+collected, which needs it on the collector's lists; a context entered
 already fails as asyncio's context.run fails, reported with a Handle; the
 release's finalizers run in asyncio's order (the argument, the callback,
-then the context: a freed Handle's slots, sorted by name) and may schedule,
-cancel or close. A collection runs on nearly
-every allocation (gc.set_threshold(1)). They know the loops only through
-asyncio's surface."""
+then the context: a freed Handle's slots, cleared sorted by name) and may
+schedule, cancel or close. A collection runs on nearly every allocation
+(gc.set_threshold(1)). They know the loops only through asyncio's
+surface, and nothing of when a collection runs."""
 
-import asyncio
 import contextvars
 import gc
 import weakref
@@ -43,8 +43,16 @@ def test_each_callback_changes_only_its_own_context(loop, collect_often):
         loop.call_soon(step, i, context=ctx)
         loop.call_soon(step, i + 10, context=ctx)  # the same context again, after
     run_once(loop)
-    assert seen == [(0, "unset"), (10, "set by 0"), (1, "unset"), (11, "set by 1"),
-                    (2, "unset"), (12, "set by 2"), (3, "unset"), (13, "set by 3")]
+    assert seen == [
+        (0, "unset"),
+        (10, "set by 0"),
+        (1, "unset"),
+        (11, "set by 1"),
+        (2, "unset"),
+        (12, "set by 2"),
+        (3, "unset"),
+        (13, "set by 3"),
+    ]
     assert [ctx[VAR] for ctx in contexts] == ["set by 10", "set by 11", "set by 12", "set by 13"]
     assert VAR.get() == "unset"
 
