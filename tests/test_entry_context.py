@@ -20,6 +20,7 @@ surface, and nothing of when a collection runs."""
 
 import contextvars
 import gc
+import sys
 import weakref
 
 VAR = contextvars.ContextVar("VAR", default="unset")
@@ -110,7 +111,7 @@ def test_a_snapshot_the_callback_kept_is_collected_with_its_cycle(loop, collect_
     assert [ref() for ref in kept] == [None, None, None]
 
 
-def test_a_context_entered_already_fails_as_context_run_does(loop, loop_errors):
+def test_a_context_entered_already_fails_as_context_run_does(loop, loop_errors, caplog):
     outer = contextvars.copy_context()
     seen = []
     # the loop runs inside outer: a callback scheduled in outer cannot enter it
@@ -118,6 +119,18 @@ def test_a_context_entered_already_fails_as_context_run_does(loop, loop_errors):
     loop.call_soon(seen.append, "after")
     outer.run(run_once, loop)
     assert seen == ["after"]
+    if sys.version_info >= (3, 12):
+        # asyncio's call_exception_handler runs the handler in the handle's
+        # context too, which fails the same way: the handler is not called,
+        # the failure is logged with the callback's error as its cause
+        assert loop_errors == []
+        logged = [r for r in caplog.records if r.name == "asyncio"]
+        assert [r.getMessage().splitlines()[0] for r in logged] == [
+            "Unhandled error in exception handler"
+        ]
+        assert logged[0].exc_info[0] is RuntimeError
+        assert type(logged[0].exc_info[1].__context__) is RuntimeError
+        return
     assert len(loop_errors) == 1
     error = loop_errors[0]
     assert type(error["exception"]) is RuntimeError
