@@ -185,8 +185,12 @@ static int run_batch(zl_loop *L, int64_t nevents)
         zl_transport_forget_read(L);
         if (!(e.flags & ZL_ENTRY_HANDLE)) { /* a call_soon whose handle is gone */
             quiet = 0;
-            rc = timing ? run_timed_entry(L, &e, threshold) : zl_entry_run(L, &e);
-            zl_entry_release(L, &e);
+            if (timing) {
+                rc = run_timed_entry(L, &e, threshold);
+                zl_entry_release(L, &e);
+            } else {
+                rc = zl_entry_run_release(L, &e);
+            }
             continue;
         }
         zl_handle *h = (zl_handle *)e.call;

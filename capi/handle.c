@@ -197,18 +197,8 @@ PyObject *zl_run_call(zl_loop *L, PyObject *callback, PyObject *const *args, Py_
     if (!PyContext_CheckExact(*context)) {
         L->callbacks.started++;
         res = run_in_foreign_context(L, *context, callback, args, nargs);
-    } else if (own_context(L, context, snapshot) == 0 && PyContext_Enter(*context) == 0) {
-        PyObject *ctx = *context;
-        Py_ssize_t refs = Py_REFCNT(ctx);
-        L->callbacks.started++;
-        res = PyObject_Vectorcall(callback, args, nargs, NULL);
-        /* A reference the callback kept to its context (the Token of a
-         * ContextVar.set holds one) may be the last to go: the context
-         * must then be on the collector's lists, which its dealloc
-         * unlinks it from (capi/context.c keeps snapshots off them). */
-        if (Py_REFCNT(ctx) > refs)
-            zl_context_escape(ctx);
-        PyContext_Exit(ctx);
+    } else if (own_context(L, context, snapshot) == 0) {
+        res = zl_call_in_context(L, callback, args, nargs, *context);
     }
     return res;
 }
@@ -294,26 +284,6 @@ int zl_handle_run_in_batch(zl_handle *h)
         (PyObject *)h->loop, h->loop->state->names._zl_run_debug, (PyObject *)h, NULL);
     Py_XDECREF(r);
     return r ? 0 : -1;
-}
-
-static inline void give_call(zl_handle *h, zl_entry *e)
-{
-    e->call = h->callback;
-    e->nargs = (uint32_t)h->nargs;
-    e->arg = h->nargs == 1 ? h->args[0] : NULL;
-    e->context = h->context;
-    e->flags = h->context_snapshot ? ZL_ENTRY_SNAPSHOT : 0;
-    h->callback = NULL;
-    h->nargs = 0;
-    h->context = NULL;
-    h->context_snapshot = 0;
-}
-
-void zl_handle_hand_over(zl_handle *h, zl_entry *e)
-{
-    give_call(h, e);
-    h->handed_over = 1;
-    Py_DECREF(h); /* the queue's, the last one: free_handed_over */
 }
 
 int zl_handle_cancel(zl_handle *h)

@@ -21,7 +21,8 @@
  *   alone; once alone, nothing can reach it again. Leaving the queue
  *   (zl_handle_release) tracks it too if something still holds it.
  *
- * This file alone reads and writes the loop's `pending` record and the
+ * This file alone reads and writes the loop's `pending` record (its
+ * zl_pending_note, which every call_soon takes, is inline in zl.h) and the
  * list of live loops the collector hook walks. That list is the module
  * state's, one per interpreter, as the collector and its gc.callbacks
  * are: it is changed and read only with that interpreter's GIL held (loop
@@ -29,16 +30,10 @@
  * runs loops in several threads with a collection on nearly every
  * allocation.
  *
- * It knows the ready queue only through zl_ready_take_call; nothing of
+ * It knows the ready queue only through zl_ready_take_call (inline, with
+ * the hand-over it makes, in zl_pending_check); nothing of
  * timers' slots or the engine. */
 #include "zl.h"
-
-void zl_pending_note(zl_loop *L, zl_handle *h, uint64_t pos, int queued)
-{
-    L->pending.last = h;
-    L->pending.pos = pos;
-    L->pending.queued = (char)queued;
-}
 
 void zl_pending_forget(zl_loop *L, zl_handle *h)
 {

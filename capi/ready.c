@@ -1,8 +1,9 @@
 /* The ready queue: a ring of entries whose calls run in the next batch,
  * its length in zl_shared.ready_len (the engine reads it to choose a zero
- * timeout). Pushing and popping are inline in zl.h, since every call_soon
- * pushes; this file grows, clears, traverses and frees the ring, and lets
- * an entry take over the call of a handle that is alone.
+ * timeout). Pushing, popping and letting an entry take over the call of a
+ * handle that is alone (zl_ready_take_call) are inline in zl.h, since
+ * every call_soon takes them; this file grows, clears, traverses and
+ * frees the ring, and runs and releases its entries.
  *
  * An entry holds a handle (with a reference), or the call of a handle that
  * nothing but the queue referenced and that had no weak reference: such a
@@ -39,30 +40,28 @@ int zl_ready_grow(zl_loop *L)
     return 0;
 }
 
-void zl_ready_take_call(zl_loop *L, uint64_t pos, zl_handle *h)
+/* In the order asyncio's Handle lets go of them when it is freed (its
+ * __slots__ are cleared sorted by name: _args, _callback, _context), so
+ * that their finalizers run in that order. */
+ZL_ALWAYS_INLINE void release_entry(zl_loop *L, zl_entry *e)
 {
-    uint64_t offset = pos - L->ready.popped;
-    if (offset >= (uint64_t)L->sh.ready_len)
-        return; /* popped already */
-    zl_entry *e = &L->ready.ring[(L->ready.head + (int64_t)offset) & (L->ready.cap - 1)];
-    if (!(e->flags & ZL_ENTRY_HANDLE) || e->call != (PyObject *)h)
-        return;
-    zl_handle_hand_over(h, e);
-}
-
-void zl_entry_release(zl_loop *L, zl_entry *e)
-{
-    Py_XDECREF(e->call);
     Py_XDECREF(e->arg);
+    Py_XDECREF(e->call);
     PyObject *context = e->context;
     e->call = e->arg = e->context = NULL;
     if (context == NULL)
         return;
-    if (e->flags & ZL_ENTRY_SNAPSHOT)
+    if (Py_REFCNT(context) > 1)
+        /* what both ways below do with a context held elsewhere too (a
+         * Task's, or a snapshot other handles share) */
+        Py_DECREF(context);
+    else if (e->flags & ZL_ENTRY_SNAPSHOT)
         zl_context_release(context);
     else
         zl_context_recycle(L, context);
 }
+
+void zl_entry_release(zl_loop *L, zl_entry *e) { release_entry(L, e); }
 
 /* A Handle holding an entry's call (its references move to it). */
 static zl_handle *handle_for_entry(zl_loop *L, zl_entry *e)
@@ -75,7 +74,8 @@ static zl_handle *handle_for_entry(zl_loop *L, zl_entry *e)
     return h;
 }
 
-int zl_entry_run(zl_loop *L, zl_entry *e)
+/* forced inline: gcc 12 kept it a call of its own in zl_entry_run_release */
+ZL_ALWAYS_INLINE int run_entry(zl_loop *L, zl_entry *e)
 {
     if (e->call == NULL)
         return 0;
@@ -90,6 +90,10 @@ int zl_entry_run(zl_loop *L, zl_entry *e)
     PyObject *res;
     if (e->flags & ZL_ENTRY_BARE) {
         res = PyObject_Vectorcall(e->call, &e->arg, 1, NULL);
+    } else if (!(e->flags & ZL_ENTRY_SNAPSHOT) && PyContext_CheckExact(e->context)) {
+        /* zl_run_call's way for a Context of the call's own, taken
+         * directly: most entries are a Task's step or a future's callback */
+        res = zl_call_in_context(L, e->call, &e->arg, e->nargs, e->context);
     } else {
         char snapshot = (e->flags & ZL_ENTRY_SNAPSHOT) != 0;
         res = zl_run_call(L, e->call, &e->arg, e->nargs, &e->context, &snapshot);
@@ -109,6 +113,15 @@ int zl_entry_run(zl_loop *L, zl_entry *e)
         return -1;
     int rc = zl_handle_report_exception(h);
     Py_DECREF(h);
+    return rc;
+}
+
+int zl_entry_run(zl_loop *L, zl_entry *e) { return run_entry(L, e); }
+
+int zl_entry_run_release(zl_loop *L, zl_entry *e)
+{
+    int rc = run_entry(L, e);
+    release_entry(L, e);
     return rc;
 }
 

@@ -105,8 +105,10 @@ static int attach_traceback(zl_handle *h, PyObject *traceback)
 static PyObject *schedule_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
                                PyObject *context, const char *method)
 {
-    PyObject *traceback;
-    if (check_schedule(L, method, args[0], &traceback) < 0)
+    PyObject *traceback = NULL;
+    /* check_schedule's checks, which find nothing on an open loop outside
+     * debug mode, looked at here first: every call_soon takes this way */
+    if ((L->closed || L->debug) && check_schedule(L, method, args[0], &traceback) < 0)
         return NULL;
     zl_pending_check(L);
     zl_handle *h =
@@ -115,7 +117,7 @@ static PyObject *schedule_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nar
         Py_XDECREF(traceback);
         return NULL;
     }
-    if (attach_traceback(h, traceback) < 0) {
+    if (traceback != NULL && attach_traceback(h, traceback) < 0) {
         Py_DECREF(h);
         return NULL;
     }

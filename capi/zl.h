@@ -779,6 +779,27 @@ int zl_handle_run_in_batch(zl_handle *h);
  * result, or NULL with the callback's exception set. */
 PyObject *zl_run_call(zl_loop *L, PyObject *callback, PyObject *const *args, Py_ssize_t nargs,
                       PyObject **context, char *snapshot);
+/* callback(*args) in ctx, an exact Context that is the call's own (not a
+ * shared snapshot), as a callback of loop L: zl_run_call's last step, and
+ * what a ready entry scheduled with context= (a Task's step, a future's
+ * callback) takes directly (ready.c). */
+static inline PyObject *zl_call_in_context(zl_loop *L, PyObject *callback, PyObject *const *args,
+                                           Py_ssize_t nargs, PyObject *ctx)
+{
+    if (PyContext_Enter(ctx) < 0)
+        return NULL;
+    Py_ssize_t refs = Py_REFCNT(ctx);
+    L->callbacks.started++;
+    PyObject *res = PyObject_Vectorcall(callback, args, nargs, NULL);
+    /* A reference the callback kept to its context (the Token of a
+     * ContextVar.set holds one) may be the last to go: the context must
+     * then be on the collector's lists, which its dealloc unlinks it from
+     * (capi/context.c keeps snapshots off them). */
+    if (Py_REFCNT(ctx) > refs)
+        zl_context_escape(ctx);
+    PyContext_Exit(ctx);
+    return res;
+}
 /* The pending exception of a callback goes to loop L's exception handler
  * naming `handle`, as asyncio's Handle._run reports it: from inside its
  * `except BaseException as exc:`, so that the handler runs with exc as the
@@ -802,8 +823,23 @@ static inline int zl_is_threadsafe_runner(const zl_loop *L, PyObject *call)
  * with at most one argument, nothing debug mode recorded and no run in
  * progress, waits at entry e: its call moves into e and the queue's
  * reference, the last, is dropped; h goes back to its loop's free list by
- * zl_handle_dealloc's shortest way. */
-void zl_handle_hand_over(zl_handle *h, zl_entry *e);
+ * zl_handle_dealloc's shortest way. Inline, with zl_ready_take_call, in
+ * pending.c's look at the last handle made, which nearly every call_soon
+ * takes: one call there instead of three. */
+static inline void zl_handle_hand_over(zl_handle *h, zl_entry *e)
+{
+    e->call = h->callback;
+    e->nargs = (uint32_t)h->nargs;
+    e->arg = h->nargs == 1 ? h->args[0] : NULL;
+    e->context = h->context;
+    e->flags = h->context_snapshot ? ZL_ENTRY_SNAPSHOT : 0;
+    h->callback = NULL;
+    h->nargs = 0;
+    h->context = NULL;
+    h->context_snapshot = 0;
+    h->handed_over = 1;
+    Py_DECREF(h); /* the queue's, the last one: zl_handle_dealloc's short way */
+}
 /* Handle.cancel(): -1 with the exception set when the repr asyncio takes
  * in debug mode raises (the handle is cancelled, its callback kept). */
 int zl_handle_cancel(zl_handle *h);
@@ -897,13 +933,24 @@ static inline uint64_t zl_ready_next_pos(const zl_loop *L)
 }
 
 /* The handle h, alone, at position pos: its entry takes over its call and
- * the handle is released. */
-void zl_ready_take_call(zl_loop *L, uint64_t pos, zl_handle *h);
+ * the handle is released (nothing if the entry is popped already). */
+static inline void zl_ready_take_call(zl_loop *L, uint64_t pos, zl_handle *h)
+{
+    uint64_t offset = pos - L->ready.popped;
+    if (offset >= (uint64_t)L->sh.ready_len)
+        return; /* popped already */
+    zl_entry *e = &L->ready.ring[(L->ready.head + (int64_t)offset) & (L->ready.cap - 1)];
+    if (!(e->flags & ZL_ENTRY_HANDLE) || e->call != (PyObject *)h)
+        return;
+    zl_handle_hand_over(h, e);
+}
 /* Drops what a popped entry that is not a handle holds. */
 void zl_entry_release(zl_loop *L, zl_entry *e);
 /* Runs the call of a popped entry that is not a handle, as zl_handle_run
  * runs a handle's (an exception is reported with a Handle made for it). */
 int zl_entry_run(zl_loop *L, zl_entry *e);
+/* zl_entry_run, then zl_entry_release: the batch's one call per entry. */
+int zl_entry_run_release(zl_loop *L, zl_entry *e);
 
 /* capi/pending.c: pending handles and the collector */
 /* Hooks the collector of the module's interpreter (gc.callbacks) to the
@@ -911,8 +958,14 @@ int zl_entry_run(zl_loop *L, zl_entry *e);
  * (state->gc_hook); zl_pending_fini unhooks it when the module goes. */
 int zl_pending_init(PyObject *module, zl_module_state *state);
 void zl_pending_fini(zl_module_state *state);
-/* h was just made and waits in the ready queue at pos (queued) or in a timer slot. */
-void zl_pending_note(zl_loop *L, zl_handle *h, uint64_t pos, int queued);
+/* h was just made and waits in the ready queue at pos (queued) or in a
+ * timer slot. Inline (every call_soon notes its handle); pending.c's. */
+static inline void zl_pending_note(zl_loop *L, zl_handle *h, uint64_t pos, int queued)
+{
+    L->pending.last = h;
+    L->pending.pos = pos;
+    L->pending.queued = (char)queued;
+}
 /* h is about to be released by its slot: it is no longer the one to look at. */
 void zl_pending_forget(zl_loop *L, zl_handle *h);
 /* Nothing to look at (the loop is closing or breaking a cycle). */
