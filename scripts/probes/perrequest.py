@@ -31,6 +31,8 @@ import argparse
 import contextlib
 import os
 import re
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -179,9 +181,10 @@ def fetch_exit(port):
         r.read()
 
 
-def count(opts, server, row, loop, requests, tmpdir):
+def count(opts, server, row, loop, requests, tmpdir, run=1):
     """What the counter read of a server run that answered `requests`
-    requests, or raises RuntimeError saying why not."""
+    requests, or raises RuntimeError saying why not. With --keep, the
+    counter's file is copied there as out_name() names it."""
     out = os.path.join(tmpdir, f"{opts.measure}-{server}-{loop}-{requests}.out")
     port = runner.free_port()
     prefix, read = MEASURES[opts.measure](out)
@@ -213,7 +216,66 @@ def count(opts, server, row, loop, requests, tmpdir):
     got = read(opts)
     if got is None:
         raise RuntimeError(f"the counter wrote nothing; the server said: {srv.text[:2000]}")
+    if opts.keep:
+        kept = out_name(opts, server, row, loop, requests, run)
+        shutil.copyfile(out, os.path.join(opts.keep, kept))
     return got
+
+
+def out_name(opts, server, row, loop, requests, run):
+    """The name a kept counter file has in --keep: what was counted, the
+    requests served and which run of --repeat (1, 2, ...);
+    probes/perrequest_functions.py reads these names."""
+    short = next(k for k, v in SHORT.items() if v == row[0])
+    return f"{opts.measure}-{server}-{short}-{loop}-{requests}-run{run}.out"
+
+
+def per_request(once, twice, n):
+    """One request's cost: the difference of the runs of n and 2n
+    requests, divided by n, for every key the longer run has."""
+    return {k: (twice.get(k, 0) - once.get(k, 0)) / n for k in twice}
+
+
+def spread(runs):
+    """{key: (min, median, max)} over the per-request dicts of the runs,
+    for every key that one of them has (a key a run lacks counts 0 there:
+    a part where nothing ran)."""
+    keys = sorted({k for per in runs for k in per})
+    return {
+        k: (
+            min(per.get(k, 0) for per in runs),
+            statistics.median(per.get(k, 0) for per in runs),
+            max(per.get(k, 0) for per in runs),
+        )
+        for k in keys
+    }
+
+
+def spread_keys(opts, spreads):
+    """The keys whose spread is printed: the total, and the parts the
+    figure names (the instructions' parts with --split, user and system
+    CPU time, context switches); not every system call or function."""
+    wanted = ["total"]
+    if opts.measure == "instructions" and opts.split:
+        wanted += PARTS
+    elif opts.measure == "cpu":
+        wanted += ["user", "sys"]
+    wanted.append("context-switches")
+    return [k for k in wanted if k in spreads and any(spreads[k])]
+
+
+def describe_spread(opts, runs):
+    """Lines saying, per key of spread_keys, the minimum, median and
+    maximum over the runs and their distance (max - min), so that a
+    difference between two builds can be read against it."""
+    spreads = spread(runs)
+    digits = 0 if opts.measure == "instructions" else 3 if opts.measure != "cpu" else 1
+    lines = [f"    over {len(runs)} runs: {'min':>12} {'median':>12} {'max':>12} {'max - min':>12}"]
+    for k in spread_keys(opts, spreads):
+        lo, mid, hi = spreads[k]
+        figures = " ".join(f"{v:12,.{digits}f}" for v in (lo, mid, hi, hi - lo))
+        lines.append(f"    {k:16}{figures}")
+    return "\n".join(lines)
 
 
 def describe(opts, per):
@@ -252,7 +314,19 @@ def main(argv=None):
     p.add_argument("--loops", default="asyncio,uvloop,zloopgo")
     p.add_argument("--requests", type=int, default=400, help="N (the runs serve N and 2N)")
     p.add_argument("--split", action="store_true", help="instructions by where they ran")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="pairs of runs per (server, row, loop), the loops taking turns; over 1, "
+        "the median and each part's min/median/max are printed",
+    )
+    p.add_argument("--keep", metavar="DIR", help="copy the counters' files into DIR")
     opts = p.parse_args(argv)
+    if opts.repeat < 1:
+        p.error("--repeat must be at least 1")
+    if opts.keep:
+        os.makedirs(opts.keep, exist_ok=True)
     why = services.missing()
     if why:
         print(f"not run: {why}", file=sys.stderr)
@@ -267,17 +341,39 @@ def main(argv=None):
                 servers = ["uvicorn-ws"] if short == "ws" else opts.servers.split(",")
                 for server in servers:
                     row = next(r for r in SERVER_ROWS[server] if r[0] == title)
-                    for loop in opts.loops.split(","):
-                        n = opts.requests
-                        try:
-                            once = count(opts, server, row, loop, n, tmpdir)
-                            twice = count(opts, server, row, loop, 2 * n, tmpdir)
-                        except RuntimeError as exc:
-                            print(f"{server:10} {short:9} {loop:8} failed: {exc}", flush=True)
-                            continue
-                        per = {k: (twice.get(k, 0) - once.get(k, 0)) / n for k in twice}
-                        print(f"{server:10} {short:9} {loop:8} {describe(opts, per)}", flush=True)
+                    measure_cell(opts, server, short, row, tmpdir)
     return 0
+
+
+def measure_cell(opts, server, short, row, tmpdir):
+    """Every loop on one (server, row): --repeat pairs of runs each, the
+    loops taking turns within each repetition (so that a slow spell of
+    the shared machine falls on all of them), each run's figure printed
+    as it comes and, over several runs, the medians and the spread."""
+    loops = opts.loops.split(",")
+    runs = {loop: [] for loop in loops}
+    n = opts.requests
+    for run in range(1, opts.repeat + 1):
+        tag = f" run {run}/{opts.repeat}" if opts.repeat > 1 else ""
+        for loop in loops:
+            head = f"{server:10} {short:9} {loop:8}"
+            try:
+                once = count(opts, server, row, loop, n, tmpdir, run)
+                twice = count(opts, server, row, loop, 2 * n, tmpdir, run)
+            except RuntimeError as exc:
+                print(f"{head}{tag} failed: {exc}", flush=True)
+                continue
+            runs[loop].append(per_request(once, twice, n))
+            print(f"{head}{tag} {describe(opts, runs[loop][-1])}", flush=True)
+    if opts.repeat == 1:
+        return
+    for loop in loops:
+        if not runs[loop]:
+            continue
+        medians = {k: mid for k, (_, mid, _) in spread(runs[loop]).items()}
+        head = f"{server:10} {short:9} {loop:8} median of {len(runs[loop])}:"
+        print(f"{head} {describe(opts, medians).strip()}", flush=True)
+        print(describe_spread(opts, runs[loop]), flush=True)
 
 
 if __name__ == "__main__":
