@@ -188,6 +188,7 @@ def count(opts, server, row, loop, requests, tmpdir, run=1):
     out = os.path.join(tmpdir, f"{opts.measure}-{server}-{loop}-{requests}.out")
     port = runner.free_port()
     prefix, read = MEASURES[opts.measure](out)
+    prefix[1:1] = opts.counter_option
     cmd = [*opts.pin_server, *prefix, *bench.server_command(server, loop, port)]
     env = dict(
         os.environ,
@@ -196,6 +197,7 @@ def count(opts, server, row, loop, requests, tmpdir, run=1):
         PYTHONHASHSEED="0",
         GODEBUG="asyncpreemptoff=1",  # callgrind aborts on the preemption signals
     )
+    env.update(server_env(opts.server_env))
     log_path = os.path.join(tmpdir, f"server-{server}-{loop}.out")
     with runner.Server(cmd, log_path, env=env, cwd=bench.SCRIPTS) as srv:
         if not srv.wait_ready(lambda: bench.ready(port), 600):
@@ -220,6 +222,18 @@ def count(opts, server, row, loop, requests, tmpdir, run=1):
         kept = out_name(opts, server, row, loop, requests, run)
         shutil.copyfile(out, os.path.join(opts.keep, kept))
     return got
+
+
+def server_env(settings):
+    """{name: value} of --server-env's NAME=VALUE settings, in order (a
+    later one wins); a setting without "=" is a ValueError."""
+    env = {}
+    for setting in settings:
+        name, eq, value = setting.partition("=")
+        if not eq or not name:
+            raise ValueError(f"--server-env takes NAME=VALUE, not {setting!r}")
+        env[name] = value
+    return env
 
 
 def out_name(opts, server, row, loop, requests, run):
@@ -322,9 +336,29 @@ def main(argv=None):
         "the median and each part's min/median/max are printed",
     )
     p.add_argument("--keep", metavar="DIR", help="copy the counters' files into DIR")
+    p.add_argument(
+        "--counter-option",
+        action="append",
+        default=[],
+        metavar="OPT",
+        help="an option for the counter (valgrind, strace, perf), e.g. "
+        "--counter-option=--fair-sched=yes; repeatable",
+    )
+    p.add_argument(
+        "--server-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set in the server's environment, after the probe's own (PYTHONHASHSEED, "
+        "GODEBUG): a setting to test as a cause of spread; repeatable",
+    )
     opts = p.parse_args(argv)
     if opts.repeat < 1:
         p.error("--repeat must be at least 1")
+    try:
+        server_env(opts.server_env)
+    except ValueError as exc:
+        p.error(str(exc))
     if opts.keep:
         os.makedirs(opts.keep, exist_ok=True)
     why = services.missing()

@@ -8,6 +8,8 @@ is replaced by a function that answers from a table."""
 
 import types
 
+import pytest
+
 from .. import perrequest
 
 STAT = """\
@@ -149,3 +151,13 @@ def test_one_run_prints_the_figure_as_before_and_no_spread(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert out.count("\n") == 1
     assert out.split() == ["aiohttp", "json", "zloopgo", "10", "instructions", "per", "request"]
+
+
+def test_server_env_reads_name_value_settings_a_later_one_winning():
+    got = perrequest.server_env(["GOGC=off", "GODEBUG=asyncpreemptoff=1,gctrace=0", "GOGC=200"])
+    assert got == {"GOGC": "200", "GODEBUG": "asyncpreemptoff=1,gctrace=0"}
+
+
+def test_server_env_refuses_a_setting_without_a_value():
+    with pytest.raises(ValueError, match="NAME=VALUE"):
+        perrequest.server_env(["GOGC"])
