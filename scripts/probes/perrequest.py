@@ -29,6 +29,7 @@ Redis and the load generator run outside the counter.
 
 import argparse
 import contextlib
+import glob
 import os
 import re
 import shutil
@@ -56,18 +57,48 @@ SHORT = {
 }
 
 
+# --threads: the instructions of every thread but the first (the one
+# that runs the loop), apart; with --split the parts are then the first
+# thread's alone
+OTHER_THREADS = "other threads"
+
+
+def summary(path):
+    """The instructions a callgrind file counts, or None if it has none."""
+    with open(path) as f:
+        found = re.search(r"^summary: (\d+)", f.read(), re.MULTILINE)
+    return None if found is None else int(found.group(1))
+
+
+def thread_files(out):
+    """{thread number: file} that callgrind --separate-threads=yes wrote
+    for out (out-01, out-02, ...; the loop's thread, the first, is 1)."""
+    found = {}
+    for path in glob.glob(glob.escape(out) + "-*"):
+        suffix = path[len(out) + 1 :]
+        if suffix.isdigit():
+            found[int(suffix)] = path
+    return found
+
+
 def instructions(out):
     """The counter's command prefix, and how to read what it wrote to out:
-    {part: instructions} (the total under "total")."""
+    {part: instructions} (the total under "total"; with --threads, the
+    threads other than the loop's under OTHER_THREADS)."""
 
     def read(opts):
-        with open(out) as f:
-            found = re.search(r"^summary: (\d+)", f.read(), re.MULTILINE)
-        if found is None:
+        if not opts.threads:
+            total = summary(out)
+            if total is None:
+                return None
+            return {"total": total, **(split(out) if opts.split else {})}
+        files = thread_files(out)
+        if 1 not in files:
             return None
-        got = {"total": int(found.group(1))}
+        counts = {n: summary(path) or 0 for n, path in files.items()}
+        got = {"total": sum(counts.values()), OTHER_THREADS: sum(counts.values()) - counts[1]}
         if opts.split:
-            got.update(split(out))
+            got.update(split(files[1]))
         return got
 
     return ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"], read
@@ -187,8 +218,13 @@ def count(opts, server, row, loop, requests, tmpdir, run=1):
     counter's file is copied there as out_name() names it."""
     out = os.path.join(tmpdir, f"{opts.measure}-{server}-{loop}-{requests}.out")
     port = runner.free_port()
+    for stale in [out, *thread_files(out).values()]:  # an earlier run's, same name
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(stale)
     prefix, read = MEASURES[opts.measure](out)
     prefix[1:1] = opts.counter_option
+    if opts.measure == "instructions" and opts.threads:
+        prefix.insert(1, "--separate-threads=yes")
     cmd = [*opts.pin_server, *prefix, *bench.server_command(server, loop, port)]
     env = dict(
         os.environ,
@@ -219,8 +255,11 @@ def count(opts, server, row, loop, requests, tmpdir, run=1):
     if got is None:
         raise RuntimeError(f"the counter wrote nothing; the server said: {srv.text[:2000]}")
     if opts.keep:
-        kept = out_name(opts, server, row, loop, requests, run)
-        shutil.copyfile(out, os.path.join(opts.keep, kept))
+        kept = os.path.join(opts.keep, out_name(opts, server, row, loop, requests, run))
+        if os.path.exists(out):
+            shutil.copyfile(out, kept)
+        for n, path in thread_files(out).items():
+            shutil.copyfile(path, f"{kept}-{n:02}")
     return got
 
 
@@ -272,6 +311,8 @@ def spread_keys(opts, spreads):
     wanted = ["total"]
     if opts.measure == "instructions" and opts.split:
         wanted += PARTS
+    if opts.measure == "instructions" and getattr(opts, "threads", False):
+        wanted.append(OTHER_THREADS)
     elif opts.measure == "cpu":
         wanted += ["user", "sys"]
     wanted.append("context-switches")
@@ -317,6 +358,8 @@ def describe(opts, per):
     line = f"{per['total']:10,.0f} instructions per request"
     if opts.split:
         line += "".join(f"; {part} {per[part]:,.0f}" for part in PARTS if per.get(part))
+    if OTHER_THREADS in per:
+        line += f"; {OTHER_THREADS} {per[OTHER_THREADS]:,.0f}"
     return line
 
 
@@ -328,6 +371,12 @@ def main(argv=None):
     p.add_argument("--loops", default="asyncio,uvloop,zloopgo")
     p.add_argument("--requests", type=int, default=400, help="N (the runs serve N and 2N)")
     p.add_argument("--split", action="store_true", help="instructions by where they ran")
+    p.add_argument(
+        "--threads",
+        action="store_true",
+        help="instructions: the threads other than the loop's apart (the Go runtime's "
+        "sysmon and idle Ms, work per unit of time); --split then splits the loop's thread",
+    )
     p.add_argument(
         "--repeat",
         type=int,

@@ -23,8 +23,11 @@ import statistics
 import sys
 
 from .instructions import PARTS, part_of
+from .perrequest import OTHER_THREADS
 
-NAME = re.compile(r"^instructions-(?P<cell>.+)-(?P<requests>\d+)-run(?P<run>\d+)\.out$")
+NAME = re.compile(
+    r"^instructions-(?P<cell>.+)-(?P<requests>\d+)-run(?P<run>\d+)\.out(?:-(?P<thread>\d+))?$"
+)
 
 
 def own_costs(text):
@@ -72,34 +75,48 @@ def own_costs(text):
 
 
 def part(where):
-    """The part of instructions.PARTS a function of own_costs counts in."""
-    ob, fl, fn = where
+    """The part of instructions.PARTS a function of own_costs counts in, or
+    OTHER_THREADS for one that ran outside the loop's thread (--threads)."""
+    ob, fl, fn = where[:3]
+    if where[3:] == (OTHER_THREADS,):
+        return OTHER_THREADS
     return part_of(f"{fl}:{fn} [{ob}]")
 
 
 def cells(directory):
-    """{cell: {run: {requests: path}}} of the kept files in directory."""
+    """{cell: {run: {requests: {thread: path}}}} of the kept files in
+    directory; thread is 0 for a run counted without --threads."""
     found = {}
     for entry in sorted(os.listdir(directory)):
         m = NAME.match(entry)
         if m:
-            runs = found.setdefault(m.group("cell"), {})
-            runs.setdefault(int(m.group("run")), {})[int(m.group("requests"))] = os.path.join(
-                directory, entry
-            )
+            run = found.setdefault(m.group("cell"), {}).setdefault(int(m.group("run")), {})
+            files = run.setdefault(int(m.group("requests")), {})
+            files[int(m.group("thread") or 0)] = os.path.join(directory, entry)
     return found
 
 
-def per_request(paths):
+def run_costs(files):
+    """{(object, file, function, thread): own instructions} of one run's
+    files {thread: path}: thread "" on the loop's thread (or all threads,
+    counted together), OTHER_THREADS on the others."""
+    costs = {}
+    for thread, path in files.items():
+        with open(path) as f:
+            for where, cost in own_costs(f.read()).items():
+                key = (*where, OTHER_THREADS if thread > 1 else "")
+                costs[key] = costs.get(key, 0) + cost
+    return costs
+
+
+def per_request(runs):
     """{function: own instructions per request} of one repetition, from
-    its two files {requests: path} (N and 2N), or None if one is missing."""
-    if len(paths) != 2:
+    its two runs {requests: {thread: path}} (N and 2N), or None if one is
+    missing."""
+    if len(runs) != 2:
         return None
-    n, twice_n = sorted(paths)
-    with open(paths[n]) as f:
-        once = own_costs(f.read())
-    with open(paths[twice_n]) as f:
-        twice = own_costs(f.read())
+    n, twice_n = sorted(runs)
+    once, twice = run_costs(runs[n]), run_costs(runs[twice_n])
     step = twice_n - n
     return {k: (twice.get(k, 0) - once.get(k, 0)) / step for k in set(once) | set(twice)}
 
@@ -116,7 +133,7 @@ def movers(runs, top):
         rows.append((hi - lo, lo, statistics.median(values), hi, k))
     rows.sort(key=lambda r: (-r[0], r[4]))
     parts = {}
-    for p in PARTS:
+    for p in (*PARTS, OTHER_THREADS):
         sums = [sum(v for k, v in r.items() if part(k) == p) for r in runs]
         parts[p] = (min(sums), statistics.median(sums), max(sums))
     return rows[:top], parts

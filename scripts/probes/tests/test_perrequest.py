@@ -161,3 +161,20 @@ def test_server_env_reads_name_value_settings_a_later_one_winning():
 def test_server_env_refuses_a_setting_without_a_value():
     with pytest.raises(ValueError, match="NAME=VALUE"):
         perrequest.server_env(["GOGC"])
+
+
+def test_threads_put_every_thread_but_the_loops_apart(tmp_path):
+    out = str(tmp_path / "cg.out")
+    for n, count in ((1, 900), (2, 40), (3, 60)):
+        (tmp_path / f"cg.out-{n:02}").write_text(f"thread: {n}\nsummary: {count}\n")
+    (tmp_path / "cg.out-notes").write_text("summary: 5000\n")
+    prefix, read = perrequest.instructions(out)
+    assert prefix[:2] == ["valgrind", "--tool=callgrind"]
+    got = read(types.SimpleNamespace(threads=True, split=False))
+    assert got == {"total": 1000, perrequest.OTHER_THREADS: 100}
+
+
+def test_threads_without_the_loops_thread_is_no_result(tmp_path):
+    (tmp_path / "cg.out-02").write_text("summary: 40\n")
+    _, read = perrequest.instructions(str(tmp_path / "cg.out"))
+    assert read(types.SimpleNamespace(threads=True, split=False)) is None

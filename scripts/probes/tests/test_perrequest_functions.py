@@ -102,3 +102,23 @@ def test_a_cell_with_one_complete_run_is_not_compared(tmp_path):
     (tmp_path / "instructions-aiohttp-queries-zloopgo-100-run2.out").unlink()
     report = perrequest_functions.report(str(tmp_path), top=5)
     assert report == "aiohttp-queries-zloopgo: 1 complete run(s), nothing to compare"
+
+
+def test_threads_other_than_the_loops_count_apart(tmp_path):
+    # --threads: each run in files -01 (the loop's thread) and -02
+    opts = types.SimpleNamespace(measure="instructions")
+    row = perrequest.SERVER_ROWS["aiohttp"][2]
+    for run, other in ((1, 300), (2, 700)):
+        for requests, scale in ((50, 1), (100, 2)):
+            name = perrequest.out_name(opts, "aiohttp", row, "zloopgo", requests, run)
+            (tmp_path / f"{name}-01").write_text(callgrind_file(800 * scale, 100 * scale))
+            (tmp_path / f"{name}-02").write_text(callgrind_file(0, other * scale))
+    lines = perrequest_functions.report(str(tmp_path), top=5).splitlines()
+    parts = {line[:18].strip(): line[18:].split() for line in lines[2:5]}
+    assert parts == {
+        "python": ["16", "16", "16", "0"],
+        "engine (Go)": ["2", "2", "2", "0"],
+        "other threads": ["6", "10", "14", "8"],
+    }
+    assert lines[6].split()[:4] == ["8", "6", "10", "14"]
+    assert lines[6].endswith("other threads: github.com/zloopgo/core.(*Loop).RunOnce")
