@@ -12,7 +12,7 @@ the loop, or the kernel.
 
     python -m probes.perrequest [--measure instructions|syscalls|kernel|cpu|calls] \\
         [--rows json,db] [--servers uvicorn] [--loops asyncio,uvloop,zloopgo] \\
-        [--requests 400] [--split]
+        [--requests 400] [--split] [--threads] [--repeat 3] [--keep DIR]
 
 For each (server, row, loop) the server runs under the counter twice,
 serving N and then 2N requests from the load generator (apps/load, closed
@@ -25,11 +25,26 @@ zloopgo's C adapter and Go engine, another loop's own module, libc); the
 kernel is not counted; zloopgo must be built with GOFLAGS=-tags=valgrind.
 System calls: the calls per request by name, largest first. PostgreSQL,
 Redis and the load generator run outside the counter.
+
+No count repeats exactly: what runs per unit of time rather than per
+request (the Go runtime's sysmon taking the loop's P back during a long
+cgo call and the Ms it starts to look for work; the application's
+timers) costs more per request the slower the run, and callgrind runs
+the server some 50 times slower than it runs, more on a loaded machine.
+So each (server, row, loop) is measured --repeat times (3 by default),
+the loops taking turns, and the median is printed with each part's
+min/median/max: a difference between two builds smaller than that
+spread is not shown by the totals. --threads (instructions) counts the
+threads other than the loop's apart, where most of the Go runtime's
+time-driven work runs (docs/benchmarks.md, "Per-request counts that
+repeat"). --keep keeps the counters' files for
+probes/perrequest_functions.py, which says which functions moved.
 """
 
 import argparse
 import contextlib
 import glob
+import http.client
 import os
 import re
 import shutil
@@ -205,6 +220,31 @@ MEASURES = {
 }
 
 
+# How long one GET /ready may wait for its answer. The server under
+# callgrind can take seconds to answer its first request; a request given
+# up on is still served later, inside the count, and how many were given
+# up on varies with the machine's load: a client that asked every 0.5 s
+# (benchmark/apps/bench.py's ready) moved the interpreter's part by
+# thousands per request (an extra connection and request costs ~100,000
+# instructions in a fresh server).
+READY_ANSWER = 300
+
+
+def answered_ready(port):
+    """True once the server answered GET /ready, asking once and waiting
+    up to READY_ANSWER seconds for the answer; raises OSError while
+    nothing listens on the port (refused: nothing reached the server), so
+    that Server.wait_ready asks again. False on a connection to itself
+    (see bench.ready), which the server never sees either."""
+    try:
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{port}/ready", timeout=READY_ANSWER
+        ) as answer:
+            return answer.status == 200
+    except http.client.HTTPException:
+        return False
+
+
 def fetch_exit(port):
     """GET /exit: the server ends its process (every application server
     answers it; see benchmark/apps/handlers.py)."""
@@ -236,7 +276,7 @@ def count(opts, server, row, loop, requests, tmpdir, run=1):
     env.update(server_env(opts.server_env))
     log_path = os.path.join(tmpdir, f"server-{server}-{loop}.out")
     with runner.Server(cmd, log_path, env=env, cwd=bench.SCRIPTS) as srv:
-        if not srv.wait_ready(lambda: bench.ready(port), 600):
+        if not srv.wait_ready(lambda: answered_ready(port), 600):
             raise RuntimeError(srv.not_ready("answered /ready under the counter")[1])
         _, path, check = row
         scheme = "ws" if check.startswith("echo") else "http"
@@ -380,7 +420,7 @@ def main(argv=None):
     p.add_argument(
         "--repeat",
         type=int,
-        default=1,
+        default=3,
         help="pairs of runs per (server, row, loop), the loops taking turns; over 1, "
         "the median and each part's min/median/max are printed",
     )

@@ -1,14 +1,21 @@
 """probes/perrequest.py's CPU reader: perf stat's plain output (task-clock,
 context switches, and the rusage lines of user and system time) read into
-µs and counts; a file without the rusage lines is no result. And its
+µs and counts; a file without the rusage lines is no result. Its
 repetitions (--repeat): one request's cost from two runs, the spread over
 repetitions, the loops taking turns, a failed run left out of the
-figures. perf, valgrind and the servers are not needed here: the counter
-is replaced by a function that answers from a table."""
+figures. Its readiness check, which asks a slow server once. perf,
+valgrind and the application servers are not needed here: the counter is
+replaced by a function that answers from a table, the server by a small
+HTTP server on loopback."""
 
+import http.server
+import threading
+import time
 import types
+import typing
 
 import pytest
+from benchmark import samples as runner
 
 from .. import perrequest
 
@@ -178,3 +185,42 @@ def test_threads_without_the_loops_thread_is_no_result(tmp_path):
     (tmp_path / "cg.out-02").write_text("summary: 40\n")
     _, read = perrequest.instructions(str(tmp_path / "cg.out"))
     assert read(types.SimpleNamespace(threads=True, split=False)) is None
+
+
+class SlowFirstAnswer(http.server.BaseHTTPRequestHandler):
+    """Answers GET /ready, the first time after a second (a server under
+    callgrind, cold), and counts the requests it was sent."""
+
+    served: typing.ClassVar[list] = []
+
+    def do_GET(self):
+        self.served.append(self.path)
+        if len(self.served) == 1:
+            time.sleep(1.0)
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_slow_server_is_asked_once_whether_it_is_ready():
+    SlowFirstAnswer.served = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), SlowFirstAnswer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    alive = types.SimpleNamespace(proc=types.SimpleNamespace(poll=lambda: None))
+    try:
+        ready = runner.Server.wait_ready(alive, lambda: perrequest.answered_ready(port), 30)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert ready
+    assert SlowFirstAnswer.served == ["/ready"]
+
+
+def test_nothing_listening_is_not_ready_yet():
+    with pytest.raises(OSError):
+        perrequest.answered_ready(runner.free_port())
