@@ -72,9 +72,10 @@ SHORT = {
 }
 
 
-# --threads: the instructions of every thread but the first (the one
-# that runs the loop), apart; with --split the parts are then the first
-# thread's alone
+# --threads: the instructions of the first thread (the one that runs the
+# loop) and of every other thread apart; with --split the parts are then
+# the first thread's alone
+LOOP_THREAD = "loop's thread"
 OTHER_THREADS = "other threads"
 
 
@@ -99,7 +100,7 @@ def thread_files(out):
 def instructions(out):
     """The counter's command prefix, and how to read what it wrote to out:
     {part: instructions} (the total under "total"; with --threads, the
-    threads other than the loop's under OTHER_THREADS)."""
+    loop's thread under LOOP_THREAD, the others under OTHER_THREADS)."""
 
     def read(opts):
         if not opts.threads:
@@ -111,7 +112,8 @@ def instructions(out):
         if 1 not in files:
             return None
         counts = {n: summary(path) or 0 for n, path in files.items()}
-        got = {"total": sum(counts.values()), OTHER_THREADS: sum(counts.values()) - counts[1]}
+        total = sum(counts.values())
+        got = {"total": total, LOOP_THREAD: counts[1], OTHER_THREADS: total - counts[1]}
         if opts.split:
             got.update(split(files[1]))
         return got
@@ -352,7 +354,7 @@ def spread_keys(opts, spreads):
     if opts.measure == "instructions" and opts.split:
         wanted += PARTS
     if opts.measure == "instructions" and getattr(opts, "threads", False):
-        wanted.append(OTHER_THREADS)
+        wanted += [LOOP_THREAD, OTHER_THREADS]
     elif opts.measure == "cpu":
         wanted += ["user", "sys"]
     wanted.append("context-switches")
@@ -399,7 +401,7 @@ def describe(opts, per):
     if opts.split:
         line += "".join(f"; {part} {per[part]:,.0f}" for part in PARTS if per.get(part))
     if OTHER_THREADS in per:
-        line += f"; {OTHER_THREADS} {per[OTHER_THREADS]:,.0f}"
+        line += "".join(f"; {k} {per.get(k, 0):,.0f}" for k in (LOOP_THREAD, OTHER_THREADS))
     return line
 
 

@@ -87,6 +87,24 @@ def test_describe_spread_names_the_total_and_each_part_that_ran():
     assert rows["engine (Go)"] == ["100", "108", "125", "25"]
 
 
+def test_describe_spread_with_threads_gives_the_loops_thread_and_the_others():
+    runs = [
+        {"total": 1000.0, "loop's thread": 900.0, "other threads": 100.0},
+        {"total": 1040.0, "loop's thread": 901.0, "other threads": 139.0},
+    ]
+    opts = opts_for(split=False)
+    opts.threads = True
+    lines = perrequest.describe_spread(opts, runs).splitlines()
+    rows = {line[:20].strip(): line[20:].split() for line in lines[1:]}
+    assert rows == {
+        "total": ["1,000", "1,020", "1,040", "40"],
+        "loop's thread": ["900", "900", "901", "1"],
+        "other threads": ["100", "120", "139", "39"],
+    }
+    line = perrequest.describe(opts, runs[1])
+    assert line.split("; ")[1:] == ["loop's thread 901", "other threads 139"]
+
+
 def test_describe_spread_of_cpu_time_gives_user_and_system():
     runs = [{"total": 30.0, "user": 20.0, "sys": 10.0}, {"total": 34.0, "user": 23.0, "sys": 11.0}]
     lines = perrequest.describe_spread(opts_for(measure="cpu", split=False), runs).splitlines()
@@ -178,7 +196,7 @@ def test_threads_put_every_thread_but_the_loops_apart(tmp_path):
     prefix, read = perrequest.instructions(out)
     assert prefix[:2] == ["valgrind", "--tool=callgrind"]
     got = read(types.SimpleNamespace(threads=True, split=False))
-    assert got == {"total": 1000, perrequest.OTHER_THREADS: 100}
+    assert got == {"total": 1000, perrequest.LOOP_THREAD: 900, perrequest.OTHER_THREADS: 100}
 
 
 def test_threads_without_the_loops_thread_is_no_result(tmp_path):
