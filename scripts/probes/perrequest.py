@@ -1,7 +1,7 @@
 """What one request of an application row costs its server, by counts that
-do not drift with the load of a shared machine: user-space instructions
-(callgrind), system calls by name (strace -f, every thread, the Go
-runtime's included), or the same at full speed with context switches
+drift far less than time with the load of a shared machine: user-space
+instructions (callgrind), system calls by name (strace -f, every thread,
+the Go runtime's included), or the same at full speed with context switches
 (perf stat's tracepoints, --measure kernel); or CPU time, user and system
 apart (--measure cpu, perf stat's rusage: time, so compare loops side by
 side); or the Python and C functions called from Python, by name
@@ -227,8 +227,8 @@ MEASURES = {
 # up on is still served later, inside the count, and how many were given
 # up on varies with the machine's load: a client that asked every 0.5 s
 # (benchmark/apps/bench.py's ready) moved the interpreter's part by
-# thousands per request (an extra connection and request costs ~100,000
-# instructions in a fresh server).
+# thousands per request (an extra connection and request cost a fresh
+# server's interpreter ~130,000 instructions).
 READY_ANSWER = 300
 
 
