@@ -298,10 +298,11 @@ def count(opts, server, row, loop, requests, tmpdir, run=1):
         raise RuntimeError(f"the counter wrote nothing; the server said: {srv.text[:2000]}")
     if opts.keep:
         kept = os.path.join(opts.keep, out_name(opts, server, row, loop, requests, run))
-        if os.path.exists(out):
-            shutil.copyfile(out, kept)
-        for n, path in thread_files(out).items():
+        threads = thread_files(out)
+        for n, path in threads.items():
             shutil.copyfile(path, f"{kept}-{n:02}")
+        if not threads:  # with threads apart, callgrind leaves out itself empty
+            shutil.copyfile(out, kept)
     return got
 
 
@@ -351,11 +352,10 @@ def spread_keys(opts, spreads):
     figure names (the instructions' parts with --split, user and system
     CPU time, context switches); not every system call or function."""
     wanted = ["total"]
-    if opts.measure == "instructions" and opts.split:
-        wanted += PARTS
-    if opts.measure == "instructions" and getattr(opts, "threads", False):
-        wanted += [LOOP_THREAD, OTHER_THREADS]
-    elif opts.measure == "cpu":
+    if opts.measure == "instructions":
+        wanted += PARTS if opts.split else []
+        wanted += [LOOP_THREAD, OTHER_THREADS] if getattr(opts, "threads", False) else []
+    if opts.measure == "cpu":
         wanted += ["user", "sys"]
     wanted.append("context-switches")
     return [k for k in wanted if k in spreads and any(spreads[k])]
