@@ -540,10 +540,14 @@ def test_ctrl_c_from_another_process_ends_a_wait_in_the_poller(loop_name, busy):
         killer = subprocess.Popen(
             [sys.executable, "-c",
              "import os, signal, sys, time\\n"
+             "print('ready', flush=True)\\n"
              "for line in sys.stdin:\\n"
              "    time.sleep(0.05)\\n"
              f"    os.kill({{os.getpid()}}, signal.SIGINT)\\n"],
-            stdin=subprocess.PIPE, text=True)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        # the killer's start-up is no part of a wait: under qemu-user on a
+        # loaded machine one wait of 20, start-up included, took over 5 s
+        assert killer.stdout.readline() == "ready\\n"
 
         async def wait_long():
             assert signal.set_wakeup_fd(-1) == -1  # none set: the poller must be interrupted
@@ -560,6 +564,7 @@ def test_ctrl_c_from_another_process_ends_a_wait_in_the_poller(loop_name, busy):
                 prompt += time.monotonic() - t0 < 5
         killer.stdin.close()
         killer.wait()
+        killer.stdout.close()
         print("prompt", prompt)
         print("again", loop.run_until_complete(asyncio.sleep(0.01, "ok")))
         loop.close()
