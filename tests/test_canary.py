@@ -8,6 +8,7 @@ numbers are handle values (a SOCKET's fileno()).
 What it does not know: which of a program's numbers a loop may still use.
 """
 
+import gc
 import socket
 import sys
 import time
@@ -75,6 +76,40 @@ def test_a_stale_close_is_reported(watched):
     # gone: a second violation, of the same pair)
     assert [kind for kind, _ in found] == ["stream"] * len(found), found
     assert any(what.startswith("its descriptor was closed") for _, what in found), found
+
+
+def test_a_stale_close_is_reported_though_a_fill_took_the_number_again(watched):
+    # The harnesses fill after every loop iteration and check at the end
+    # of a step: a close of a canary's number, then a fill that makes a
+    # new canary on it, must be reported as the old canary's, and the new
+    # one must stay intact. Before, the new canary took the old one's
+    # place unchecked, and the old one's socket object, collected then,
+    # closed the number under the new canary (a violation of the wrong
+    # canary, and one the program never made).
+    canary, number = watched
+    through_stale_number(number).close()
+    canary.fill()
+    gc.collect()
+    assert number in canary.canaries
+    assert canary.canaries[number].ours()
+    found = canary.check()
+    assert [kind for kind, _ in found] == ["stream"] * len(found), found
+    assert any(what.startswith("its descriptor was closed") for _, what in found), found
+    assert canary.check() == []
+
+
+def test_the_tally_counts_each_freed_number_a_canary_took(watched):
+    canary, _ = watched
+    before = canary.tally()["landed"]
+    socks = [socket.socket() for _ in range(3)]
+    canary.fill()
+    for sock in socks:
+        sock.close()
+    canary.fill()
+    tally = canary.tally()
+    assert tally["landed"] == before + 3, tally
+    assert tally["gave_up"] == 0, tally
+    assert canary.check() == []
 
 
 def test_nothing_is_reported_when_nothing_stale_happened(watched):

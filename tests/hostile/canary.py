@@ -149,9 +149,40 @@ class Canary:
         self.dir = directory or tempfile.gettempdir()
         self.violations = []
         self.files = 0
+        # violations of canaries whose number a fill found free (closed
+        # under them), found before a new canary took the number
+        self.replaced = []
+        self.landed = self.taken = self.gave_up = 0
 
     def _add(self, kind, fd, keep, check):
-        self.canaries[fd] = _Canary(kind, fd, keep, check, lambda: file_identity(fd))
+        self._replace(fd, _Canary(kind, fd, keep, check, lambda: file_identity(fd)))
+
+    def _replace(self, fd, new):
+        """Makes `new` the canary of number fd. A canary there before was
+        closed under the program (the canary closes its own only at the
+        end): its violation is kept for check, which would otherwise
+        meet the new canary alone."""
+        old = self.canaries.get(fd)
+        if old is not None and not old.spent:
+            try:
+                what = old.violation()
+            except OSError as exc:
+                what = f"checking it failed: {exc}"
+            if what:
+                old.spent = True
+                self.replaced.append([old.kind, what])
+        if old is not None and not isinstance(old.keep, int):
+            # its socket object would close the number, the new canary's
+            # now, when collected
+            old.keep.detach()
+        self.canaries[fd] = new
+
+    def tally(self):
+        """The free numbers its fills met, by what became of them:
+        `landed` when a canary took one, `taken` when another object
+        holds it now, `gave_up` when it is still free (a thread holds it
+        inside open())."""
+        return {"landed": self.landed, "taken": self.taken, "gave_up": self.gave_up}
 
     # what a platform's canary replaces (canary_windows.Canary): the first
     # number filled, the distance between two numbers, and how the free
@@ -220,11 +251,13 @@ class Canary:
         fds = self.open_fds()
         self.high = max(self.high, max(fds - self.baseline, default=0))
         reserved = set()
+        met = [n for n in range(self.first, self.high + 1, self.step) if n not in fds]
         while True:
             numbers = range(self.first, self.high + 1, self.step)
             free = [n for n in numbers if n not in fds and n not in reserved]
             if not free:
                 self.high = max(self.high, self.lowest_free() - self.step)
+                self._count(met, fds)
                 return
             self._new()
             fds = self.open_fds()
@@ -233,10 +266,20 @@ class Canary:
             # a pair's second end may land above
             self.high = max(self.high, max(fds - self.baseline, default=0))
 
+    def _count(self, met, fds):
+        """Adds what became of the numbers `met` free to the tally."""
+        for n in met:
+            if n not in fds:
+                self.gave_up += 1
+            elif n in self.canaries and self.canaries[n].ours():
+                self.landed += 1
+            else:
+                self.taken += 1
+
     def check(self):
         """The violations found since the last check, each once:
         [[kind, what], ...]."""
-        found = []
+        found, self.replaced = self.replaced, []
         for c in self.canaries.values():
             if c.spent:
                 continue
@@ -280,6 +323,9 @@ class Unwatched:
 
     def check(self):
         return []
+
+    def tally(self):
+        return {}
 
     def close(self):
         pass
