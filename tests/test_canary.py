@@ -112,6 +112,38 @@ def test_the_tally_counts_each_freed_number_a_canary_took(watched):
     assert canary.check() == []
 
 
+def test_a_number_freed_below_an_open_one_is_filled():
+    # The cheap check after every iteration took "the lowest free number
+    # is above the highest seen" to mean nothing was freed. A number freed
+    # before the first fill, below numbers opened since the canary was
+    # made, made the first fill set its high mark below them, and every
+    # fill after it stopped at that free number: the canary never filled
+    # anything again (under Wine, a transport diff program's canary on
+    # asyncio landed once). A number opened and another freed below it
+    # between two fills hid the same way.
+    canary = canaries.Watched(order=("stream", "file"))
+    low, first, second = socket.socket(), socket.socket(), socket.socket()
+    first_number = first.fileno()
+    low.close()  # a gap below first and second, before any fill
+    canary.fill()
+    first.close()
+    canary.fill()
+    fourth = None
+    try:
+        assert first_number in canary.canaries, (first_number, sorted(canary.canaries))
+        third, fourth = socket.socket(), socket.socket()
+        third_number = third.fileno()
+        third.close()  # freed below fourth, opened since the last fill
+        canary.fill()
+        assert third_number in canary.canaries, (third_number, sorted(canary.canaries))
+        assert canary.check() == []
+    finally:
+        second.close()
+        if fourth is not None:
+            fourth.close()
+        canary.close()
+
+
 def test_nothing_is_reported_when_nothing_stale_happened(watched):
     canary, _ = watched
     for _ in range(3):

@@ -145,7 +145,7 @@ class Canary:
         # test process may have some of its parent's, high up): the gaps
         # filled are those below the highest number opened since
         self.baseline = self.open_fds()
-        self.high = 0
+        self.high = None  # None: no fill yet, so the first one scans
         self.dir = directory or tempfile.gettempdir()
         self.violations = []
         self.files = 0
@@ -191,6 +191,7 @@ class Canary:
     step = 1
     lowest_free = staticmethod(lowest_free)
     open_fds = staticmethod(open_fds)
+    is_open = staticmethod(_is_open)
 
     def _new(self):
         kind = self.order[self.next % len(self.order)]
@@ -244,12 +245,10 @@ class Canary:
         writer comes; the kernel allocates the number first). It is left
         alone. Cheap when nothing was freed (one open and one close: called
         after every loop iteration)."""
-        lowest = self.lowest_free()
-        if lowest >= self.first and lowest > self.high:
-            self.high = lowest - self.step  # no gap: all up to it is open
+        if self.nothing_freed():
             return
         fds = self.open_fds()
-        self.high = max(self.high, max(fds - self.baseline, default=0))
+        self.high = max(self.high or 0, max(fds - self.baseline, default=0))
         reserved = set()
         met = [n for n in range(self.first, self.high + 1, self.step) if n not in fds]
         while True:
@@ -265,6 +264,22 @@ class Canary:
                 reserved.add(free[0])
             # a pair's second end may land above
             self.high = max(self.high, max(fds - self.baseline, default=0))
+
+    def nothing_freed(self):
+        """The cheap check: True when the lowest free number is above
+        the highest one seen and the number above it is free too (then
+        nothing below is free, and nothing opened since the last fill
+        sits above a freed number), which raises the mark to it. A number
+        opened two or more above a freed one since the last fill is not
+        seen here: that gap waits for the next fill that scans. The first
+        fill always scans: numbers opened before it may sit above a gap."""
+        lowest = self.lowest_free()
+        if self.high is None or lowest < self.first or lowest <= self.high:
+            return False
+        if self.is_open(lowest + self.step):
+            return False
+        self.high = lowest - self.step  # no gap: all up to it is open
+        return True
 
     def _count(self, met, fds):
         """Adds what became of the numbers `met` free to the tally."""

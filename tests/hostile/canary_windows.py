@@ -110,6 +110,7 @@ class Canary(posix.Canary):
     step = 4
     lowest_free = staticmethod(lowest_free)
     open_fds = staticmethod(open_handles)
+    is_open = staticmethod(_is_open)
 
     def __init__(self, order=posix.KINDS, directory=None):
         super().__init__(order, directory)
@@ -129,12 +130,10 @@ class Canary(posix.Canary):
         handle not the canary's holds it now (another thread's, which the
         canary cannot watch), `gave_up` when it is still free after the
         bound (left to the next fill)."""
-        lowest = self.lowest_free()
-        if lowest > self.high:
-            self.high = lowest - self.step  # no gap: all up to it is open
+        if self.nothing_freed():
             return
         values = self.open_fds()
-        self.high = max(self.high, max(values - self.baseline, default=0))
+        self.high = max(self.high or 0, max(values - self.baseline, default=0))
         free = [v for v in range(self.first, self.high + 1, self.step) if v not in values]
         for value in free:
             for _ in range(LANDING_BOUND):
