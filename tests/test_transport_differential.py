@@ -240,6 +240,44 @@ def test_a_timeout_fires_in_the_step_that_started_it(pair):
         assert obs.index(timed_out) < obs.index(["step", 1]), (name, obs)
 
 
+def test_the_canary_lands_on_what_a_close_freed(pair):
+    # A canary that never lands checks nothing. A program whose
+    # connection closes (its transport's socket, then the peer's) frees
+    # numbers, handle values on Windows, that the canary's fills must
+    # take: counted per worker in notes["canary"] (hostile.canary's
+    # tally). On Windows a thread of the process (Go's runtime, a worker)
+    # may take a freed value first ("taken"), which the canary cannot
+    # watch; it must still land on most. The write after the close is
+    # what a loop must not send through the old number (a stream
+    # canary's end holds it by then): a zloopgo whose native write sent
+    # to the closed transport's _sock_fd failed here, under Wine too
+    # (docs/transport-differential.md, "On Windows").
+    program = {
+        "machine": "transport",
+        "net": NETS[0],
+        "debug": False,
+        "sockbuf": 65536 if NETS[0] != "unix" else 16384,
+        "conns": [{"protocol": "plain", "chunk": 1}],
+        "log_ops": [],
+        "handler_ops": [],
+        "handler": "custom",
+        "canary": ["stream", "file", "pipe"],
+        "steps": [
+            ["call", [["write", 0, "bytes", 100, False]]],
+            ["call", [["close", 0]]],
+            ["call", [["write", 0, "bytes", 1, False]]],
+            ["peer", 0, ["close"]],
+        ],
+    }
+    answers = pair.run(program)
+    for name, answer in zip(pair.names, answers, strict=True):
+        tally = answer["notes"]["canary"]
+        assert tally["landed"] >= 2, (name, tally)
+        assert tally["landed"] > tally["taken"] + tally["gave_up"], (name, tally)
+        assert not [o for o in answer["obs"] if o[0] == "canary"], (name, answer["obs"])
+    assert compare.first_difference(*(a["obs"] for a in answers)) is None
+
+
 def test_a_signature_can_be_counted_whatever_the_entries_kind():
     # python -m tests.hostile --tally counts differences by signature, a
     # dict key: an observation whose kind is a list crashed it (TypeError)
