@@ -346,8 +346,9 @@ class Unwatched:
         pass
 
 
-# The canary the hostile machines' workers use (host.py): on Windows the
-# form over handle values. The in-process harnesses (test_sock_ops_diff,
+# The canary the hostile machines' workers (host.py) and the transport
+# differential's (transport_diff/runner.py) use: on Windows the form over
+# handle values. The in-process harnesses (test_sock_ops_diff,
 # test_datagram_diff) keep Unwatched there: a canary socket on a freed
 # value turns asyncio's stale select() registration (its WSAENOTSOCK
 # case, docs/compatibility.md "Windows") into readiness of the canary's,
