@@ -261,7 +261,9 @@ def test_the_canary_lands_on_what_a_close_freed(pair):
         "log_ops": [],
         "handler_ops": [],
         "handler": "custom",
-        "canary": ["stream", "file", "pipe"],
+        # socket pairs alone: a send through a stale number reaches only
+        # a socket (to a file or a pipe it fails and changes nothing)
+        "canary": ["stream"],
         "steps": [
             ["call", [["write", 0, "bytes", 100, False]]],
             ["call", [["close", 0]]],

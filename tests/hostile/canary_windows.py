@@ -142,7 +142,16 @@ class Canary(posix.Canary):
                 self._new()
                 values = self.open_fds()
         self._count(free, values)
+        # what the fill itself left free (a pair's connection opens and
+        # closes a handle of its own): files, which leave none, take it
+        # now, so that a fill of pairs alone does not leave the next fill
+        # a value of its own to fill, and that value is not counted
         self.high = max(self.high, max(values - self.baseline, default=0))
+        own = [v for v in range(self.first, self.high + 1, self.step) if v not in values]
+        for value in own[:LANDING_BOUND]:
+            if value not in free and not self.is_open(value):
+                self._new_file()
+        self.high = max(self.high, max(self.open_fds() - self.baseline, default=0))
 
     def _add(self, kind, value, keep, check, identify):
         self._replace(value, posix._Canary(kind, value, keep, check, identify))
