@@ -60,7 +60,7 @@ FIONREAD = 0x4004667F
 # makes and closes handles meanwhile (scripts/wine/probe_handle_reuse.py:
 # a socket made and closed in a loop on another thread) took it first
 # often enough that the first socket made after the close landed on it
-# in 6 to 24 of 50 rounds, the fifth in all but a few.
+# in 6 to 32 of 50 rounds (three runs), and one of the first 7 in all.
 LANDING_BOUND = 8
 
 _kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
