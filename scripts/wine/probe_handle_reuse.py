@@ -25,6 +25,14 @@ question (its engine's own handles: the completion port, AFD polls,
 its threads). On POSIX the descriptors answer the same questions: the
 kernel hands out the lowest free one. It knows nothing of the harness:
 only of handle values and the order they come back in.
+
+Under Wine 8 (2026-12-07, Windows CPython 3.14.6; three runs, one with a
+zloopgo loop idling): the new socket took the freed value in 50 of 50
+rounds, three values came back lowest first in 50 of 50, a pair's end
+took it in 50 of 50, and a file opened first took it in 50 of 50. With
+another thread churning, the first socket made landed on it in 24, 6
+and 32 rounds of 50, and one of the first 7 did in every round. On
+Linux every answer is the lowest free number, every round.
 """
 
 import os
