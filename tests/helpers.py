@@ -37,6 +37,19 @@ PIPE_SCRIPT_FACTORIES = (
 PIPE_FACTORIES = {name: pkgutil.resolve_name(path) for name, path in PIPE_SCRIPT_FACTORIES.items()}
 
 
+def _under_wine():
+    """Whether this is Windows as Wine runs it (its ntdll exports
+    wine_get_version): a test names what Wine cannot show by this."""
+    if sys.platform != "win32":
+        return False
+    import ctypes
+
+    return hasattr(ctypes.WinDLL("ntdll"), "wine_get_version")
+
+
+UNDER_WINE = _under_wine()
+
+
 def run_once(loop):
     """One iteration: asyncio documents that stop() before run_forever()
     polls once with a zero timeout, runs what is ready and returns."""

@@ -8,6 +8,7 @@ numbers are handle values (a SOCKET's fileno()).
 What it does not know: which of a program's numbers a loop may still use.
 """
 
+import gc
 import socket
 import sys
 import time
@@ -75,6 +76,72 @@ def test_a_stale_close_is_reported(watched):
     # gone: a second violation, of the same pair)
     assert [kind for kind, _ in found] == ["stream"] * len(found), found
     assert any(what.startswith("its descriptor was closed") for _, what in found), found
+
+
+def test_a_stale_close_is_reported_though_a_fill_took_the_number_again(watched):
+    # The harnesses fill after every loop iteration and check at the end
+    # of a step: a close of a canary's number, then a fill that makes a
+    # new canary on it, must be reported as the old canary's, and the new
+    # one must stay intact. Before, the new canary took the old one's
+    # place unchecked, and the old one's socket object, collected then,
+    # closed the number under the new canary (a violation of the wrong
+    # canary, and one the program never made).
+    canary, number = watched
+    through_stale_number(number).close()
+    canary.fill()
+    gc.collect()
+    assert number in canary.canaries
+    assert canary.canaries[number].ours()
+    found = canary.check()
+    assert [kind for kind, _ in found] == ["stream"] * len(found), found
+    assert any(what.startswith("its descriptor was closed") for _, what in found), found
+    assert canary.check() == []
+
+
+def test_the_tally_counts_each_freed_number_a_canary_took(watched):
+    canary, _ = watched
+    before = canary.tally()["landed"]
+    socks = [socket.socket() for _ in range(3)]
+    canary.fill()
+    for sock in socks:
+        sock.close()
+    canary.fill()
+    tally = canary.tally()
+    assert tally["landed"] == before + 3, tally
+    assert tally["gave_up"] == 0, tally
+    assert canary.check() == []
+
+
+def test_a_number_freed_below_an_open_one_is_filled():
+    # The cheap check after every iteration took "the lowest free number
+    # is above the highest seen" to mean nothing was freed. A number freed
+    # before the first fill, below numbers opened since the canary was
+    # made, made the first fill set its high mark below them, and every
+    # fill after it stopped at that free number: the canary never filled
+    # anything again (under Wine, a transport diff program's canary on
+    # asyncio landed once). A number opened and another freed below it
+    # between two fills hid the same way.
+    canary = canaries.Watched(order=("stream", "file"))
+    low, first, second = socket.socket(), socket.socket(), socket.socket()
+    first_number = first.fileno()
+    low.close()  # a gap below first and second, before any fill
+    canary.fill()
+    first.close()
+    canary.fill()
+    fourth = None
+    try:
+        assert first_number in canary.canaries, (first_number, sorted(canary.canaries))
+        third, fourth = socket.socket(), socket.socket()
+        third_number = third.fileno()
+        third.close()  # freed below fourth, opened since the last fill
+        canary.fill()
+        assert third_number in canary.canaries, (third_number, sorted(canary.canaries))
+        assert canary.check() == []
+    finally:
+        second.close()
+        if fourth is not None:
+            fourth.close()
+        canary.close()
 
 
 def test_nothing_is_reported_when_nothing_stale_happened(watched):

@@ -188,6 +188,27 @@ def test_late_records_are_the_late_threads_own():
     assert host.notes["late, not compared"] == [["trap", 1, "__index__"]]
 
 
+def test_a_select_failure_on_a_closed_or_reused_value_is_named():
+    """machines.KNOWN_ON_WINDOWS' select() failure: asyncio's observations
+    end in the harness error of its select(), WSAENOTSOCK for a closed
+    socket's value, or WSAEOPNOTSUPP once a canary's file or pipe took
+    the value (under Wine, sockops program 2 of seed 1 since the canary
+    fills every freed value); any other error is not it."""
+    name = "asyncio's select() fails on a socket closed while registered"
+    known = machines.KNOWN_ON_WINDOWS[name]
+    before = [["own send", "bytes"], [["close_ours"], None, [], [], [False, False]]]
+
+    def case(error, other_tail=(["end"],)):
+        ref = before + [["loop closed"], ["harness error", error]]
+        other = before + [[["close_ours"], None, [], [], [False, False]], *other_tail]
+        return known(compare.first_difference(ref, other), {"machine": "sockops"})
+
+    assert case("OSError: [WinError 10038] Windows Error 0x2736")
+    assert case("OSError: [WinError 10045] Windows Error 0x273d")
+    assert not case("OSError: [WinError 10054] Windows Error 0x2746")
+    assert not case("OSError: [WinError 10045] x", other_tail=(["harness error", "y"],))
+
+
 def test_a_stale_callback_on_a_reused_handle_value_is_named_alone():
     """machines.KNOWN_ON_WINDOWS' reused-value case, on the shape sockops
     program 5 of seed 1 showed under Wine (two receives waiting, our

@@ -145,13 +145,44 @@ class Canary:
         # test process may have some of its parent's, high up): the gaps
         # filled are those below the highest number opened since
         self.baseline = self.open_fds()
-        self.high = 0
+        self.high = None  # None: no fill yet, so the first one scans
         self.dir = directory or tempfile.gettempdir()
         self.violations = []
         self.files = 0
+        # violations of canaries whose number a fill found free (closed
+        # under them), found before a new canary took the number
+        self.replaced = []
+        self.landed = self.taken = self.gave_up = 0
 
     def _add(self, kind, fd, keep, check):
-        self.canaries[fd] = _Canary(kind, fd, keep, check, lambda: file_identity(fd))
+        self._replace(fd, _Canary(kind, fd, keep, check, lambda: file_identity(fd)))
+
+    def _replace(self, fd, new):
+        """Makes `new` the canary of number fd. A canary there before was
+        closed under the program (the canary closes its own only at the
+        end): its violation is kept for check, which would otherwise
+        meet the new canary alone."""
+        old = self.canaries.get(fd)
+        if old is not None and not old.spent:
+            try:
+                what = old.violation()
+            except OSError as exc:
+                what = f"checking it failed: {exc}"
+            if what:
+                old.spent = True
+                self.replaced.append([old.kind, what])
+        if old is not None and not isinstance(old.keep, int):
+            # its socket object would close the number, the new canary's
+            # now, when collected
+            old.keep.detach()
+        self.canaries[fd] = new
+
+    def tally(self):
+        """The free numbers its fills met, by what became of them:
+        `landed` when a canary took one, `taken` when another object
+        holds it now, `gave_up` when it is still free (a thread holds it
+        inside open())."""
+        return {"landed": self.landed, "taken": self.taken, "gave_up": self.gave_up}
 
     # what a platform's canary replaces (canary_windows.Canary): the first
     # number filled, the distance between two numbers, and how the free
@@ -160,6 +191,7 @@ class Canary:
     step = 1
     lowest_free = staticmethod(lowest_free)
     open_fds = staticmethod(open_fds)
+    is_open = staticmethod(_is_open)
 
     def _new(self):
         kind = self.order[self.next % len(self.order)]
@@ -213,18 +245,18 @@ class Canary:
         writer comes; the kernel allocates the number first). It is left
         alone. Cheap when nothing was freed (one open and one close: called
         after every loop iteration)."""
-        lowest = self.lowest_free()
-        if lowest >= self.first and lowest > self.high:
-            self.high = lowest - self.step  # no gap: all up to it is open
+        if self.nothing_freed():
             return
         fds = self.open_fds()
-        self.high = max(self.high, max(fds - self.baseline, default=0))
+        self.high = max(self.high or 0, max(fds - self.baseline, default=0))
         reserved = set()
+        met = [n for n in range(self.first, self.high + 1, self.step) if n not in fds]
         while True:
             numbers = range(self.first, self.high + 1, self.step)
             free = [n for n in numbers if n not in fds and n not in reserved]
             if not free:
                 self.high = max(self.high, self.lowest_free() - self.step)
+                self._count(met, fds)
                 return
             self._new()
             fds = self.open_fds()
@@ -233,10 +265,36 @@ class Canary:
             # a pair's second end may land above
             self.high = max(self.high, max(fds - self.baseline, default=0))
 
+    def nothing_freed(self):
+        """The cheap check: True when the lowest free number is above
+        the highest one seen and the number above it is free too (then
+        nothing below is free, and nothing opened since the last fill
+        sits above a freed number), which raises the mark to it. A number
+        opened two or more above a freed one since the last fill is not
+        seen here: that gap waits for the next fill that scans. The first
+        fill always scans: numbers opened before it may sit above a gap."""
+        lowest = self.lowest_free()
+        if self.high is None or lowest < self.first or lowest <= self.high:
+            return False
+        if self.is_open(lowest + self.step):
+            return False
+        self.high = lowest - self.step  # no gap: all up to it is open
+        return True
+
+    def _count(self, met, fds):
+        """Adds what became of the numbers `met` free to the tally."""
+        for n in met:
+            if n not in fds:
+                self.gave_up += 1
+            elif n in self.canaries and self.canaries[n].ours():
+                self.landed += 1
+            else:
+                self.taken += 1
+
     def check(self):
         """The violations found since the last check, each once:
         [[kind, what], ...]."""
-        found = []
+        found, self.replaced = self.replaced, []
         for c in self.canaries.values():
             if c.spent:
                 continue
@@ -281,12 +339,16 @@ class Unwatched:
     def check(self):
         return []
 
+    def tally(self):
+        return {}
+
     def close(self):
         pass
 
 
-# The canary the hostile machines' workers use (host.py): on Windows the
-# form over handle values. The in-process harnesses (test_sock_ops_diff,
+# The canary the hostile machines' workers (host.py) and the transport
+# differential's (transport_diff/runner.py) use: on Windows the form over
+# handle values. The in-process harnesses (test_sock_ops_diff,
 # test_datagram_diff) keep Unwatched there: a canary socket on a freed
 # value turns asyncio's stale select() registration (its WSAENOTSOCK
 # case, docs/compatibility.md "Windows") into readiness of the canary's,

@@ -55,6 +55,13 @@ FILE_BYTES = posix.FILE_BYTES
 # lowest free slot, so the open values are dense: a gap this long ends them.
 SCAN_PAST = 64
 FIONREAD = 0x4004667F
+# Canaries made for one freed value before the fill gives it up: alone,
+# Wine hands a freed value to the next handle made, but a thread that
+# makes and closes handles meanwhile (scripts/wine/probe_handle_reuse.py:
+# a socket made and closed in a loop on another thread) took it first
+# often enough that the first socket made after the close landed on it
+# in 6 to 32 of 50 rounds (three runs), and one of the first 7 in all.
+LANDING_BOUND = 8
 
 _kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
 _kernel32.GetHandleInformation.argtypes = [wintypes.HANDLE, ctypes.POINTER(wintypes.DWORD)]
@@ -103,6 +110,7 @@ class Canary(posix.Canary):
     step = 4
     lowest_free = staticmethod(lowest_free)
     open_fds = staticmethod(open_handles)
+    is_open = staticmethod(_is_open)
 
     def __init__(self, order=posix.KINDS, directory=None):
         super().__init__(order, directory)
@@ -112,26 +120,41 @@ class Canary(posix.Canary):
         self.listener.listen()
 
     def fill(self):
-        """As canary.Canary.fill, for the values free when it starts: a
-        connection Wine makes opens and closes a handle of its own (the
-        pair leaves that value free again), so filling until nothing is
-        free might not end. A value still free after a canary was made
-        for it is left to the next fill (the next kind of canary takes
-        it) or, if no kind does, alone (a thread holds it)."""
-        lowest = self.lowest_free()
-        if lowest > self.high:
-            self.high = lowest - self.step  # no gap: all up to it is open
+        """As canary.Canary.fill, for the values free when it starts, each
+        given up to LANDING_BOUND canaries to land on: a connection Wine
+        makes opens and closes a handle of its own (the pair leaves that
+        value free again), and another thread (Go's runtime, a worker)
+        may take a freed value between two canaries, so filling until
+        nothing is free might not end. Each value free at the start is
+        counted (tally): `landed` when a canary took it, `taken` when a
+        handle not the canary's holds it now (another thread's, which the
+        canary cannot watch), `gave_up` when it is still free after the
+        bound (left to the next fill)."""
+        if self.nothing_freed():
             return
         values = self.open_fds()
-        self.high = max(self.high, max(values - self.baseline, default=0))
-        for value in range(self.first, self.high + 1, self.step):
-            if value not in values:
+        self.high = max(self.high or 0, max(values - self.baseline, default=0))
+        free = [v for v in range(self.first, self.high + 1, self.step) if v not in values]
+        for value in free:
+            for _ in range(LANDING_BOUND):
+                if value in values:
+                    break
                 self._new()
                 values = self.open_fds()
+        self._count(free, values)
+        # what the fill itself left free (a pair's connection opens and
+        # closes a handle of its own): files, which leave none, take it
+        # now, so that a fill of pairs alone does not leave the next fill
+        # a value of its own to fill, and that value is not counted
         self.high = max(self.high, max(values - self.baseline, default=0))
+        own = [v for v in range(self.first, self.high + 1, self.step) if v not in values]
+        for value in own[:LANDING_BOUND]:
+            if value not in free and not self.is_open(value):
+                self._new_file()
+        self.high = max(self.high, max(self.open_fds() - self.baseline, default=0))
 
     def _add(self, kind, value, keep, check, identify):
-        self.canaries[value] = posix._Canary(kind, value, keep, check, identify)
+        self._replace(value, posix._Canary(kind, value, keep, check, identify))
 
     def _new_file(self):
         self.files += 1

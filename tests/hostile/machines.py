@@ -36,7 +36,8 @@ KNOWN_ON_WINDOWS = {
     # asyncio's SelectorEventLoop: a socket closed while it is registered
     # (a cancelled sock_sendall's writer whose remove_writer raised, the
     # socket given to a transport) makes its next select() raise
-    # WSAENOTSOCK, and its loop is done; epoll drops a closed descriptor,
+    # WSAENOTSOCK (WSAEOPNOTSUPP once a canary's file or pipe holds the
+    # value), and its loop is done; epoll drops a closed descriptor,
     # and so do zloopgo's AFD polls (test_sock_ops_diff's docstring,
     # docs/compatibility.md "Windows"). asyncio's program stops there (its
     # loop's close, then the harness error at the end of its
@@ -142,7 +143,12 @@ def _icmp_error_read(entry):
 
 
 def _select_failed(entry):
-    return entry[0] == "harness error" and "[WinError 10038]" in str(entry[1])
+    # WSAENOTSOCK when nothing holds the closed socket's value; when a
+    # canary's file or pipe took it, Wine's select() answers WSAEOPNOTSUPP
+    # (scripts/wine/probe_select_reused_value.py)
+    return entry[0] == "harness error" and any(
+        f"[WinError {code}]" in str(entry[1]) for code in (10038, 10045)
+    )
 
 
 def known_on_windows(diff, program):

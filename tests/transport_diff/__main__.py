@@ -73,6 +73,18 @@ def hunt(args, pair):
     return status
 
 
+def canary_rate(tally):
+    """What the canary's fills did with the freed numbers they met."""
+    met = sum(tally.values())
+    if not met:
+        return "met no freed number"
+    return (
+        f"landed on {tally.get('landed', 0)} of {met} freed numbers "
+        f"({100 * tally.get('landed', 0) / met:.1f}%; another handle took "
+        f"{tally.get('taken', 0)}, gave up on {tally.get('gave_up', 0)})"
+    )
+
+
 def _accept_none(diff):
     return False  # --tally: run every program, stop at none
 
@@ -115,6 +127,8 @@ def main(argv=None):
             f"worker restarts {[w.restarts for w in pair.workers]}, "
             f"TCP waits given up {result.sync_timeouts}, slowest {result.slowest[0]:.2f} s"
         )
+        for key, name in (("ref", "asyncio"), ("other", args.against)):
+            print(f"canary on {name}: {canary_rate(result.canary[key])}")
         if args.show:
             print("slowest:", json.dumps(result.slowest[1]))
         for i, (sig, count) in enumerate(sorted(result.signatures.items(), key=lambda kv: -kv[1])):

@@ -992,7 +992,8 @@ class Runner:
         self.loop.slow_callback_duration = 1e9
         if self.p.get("handler", "custom") != "default":
             self.loop.set_exception_handler(self.exception_handler)
-        self.canary = canaries.Canary(self.p.get("canary", canaries.KINDS))
+        # on Windows the form over handle values (hostile/canary_windows.py)
+        self.canary = canaries.Watched(self.p.get("canary", canaries.KINDS))
         self.live_tasks = []
         self.untracked = set()
         handler = _LogRecorder(self)
@@ -1057,6 +1058,7 @@ class Runner:
             self.canary.fill()
             gc.collect()
             self.check_canary()
+            self.notes["canary"] = self.canary.tally()
             self.canary.close()
             if self.spare is not None:
                 for fd in self.spare:

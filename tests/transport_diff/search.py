@@ -35,6 +35,9 @@ class Result:
         self.slowest = (0.0, None)  # (seconds, program)
         self.signatures = {}  # every difference met: signature -> count
         self.samples = {}  # signature -> the first (program, difference, notes) with it
+        # per worker, what became of the freed numbers the canary met
+        # (hostile.canary's tally: landed, taken, gave_up), summed
+        self.canary = {"ref": {}, "other": {}}
 
 
 def run_pair(pair, program):
@@ -82,6 +85,8 @@ def search(pair, strategy, examples, seed, accept=None, shrink=True):
         for n, key in zip(notes, ("ref", "other"), strict=True):
             result.seconds[key] += n.get("seconds", 0.0)
             result.sync_timeouts += n.get("sync_timeouts", 0)
+            for outcome, count in n.get("canary", {}).items():
+                result.canary[key][outcome] = result.canary[key].get(outcome, 0) + count
             result.slowest = max(
                 result.slowest, (n.get("seconds", 0.0), program), key=lambda x: x[0]
             )
