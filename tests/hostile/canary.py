@@ -131,6 +131,19 @@ class _Canary:
             return "its descriptor was closed and reopened"
         return self.check()
 
+    def report_once(self):
+        """[kind, what] the first time a violation is found, else None."""
+        if self.spent:
+            return None
+        try:
+            what = self.violation()
+        except OSError as exc:
+            what = f"checking it failed: {exc}"
+        if not what:
+            return None
+        self.spent = True
+        return [self.kind, what]
+
 
 class Canary:
     """The canaries of one program. `order` is the kinds in the order they
@@ -163,14 +176,9 @@ class Canary:
         end): its violation is kept for check, which would otherwise
         meet the new canary alone."""
         old = self.canaries.get(fd)
-        if old is not None and not old.spent:
-            try:
-                what = old.violation()
-            except OSError as exc:
-                what = f"checking it failed: {exc}"
-            if what:
-                old.spent = True
-                self.replaced.append([old.kind, what])
+        found = old.report_once() if old is not None else None
+        if found:
+            self.replaced.append(found)
         if old is not None and not isinstance(old.keep, int):
             # its socket object would close the number, the new canary's
             # now, when collected
@@ -296,15 +304,9 @@ class Canary:
         [[kind, what], ...]."""
         found, self.replaced = self.replaced, []
         for c in self.canaries.values():
-            if c.spent:
-                continue
-            try:
-                what = c.violation()
-            except OSError as exc:
-                what = f"checking it failed: {exc}"
-            if what:
-                c.spent = True
-                found.append([c.kind, what])
+            report = c.report_once()
+            if report:
+                found.append(report)
         return found
 
     def close(self):
