@@ -34,7 +34,6 @@ Every step may also be an ["op", ...] action of a trap (run from inside a
 special method), but "schedule" makes its traps anew each time.
 """
 
-import gc
 import operator
 import threading
 
@@ -238,10 +237,10 @@ class HandlesHost(Host):
             else:
                 h = self.loop.call_later(when - self.loop.time(), cb, *args)
             self.whens[id(h)] = (when, how)
-        self.add_handle(h, cb, *args)
+        index = self.add_handle(h, cb, *args)
         # the program keeps no other reference to what it made
         del cb, args
-        return len(self.handles) - 1
+        return index
 
     def run_op(self, op):
         name = op[0]
@@ -285,7 +284,7 @@ class HandlesHost(Host):
             self.loop.set_debug(op[1])
             return None
         if name == "collect":
-            gc.collect()
+            self.collect()
             return None
         h, why = self.known(op[1])
         if h is None:

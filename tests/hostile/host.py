@@ -58,7 +58,13 @@ class Host:
         # the finalizing and lateness depths (below) of each thread
         self.depths = threading.local()
         self.finalized = []
+        # handles a finalizer (or what one made) made in this step, with
+        # their owners: they join self.handles at the step's end
+        self.finalizer_handles = []
         self.late = []
+        # whether the program collected every generation in this step
+        # (end_step then does too)
+        self.collected_fully = False
         # After the program's end: what was made is torn down and the loop
         # closed. Which objects a loop still holds then, and so which
         # finalizers run before or after its close, differs for reasons
@@ -126,11 +132,18 @@ class Host:
 
     def flush_finalized(self):
         """What finalizers recorded since the last flush, as one entry, in
-        a fixed order. When CPython frees an object is the moment its last
-        reference goes, and a native loop may drop a callback before or
+        a fixed order, and the handles they made, joined to the program's
+        in a fixed order too. When CPython frees an object is the moment its
+        last reference goes, and a native loop may drop a callback before or
         after its arguments, or at the end of the callback where asyncio
-        drops it at cancel(): the order of finalizers within a step is not
-        compared, what they did is."""
+        drops it at cancel() or at a collection (its Python `Handle._run`
+        keeps a failed callback's arguments in a reference cycle): the
+        order of finalizers within a step is not compared, what they did
+        is."""
+        made = sorted(self.finalizer_handles, key=lambda pair: _owner_ids(pair[1]))
+        self.finalizer_handles = []
+        for handle, owners in made:
+            self._remember(handle, owners)
         if self.finalized:
             entries = sorted(json.dumps(e, default=repr) for e in self.finalized)
             self.finalized = []
@@ -179,12 +192,25 @@ class Host:
         return self.handles[ref % len(self.handles)]
 
     def add_handle(self, handle, *owners):
-        """Remembers handle (by the next index) and tells its traps."""
+        """Remembers handle (by the next index) and tells its traps; its
+        index, or None for a handle a finalizer made, which joins the
+        program's handles at the step's end (flush_finalized): where in
+        the step the finalizer ran is not compared, so the index it would
+        take, and which handle is the last, must not depend on it (handles
+        seed 21 program 231: on zloopgo a failed callback's argument is
+        freed when the callback returns, and its __del__'s call_soon made
+        the handle the program then ran as the last one)."""
+        if self.finalizing:
+            self.finalizer_handles.append((handle, owners))
+            return None
+        return self._remember(handle, owners)
+
+    def _remember(self, handle, owners):
         self.handles.append(handle)
         for obj in owners:
             if isinstance(obj, vocab._TrapBase):
                 obj.owner = len(self.handles) - 1
-        return handle
+        return len(self.handles) - 1
 
     def where(self):
         """A name for what the program makes outside any trap."""
@@ -252,11 +278,24 @@ class Host:
         self.settle()
         # the youngest generation: what the step made (the collector is off
         # during a program, so nothing made since the last collection has
-        # moved on); a full collection costs more in a worker that
-        # imported a test module and pytest with it
-        gc.collect(0)
+        # moved on), unless the program collected every generation in the
+        # step, which moved what it made then to the oldest (handles seed
+        # 23 program 209 on 3.14: asyncio's reference cycle through a
+        # failed callback's frame, made before a trap's collection, held
+        # the argument past the step's end); a full collection costs more
+        # in a worker that imported a test module and pytest with it
+        if self.collected_fully:
+            gc.collect()
+        else:
+            gc.collect(0)
+        self.collected_fully = False
         self.settle()
         self.check_canary()
+
+    def collect(self):
+        """A program's gc.collect() (a step's or a trap's action)."""
+        self.collected_fully = True
+        gc.collect()
 
     def settle(self, quiet=QUIET):
         """Runs iterations until nothing was recorded for `quiet` in a row,
@@ -394,6 +433,12 @@ class Host:
 
     def close_resources(self):
         """The machine's objects left open (after the loop closed)."""
+
+
+def _owner_ids(owners):
+    """A handle's traps' names: the order handles made by finalizers join
+    the program's in (stable for those whose traps share names)."""
+    return [str(obj._id) for obj in owners if isinstance(obj, vocab._TrapBase)]
 
 
 # With $ZL_HOSTILE_COMPANION set (CPython 3.14+): while the worker runs

@@ -47,7 +47,6 @@ It does not know any machine: the host (`host.Host`) resolves refs, runs
 ops and records.
 """
 
-import gc
 import operator
 import select
 import sys
@@ -494,7 +493,7 @@ def _act(host, action, trap, name):
         host.loop.stop()
         return None
     if kind == "collect":
-        gc.collect()
+        host.collect()
         return None
     if kind == "exc_info":
         info = sys.exc_info()
