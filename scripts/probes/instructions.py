@@ -14,8 +14,10 @@ by callgrind): the cost of a change inside those functions, free of the
 run-to-run variation in how many loop iterations an operation takes.
 With --split, each count is also split by where the instructions ran:
 the interpreter, _asyncio, zloopgo's C adapter, its Go engine and
-runtime, libc (by the object and source file callgrind names; the kernel
-is not counted). zloopgo must be built with `GOFLAGS=-tags=valgrind` (the Go runtime then
+runtime, a rival loop's module, libc, and other (other extensions, such
+as a database driver's C), by the object and source file callgrind names
+for each function, read from its output file (probes/callgrind_costs.py;
+the kernel is not counted). zloopgo must be built with `GOFLAGS=-tags=valgrind` (the Go runtime then
 describes its stacks to valgrind), and runs with GODEBUG=asyncpreemptoff=1
 (callgrind aborts on the runtime's preemption signals). It knows the loops
 by the name of their factory; nothing of their code.
@@ -29,6 +31,8 @@ import sys
 import tempfile
 
 from benchmark.worker import FACTORIES as MAKERS
+
+from .callgrind_costs import own_costs
 
 # the benchmark worker's contenders, as the expression that makes a loop
 FACTORIES = {name: f"__import__('{m}').{f}" for name, (m, f) in MAKERS.items()}
@@ -292,6 +296,13 @@ loop.run_until_complete(main())
 PARTS = ("python", "_asyncio", "adapter (C)", "engine (Go)", "another loop's", "libc", "other")
 
 
+# A rival loop's objects: under its package's folder in site-packages
+# (a driver's or a parser's C, such as asyncpg's, is "other")
+RIVAL_PACKAGES = "/site-packages/({})/".format(
+    "|".join(re.escape(m) for name, (m, _) in MAKERS.items() if name not in ("asyncio", "zloopgo"))
+)
+
+
 def part_of(function):
     """The part of PARTS that callgrind_annotate's function line names."""
     obj = function.rsplit("[", 1)[-1] if "[" in function else ""
@@ -301,8 +312,10 @@ def part_of(function):
         return "engine (Go)" if go else "adapter (C)"
     if "_asyncio" in obj:
         return "_asyncio"
-    if "site-packages" in obj:  # a rival's extension module
+    if re.search(RIVAL_PACKAGES, obj):  # a rival's extension module
         return "another loop's"
+    if "site-packages" in obj:  # a driver's or a parser's extension
+        return "other"
     if "libc.so" in obj or "ld-linux" in obj:
         return "libc"
     if "/python3" in obj or "libpython" in obj:  # after the extensions under lib/python3.X
@@ -312,16 +325,11 @@ def part_of(function):
 
 def split(out):
     """Instructions per part of PARTS in the callgrind output file out."""
-    text = subprocess.run(
-        ["callgrind_annotate", "--inclusive=no", "--threshold=100", out],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    with open(out) as f:
+        costs = own_costs(f.read())
     parts = dict.fromkeys(PARTS, 0)
-    for m in re.finditer(r"^\s*([\d,]+) \([^)]*\)\s+(.+)$", text, re.MULTILINE):
-        if "PROGRAM TOTALS" not in m.group(2):
-            parts[part_of(m.group(2))] += int(m.group(1).replace(",", ""))
+    for (obj, source, function), cost in costs.items():
+        parts[part_of(f"{source}:{function} [{obj}]")] += cost
     return parts
 
 

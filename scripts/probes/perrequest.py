@@ -21,7 +21,8 @@ loop, every answer checked, on the usual connections), then ends itself
 callgrind); the difference of the two counts divided by N is one request's
 cost without start-up and shut-down. Instructions: with --split divided as
 probes/instructions.py divides them (the interpreter, _asyncio,
-zloopgo's C adapter and Go engine, another loop's own module, libc); the
+zloopgo's C adapter and Go engine, another loop's own module, libc,
+other extensions such as asyncpg's); the
 kernel is not counted; zloopgo must be built with GOFLAGS=-tags=valgrind.
 System calls: the calls per request by name, largest first. PostgreSQL,
 Redis and the load generator run outside the counter.

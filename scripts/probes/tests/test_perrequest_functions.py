@@ -7,7 +7,7 @@ is not needed."""
 
 import types
 
-from .. import perrequest, perrequest_functions
+from .. import callgrind_costs, perrequest, perrequest_functions
 
 PYTHON = "/usr/bin/python3.14"
 ZLOOPGO = "/venv/lib/python3.14/site-packages/zloopgo/_zloopgo.so"
@@ -44,7 +44,7 @@ fn=(2)
 
 
 def test_own_costs_count_each_function_without_its_callees():
-    costs = perrequest_functions.own_costs(callgrind_file(800, 300))
+    costs = callgrind_costs.own_costs(callgrind_file(800, 300))
     assert costs == {
         (PYTHON, "./Python/ceval.c", "_PyEval_EvalFrameDefault"): 800,
         (ZLOOPGO, "core/loop.go", "github.com/zloopgo/core.(*Loop).RunOnce"): 300,
@@ -60,7 +60,7 @@ def test_the_positions_line_says_which_column_is_the_cost():
     text = callgrind_file(800, 300).replace("positions: line", "positions: instr line")
     text = text.replace("\n10 ", "\n0x10 10 ").replace("\n12 ", "\n0x12 12 ")
     text = text.replace("\n+1 ", "\n+2 +1 ").replace("\n20 ", "\n0x20 20 ")
-    costs = perrequest_functions.own_costs(text)
+    costs = callgrind_costs.own_costs(text)
     assert sorted(costs.values()) == [300, 800]
 
 
