@@ -276,21 +276,25 @@ class Host:
         step, whenever in the step they ran), settle again, and record
         what finalizers did and what the canary saw."""
         self.settle()
-        # the youngest generation: what the step made (the collector is off
-        # during a program, so nothing made since the last collection has
-        # moved on), unless the program collected every generation in the
-        # step, which moved what it made then to the oldest (handles seed
-        # 23 program 209 on 3.14: asyncio's reference cycle through a
-        # failed callback's frame, made before a trap's collection, held
-        # the argument past the step's end); a full collection costs more
-        # in a worker that imported a test module and pytest with it
+        self.collect_step()
+        self.settle()
+        self.check_canary()
+
+    def collect_step(self):
+        """Collects what the step made: the youngest generation (the
+        collector is off during a program, so nothing made since the last
+        collection has moved on), unless the program collected every
+        generation in the step, which moved what it made then to the
+        oldest (handles seed 23 program 209 on 3.14: asyncio's reference
+        cycle through a failed callback's frame, made before a trap's
+        collection, held the argument past the step's end). A full
+        collection costs more in a worker that imported a test module and
+        pytest with it."""
         if self.collected_fully:
             gc.collect()
         else:
             gc.collect(0)
         self.collected_fully = False
-        self.settle()
-        self.check_canary()
 
     def collect(self):
         """A program's gc.collect() (a step's or a trap's action)."""
