@@ -847,6 +847,36 @@ def test_a_cancelled_pwrite_does_not_write_to_the_next_file_on_its_number(
     assert mine.read_bytes() == b"A" * 100
 
 
+def test_a_pread_or_pwrite_behind_a_close_meets_the_closed_file(loop, tmp_path):
+    # Hostile files seed 28 program 51: the executor path took the
+    # descriptor when the call was made, so a pread or pwrite queued behind
+    # a close ran os.pread on a number already closed (EBADF; EINVAL for a
+    # negative offset), or taken by the next file opened. Each call runs in
+    # its turn, on the file as the calls before it left it. The default
+    # executor (the executor path's) has one worker, held until every call
+    # was made, so that the close cannot have run before them.
+    p = tmp_path / "f"
+    p.write_bytes(b"A" * 100)
+    held = threading.Event()
+    loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(1))
+
+    async def main():
+        f = await zloopgo.open(p, "r+b")
+        holding = loop.run_in_executor(None, held.wait)
+        calls = [f.close(), f.pread(10, 0), f.pwrite(b"X" * 10, 0), f.pread(1, -1)]
+        tasks = [asyncio.ensure_future(call) for call in calls]
+        for _ in range(5):  # each call to its first wait
+            await asyncio.sleep(0)
+        held.set()
+        await holding
+        return await asyncio.gather(*tasks, return_exceptions=True)
+
+    closed, *after = loop.run_until_complete(main())
+    assert closed is None
+    assert [(type(e), str(e)) for e in after] == [(ValueError, "I/O operation on closed file")] * 3
+    assert p.read_bytes() == b"A" * 100
+
+
 @pytest.mark.parametrize("call", ["pwrite", "flush"])
 def test_a_collected_file_keeps_its_number_while_a_cancelled_write_waits(
     loop, loop_name, tmp_path, call

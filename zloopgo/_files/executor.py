@@ -69,15 +69,30 @@ class ExecutorFile(FileBase):
         return await self._run(self._file.close)
 
     async def pread(self, size, offset):
-        self._file.fileno()  # ValueError on a closed file
-        return await self._run(os.pread, self._file.fileno(), size, offset)
+        return await self._run(_pread, self._file, size, offset)
 
     async def pwrite(self, data, offset):
-        self._file.fileno()
-        return await self._run(os.pwrite, self._file.fileno(), data, offset)
+        return await self._run(_pwrite, self._file, data, offset)
 
     async def writelines(self, lines):
         return await self._run(self._file.writelines, lines)
+
+
+# The descriptor is asked for in the call's turn, on the worker: a
+# close() made before the call has run by then, and its number may
+# already be another file's (hostile files seed 28 program 51). Asked
+# before os.pread is looked up, so that a closed file is open()'s
+# ValueError where the os has no pread too, as the native path's is.
+
+
+def _pread(file, size, offset):
+    fd = file.fileno()  # ValueError on a closed file
+    return os.pread(fd, size, offset)
+
+
+def _pwrite(file, data, offset):
+    fd = file.fileno()
+    return os.pwrite(fd, data, offset)
 
 
 _ASYNC_METHODS = frozenset(
