@@ -41,6 +41,10 @@ _CLASSES = re.compile(
     r"|_UnixWritePipeTransport|SocketTransport|DatagramTransport|ReadPipeTransport"
     r"|WritePipeTransport)\b"
 )
+# zloopgo.open()'s two classes (the native path's on zloopgo's loop,
+# the executor path's on another): a call with missing arguments names
+# its class (files seed 29 program 321)
+_FILE_CLASSES = re.compile(r"\b(NativeFile|ExecutorFile)\b")
 _MODULES = re.compile(r"\b(zloopgo\._\w+|asyncio\.\w+)\.(?=[A-Z_])")
 _ERRNO_PATH = re.compile(r"'/[^']*'")
 MODES = ("custom", "raises", "delegate", "default")
@@ -67,6 +71,7 @@ def mask(text):
     text = _WHEN.sub("when=<t>", text)
     text = _MODULES.sub("", text)
     text = _CLASSES.sub("<transport>", text)
+    text = _FILE_CLASSES.sub("<file>", text)
     return _ERRNO_PATH.sub("'<path>'", text)
 
 
