@@ -123,6 +123,7 @@ type sock struct {
 	asked  uint32 // AFD events of cur
 	gone   bool   // deregistered or closed: drop at completion
 	queued bool   // in Poller.updates
+	polled bool   // the driver took a poll of it once
 	// recheck: a datagram socket whose poll reported CONNECT_FAIL; its
 	// polls time out after recheckAfter (see there)
 	recheck bool
@@ -338,7 +339,7 @@ func (p *Poller) submit(s *sock, events uint32) error {
 		uintptr(unsafe.Pointer(&q.info)), unsafe.Sizeof(q.info))
 	switch status := windows.NTStatus(r); status {
 	case windows.STATUS_SUCCESS, windows.STATUS_PENDING:
-		q.busy, s.cur, s.asked = true, q, events
+		q.busy, s.cur, s.asked, s.polled = true, q, events, true
 		p.inflight[uintptr(unsafe.Pointer(&q.iosb))] = q
 		return nil
 	case windows.STATUS_INVALID_HANDLE:
@@ -346,6 +347,13 @@ func (p *Poller) submit(s *sock, events uint32) error {
 		p.drop(s)
 		return status
 	default:
+		if s.polled {
+			// A socket the driver polled before was closed without
+			// Deregister and its handle value given to another object
+			// (a file, a pipe), which the driver refuses: as closed.
+			p.drop(s)
+			return windows.STATUS_INVALID_HANDLE
+		}
 		return status
 	}
 }

@@ -170,3 +170,46 @@ func reported(t *testing.T, p *Poller, tok poll.Token) bool {
 	}
 	return false
 }
+
+// A watched socket closed without Deregister between a poll's completion
+// and the next, whose handle value another object (here an event) takes
+// before that Wait, is dropped, as a closed socket whose value is free
+// is. Under Wine the driver refuses the poll of the event with a status
+// of its own (STATUS_OBJECT_TYPE_MISMATCH; a file's made zloopgo's loop
+// raise PermissionError, ERROR_GEN_FAILURE, from its run), which Wait
+// returned before.
+func TestAClosedSocketWhoseValueWasTakenIsDropped(t *testing.T) {
+	p, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	s := udpSocket(t, nil)
+	addr, err := windows.Getsockname(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tok = 9
+	if err := p.Register(int(s), tok, poll.Readable); err != nil {
+		t.Fatal(err)
+	}
+	peer := udpSocket(t, nil)
+	if err := windows.Sendto(peer, []byte("x"), 0, addr); err != nil {
+		t.Fatal(err)
+	}
+	if !reported(t, p, tok) {
+		t.Fatal("no event for a readable socket")
+	}
+	windows.Closesocket(s)
+	// the lowest free value under Wine: the socket's, there
+	ev, err := windows.CreateEvent(nil, 0, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer windows.CloseHandle(ev)
+	t.Logf("socket %#x closed, event %#x", s, ev)
+	var events [8]poll.Event
+	if _, err := p.Wait(events[:], 0); err != nil {
+		t.Fatalf("Wait after the socket's close: %v", err)
+	}
+}
