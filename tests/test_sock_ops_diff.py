@@ -42,11 +42,11 @@ exception handler's calls. Both loops must see the same for each of
 ZL_SOCK_OPS_PROGRAMS generated programs per socket kind (seeded; 60 by
 default).
 
-Every close is watched by the descriptor canary (hostile.canary.Watched:
-on Windows its form over handle values, tests/hostile/canary_windows.py),
+Every close is watched by the descriptor canary (hostile.canary.Watched),
 filled after each close_ours, every settling iteration and the loop's
 close; the test prints what its fills met on each loop and fails unless
-it landed on some.
+it landed on some. On Windows only with ZL_SOCK_OPS_CANARY=1 (its form
+over handle values, tests/hostile/canary_windows.py; see WATCHED).
 
 On Windows (run under Wine: scripts/windows long-tests) the reference is
 asyncio's SelectorEventLoop, the one with these methods over readiness,
@@ -100,7 +100,7 @@ from helpers import (
     tally_canary,
 )
 from hostile import machines, vocab
-from hostile.canary import Watched
+from hostile.canary import Unwatched, Watched
 from hostile.handler import probe
 from transport_diff import compare
 
@@ -136,6 +136,12 @@ RECVFROM = sys.version_info >= (3, 11)
 # On Windows a UDP peer's close leaves a socket on its address that never
 # reads, so that no ICMP error is made (the module's docstring)
 ICMP_SINK = sys.platform == "win32"
+# On Windows the canary watches only with ZL_SOCK_OPS_CANARY=1: under Wine
+# with it, unix, tcp and subclass programs (31, 16, 34) differed in all 3
+# runs in how many bytes a large transfer had moved when a step read or
+# sent, as the fills make each step take longer (docs/compatibility.md,
+# "Windows"); udp passed.
+WATCHED = sys.platform != "win32" or os.environ.get("ZL_SOCK_OPS_CANARY") == "1"
 
 
 class OwnMethods(socket.socket):
@@ -494,7 +500,7 @@ class _Host:
 
     def __init__(self, loop, log):
         self.log = log
-        self.canary = Watched()
+        self.canary = Watched() if WATCHED else Unwatched()
         loop.set_exception_handler(lambda _loop, ctx: log.append(handler_call(ctx) + (probe(),)))
 
     def rec(self, entry):
@@ -592,7 +598,8 @@ def test_generated_sock_programs_observe_what_asyncio_observes(kind, capsys):
             known.setdefault(why, []).append(n)
     # a named difference is Windows' alone: on Linux every program agrees
     assert sys.platform == "win32" or not known, known
-    report_canary_tallies(f"sock_ops programs ({kind})", tallies, capsys)
+    if WATCHED:
+        report_canary_tallies(f"sock_ops programs ({kind})", tallies, capsys)
 
 
 @pytest.mark.parametrize("sink", [True, False])
