@@ -1,10 +1,11 @@
 """Small helpers the test modules share: the two loops of the dual-run
 tests (FACTORIES, SCRIPT_FACTORIES), running one loop iteration,
 scheduling through each call_* method, a zloopgo loop that closes itself,
-a free port, a transport over a socketpair, and scripts run in a fresh interpreter (for
-what may hang or must exit)."""
+a free port, a transport over a socketpair, scripts run in a fresh interpreter (for
+what may hang or must exit), and the descriptor canary's tallies."""
 
 import asyncio
+import collections
 import contextlib
 import os
 import pkgutil
@@ -175,3 +176,30 @@ def assert_same_observations(label, steps, observe, *args, runs=3, context=2, kn
         f"{label} differs at observation {first} in each of {runs} runs:\nsteps: {steps}\n"
         f"asyncio: {want[around]}\nzloopgo: {got[around]}"
     )
+
+
+def canary_tallies():
+    """What the descriptor canary's fills met, per loop: added to by a
+    dual-run harness's observe (tally_canary), reported by
+    report_canary_tallies."""
+    return {name: collections.Counter() for name in FACTORIES}
+
+
+def tally_canary(tallies, loop_name, canary):
+    tallies[loop_name].update(canary.tally())
+
+
+def report_canary_tallies(label, tallies, capsys):
+    """Prints, past pytest's capture, what the canary's fills met on each
+    loop (hostile.canary.Canary.tally: landed, taken by another handle,
+    gave up), and fails unless it landed on each: a canary that never
+    lands checks nothing."""
+    lines = [
+        f"{label}: the canary landed on {tally['landed']} of the {sum(tally.values())}"
+        f" freed numbers its fills met on {name} (another handle took {tally['taken']},"
+        f" gave up on {tally['gave_up']})"
+        for name, tally in tallies.items()
+    ]
+    with capsys.disabled():
+        print("\n" + "\n".join(lines))
+    assert all(tally["landed"] > 0 for tally in tallies.values()), tallies

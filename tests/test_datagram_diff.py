@@ -28,6 +28,12 @@ calls, and each transport's buffer size and closing state after every
 step. Both loops must see the same, for each of ZL_DATAGRAM_PROGRAMS
 generated programs (seeded; 120 by default).
 
+Every close is watched by the descriptor canary (hostile.canary.Watched:
+on Windows its form over handle values, tests/hostile/canary_windows.py),
+filled after every loop iteration while settling and after the loop's
+close; the test prints what its fills met on each loop and fails unless
+it landed on some.
+
 On Windows (run under Wine: scripts/windows long-tests) one case is named,
 not compared beyond its start (_known; docs/compatibility.md, "Windows"):
 an ICMP error pending on an endpoint whose peer is gone, which zloopgo's
@@ -47,8 +53,14 @@ import socket
 import sys
 
 import pytest
-from helpers import FACTORIES, assert_same_observations
-from hostile.canary import Canary
+from helpers import (
+    FACTORIES,
+    assert_same_observations,
+    canary_tallies,
+    report_canary_tallies,
+    tally_canary,
+)
+from hostile.canary import Watched
 from hostile.handler import probe
 
 import zloopgo
@@ -284,10 +296,11 @@ async def run_program(loop, steps, family, seed, canary):
     return log
 
 
-def observe(loop_name, steps, family, seed):
+def observe(loop_name, steps, family, seed, tallies):
     loop = FACTORIES[loop_name]()
-    # new descriptors take every number a close frees: nothing may reach them
-    canary = Canary()
+    # new descriptors (on Windows handle values) take every number a close
+    # frees: nothing may reach them
+    canary = Watched()
     try:
         log = loop.run_until_complete(run_program(loop, steps, family, seed, canary))
     finally:
@@ -295,6 +308,7 @@ def observe(loop_name, steps, family, seed):
         canary.fill()
         found = canary.check()
         canary.close()
+        tally_canary(tallies, loop_name, canary)
     return log + [("canary", kind, what) for kind, what in found]
 
 
@@ -323,9 +337,10 @@ FAMILIES = [socket.AF_INET] + ([socket.AF_INET6] if IPV6 else [])
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
-def test_generated_datagram_programs_observe_what_asyncio_observes(family):
+def test_generated_datagram_programs_observe_what_asyncio_observes(family, capsys):
     rng = random.Random(1931 + int(family))
     known = {}
+    tallies = canary_tallies()
     for n in range(PROGRAMS):
         steps = make_program(rng)
         why = assert_same_observations(
@@ -335,6 +350,7 @@ def test_generated_datagram_programs_observe_what_asyncio_observes(family):
             steps,
             family,
             n,
+            tallies,
             context=3,
             known=_known,
         )
@@ -342,6 +358,7 @@ def test_generated_datagram_programs_observe_what_asyncio_observes(family):
             known.setdefault(why, []).append(n)
     # a named difference is Windows' alone: on Linux every program agrees
     assert sys.platform == "win32" or not known, known
+    report_canary_tallies(f"datagram programs ({family.name})", tallies, capsys)
 
 
 def test_the_echo_takes_the_native_paths_and_the_rest_takes_asyncios(monkeypatch):

@@ -9,6 +9,10 @@
 // technique of wepoll, libuv's poll handles and mio; a wake-up is a
 // completion posted with no request (Wake).
 //
+// A datagram socket whose poll reported AFD_POLL_CONNECT_FAIL (an ICMP
+// error) is polled with a timeout from then on (recheckAfter): under Wine
+// no poll outstanding on it ever completes again (see recheckAfter).
+//
 // It knows sockets (not pipes or files: AFD polls only sockets), opaque
 // 64-bit tokens (all but the one the contract reserves) and the two
 // readiness kinds of package poll; it knows nothing of timers, callbacks
@@ -58,7 +62,23 @@ const (
 	// Completion keys: the helper handle's polls, and wake-ups.
 	afdKey  = 0
 	wakeKey = 1
+
+	// AFD_POLL_INFO.Timeout: none, or below zero a relative one (in 100 ns).
+	noTimeout = math.MaxInt64
+
+	soType = 0x1008 // SO_TYPE (winsock2.h), which golang.org/x/sys lacks
 )
+
+// recheckAfter bounds each poll of a datagram socket once one of its polls
+// reported AFD_POLL_CONNECT_FAIL. Under Wine (8.0) that report is the
+// server's answer to POLLERR on the host socket, after which the server
+// watches that socket no more: a poll outstanding on it never completes,
+// though datagrams arrive; only a poll's submission looks at the socket
+// (scripts/wine/probe_afd_poll_icmp.py). A poll that times out comes back
+// empty and is submitted again at the next Wait, so that a datagram is
+// seen within this long. Windows is documented to report such an error
+// to the next receive instead (WSAECONNRESET), and was not tried.
+const recheckAfter = 50 * time.Millisecond
 
 // afdPollInfo is AFD_POLL_INFO with room for one socket.
 type afdPollInfo struct {
@@ -103,6 +123,10 @@ type sock struct {
 	asked  uint32 // AFD events of cur
 	gone   bool   // deregistered or closed: drop at completion
 	queued bool   // in Poller.updates
+	polled bool   // the driver took a poll of it once
+	// recheck: a datagram socket whose poll reported CONNECT_FAIL; its
+	// polls time out after recheckAfter (see there)
+	recheck bool
 }
 
 // idle is a request of s not outstanding, or nil.
@@ -303,7 +327,11 @@ func (p *Poller) flush() error {
 // checked.
 func (p *Poller) submit(s *sock, events uint32) error {
 	q := s.idle()
-	q.info = afdPollInfo{Timeout: math.MaxInt64, NumberOfHandles: 1, Handle: s.base, Events: events}
+	timeout := int64(noTimeout)
+	if s.recheck {
+		timeout = -int64(recheckAfter / 100)
+	}
+	q.info = afdPollInfo{Timeout: timeout, NumberOfHandles: 1, Handle: s.base, Events: events}
 	q.iosb = windows.IO_STATUS_BLOCK{Status: windows.STATUS_PENDING}
 	r, _, _ := procNtDeviceIoControl.Call(uintptr(p.afd), 0, 0,
 		uintptr(unsafe.Pointer(&q.iosb)), uintptr(unsafe.Pointer(&q.iosb)), ioctlAFDPoll,
@@ -311,7 +339,7 @@ func (p *Poller) submit(s *sock, events uint32) error {
 		uintptr(unsafe.Pointer(&q.info)), unsafe.Sizeof(q.info))
 	switch status := windows.NTStatus(r); status {
 	case windows.STATUS_SUCCESS, windows.STATUS_PENDING:
-		q.busy, s.cur, s.asked = true, q, events
+		q.busy, s.cur, s.asked, s.polled = true, q, events, true
 		p.inflight[uintptr(unsafe.Pointer(&q.iosb))] = q
 		return nil
 	case windows.STATUS_INVALID_HANDLE:
@@ -319,6 +347,13 @@ func (p *Poller) submit(s *sock, events uint32) error {
 		p.drop(s)
 		return status
 	default:
+		if s.polled {
+			// A socket the driver polled before was closed without
+			// Deregister and its handle value given to another object
+			// (a file, a pipe), which the driver refuses: as closed.
+			p.drop(s)
+			return windows.STATUS_INVALID_HANDLE
+		}
 		return status
 	}
 }
@@ -336,6 +371,13 @@ func (p *Poller) drop(s *sock) {
 	if p.socks[s.fd] == s {
 		delete(p.socks, s.fd)
 	}
+}
+
+// isDatagram says whether socket fd is a datagram socket (asked only when
+// one of its polls reported CONNECT_FAIL).
+func isDatagram(fd int) bool {
+	kind, err := windows.GetsockoptInt(windows.Handle(fd), windows.SOL_SOCKET, soType)
+	return err == nil && kind == windows.SOCK_DGRAM
 }
 
 func toAFD(in poll.Interest) uint32 {
@@ -452,12 +494,16 @@ func (p *Poller) complete(key uintptr) (poll.Token, poll.Interest) {
 		// callback finds out by trying (mio does the same).
 		e = afdConnectFail
 	case q.info.NumberOfHandles == 0:
+		// Timed out (a recheck poll) with nothing to report.
 	case q.info.Events&afdLocalClose != 0:
 		// Closed without Deregister: nothing left to watch.
 		p.drop(s)
 		return 0, 0
 	default:
 		e = q.info.Events
+		if e&afdConnectFail != 0 && !s.recheck && isDatagram(s.fd) {
+			s.recheck = true
+		}
 	}
 	p.queue(s)
 	return s.tok, fromAFD(e) & s.want

@@ -28,7 +28,7 @@ SOCKET is one, and so is what a file or pipe descriptor stands for):
 `Watched` is canary_windows.Canary there, the same filling over handle
 values (see that module for what a freed handle value is and how it is
 watched), and `Canary` is `Unwatched`, which fills nothing (see the end
-of this module for why).
+of this module for who uses which).
 """
 
 import contextlib
@@ -348,13 +348,16 @@ class Unwatched:
         pass
 
 
-# The canary the hostile machines' workers (host.py) and the transport
-# differential's (transport_diff/runner.py) use: on Windows the form over
-# handle values. The in-process harnesses (test_sock_ops_diff,
-# test_datagram_diff) keep Unwatched there: a canary socket on a freed
-# value turns asyncio's stale select() registration (its WSAENOTSOCK
-# case, docs/compatibility.md "Windows") into readiness of the canary's,
-# and their programs differ where that case would be named.
+# The canary the hostile machines' workers (host.py), the transport
+# differential's (transport_diff/runner.py), test_datagram_diff and
+# test_sock_ops_diff (on Windows only with ZL_SOCK_OPS_CANARY=1, its
+# WATCHED) use: on Windows the form over handle values. A
+# canary socket on a freed value turns asyncio's stale select()
+# registration there (its WSAENOTSOCK case, docs/compatibility.md
+# "Windows") into readiness of the canary's, which test_sock_ops_diff
+# names by the sockops machine's predicate. `Canary` (test_pipe_diff,
+# test_tls_diff, test_files_diff: of those only test_files_diff runs
+# under Wine, unwatched) is Unwatched there.
 Watched = Canary
 if sys.platform == "win32":
     from .canary_windows import Canary as Watched  # noqa: F401
