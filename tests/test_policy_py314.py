@@ -97,6 +97,14 @@ SIMULATE_314 = textwrap.dedent(
         module.__class__ = Recorder
 
     warnings.simplefilter("error")
+    # but CPython's own warning on a free-threaded build, when the engine's
+    # load turns the GIL on (docs/architecture.md, "Free-threaded builds")
+    warnings.filterwarnings(
+        "ignore",
+        r"The global interpreter lock \\(GIL\\) has been enabled "
+        r"to load module 'zloopgo\\._engine'",
+        RuntimeWarning,
+    )
 
     # The deprecations bite: these warn (as errors) from outside asyncio ...
     for attempt in (
