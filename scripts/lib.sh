@@ -54,13 +54,14 @@ zl_rotated_python() {
 }
 
 # zl_venv PYTHON PACKAGES...: prints the path of a virtualenv for PYTHON
-# (.venv-X.Y in the checkout; .venv-MACHINE-X.Y on a machine other than
-# x86_64, such as scripts/arm64's aarch64 root, which shares the checkout)
-# with zloopgo installed editable and PACKAGES from PyPI.
+# (.venv-X.Y in the checkout, .venv-X.Yt for a free-threaded build;
+# .venv-MACHINE-X.Y on a machine other than x86_64, such as scripts/arm64's
+# aarch64 root, which shares the checkout) with zloopgo installed editable
+# and PACKAGES from PyPI.
 zl_venv() {
     local py=$1; shift
     local ver dir
-    ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    ver=$("$py" -c 'import sys; print("%d.%d%s" % (*sys.version_info[:2], "t" if "t" in sys.abiflags else ""))')
     dir=".venv-$(zl_machine_tag)$ver"
     if [ ! -x "$dir/bin/python" ]; then
         "$py" -m venv "$dir" >&2

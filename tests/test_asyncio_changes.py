@@ -10,8 +10,9 @@ expectation:
 - 3.14: the per-thread task lists of _asyncio (all_tasks and
   current_task asked from another thread, a task left by a finished
   thread) and its C Task and Future;
-- free-threaded builds: refused with a message, at build and at import;
-  the engine declares with Py_mod_gil (3.13+) that it uses the GIL.
+- free-threaded builds: the engine declares with Py_mod_gil (3.13+) that
+  it uses the GIL, so they run it with the GIL on; the import refuses the
+  GIL forced off (PYTHON_GIL=0), and the build refuses one on Windows.
 
 The policy deprecations of 3.14 are tests/test_policy_py314.py's.
 """
@@ -25,6 +26,7 @@ import os
 import re
 import subprocess
 import sys
+import sysconfig
 import textwrap
 import threading
 from pathlib import Path
@@ -670,24 +672,98 @@ def test_current_task_in_callbacks_and_eager_tasks(loop):
 # ---- free-threaded builds ----------------------------------------------------
 
 
-def test_import_refuses_a_free_threaded_build():
-    code = "import sys; sys.abiflags = sys.abiflags + 't'; import zloopgo"
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
+FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+needs_free_threaded = pytest.mark.skipif(
+    not FREE_THREADED, reason="needs a free-threaded CPython (scripts/ftpython makes one)"
+)
+# CPython's own warning when a module that declares Py_MOD_GIL_USED loads
+GIL_ENABLED_WARNING = (
+    "RuntimeWarning: The global interpreter lock (GIL) has been enabled to load "
+    "module 'zloopgo._engine'"
+)
+
+
+def run_clean(args):
+    """sys.executable with ARGS in an environment of its own: no PYTHON*
+    variable the test run was started with (PYTHON_GIL, PYTHONWARNINGS)."""
+    return subprocess.run(
+        [sys.executable, *args],
         check=False,
         capture_output=True,
         text=True,
         timeout=60,
         cwd=ROOT,
-        env={k: v for k, v in os.environ.items() if not k.startswith("PYTHON")},
+        env={"PATH": os.defpath},
     )
+
+
+def test_import_refuses_the_gil_forced_off_faked():
+    # On any build: sys.flags as a free-threaded CPython started with
+    # PYTHON_GIL=0 shows it (gil 0). The real one: below.
+    code = (
+        "import sys, types; "
+        "sys.flags = types.SimpleNamespace(**{n: getattr(sys.flags, n) for n in dir(sys.flags)"
+        " if not n.startswith('_') and n not in ('count', 'index')} | {'gil': 0}); "
+        "import zloopgo"
+    )
+    proc = run_clean(["-c", code])
     assert proc.returncode != 0
-    assert "ImportError: zloopgo does not support free-threaded CPython" in proc.stderr
+    assert "ImportError: zloopgo cannot run with the GIL forced off" in proc.stderr
+    assert "PYTHON_GIL=0" in proc.stderr
     assert_names_the_free_threaded_section(proc.stderr)
 
 
+@needs_free_threaded
+@pytest.mark.parametrize("forced_off", [["-X", "gil=0"], ["PYTHON_GIL=0"]], ids=["X", "env"])
+def test_import_refuses_the_gil_forced_off(forced_off):
+    # A real free-threaded CPython with the GIL kept off: the import fails
+    # before anything loads the engine.
+    code = "import sys; import zloopgo"
+    if forced_off[0] == "-X":
+        proc = run_clean([*forced_off, "-c", code])
+    else:
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+            env={"PATH": os.defpath, "PYTHON_GIL": "0"},
+        )
+    assert proc.returncode != 0
+    assert "ImportError: zloopgo cannot run with the GIL forced off" in proc.stderr
+    assert "PYTHON_GIL=0" in proc.stderr
+    assert_names_the_free_threaded_section(proc.stderr)
+
+
+@needs_free_threaded
+def test_a_free_threaded_build_runs_with_the_gil_on():
+    # The GIL is off until the engine loads (the first loop), then on, with
+    # CPython's warning; the loop runs a task and a thread's call.
+    code = textwrap.dedent(
+        """
+        import asyncio, sys, threading, zloopgo
+        before = sys._is_gil_enabled()
+
+        async def main():
+            loop = asyncio.get_running_loop()
+            done = asyncio.Event()
+            threading.Thread(target=loop.call_soon_threadsafe, args=(done.set,)).start()
+            await done.wait()
+            return type(loop).__module__
+
+        print(before, zloopgo.run(main()), sys._is_gil_enabled())
+        """
+    )
+    proc = run_clean(["-c", code])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "zloopgo._loop", "True"]
+    assert GIL_ENABLED_WARNING in proc.stderr
+
+
 def assert_names_the_free_threaded_section(message):
-    """The refusal points to a section that exists, so that it cannot go
+    """The message points to a section that exists, so that it cannot go
     stale when the docs move."""
     assert f"docs/architecture.md, '{FREE_THREADED_SECTION}'" in message
     headings = (ROOT / "docs" / "architecture.md").read_text().splitlines()
@@ -697,19 +773,22 @@ def assert_names_the_free_threaded_section(message):
 FREE_THREADED_SECTION = "Free-threaded builds: what is still missing"
 
 
-def test_build_refuses_a_free_threaded_build():
-    # setup.py's refuse_free_threaded, run alone against a sysconfig that
-    # reports a free-threaded build, and called first by the build command.
+def test_build_refuses_a_free_threaded_build_on_windows_only():
+    # setup.py's refuse_free_threaded_windows, run alone against a sys and a
+    # sysconfig that report each platform and build, and called first by
+    # the build command.
     tree = ast.parse((ROOT / "setup.py").read_text())
     (fn,) = [
-        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "refuse_free_threaded"
+        n
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef) and n.name == "refuse_free_threaded_windows"
     ]
     (build,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "GoBuildExt"]
     (method,) = [
         n for n in build.body if isinstance(n, ast.FunctionDef) and n.name == "build_extension"
     ]
     first = method.body[0]
-    assert isinstance(first, ast.Expr) and ast.unparse(first) == "refuse_free_threaded()"
+    assert isinstance(first, ast.Expr) and ast.unparse(first) == "refuse_free_threaded_windows()"
 
     class Sysconfig:
         def __init__(self, gil_disabled):
@@ -718,15 +797,24 @@ def test_build_refuses_a_free_threaded_build():
         def get_config_var(self, name):
             return self.gil_disabled if name == "Py_GIL_DISABLED" else None
 
-    ns = {"sys": sys}
+    class Sys:
+        def __init__(self, platform):
+            self.platform = platform
+            self.exit = sys.exit
+
+    ns = {}
     exec(compile(ast.Module(body=[fn], type_ignores=[]), "setup.py", "exec"), ns)
-    for default in (None, 0):
-        ns["sysconfig"] = Sysconfig(default)
-        ns["refuse_free_threaded"]()  # a GIL build goes on
-    ns["sysconfig"] = Sysconfig(1)
+    for platform in ("linux", "darwin", "win32"):
+        for default in (None, 0):
+            ns["sys"], ns["sysconfig"] = Sys(platform), Sysconfig(default)
+            ns["refuse_free_threaded_windows"]()  # a GIL build goes on
+    for platform in ("linux", "darwin"):
+        ns["sys"], ns["sysconfig"] = Sys(platform), Sysconfig(1)
+        ns["refuse_free_threaded_windows"]()  # so does a free-threaded one
+    ns["sys"], ns["sysconfig"] = Sys("win32"), Sysconfig(1)
     with pytest.raises(SystemExit) as stop:
-        ns["refuse_free_threaded"]()
-    assert "free-threaded" in str(stop.value.code)
+        ns["refuse_free_threaded_windows"]()
+    assert "free-threaded" in str(stop.value.code) and "Windows" in str(stop.value.code)
     assert_names_the_free_threaded_section(str(stop.value.code))
 
 
@@ -741,9 +829,21 @@ def test_the_engine_declares_that_it_uses_the_gil():
     class Slot(ctypes.Structure):
         _fields_ = [("slot", ctypes.c_int), ("value", ctypes.c_void_p)]
 
-    class ModuleDef(ctypes.Structure):  # a default build's PyModuleDef
+    if FREE_THREADED:  # PyObject_HEAD: a thread id, flags, a lock, two counts
+        head = [
+            ("ob_tid", ctypes.c_size_t),
+            ("ob_flags", ctypes.c_uint16),
+            ("ob_mutex", ctypes.c_uint8),
+            ("ob_gc_bits", ctypes.c_uint8),
+            ("ob_ref_local", ctypes.c_uint32),
+            ("ob_ref_shared", ctypes.c_ssize_t),
+        ]
+    else:
+        head = [("ob_refcnt", ctypes.c_ssize_t)]
+
+    class ModuleDef(ctypes.Structure):  # this build's PyModuleDef
         _fields_ = [
-            ("ob_refcnt", ctypes.c_ssize_t),
+            *head,
             ("ob_type", ctypes.c_void_p),
             ("m_init", ctypes.c_void_p),
             ("m_index", ctypes.c_ssize_t),

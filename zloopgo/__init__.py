@@ -34,14 +34,22 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-# A free-threaded build ("t" in its ABI flags) runs C extensions without the
-# GIL, which the adapter relies on throughout (docs/architecture.md, "Free-threaded builds").
-if "t" in getattr(sys, "abiflags", ""):
+# A free-threaded build (3.13t+) runs zloopgo with the GIL on: the engine
+# declares Py_MOD_GIL_USED, so the interpreter turns the GIL on when the
+# engine loads (with CPython's RuntimeWarning saying so). PYTHON_GIL=0 or
+# -X gil=0 keeps it off even then (sys.flags.gil is 0; None by default on a
+# free-threaded build, 1 on a GIL build), and the adapter is not safe without
+# it (docs/architecture.md, "Free-threaded builds: what is still missing").
+# Checked here, before anything loads the engine: importing this package
+# does not start the Go runtime (above).
+if getattr(sys.flags, "gil", 1) == 0:
     raise ImportError(
-        "zloopgo does not support free-threaded CPython builds (this is "
-        f"{sys.version.split()[0]} with ABI flags {sys.abiflags!r}): its C adapter "
-        "relies on the GIL. Use a default (GIL) build; docs/architecture.md, "
-        "'Free-threaded builds: what is still missing', lists what stands in the way."
+        "zloopgo cannot run with the GIL forced off: this free-threaded CPython "
+        f"{sys.version.split()[0]} was started with PYTHON_GIL=0 or -X gil=0, which "
+        "keeps the GIL off even for zloopgo's C adapter, which needs it (it declares "
+        "Py_MOD_GIL_USED). Run without PYTHON_GIL=0 and -X gil=0: the GIL then comes "
+        "on when the engine loads. docs/architecture.md, 'Free-threaded builds: what "
+        "is still missing', lists what running without the GIL needs."
     )
 
 __all__ = [

@@ -57,6 +57,7 @@ file's bytes are not compared. Every other task's outcome and file's bytes are.
 
 import asyncio
 import concurrent.futures
+import errno
 import hashlib
 import os
 import shutil
@@ -474,7 +475,20 @@ class FilesHost(Host):
             blocker, self.blocker = self.blocker, None
             self.run_until(blocker)
             return "unblocked"
-        w = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK)
+        # The blocker's worker may not have reached its open() yet (block()
+        # gives it a few loop rounds, which a loaded machine can outlast):
+        # until a reader has the FIFO open, a writer's non-blocking open
+        # fails with ENXIO, so wait for it rather than fail the harness.
+        for _ in range(5000):
+            try:
+                w = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError as e:
+                if e.errno != errno.ENXIO or self.blocker.done():
+                    raise
+            self.run_until(asyncio.sleep(0.002))
+        else:
+            raise TimeoutError("the blocker never opened its FIFO")
         os.close(w)
         blocker, self.blocker = self.blocker, None
         f = self.run_until(blocker)
