@@ -107,28 +107,7 @@ zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
             return NULL;
         }
     }
-    for (Py_ssize_t i = 0; i < nargs; i++)
-        h->args[i] = Py_NewRef(args[i]);
-    h->nargs = (int32_t)nargs;
-    h->callback = Py_NewRef(callback);
-    h->loop = (zl_loop *)Py_NewRef((PyObject *)loop);
-    if (context == NULL || context == Py_None) {
-        /* the current context as of now, shared with other handles
-         * scheduled in the same one (capi/context.c) */
-        h->context = zl_context_snapshot(loop);
-        if (h->context == NULL) {
-            Py_DECREF(h);
-            return NULL;
-        }
-        h->context_snapshot = 1;
-    } else {
-        h->context = Py_NewRef(context);
-    }
-    /* A handle going to the ready queue or a timer slot stays off the
-     * collector's lists while it waits there (see zl_handle_release). */
-    if (!pending)
-        PyObject_GC_Track(h);
-    return h;
+    return zl_handle_fill(loop, h, callback, args, nargs, context, pending);
 }
 
 int zl_visit_pending(zl_handle *h, visitproc visit, void *arg)

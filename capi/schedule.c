@@ -16,31 +16,39 @@
 
 /* ---- scheduling ---- */
 
+/* Whether kwnames, a keyword tuple other than the one last seen, is
+ * ("context",): it is the one remembered then. */
+static __attribute__((noinline)) int context_keyword(zl_loop *L, PyObject *kwnames)
+{
+    if (PyTuple_GET_SIZE(kwnames) != 1)
+        return 0;
+    PyObject *name = PyTuple_GET_ITEM(kwnames, 0);
+    if (name != L->state->names.context &&
+        (!PyUnicode_Check(name) || PyUnicode_Compare(name, L->state->names.context) != 0))
+        return 0;
+    Py_XSETREF(L->context_kwnames, Py_NewRef(kwnames));
+    return 1;
+}
+
 /* The call_* methods' arguments, when they come in the shape the adapter
  * binds itself: at least `required` positional ones (the callback and,
  * for call_later and call_at, the delay or deadline before it) and no
  * keyword but `context`. 1 then, with *context the keyword's value or
- * NULL; 0 for any other shape, which bind_as_asyncio binds. */
-static int parse_call(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-                      Py_ssize_t required, PyObject **context)
+ * NULL; 0 for any other shape, which bind_as_asyncio binds. Inline in
+ * each method, with the keyword tuple's look by identity: every Task
+ * step is scheduled with context=, by a caller that passes the same
+ * keyword tuple each time (3.14's C Task builds it once, its string not
+ * interned), and needs no comparison. */
+ZL_ALWAYS_INLINE int parse_call(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames, Py_ssize_t required, PyObject **context)
 {
     *context = NULL;
     if (nargs < required)
         return 0;
     if (kwnames == NULL)
         return 1;
-    /* Every Task step is scheduled with context=, by a caller that passes
-     * the same keyword tuple each time (3.14's C Task builds it once, its
-     * string not interned): known by identity, it needs no comparison. */
-    if (kwnames != L->context_kwnames) {
-        if (PyTuple_GET_SIZE(kwnames) != 1)
-            return 0;
-        PyObject *name = PyTuple_GET_ITEM(kwnames, 0);
-        if (name != L->state->names.context &&
-            (!PyUnicode_Check(name) || PyUnicode_Compare(name, L->state->names.context) != 0))
-            return 0;
-        Py_XSETREF(L->context_kwnames, Py_NewRef(kwnames));
-    }
+    if (kwnames != L->context_kwnames && !context_keyword(L, kwnames))
+        return 0;
     *context = args[nargs];
     return 1;
 }
@@ -50,9 +58,11 @@ static int parse_call(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, PyObj
  * so that a missing or unexpected argument raises what asyncio's raises
  * (BaseEventLoop.call_soon() missing 1 required positional argument:
  * 'callback'), before any other check, and callback= or when= by keyword
- * are taken; it calls the method back in the shape parse_call takes. */
-static PyObject *bind_as_asyncio(zl_loop *L, PyObject *binder, PyObject *const *args,
-                                 Py_ssize_t nargs, PyObject *kwnames)
+ * are taken; it calls the method back in the shape parse_call takes.
+ * Never inlined: the methods' usual way then saves no register for it. */
+static __attribute__((noinline)) PyObject *bind_as_asyncio(zl_loop *L, PyObject *binder,
+                                                           PyObject *const *args, Py_ssize_t nargs,
+                                                           PyObject *kwnames)
 {
     PyObject *bind = PyObject_GetAttr((PyObject *)L, binder);
     if (bind == NULL)
@@ -111,8 +121,7 @@ static PyObject *schedule_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nar
     if ((L->closed || L->debug) && check_schedule(L, method, args[0], &traceback) < 0)
         return NULL;
     zl_pending_check(L);
-    zl_handle *h =
-        zl_handle_new(L, L->state->handle_type, args[0], args + 1, nargs - 1, context, 1);
+    zl_handle *h = zl_handle_new_soon(L, args[0], args + 1, nargs - 1, context);
     if (h == NULL) {
         Py_XDECREF(traceback);
         return NULL;

@@ -743,6 +743,57 @@ int zl_handle_lock_release(PyObject *lock);
  * the collector's lists; else it is tracked at once. */
 zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
                          PyObject *const *args, Py_ssize_t nargs, PyObject *context, int pending);
+/* The rest of zl_handle_new once h's memory is ready (h initialised as
+ * an object, zeroed from `loop` on, `args` pointing where its nargs
+ * arguments go): its call, its loop and its context, in that order. h, or
+ * NULL with the exception set (h released) if the context's snapshot
+ * failed. Inline: zl_handle_new_soon makes most handles with it. */
+ZL_ALWAYS_INLINE zl_handle *zl_handle_fill(zl_loop *L, zl_handle *h, PyObject *callback,
+                                           PyObject *const *args, Py_ssize_t nargs,
+                                           PyObject *context, int pending)
+{
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        h->args[i] = Py_NewRef(args[i]);
+    h->nargs = (int32_t)nargs;
+    h->callback = Py_NewRef(callback);
+    h->loop = (zl_loop *)Py_NewRef((PyObject *)L);
+    if (context == NULL || context == Py_None) {
+        /* the current context as of now, shared with other handles
+         * scheduled in the same one (capi/context.c) */
+        h->context = zl_context_snapshot(L);
+        if (h->context == NULL) {
+            Py_DECREF(h);
+            return NULL;
+        }
+        h->context_snapshot = 1;
+    } else {
+        h->context = Py_NewRef(context);
+    }
+    /* A handle going to the ready queue or a timer slot stays off the
+     * collector's lists while it waits there (see zl_handle_release). */
+    if (!pending)
+        PyObject_GC_Track(h);
+    return h;
+}
+/* zl_handle_new(L, L's Handle type, ..., pending), what call_soon makes:
+ * a handle from the loop's free list with its arguments inline is made
+ * here, inline in the caller, by zl_handle_new's steps for it (the call,
+ * the choice of a free list and the checks of the type and of the
+ * arguments' count are what this leaves out); any other by zl_handle_new. */
+ZL_ALWAYS_INLINE zl_handle *zl_handle_new_soon(zl_loop *L, PyObject *callback,
+                                               PyObject *const *args, Py_ssize_t nargs,
+                                               PyObject *context)
+{
+    zl_handle_pool *pool = &L->callbacks.handle_pool;
+    PyTypeObject *type = L->state->handle_type;
+    if (pool->n <= 0 || nargs > ZL_INLINE_ARGS)
+        return zl_handle_new(L, type, callback, args, nargs, context, 1);
+    zl_handle *h = pool->items[--pool->n];
+    (void)PyObject_Init((PyObject *)h, type);
+    memset(&h->loop, 0, sizeof(zl_handle) - offsetof(zl_handle, loop));
+    h->args = h->inline_args;
+    return zl_handle_fill(L, h, callback, args, nargs, context, 1);
+}
 /* Drops the ready queue's or a timer slot's reference. */
 void zl_handle_release(zl_handle *h);
 /* The handle's list of weak references: asyncio's Handle has one, in its
