@@ -77,6 +77,8 @@ def generate(rng):
 
 
 class PipesHost(Host):
+    steps_end_at_canary = True  # test_pipe_diff's run_program ends each step there
+
     def start(self):
         import test_pipe_diff as base
 
@@ -101,15 +103,6 @@ class PipesHost(Host):
             or "closed by peer" in text
             or "Fatal write error on pipe transport" in text
         )
-
-    def check_canary(self):
-        # test_pipe_diff's run_program ends each step here, with no
-        # end_step: collect first, as end_step does (pipes seed 26 program
-        # 56: a callback that raised stayed alive on asyncio through the
-        # cycle of Handle._run's frame, its __del__ a step later than on
-        # zloopgo)
-        self.collect_step()
-        super().check_canary()
 
     def run_op(self, op):
         try:

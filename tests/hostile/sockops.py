@@ -84,6 +84,8 @@ def generate(rng):
 
 
 class SockHost(Host):
+    steps_end_at_canary = True  # test_sock_ops_diff's run_program ends each step there
+
     def start(self):
         import test_sock_ops_diff as base
 
