@@ -252,13 +252,14 @@ zl_source_stamp() {
 }
 
 # zl_bench_venv PYTHON SRC PACKAGES...: prints the path of .venv-bench-X.Y
-# (in the checkout) with zloopgo installed from SRC as a copy, not editable
-# (so a rebuild of SRC during a run cannot change what is measured; it is
-# reinstalled when SRC's code changed) and PACKAGES from PyPI.
+# (.venv-bench-X.Yt for a free-threaded build; in the checkout) with
+# zloopgo installed from SRC as a copy, not editable (so a rebuild of SRC
+# during a run cannot change what is measured; it is reinstalled when
+# SRC's code changed) and PACKAGES from PyPI.
 zl_bench_venv() {
     local py=$1 src=$2; shift 2
     local ver dir want
-    ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    ver=$("$py" -c 'import sys; print("%d.%d%s" % (*sys.version_info[:2], "t" if "t" in sys.abiflags else ""))')
     dir=".venv-bench-$ver"
     if [ ! -x "$dir/bin/python" ]; then
         "$py" -m venv "$dir" >&2

@@ -5,6 +5,7 @@ with the raw samples as JSON, to bench-results/."""
 import argparse
 import os
 import sys
+import sysconfig
 import time
 
 from . import harness, report, samples, workloads
@@ -85,10 +86,19 @@ def parse(argv):
         metavar="WORKLOAD=N",
         help="size of one workload, not scaled (repeatable), e.g. --size stream_rtt=5000",
     )
+    p.add_argument(
+        "--free-threaded",
+        action="store_true",
+        help="seed 000's free-threaded table, on a free-threaded build: every loop with "
+        "PYTHON_GIL=0 but zloopgo (the GIL on, as its engine turns it on) and asyncio-gil "
+        "(asyncio with PYTHON_GIL=1); tables seed1 and seed2 unless --tables says",
+    )
     p.add_argument("--title", default="", help="heading of the report (e.g. the Python)")
     p.add_argument("--heading", default="##", help="Markdown heading level of the report")
     p.add_argument("--out", default=os.path.join(ROOT, "bench-results"))
     a = p.parse_args(argv)
+    if a.free_threaded and not sysconfig.get_config_var("Py_GIL_DISABLED"):
+        p.error(f"--free-threaded: {sys.executable} is not a free-threaded build")
     scale = a.scale or (0.1 if a.quick else 1.0)
     only = [w for w in a.workloads.split(",") if w]
     for w in only:
@@ -101,7 +111,10 @@ def parse(argv):
             p.error(f"bad --size {item!r}: want WORKLOAD=N")
         size[w] = int(n)
     chosen = [t for t in a.tables.split(",") if t] or [
-        t for t in TABLES if not (a.quick and t.startswith("gcon"))
+        t
+        for t in TABLES
+        if not (a.quick and t.startswith("gcon"))
+        and not (a.free_threaded and t not in ("seed1", "seed2"))
     ]
     for t in chosen:
         if t not in TABLES:
@@ -167,6 +180,15 @@ def parse(argv):
             "kind": "span",
         },
     }
+    if a.free_threaded:
+        for t in ("seed1", "seed2", "gcon1", "gcon2"):
+            specs[t]["title"] = specs[t]["title"].replace(
+                "Seed 000's table", "Seed 000's free-threaded table"
+            ) + (
+                f"; {sys.version.split()[0]} free-threaded, PYTHON_GIL=0 for every loop but "
+                "zloopgo, which runs with **the GIL on** (its engine turns it on when it loads; "
+                "it refuses PYTHON_GIL=0), and asyncio-gil, asyncio with PYTHON_GIL=1"
+            )
     tables = []
     for t in chosen:
         spec = dict(specs[t], id=t)
@@ -186,6 +208,7 @@ def parse(argv):
         "title": a.title,
         "heading": a.heading,
         "rounds": a.rounds,
+        "free_threaded": a.free_threaded,
     }, a.out
 
 
@@ -196,7 +219,9 @@ def main(argv):
         print(msg, file=sys.stderr, flush=True)
 
     load_start = loadavg()
-    payload, status, detail = harness.run_worker(["--provenance"], 120)
+    # zloopgo's build_info loads its engine: never with PYTHON_GIL=0
+    env = harness.gil_env(harness.ZL, config["free_threaded"])
+    payload, status, detail = harness.run_worker(["--provenance"], 120, env)
     prov = payload or {"packages": {}, "error": f"provenance worker {status}: {detail}"}
     prov["git"] = git_commit()
     prov["installs"] = samples.installs()

@@ -2,7 +2,9 @@
 core and to two, GC off as the seed runs it, then with the GC on, the span), each as warm-up rounds
 then measured rounds in which every workload runs once on every contender,
 each sample in a fresh interpreter, the contenders' order rotated from
-round to round. Failures of every kind are kept as results."""
+round to round. Failures of every kind are kept as results. On a
+free-threaded build (--free-threaded) the seed tables run as seed 000's
+free-threaded table, each contender with its PYTHON_GIL (FT_GIL)."""
 
 import json
 import os
@@ -15,7 +17,7 @@ import time
 
 from . import workloads
 from .samples import loadavg, rotate
-from .tables import summarize
+from .tables import ZL, summarize
 from .worker import FACTORIES, MARK
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -26,12 +28,37 @@ OPTIONAL = [n for n in FACTORIES if n not in REQUIRED]  # zloop, rloop, rsloop, 
 FLOOR_LOOP = "python"
 STRACE_SIZE = 2_000  # at most, round trips in the strace'd sample (minus one of 0)
 
+# The free-threaded table (a Py_GIL_DISABLED build, --free-threaded): the
+# PYTHON_GIL each contender's samples run with. Seed 000 runs every loop
+# with PYTHON_GIL=0, and so do the rivals here ("0", the default), but
+# zloopgo refuses PYTHON_GIL=0 at import (its adapter needs the GIL): it
+# runs as a user gets it, the variable unset (None), and its engine turns
+# the GIL on when the first loop loads it. asyncio-gil is asyncio again with
+# PYTHON_GIL=1, so that zloopgo's ratio can also be read against asyncio
+# with the GIL on, and asyncio's two rows show what the GIL costs. Each
+# sample records whether the GIL was on at its end; one that ran otherwise
+# than its row says is an error.
+FT_GIL = {"asyncio-gil": "1", ZL: None}
+FT_ONLY = ["asyncio-gil"]  # contenders of the free-threaded table alone
+
+
+def gil_env(loop, free_threaded):
+    """The environment a contender's worker gets on the free-threaded table
+    (None: the variable removed), else nothing."""
+    return {"PYTHON_GIL": FT_GIL.get(loop, "0")} if free_threaded else {}
+
+
+def gil_expected(loop):
+    """Whether the GIL is on in the free-threaded table's samples of loop."""
+    return FT_GIL.get(loop, "0") != "0"
+
 
 def run_worker(args, timeout, env_extra=None, prefix=()):
     """Runs the worker in a fresh interpreter. Returns (payload or None,
     status, detail): status is ok, timeout, crash or error."""
     env = dict(os.environ)
     env.update(env_extra or {})
+    env = {k: v for k, v in env.items() if v is not None}  # None: removed
     cmd = [*prefix, sys.executable, "-m", "benchmark.worker", *args]
     t0 = time.perf_counter()
     try:
@@ -63,9 +90,9 @@ def pin_prefix(cpus):
     return ["taskset", "-c", cpus] if cpus else []
 
 
-def sample(loop, wl, size, timeout, gc_off, pin=None):
+def sample(loop, wl, size, timeout, gc_off, pin=None, free_threaded=False):
     """One measured (or warm-up) sample: a dict that says what happened."""
-    env = {"ZL_BENCH_GC": "off" if gc_off else "on"}
+    env = {"ZL_BENCH_GC": "off" if gc_off else "on", **gil_env(loop, free_threaded)}
     payload, status, detail = run_worker(
         [loop, wl.name, str(size)], timeout, env, prefix=pin_prefix(pin)
     )
@@ -79,6 +106,7 @@ def sample(loop, wl, size, timeout, gc_off, pin=None):
             gc=payload["gc"],
             peak_rss_mib=payload.get("peak_rss_mib"),
             meter=payload.get("meter") or {},
+            gil=payload.get("gil"),
         )
     if status == "ok":
         expected = wl.expected(size)
@@ -93,6 +121,9 @@ def sample(loop, wl, size, timeout, gc_off, pin=None):
         elif payload["gc"] == gc_off:
             rec["status"] = "error"
             rec["why"] = "GC setting not as requested"
+        elif free_threaded and payload.get("gil") != gil_expected(loop):
+            rec["status"] = "error"
+            rec["why"] = f"the GIL was {'on' if payload.get('gil') else 'off'}, not as its row says"
     if rec["status"] == "ok":
         secs = payload["seconds"]
         if wl.metric == "rss":
@@ -152,20 +183,22 @@ def strace_available():
     return True, "strace -c -f"
 
 
-def strace_calls(loop, wl, size, timeout, pin):
+def strace_calls(loop, wl, size, timeout, pin, free_threaded=False):
     """System calls (every thread) of one untimed sample, or None and why."""
     with tempfile.NamedTemporaryFile("r", suffix=".strace") as out:
         prefix = [*pin_prefix(pin), "strace", "-f", "-c", "-o", out.name]
-        payload, status, detail = run_worker([loop, wl.name, str(size)], timeout, prefix=prefix)
+        payload, status, detail = run_worker(
+            [loop, wl.name, str(size)], timeout, gil_env(loop, free_threaded), prefix=prefix
+        )
         if status != "ok" or payload is None or payload["counter"] != wl.expected(size):
             return None, f"{status}: {_tail(detail.get('stderr'), 200)}"
         m = _STRACE_TOTAL.search(out.read())
         return (int(m.group(1)), "") if m else (None, "no total line in strace's summary")
 
 
-def probe(loop, timeout=60):
+def probe(loop, timeout=60, free_threaded=False):
     """Whether the loop can be made here: run_worker's (payload, status, detail)."""
-    return run_worker(["--probe", loop], timeout)
+    return run_worker(["--probe", loop], timeout, gil_env(loop, free_threaded))
 
 
 def _load1():
@@ -195,12 +228,15 @@ def run(config, log=print):
     def say(msg):
         log(f"[{time.time() - t_start:6.0f} s] {msg}")
 
+    ft = bool(config.get("free_threaded"))
+    required = REQUIRED + (FT_ONLY if ft else [])
+    names = REQUIRED[:1] + (FT_ONLY if ft else []) + REQUIRED[1:] + OPTIONAL
     contenders = []
     probes = {}
-    for loop in REQUIRED + OPTIONAL:
-        payload, status, detail = probe(loop)
+    for loop in names:
+        payload, status, detail = probe(loop, free_threaded=ft)
         probes[loop] = {"status": status, "payload": payload, **detail}
-        if status == "ok" or loop in REQUIRED:
+        if status == "ok" or loop in required:
             contenders.append(loop)
         if status != "ok":
             why = (detail.get("stderr") or "").strip().splitlines()[-1:] or [status]
@@ -231,7 +267,7 @@ def run(config, log=print):
             for wl in wls:
                 size = max(1, int(sizes[wl.name] * spec.get("warmup_scale", 1)))
                 for loop in order:
-                    rec = sample(loop, wl, size, timeout, spec["gc_off"], spec["pin"])
+                    rec = sample(loop, wl, size, timeout, spec["gc_off"], spec["pin"], ft)
                     rec["warmup"] = w
                     table["warmup_samples"].append(rec)
                     say(f"{spec['id']} warm-up {w + 1}: {wl.name} {loop} {rec['status']}")
@@ -242,7 +278,7 @@ def run(config, log=print):
                 if r >= rounds[wl.name]:
                     continue
                 for loop in order:
-                    rec = sample(loop, wl, sizes[wl.name], timeout, spec["gc_off"], spec["pin"])
+                    rec = sample(loop, wl, sizes[wl.name], timeout, spec["gc_off"], spec["pin"], ft)
                     rec["round"] = r
                     table["samples"].append(rec)
                     shown = _shown(wl, rec)
@@ -264,8 +300,9 @@ def run(config, log=print):
                 wl = workloads.WORKLOADS[name]
                 n = table["strace"]["size"]
                 for loop in contenders:
-                    full, why_full = strace_calls(loop, wl, n, max(timeout, 120), spec["pin"])
-                    empty, why_empty = strace_calls(loop, wl, 0, max(timeout, 120), spec["pin"])
+                    wait = max(timeout, 120)
+                    full, why_full = strace_calls(loop, wl, n, wait, spec["pin"], ft)
+                    empty, why_empty = strace_calls(loop, wl, 0, wait, spec["pin"], ft)
                     got = {"calls": full, "calls_0": empty}
                     if full is not None and empty is not None:
                         got["per_op"] = (full - empty) / n

@@ -70,11 +70,16 @@ def reason(python, peer, output):
     if newest in requires and not _satisfies(python, requires[newest]):
         return f"pip: {short}; {peer} {newest} requires Python {requires[newest]}"
     cp = "cp{}{}".format(*sys.version_info[:2]) if python == sys.executable else None
+    # a free-threaded interpreter takes only its own ABI's wheels (cp314t)
+    abi = cp + "t" if cp and "t" in sys.abiflags else None
     arch = platform.machine()
     mine = [
         t
         for t in wheels.get(newest, [])
-        if arch in t and "linux" in t and (cp is None or t.startswith(cp))
+        if arch in t
+        and "linux" in t
+        and (cp is None or t.startswith(cp))
+        and (abi is None or t.split("-")[1:2] == [abi])
     ]
     libc = " ".join(platform.libc_ver()) or "?"
     if mine:
@@ -83,7 +88,7 @@ def reason(python, peer, output):
             f"pip: {short}; {peer} {newest}'s Linux {arch} wheels are "
             f"{', '.join(need) or ', '.join(mine)} (this machine: {libc})"
         )
-    tags = sorted({t.split("-")[0] for t in wheels.get(newest, [])})
+    tags = sorted({"-".join(t.split("-")[: 2 if abi else 1]) for t in wheels.get(newest, [])})
     return f"pip: {short}; {peer} {newest} has wheels for {', '.join(tags)} only"
 
 

@@ -136,6 +136,8 @@ def render(results, provenance, heading="##"):
         )
         add("")
         headline(add, table, cells, contenders, peers, cfg)
+        if cfg.get("free_threaded"):
+            gil_lines(add, table, cells, contenders)
         if table.get("kind") == "seed":
             places(add, table, cells, contenders)
             seed_extras(add, table, cells, contenders, peers)
@@ -246,6 +248,34 @@ def places(add, table, cells, contenders):
         for line in tables.table(head, rows, align="llllll"):
             add(line)
         add("")
+
+
+def gil_lines(add, table, cells, contenders):
+    """The free-threaded table's GIL: what each contender's samples ran
+    with (recorded at each sample's end), and asyncio's two rows against
+    each other, which is what the GIL costs there."""
+    seen = {}
+    for s in table["samples"]:
+        if s.get("gil") is not None:
+            seen.setdefault(s["loop"], set()).add("on" if s["gil"] else "off")
+    add(
+        "The GIL during the measured samples (`sys._is_gil_enabled()` at each sample's end): "
+        + ", ".join(f"{c} {'/'.join(sorted(seen[c])) if c in seen else '?'}" for c in contenders)
+        + "."
+    )
+    if "asyncio" in contenders and "asyncio-gil" in contenders:
+        parts = []
+        for name in table["workloads"]:
+            off = cells[(name, "asyncio")].get("median")
+            on = cells[(name, "asyncio-gil")].get("median")
+            if off and on:
+                parts.append(f"{name} {on / off:.2f}x")
+        if parts:
+            add(
+                "What the GIL costs asyncio here (its median time with PYTHON_GIL=1 over its "
+                "median with PYTHON_GIL=0; > 1: slower with the GIL): " + ", ".join(parts) + "."
+            )
+    add("")
 
 
 def target_cells(name, wl, cells, contenders):

@@ -3,7 +3,8 @@ harness (seed 000's tables, GC off and on, the span), then on the
 network section(s) the echo matrices (bench_uvloop/run.py), the HTTP
 row, the application rows (benchmark/apps/), the file rows
 (benchmark/filebench.py) and the scaling rows (benchmark/scaling/: 1 and
-2 servers in interpreters and in processes); then one Markdown report
+2 servers in interpreters and in processes); with the part ft, seed 000's
+free-threaded table on the free-threaded section; then one Markdown report
 with a section per Python, the JSON of every part, and a PNG chart per
 section, all in bench-results/. A full run (every part, no --quick, no
 harness arguments) also rewrites the tables of docs/benchmarks.md and its
@@ -12,6 +13,7 @@ does that again from a run kept in bench-results/.
 
     python -m benchmark.suite --section 3.11=.venv-bench-3.11/bin/python \\
         --section 3.13=.venv-bench-3.13/bin/python --net 3.13 [--quick] [-- harness args]
+    python -m benchmark.suite --parts ft --ft-section 3.14t=.venv-bench-3.14t/bin/python
     python -m benchmark.suite --docs-from ../bench-results/run-YYYYMMDD-HHMMSS
 """
 
@@ -137,6 +139,37 @@ def write_docs(run_dir, docs=DOCS):
     return docs
 
 
+def free_threaded(minor, python, a, installs, run_dir, harness_args):
+    """The part ft: seed 000's free-threaded table (the harness with
+    --free-threaded) on the free-threaded Python: its report's lines and
+    its wall time. No chart: the seed tables' figures are in the report."""
+    tag = f"py{minor}"
+    env = dict(os.environ, ZL_BENCH_TAG=tag, ZL_BENCH_ZLOOPGO_SOURCE=a.zloopgo_source)
+    if minor in installs:
+        env["ZL_BENCH_INSTALLS"] = os.path.abspath(installs[minor])
+    version = subprocess.run(
+        [python, "-c", "import sys; print(sys.version.split()[0])"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    title = f"Free-threaded Python {version}"
+    cmd = [python, "-m", "benchmark", "--free-threaded", "--title", title, "--out", run_dir]
+    cmd += ["--heading", "###"] + (["--quick"] if a.quick else []) + harness_args
+    text, secs = run_part(
+        f"free-threaded harness on {version}",
+        cmd,
+        env,
+        SCRIPTS,
+        os.path.join(run_dir, f"{tag}-harness.md"),
+    )
+    sec = {"minor": minor, "python": python, "version": version, "chart": None}
+    sec["files"] = {"harness": latest(os.path.join(run_dir, f"bench-{tag}-*.json"))}
+    with open(os.path.join(run_dir, f"{tag}-section.json"), "w") as f:
+        json.dump(sec, f, indent=1)
+    return [f"## {title} (`{python}`)", "", text, ""], secs
+
+
 def latest(pattern):
     found = sorted(glob.glob(pattern), key=os.path.getmtime)
     return found[-1] if found else None
@@ -159,7 +192,13 @@ def main(argv):
     p.add_argument(
         "--parts",
         default="harness,echo,http,apps,files,scaling",
-        help="of harness,echo,http,apps,files,scaling",
+        help="of harness,echo,http,apps,files,scaling,ft",
+    )
+    p.add_argument(
+        "--ft-section",
+        default="",
+        metavar="X.Yt=PYTHON",
+        help="the free-threaded Python of the part ft (python -m benchmark --free-threaded)",
     )
     p.add_argument("--installs", default="", help="X.Y=peers.json,... from benchmark.peers")
     p.add_argument("--zloopgo-source", default="the checkout")
@@ -264,6 +303,13 @@ def main(argv):
         sec_path = os.path.join(run_dir, f"{tag}-section.json")  # the parts' JSON files
         with open(sec_path, "w") as f:
             json.dump(sec, f, indent=1)
+    if "ft" in parts and a.ft_section:
+        minor, python = a.ft_section.split("=", 1)
+        python = os.path.abspath(python)
+        sections.append((minor, python))
+        lines, secs = free_threaded(minor, python, a, installs, run_dir, harness_args)
+        report += lines
+        timing.append((f"free-threaded harness, Python {minor}", secs))
 
     head = [
         "# zloopgo benchmark",

@@ -6,7 +6,8 @@
 
 prints one line `BENCH-RESULT {json}` on stdout: the measured seconds, the
 counter and checks, the process's peak RSS and what the measured part
-cost in context switches and CPU time (getrusage). Set ZL_BENCH_GC=off to
+cost in context switches and CPU time (getrusage), and whether the GIL was
+on at its end (free-threaded builds). Set ZL_BENCH_GC=off to
 disable the cyclic GC in the sample (explanatory runs only).
 ZL_BENCH_FAULT=LOOP:WORKLOAD:{hang,crash,raise,miscount} injects a fault
 into matching samples, to check that the harness records failures.
@@ -46,7 +47,14 @@ FACTORIES = {
 }
 
 
+# The free-threaded table's second asyncio (benchmark/harness.py, FT_GIL):
+# the same loop, run with PYTHON_GIL=1, so that its row shows what the GIL
+# costs asyncio. Not a contender of the other tables.
+ALIASES = {"asyncio-gil": "asyncio"}
+
+
 def make_loop(name):
+    name = ALIASES.get(name, name)
     if name not in FACTORIES:
         raise SystemExit(f"unknown loop {name!r}")
     import importlib
@@ -75,7 +83,8 @@ def probe(name):
     loop.run_forever()
     kind = f"{type(loop).__module__}.{type(loop).__qualname__}"
     loop.close()
-    _emit({"loop": name, "class": kind, "version": _version(name) if name != "asyncio" else None})
+    dist = ALIASES.get(name, name)
+    _emit({"loop": name, "class": kind, "version": _version(dist) if dist != "asyncio" else None})
 
 
 def provenance():
@@ -137,8 +146,17 @@ def sample(loop_name, workload_name, size):
             "pid": os.getpid(),
             "peak_rss_mib": peak / 1024,  # ru_maxrss is in KiB on Linux
             "meter": workloads.METER,
+            "gil": gil_enabled(),
         }
     )
+
+
+def gil_enabled():
+    """Whether the GIL is on now (after the workload: zloopgo's engine turns
+    it on when the first loop loads it); always on before 3.13, which has no
+    sys._is_gil_enabled."""
+    is_enabled = getattr(sys, "_is_gil_enabled", None)
+    return True if is_enabled is None else is_enabled()
 
 
 def _inject(kind):

@@ -21,7 +21,10 @@ taken by sysmon, or the loop's yield), runtime.stoplockedm (the locked
 goroutine giving its thread's P up: the engine's yields) and runtime.startm
 (a thread woken or started). Needs perf with the syscalls tracepoints
 (root, or kernel.perf_event_paranoid <= -1), and root for the uprobes. It
-knows the loops only by the worker's names.
+knows the loops only by the worker's names. With --free-threaded (on a
+free-threaded build) each loop runs with the PYTHON_GIL of seed 000's
+free-threaded table (benchmark.harness.FT_GIL: 0, but zloopgo as its
+engine leaves it, the GIL on, and asyncio-gil, asyncio with the GIL on).
 """
 
 import argparse
@@ -31,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 
-from benchmark.harness import pin_prefix
+from benchmark.harness import gil_env, pin_prefix
 
 WAITS = ("epoll_wait", "epoll_pwait", "epoll_pwait2", "io_uring_enter")
 IO = WAITS + (
@@ -68,14 +71,15 @@ def parse_stat(text, events):
     return got
 
 
-def counts(loop, workload, size, pin, timeout, events):
+def counts(loop, workload, size, pin, timeout, events, free_threaded=False):
     """{event: count} for one worker run, or None with why (the worker's
     last line of stderr when it gave no result: perf writes to a file of
     its own, so that line is the worker's)."""
     with tempfile.NamedTemporaryFile("r", suffix=".perf") as stat:
         cmd = [*pin_prefix(pin), "perf", "stat", "-x,", "-o", stat.name, "-e", ",".join(events)]
         cmd += [sys.executable, "-m", "benchmark.worker", loop, workload, str(size)]
-        env = dict(os.environ, ZL_BENCH_GC="off")
+        env = dict(os.environ, ZL_BENCH_GC="off", **gil_env(loop, free_threaded))
+        env = {k: v for k, v in env.items() if v is not None}  # None: removed
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
         except subprocess.TimeoutExpired:
@@ -88,11 +92,11 @@ def counts(loop, workload, size, pin, timeout, events):
     return got, ""
 
 
-def per_1000(loop, workload, size, pin, timeout, events):
-    full, why = counts(loop, workload, size, pin, timeout, events)
+def per_1000(loop, workload, size, pin, timeout, events, free_threaded=False):
+    full, why = counts(loop, workload, size, pin, timeout, events, free_threaded)
     if full is None:
         return None, why
-    empty, why = counts(loop, workload, 0, pin, timeout, events)
+    empty, why = counts(loop, workload, 0, pin, timeout, events, free_threaded)
     if empty is None:
         return None, why
     return {e: (full[e] - empty[e]) * 1000 / size for e in events}, ""
@@ -146,6 +150,11 @@ def main(argv=None):
         action="store_true",
         help="also count the Go scheduler's functions in zloopgo's rows (uprobes; root)",
     )
+    p.add_argument(
+        "--free-threaded",
+        action="store_true",
+        help="each loop with its PYTHON_GIL of the free-threaded table (benchmark.harness)",
+    )
     args = p.parse_args(argv)
     if shutil.which("perf") is None:
         raise SystemExit("perf is not installed")
@@ -174,7 +183,9 @@ def table(args):
     for loop in [x for x in args.loops.split(",") if x]:
         events = row_events(loop, args.go_runtime)
         for where, pin in PINS.items():
-            got, why = per_1000(loop, args.workload, args.size, pin, args.timeout, events)
+            got, why = per_1000(
+                loop, args.workload, args.size, pin, args.timeout, events, args.free_threaded
+            )
             if got is None:
                 missing = " — |" if go else ""
                 print(f"| {loop} | {where} | — | — | — | — | {why} | — |{missing}")
