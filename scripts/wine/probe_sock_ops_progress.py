@@ -24,8 +24,22 @@ zloopgo's, is the machine's timing, not a loop's; one where every
 asyncio run agrees and every zloopgo run gives another is a loop's.
 
 Runs on the installed zloopgo (the Windows wheel under Wine; Linux
-too), importing tests/ beside this checkout. It knows nothing of what
-the test accepts: it only reruns and compares.
+too), importing tests/ beside this checkout (so the test's own masking
+of a TCP pair's progress, Direction, applies: the runs below were made
+before it). It knows nothing of what the test accepts: it only reruns
+and compares.
+
+Under Wine 8 (2026-12-07, the cp314 wheel at 8f94ee5, load 4 to 7),
+subclass program 34's recv(131071) at observation 34: with the canary
+it got 128,000, 128,512 or 129,024 bytes, asyncio's runs alone 1, 1
+and 4 of 6, zloopgo's 3, 1 and 2 of 6 in one probe (always 128,000 in
+three others); without the canary every run of both loops got
+128,000; with the sleep, every run of both 129,024. unix program 31's
+peer_recv (observation 14) got 104,352 or 128,928 with the canary on
+either loop's runs, 128,928 in every run with the sleep; tcp program
+16's sendall outcome varied on both loops with the canary and agreed
+without it. So it is loopback TCP's progress under Wine, which the
+steps' length moves, not zloopgo's (docs/compatibility.md, "Windows").
 """
 
 import os
