@@ -35,8 +35,9 @@ it got 128,000, 128,512 or 129,024 bytes, asyncio's runs alone 1, 1
 and 4 of 6, zloopgo's 3, 1 and 2 of 6 in one probe (always 128,000 in
 three others); without the canary every run of both loops got
 128,000; with the sleep, every run of both 129,024. unix program 31's
-peer_recv (observation 14) got 104,352 or 128,928 with the canary on
-either loop's runs, 128,928 in every run with the sleep; tcp program
+peer_recv (observation 14) got 104,352 with the canary in all 8 of
+zloopgo's runs and 6 of asyncio's 8, 128,928 in asyncio's other 2, and
+128,928 in every run of both with the sleep; tcp program
 16's sendall outcome varied on both loops with the canary and agreed
 without it. So it is loopback TCP's progress under Wine, which the
 steps' length moves, not zloopgo's (docs/compatibility.md, "Windows").
