@@ -13,6 +13,13 @@
 // error) is polled with a timeout from then on (recheckAfter): under Wine
 // no poll outstanding on it ever completes again (see recheckAfter).
 //
+// Each watched socket also has a close watch outstanding for as long as it
+// is registered: a poll for AFD_POLL_LOCAL_CLOSE alone (sock.watch). A
+// socket closed without Deregister while no readiness poll is out (its
+// last one reported, its callbacks running, the next not yet submitted)
+// is known closed by it, so that a socket that takes the same handle value
+// is never polled as the closed one's (see closedSince).
+//
 // It knows sockets (not pipes or files: AFD polls only sockets), opaque
 // 64-bit tokens (all but the one the contract reserves) and the two
 // readiness kinds of package poll; it knows nothing of timers, callbacks
@@ -112,10 +119,17 @@ type request struct {
 
 // sock is one watched socket. It has two requests so that a poll asking
 // for more kinds can start while the one it supersedes is still being
-// taken back (cancelled polls come back through the port, later).
+// taken back (cancelled polls come back through the port, later), and a
+// third, its close watch.
 type sock struct {
-	reqs   [2]request
-	cur    *request // the outstanding poll whose answer counts, if any
+	reqs [2]request
+	cur  *request // the outstanding poll whose answer counts, if any
+	// watch: the close watch, a poll for AFD_POLL_LOCAL_CLOSE alone,
+	// outstanding from Register until the socket is forgotten. A handle
+	// value names whichever object holds it now, but a poll is tied to the
+	// socket it was submitted for: the driver completes it when that
+	// socket is closed, whatever takes the value after.
+	watch  request
 	fd     int
 	base   windows.Handle
 	tok    poll.Token
@@ -219,18 +233,27 @@ func (p *Poller) Register(fd int, tok poll.Token, in poll.Interest) error {
 		return poll.ErrReservedToken
 	}
 	if s := p.socks[fd]; s != nil {
-		return p.Reregister(fd, tok, in)
+		if !p.closedSince(s) {
+			return p.Reregister(fd, tok, in)
+		}
+		// closed, and its value taken by the socket registered now
+		p.forget(s)
 	}
 	base, err := baseSocket(fd)
 	if err != nil {
 		return err
 	}
 	s := &sock{fd: fd, base: base, tok: tok, want: in}
-	s.reqs[0].s, s.reqs[1].s = s, s
+	s.reqs[0].s, s.reqs[1].s, s.watch.s = s, s, s
+	// The close watch first: it also refuses a handle that is no socket.
+	if err := p.start(&s.watch, s.base, afdLocalClose, noTimeout); err != nil {
+		return err
+	}
 	if in != 0 {
 		// Submitted now rather than at the next Wait so that a handle the
 		// driver refuses fails here, not every Wait after.
 		if err := p.submit(s, toAFD(in)); err != nil {
+			p.forget(s)
 			return err
 		}
 	}
@@ -239,14 +262,19 @@ func (p *Poller) Register(fd int, tok poll.Token, in poll.Interest) error {
 }
 
 // Reregister changes what fd is watched for. A socket this backend has
-// seen closed is an error, as on epoll and kqueue. Wake-ups carry no
-// token (a completion without a request), but the contract's reserved
-// one is refused here as on every backend.
+// seen closed is an error, as on epoll and kqueue, even when another
+// socket holds its value now (its close watch has come back). Wake-ups
+// carry no token (a completion without a request), but the contract's
+// reserved one is refused here as on every backend.
 func (p *Poller) Reregister(fd int, tok poll.Token, in poll.Interest) error {
 	if tok == poll.ReservedToken {
 		return poll.ErrReservedToken
 	}
 	s := p.socks[fd]
+	if s != nil && p.closedSince(s) {
+		p.forget(s)
+		s = nil
+	}
 	if s == nil {
 		return windows.ERROR_NOT_FOUND
 	}
@@ -259,16 +287,8 @@ func (p *Poller) Reregister(fd int, tok poll.Token, in poll.Interest) error {
 // and whatever it reports is dropped. An unknown or closed socket is not
 // an error.
 func (p *Poller) Deregister(fd int) error {
-	s := p.socks[fd]
-	if s == nil {
-		return nil
-	}
-	delete(p.socks, fd)
-	s.gone = true
-	for i := range s.reqs {
-		if s.reqs[i].busy {
-			p.cancel(&s.reqs[i])
-		}
+	if s := p.socks[fd]; s != nil {
+		p.forget(s)
 	}
 	return nil
 }
@@ -289,6 +309,12 @@ func (p *Poller) flush() error {
 		s.queued = false
 		p.updates[i] = nil
 		if s.gone {
+			continue
+		}
+		if p.closedSince(s) {
+			// Closed while no poll was out: its value may be another
+			// socket's now, which a poll submitted for it would watch.
+			p.forget(s)
 			continue
 		}
 		want := toAFD(s.want)
@@ -326,12 +352,37 @@ func (p *Poller) flush() error {
 // Its callers leave s a request idle: s has no current poll, or flush
 // checked.
 func (p *Poller) submit(s *sock, events uint32) error {
-	q := s.idle()
 	timeout := int64(noTimeout)
 	if s.recheck {
 		timeout = -int64(recheckAfter / 100)
 	}
-	q.info = afdPollInfo{Timeout: timeout, NumberOfHandles: 1, Handle: s.base, Events: events}
+	q := s.idle()
+	switch status := p.start(q, s.base, events, timeout); status {
+	case nil:
+		s.cur, s.asked, s.polled = q, events, true
+		return nil
+	case windows.STATUS_INVALID_HANDLE:
+		// Closed without Deregister: nothing left to watch.
+		p.forget(s)
+		return status
+	default:
+		if s.polled {
+			// A socket the driver polled before was closed without
+			// Deregister and its handle value given to another object
+			// (a file, a pipe), which the driver refuses: as closed.
+			// (Its close watch has come back too, unless the driver
+			// has not written it yet.)
+			p.forget(s)
+			return windows.STATUS_INVALID_HANDLE
+		}
+		return status
+	}
+}
+
+// start submits poll q of socket base for events, and returns nil or the
+// driver's refusal.
+func (p *Poller) start(q *request, base windows.Handle, events uint32, timeout int64) error {
+	q.info = afdPollInfo{Timeout: timeout, NumberOfHandles: 1, Handle: base, Events: events}
 	q.iosb = windows.IO_STATUS_BLOCK{Status: windows.STATUS_PENDING}
 	r, _, _ := procNtDeviceIoControl.Call(uintptr(p.afd), 0, 0,
 		uintptr(unsafe.Pointer(&q.iosb)), uintptr(unsafe.Pointer(&q.iosb)), ioctlAFDPoll,
@@ -339,23 +390,28 @@ func (p *Poller) submit(s *sock, events uint32) error {
 		uintptr(unsafe.Pointer(&q.info)), unsafe.Sizeof(q.info))
 	switch status := windows.NTStatus(r); status {
 	case windows.STATUS_SUCCESS, windows.STATUS_PENDING:
-		q.busy, s.cur, s.asked, s.polled = true, q, events, true
+		q.busy = true
 		p.inflight[uintptr(unsafe.Pointer(&q.iosb))] = q
 		return nil
-	case windows.STATUS_INVALID_HANDLE:
-		// Closed without Deregister: nothing left to watch.
-		p.drop(s)
-		return status
 	default:
-		if s.polled {
-			// A socket the driver polled before was closed without
-			// Deregister and its handle value given to another object
-			// (a file, a pipe), which the driver refuses: as closed.
-			p.drop(s)
-			return windows.STATUS_INVALID_HANDLE
-		}
 		return status
 	}
+}
+
+// closedSince says whether s was closed since it was registered: its close
+// watch has been answered with AFD_POLL_LOCAL_CLOSE, though its completion
+// may not have been dequeued yet. The driver completes the poll within the
+// close, writing the answer, then the status block.
+func (p *Poller) closedSince(s *sock) bool {
+	q := &s.watch
+	if !q.busy {
+		return false // dequeued: watched decided
+	}
+	status := atomic.LoadUint32((*uint32)(unsafe.Pointer(&q.iosb.Status)))
+	if windows.NTStatus(status) != windows.STATUS_SUCCESS {
+		return false
+	}
+	return atomic.LoadUint32(&q.info.Events)&afdLocalClose != 0
 }
 
 // cancel asks the driver to end poll q early; it still completes
@@ -365,11 +421,21 @@ func (p *Poller) cancel(q *request) {
 	procNtCancelIoFileEx.Call(uintptr(p.afd), uintptr(unsafe.Pointer(&q.iosb)), uintptr(unsafe.Pointer(&iosb)))
 }
 
-// drop forgets s as a watched socket (it was closed).
-func (p *Poller) drop(s *sock) {
+// forget stops watching s (deregistered or closed): its outstanding
+// polls, the close watch among them, are cancelled and whatever they
+// report is dropped.
+func (p *Poller) forget(s *sock) {
+	if s.gone {
+		return
+	}
 	s.gone = true
 	if p.socks[s.fd] == s {
 		delete(p.socks, s.fd)
+	}
+	for _, q := range []*request{&s.reqs[0], &s.reqs[1], &s.watch} {
+		if q.busy {
+			p.cancel(q)
+		}
 	}
 }
 
@@ -479,6 +545,10 @@ func (p *Poller) complete(key uintptr) (poll.Token, poll.Interest) {
 	delete(p.inflight, key)
 	q.busy = false
 	s := q.s
+	if q == &s.watch {
+		p.watched(s)
+		return 0, 0
+	}
 	if s.gone || q != s.cur {
 		return 0, 0 // dropped, or superseded by a poll asking for more
 	}
@@ -497,7 +567,7 @@ func (p *Poller) complete(key uintptr) (poll.Token, poll.Interest) {
 		// Timed out (a recheck poll) with nothing to report.
 	case q.info.Events&afdLocalClose != 0:
 		// Closed without Deregister: nothing left to watch.
-		p.drop(s)
+		p.forget(s)
 		return 0, 0
 	default:
 		e = q.info.Events
@@ -507,6 +577,21 @@ func (p *Poller) complete(key uintptr) (poll.Token, poll.Interest) {
 	}
 	p.queue(s)
 	return s.tok, fromAFD(e) & s.want
+}
+
+// watched takes s's close watch back. Cancelled, s was forgotten already;
+// answered with AFD_POLL_LOCAL_CLOSE, s was closed. Anything else (not
+// seen) starts the watch again, and a socket the driver no longer takes
+// is forgotten as closed.
+func (p *Poller) watched(s *sock) {
+	q := &s.watch
+	switch {
+	case s.gone:
+	case q.iosb.Status == windows.STATUS_SUCCESS && q.info.Events&afdLocalClose != 0:
+		p.forget(s)
+	case p.start(q, s.base, afdLocalClose, noTimeout) != nil:
+		p.forget(s)
+	}
 }
 
 // Wake posts a completion with no request; safe from any goroutine.

@@ -156,8 +156,14 @@ func drain(t *testing.T, s windows.Handle) string {
 // reported waits up to 5 s for an event of token tok.
 func reported(t *testing.T, p *Poller, tok poll.Token) bool {
 	t.Helper()
+	return reportedWithin(t, p, tok, 5*time.Second)
+}
+
+// reportedWithin waits up to d for an event of token tok.
+func reportedWithin(t *testing.T, p *Poller, tok poll.Token, d time.Duration) bool {
+	t.Helper()
 	var events [8]poll.Event
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
 		n, err := p.Wait(events[:], 100*time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
@@ -211,5 +217,104 @@ func TestAClosedSocketWhoseValueWasTakenIsDropped(t *testing.T) {
 	var events [8]poll.Event
 	if _, err := p.Wait(events[:], 0); err != nil {
 		t.Fatalf("Wait after the socket's close: %v", err)
+	}
+}
+
+// A watched socket closed without Deregister after its poll reported (so
+// no poll of it is out, as while the loop runs its callbacks), whose
+// handle value another socket takes before the next Wait, is not polled
+// as the closed one's: the new socket's readiness never reaches the
+// closed one's token, and Reregister calls it closed, as epoll does.
+// Before the close watch, the next Wait submitted the closed socket's
+// poll on the value and reported the new socket's datagram as its.
+func TestAClosedSocketWhoseValueAnotherSocketTookIsNotPolled(t *testing.T) {
+	for _, reregister := range []bool{false, true} {
+		name := "next Wait"
+		if reregister {
+			name = "Reregister first"
+		}
+		t.Run(name, func(t *testing.T) {
+			p, err := New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			closed := rawUDPSocket(t)
+			peer := udpSocket(t, nil)
+			const tok = 11
+			if err := p.Register(int(closed), tok, poll.Readable); err != nil {
+				t.Fatal(err)
+			}
+			sendTo(t, peer, closed, "to the first")
+			if !reported(t, p, tok) {
+				t.Fatal("no event for a readable socket")
+			}
+			windows.Closesocket(closed)
+			taker := socketOnValue(t, closed)
+			sendTo(t, peer, taker, "to the second")
+			if reregister {
+				err := p.Reregister(int(closed), tok, poll.Readable|poll.Writable)
+				if err == nil {
+					t.Fatal("Reregister of a closed socket's value, another socket's now, succeeded")
+				}
+				t.Logf("Reregister: %v", err)
+			}
+			if reportedWithin(t, p, tok, time.Second) {
+				t.Fatalf("socket %#x's readiness was reported for the closed socket on its value", taker)
+			}
+			if !reregister {
+				if err := p.Reregister(int(closed), tok, poll.Readable); err == nil {
+					t.Fatal("Reregister of a closed socket's value, another socket's now, succeeded")
+				}
+			}
+			// The datagram is there: registered as itself, the new socket
+			// is reported.
+			if err := p.Register(int(taker), tok+1, poll.Readable); err != nil {
+				t.Fatal(err)
+			}
+			if !reported(t, p, tok+1) {
+				t.Fatal("the new socket, registered, was not reported readable")
+			}
+		})
+	}
+}
+
+// rawUDPSocket is udpSocket without the close at the test's end: the
+// test closes it, and its value is another's after.
+func rawUDPSocket(t *testing.T) windows.Handle {
+	t.Helper()
+	s, err := windows.Socket(windows.AF_INET, windows.SOCK_DGRAM, windows.IPPROTO_UDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := windows.Bind(s, &windows.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		windows.Closesocket(s)
+		t.Fatal(err)
+	}
+	return s
+}
+
+// socketOnValue makes UDP sockets until one takes handle value v (Wine
+// and Windows hand a freed value out again, though another thread may
+// take it first), keeping the others open till the test's end.
+func socketOnValue(t *testing.T, v windows.Handle) windows.Handle {
+	t.Helper()
+	for range 64 {
+		if s := udpSocket(t, nil); s == v {
+			return s
+		}
+	}
+	t.Fatalf("no new socket took the closed socket's value %#x", v)
+	return 0
+}
+
+func sendTo(t *testing.T, from, to windows.Handle, what string) {
+	t.Helper()
+	addr, err := windows.Getsockname(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := windows.Sendto(from, []byte(what), 0, addr); err != nil {
+		t.Fatal(err)
 	}
 }

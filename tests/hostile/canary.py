@@ -350,8 +350,7 @@ class Unwatched:
 
 # The canary the hostile machines' workers (host.py), the transport
 # differential's (transport_diff/runner.py), test_datagram_diff and
-# test_sock_ops_diff (on Windows only with ZL_SOCK_OPS_CANARY=1, its
-# WATCHED) use: on Windows the form over handle values. A
+# test_sock_ops_diff use: on Windows the form over handle values. A
 # canary socket on a freed value turns asyncio's stale select()
 # registration there (its WSAENOTSOCK case, docs/compatibility.md
 # "Windows") into readiness of the canary's, which test_sock_ops_diff
