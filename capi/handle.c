@@ -11,9 +11,12 @@
  * Most call_soon handles are dropped by their caller before they run
  * (_asyncio's futures drop what call_soon returns at once): pending.c then
  * finds the handle alone, its queue entry takes its call, and the handle
- * is handed over (zl_handle_hand_over), marked so that its dealloc skips
- * what those conditions already ruled out (the collector's lists, weak
- * references, a call, a context, a debug record, another type). */
+ * is handed over (zl_handle_hand_over) and freed by the short way, which
+ * skips what those conditions already ruled out (the collector's lists,
+ * weak references, a call, a context, a debug record, another type):
+ * marked so for its dealloc, or, where the interpreter's _Py_Dealloc does
+ * nothing but call tp_dealloc (up to 3.12), freed by the hand-over
+ * itself. */
 #include "zl.h"
 
 /* Up to this many freed handles of each type are kept for reuse, by the
@@ -63,6 +66,7 @@ static void clear_call(zl_handle *h)
         memcpy(inline_copy, args, n * sizeof(PyObject *));
         args = inline_copy;
     }
+    memset(h->inline_args, 0, sizeof(h->inline_args)); /* NULL past nargs (zl.h) */
     h->args = h->inline_args;
     h->nargs = 0;
     for (Py_ssize_t i = n - 1; i >= 0; i--)
@@ -312,16 +316,37 @@ static void release_asyncio_slots(zl_handle *h)
  * asyncio's own member descriptors (handle.__class__.__mro__[1]._args
  * .__set__, say); one test for all of them keeps the common case short,
  * and small enough to be inlined where every handle passes. */
-static inline void clear_asyncio_slots(zl_handle *h)
+static inline int asyncio_slots_hold_any(const zl_handle *h)
 {
-    /* written out: gcc -O2 keeps a loop of seven for the first array */
+    /* Written out, one `or` from memory per slot: gcc -O2 keeps a loop of
+     * seven for the first array, and gcc 16 makes the expression a vector
+     * reduction twice as long (SSE loads, shuffles and a move back), which
+     * the empty asm after each term, a value it cannot see through, stops. */
     _Static_assert(ZL_ASYNCIO_HANDLE_SLOTS == 7 && ZL_ASYNCIO_TIMER_SLOTS == 2,
                    "one term per slot");
-    PyObject **s = h->asyncio_slots, **t = h->asyncio_timer_slots;
-    uintptr_t any = (uintptr_t)s[0] | (uintptr_t)s[1] | (uintptr_t)s[2] | (uintptr_t)s[3] |
-                    (uintptr_t)s[4] | (uintptr_t)s[5] | (uintptr_t)s[6] | (uintptr_t)t[0] |
-                    (uintptr_t)t[1];
-    if (any != 0)
+    PyObject *const *s = h->asyncio_slots, *const *t = h->asyncio_timer_slots;
+    uintptr_t any = 0;
+#define ZL_OR_SLOT(slot)          \
+    do {                          \
+        any |= (uintptr_t)(slot); \
+        __asm__("" : "+r"(any));  \
+    } while (0)
+    ZL_OR_SLOT(s[0]);
+    ZL_OR_SLOT(s[1]);
+    ZL_OR_SLOT(s[2]);
+    ZL_OR_SLOT(s[3]);
+    ZL_OR_SLOT(s[4]);
+    ZL_OR_SLOT(s[5]);
+    ZL_OR_SLOT(s[6]);
+    ZL_OR_SLOT(t[0]);
+#undef ZL_OR_SLOT
+    any |= (uintptr_t)t[1]; /* the last: its flags are the test */
+    return any != 0;
+}
+
+static inline void clear_asyncio_slots(zl_handle *h)
+{
+    if (asyncio_slots_hold_any(h))
         release_asyncio_slots(h);
 }
 
@@ -386,32 +411,50 @@ static inline void pool_or_free(zl_handle_pool *pool, zl_handle *h)
         Py_TYPE(h)->tp_free((PyObject *)h);
 }
 
-/* The dealloc of a handle whose call zl_handle_hand_over gave to a ready
- * entry: what holds_loop_only's way does, without the steps for what the
- * hand-over's conditions rule out. Never tracked (made pending, and alone
- * since), no weak reference (alone), its type the loop's Handle. Only
- * asyncio's slots may hold something (stored through asyncio's own member
- * descriptors while a program held it), whose release may run code: the
+/* free_handed_over's way when asyncio's slots hold something (stored
+ * through asyncio's own member descriptors while a program held the
+ * handle), whose release may run code, or its free list has no room: the
  * handle is not in the free list before they are released, and its loop
- * is released last. */
-static void free_handed_over(zl_handle *h)
+ * is released last. Apart, so that free_handed_over's usual way saves no
+ * register. */
+static __attribute__((noinline)) void free_handed_over_slowly(zl_handle *h)
 {
     PyTypeObject *type = Py_TYPE(h);
     zl_loop *L = h->loop;
     h->loop = NULL;
-    h->handed_over = 0;
     clear_asyncio_slots(h);
     pool_or_free(&L->callbacks.handle_pool, h);
     Py_DECREF(type);
     Py_DECREF(L);
 }
 
-void zl_handle_dealloc(zl_handle *h)
+/* The dealloc of a handle whose call zl_handle_hand_over gave to a ready
+ * entry: what holds_loop_only's way does, without the steps for what the
+ * hand-over's conditions rule out. Never tracked (made pending, and alone
+ * since), no weak reference (alone), its type the loop's Handle, its call
+ * the entry's: nothing to release but its type and its loop, and
+ * asyncio's slots if they hold something. Its fields are left for the
+ * next handle made from the free list to set (zl_handle_new_soon zeroes
+ * them). */
+ZL_ALWAYS_INLINE void free_handed_over(zl_handle *h)
 {
-    if (h->handed_over) {
-        free_handed_over(h);
+    zl_loop *L = h->loop;
+    zl_handle_pool *pool = &L->callbacks.handle_pool;
+    if (asyncio_slots_hold_any(h) || pool->n >= FREELIST_MAX || pool->items == NULL) {
+        free_handed_over_slowly(h);
         return;
     }
+    pool->items[pool->n++] = h; /* PyObject_Init takes a type reference again */
+    Py_DECREF(Py_TYPE(h));
+    Py_DECREF(L);
+}
+
+void zl_handle_free_handed_over(zl_handle *h) { free_handed_over(h); }
+
+/* The dealloc of any other handle (zl_handle_dealloc): a handle dropped
+ * by a program, run by the batch, a timer. */
+static __attribute__((noinline)) void dealloc_held(zl_handle *h)
+{
     PyObject_GC_UnTrack(h);
     if (*zl_handle_weakrefs(h) != NULL)
         PyObject_ClearWeakRefs((PyObject *)h);
@@ -432,6 +475,17 @@ void zl_handle_dealloc(zl_handle *h)
                  h);
     Py_DECREF(type); /* an instance of a heap type holds a reference to it */
     Py_XDECREF(L);
+}
+
+void zl_handle_dealloc(zl_handle *h)
+{
+#if !ZL_DEALLOC_IS_TP_DEALLOC /* else zl_handle_hand_over frees it itself */
+    if (h->handed_over) {     /* cleared when it is made again */
+        free_handed_over(h);
+        return;
+    }
+#endif
+    dealloc_held(h);
 }
 
 /* A handle the collector cleared (tp_clear) is one whose objects a Python

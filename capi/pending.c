@@ -52,8 +52,9 @@ void zl_pending_check(zl_loop *L)
     if (!zl_handle_alone(h)) {
         if (!PyObject_GC_IsTracked((PyObject *)h))
             PyObject_GC_Track(h);
-    } else if (L->pending.queued && h->nargs <= 1 && h->debug == NULL && !h->running &&
+    } else if (h->nargs <= 1 && h->debug == NULL && !h->running &&
                Py_TYPE(h) == L->state->handle_type) {
+        /* a Handle waits in the ready queue (a TimerHandle in a timer slot) */
         zl_ready_take_call(L, L->pending.pos, h);
     }
 }

@@ -135,7 +135,7 @@ static PyObject *schedule_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nar
         Py_DECREF(h);
         return NULL;
     }
-    zl_pending_note(L, h, pos, 1);
+    zl_pending_note(L, h, pos);
     return (PyObject *)h;
 }
 
@@ -554,7 +554,7 @@ static PyObject *schedule_at(zl_loop *L, PyObject *when_obj, double when, PyObje
         Py_DECREF(h);
         return NULL;
     }
-    zl_pending_note(L, &h->base, 0, 0); /* in a timer slot */
+    zl_pending_note(L, &h->base, 0); /* in a timer slot */
     if (pushed != NULL) { /* the timer stays held, as asyncio's on its heap; the call failed */
         zl_restore_exception(pushed);
         Py_DECREF(h);

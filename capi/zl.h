@@ -123,6 +123,8 @@ struct zl_handle_s {
     PyObject *callback; /* NULL once cancelled */
     PyObject *context;
     PyObject **args; /* points at inline_args or a PyMem block */
+    /* the arguments if they fit, then NULL up to the end: inline_args[0]
+     * is the one argument or NULL when nargs is 1 or 0 (zl_handle_hand_over) */
     PyObject *inline_args[ZL_INLINE_ARGS];
     zl_handle_debug *debug; /* NULL unless debug mode recorded something */
     int32_t nargs;
@@ -132,11 +134,12 @@ struct zl_handle_s {
      * callback and arguments each run holds itself (zl_handle_run). */
     uint16_t running;
     char cancelled;
-    char context_snapshot; /* context is a shared snapshot (capi/context.c) */
+    char context_snapshot; /* 1: context is a shared snapshot (capi/context.c); else 0 */
     char args_kept;        /* _args still reads as a tuple: the callback is going (clear_call) */
     /* its call went to a ready entry while it was alone, and the queue's
      * reference, its last, is being dropped (zl_handle_hand_over): its
-     * dealloc knows what it holds without looking */
+     * dealloc knows what it holds without looking (its callback, context
+     * and argument still name the call, whose references are the entry's) */
     char handed_over;
 };
 
@@ -356,8 +359,7 @@ static inline zl_module_state *zl_state_of_native(PyObject *self, zl_module_stat
  * (pending.c alone reads and writes it). */
 typedef struct {
     zl_handle *last;                /* NULL once looked at */
-    uint64_t pos;                   /* its position in the ready queue, if */
-    char queued;                    /* it waits there (not in a timer slot) */
+    uint64_t pos;                   /* its position in the ready queue, if it waits there */
     zl_loop *prev_live, *next_live; /* the list of its interpreter's live loops */
 } zl_pending;
 
@@ -375,8 +377,10 @@ typedef struct {
     uint32_t nargs; /* 0 or 1 */
 } zl_entry;
 
-#define ZL_ENTRY_HANDLE 1u
-#define ZL_ENTRY_SNAPSHOT 2u
+/* 1: a handle's context_snapshot (0 or 1) is its entry's flags as they are
+ * (zl_handle_hand_over) */
+#define ZL_ENTRY_SNAPSHOT 1u
+#define ZL_ENTRY_HANDLE 2u
 /* call(arg) as it is, in no context and not counted as a callback: a
  * runner that enters a context of its own for the callback it runs (3.14's
  * _ThreadSafeHandle behind schedule.c's runner). */
@@ -870,26 +874,46 @@ static inline int zl_is_threadsafe_runner(const zl_loop *L, PyObject *call)
 {
     return call != NULL && call == L->state->threadsafe.runner;
 }
+/* Whether the interpreter's _Py_Dealloc does nothing but call the type's
+ * tp_dealloc: up to 3.12 in a build without reference debugging, tracing
+ * or statistics. From 3.13 it tells a reference tracer (PyRefTracer) of
+ * the object's end first, and from 3.14 it also keeps the C stack
+ * (a trashcan), which a handle's freeing must go through. */
+#if PY_VERSION_HEX < 0x030D0000 && !defined(Py_REF_DEBUG) && !defined(Py_TRACE_REFS) && \
+    !defined(Py_STATS)
+#define ZL_DEALLOC_IS_TP_DEALLOC 1
+#else
+#define ZL_DEALLOC_IS_TP_DEALLOC 0
+#endif
+/* zl_handle_dealloc's way for a handle handed over (zl_handle_hand_over),
+ * its reference count 0: what releasing it leaves to do (handle.c). */
+void zl_handle_free_handed_over(zl_handle *h);
 /* h, alone (zl_handle_alone), never tracked, an exact Handle of its loop
- * with at most one argument, nothing debug mode recorded and no run in
- * progress, waits at entry e: its call moves into e and the queue's
- * reference, the last, is dropped; h goes back to its loop's free list by
- * zl_handle_dealloc's shortest way. Inline, with zl_ready_take_call, in
- * pending.c's look at the last handle made, which nearly every call_soon
- * takes: one call there instead of three. */
+ * with at most one argument (inline: args is inline_args), nothing debug
+ * mode recorded and no run in progress, waits at entry e: its call moves
+ * into e and the queue's reference, the last, is dropped; h goes back to
+ * its loop's free list by zl_handle_free_handed_over. Inline, with
+ * zl_ready_take_call, in pending.c's look at the last handle made, which
+ * nearly every call_soon takes: one call there instead of three. h's own
+ * fields are left as they are: nothing reads them again (the reference
+ * tracer of 3.13+, told of h's end, finds its call there, as asyncio's
+ * Handle has its own until it goes). */
 static inline void zl_handle_hand_over(zl_handle *h, zl_entry *e)
 {
+    _Static_assert(ZL_ENTRY_SNAPSHOT == 1, "context_snapshot is the flag");
     e->call = h->callback;
     e->nargs = (uint32_t)h->nargs;
-    e->arg = h->nargs == 1 ? h->args[0] : NULL;
+    e->arg = h->inline_args[0];
     e->context = h->context;
-    e->flags = h->context_snapshot ? ZL_ENTRY_SNAPSHOT : 0;
-    h->callback = NULL;
-    h->nargs = 0;
-    h->context = NULL;
-    h->context_snapshot = 0;
+    e->flags = (uint32_t)h->context_snapshot;
+#if ZL_DEALLOC_IS_TP_DEALLOC
+    /* Py_DECREF's way, its tp_dealloc's turn taken directly */
+    Py_SET_REFCNT(h, 0);
+    zl_handle_free_handed_over(h);
+#else
     h->handed_over = 1;
     Py_DECREF(h); /* the queue's, the last one: zl_handle_dealloc's short way */
+#endif
 }
 /* Handle.cancel(): -1 with the exception set when the repr asyncio takes
  * in debug mode raises (the handle is cancelled, its callback kept). */
@@ -1009,13 +1033,13 @@ int zl_entry_run_release(zl_loop *L, zl_entry *e);
  * (state->gc_hook); zl_pending_fini unhooks it when the module goes. */
 int zl_pending_init(PyObject *module, zl_module_state *state);
 void zl_pending_fini(zl_module_state *state);
-/* h was just made and waits in the ready queue at pos (queued) or in a
- * timer slot. Inline (every call_soon notes its handle); pending.c's. */
-static inline void zl_pending_note(zl_loop *L, zl_handle *h, uint64_t pos, int queued)
+/* h was just made and waits in the ready queue at pos, or (a TimerHandle,
+ * pos unused) in a timer slot. Inline (every call_soon notes its handle);
+ * pending.c's. */
+static inline void zl_pending_note(zl_loop *L, zl_handle *h, uint64_t pos)
 {
     L->pending.last = h;
     L->pending.pos = pos;
-    L->pending.queued = (char)queued;
 }
 /* h is about to be released by its slot: it is no longer the one to look at. */
 void zl_pending_forget(zl_loop *L, zl_handle *h);

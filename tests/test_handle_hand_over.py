@@ -283,6 +283,25 @@ def test_hand_over_when_the_free_list_is_full(loop, collect_often):
     ]
 
 
+def test_a_cancelled_handle_dropped_lets_go_of_its_argument_once(loop):
+    """A handle with one argument, cancelled (which lets go of the
+    argument) and then dropped while it is the last one made: on zloopgo
+    the next call_soon hands it over, and its entry must take no argument
+    from it (the hand-over reads the first inline argument, which cancel()
+    leaves NULL). The argument, still held here, keeps its count."""
+    seen = []
+    arg = ["the argument"]
+    before = sys.getrefcount(arg)
+    h = loop.call_soon(seen.append, arg)
+    h.cancel()
+    del h
+    loop.call_soon(seen.append, "next")  # looks at the cancelled one
+    run_once(loop)
+    run_once(loop)
+    assert seen == ["next"]
+    assert sys.getrefcount(arg) == before
+
+
 def make_here(loop, callback, arg):
     """A handle made here, and the line that made it."""
     return loop.call_soon(callback, arg), sys._getframe().f_lineno
