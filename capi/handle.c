@@ -76,7 +76,7 @@ zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
 {
     zl_handle *h;
     zl_handle_pool *pool = pool_of(loop, type);
-    if (pool->n > 0) {
+    if (pool->n > 0 && zl_pool_here(loop)) {
         h = pool->items[--pool->n];
         (void)PyObject_Init((PyObject *)h, type);
     } else {
@@ -401,7 +401,7 @@ static void free_handed_over(zl_handle *h)
     h->loop = NULL;
     h->handed_over = 0;
     clear_asyncio_slots(h);
-    pool_or_free(&L->callbacks.handle_pool, h);
+    pool_or_free(zl_pool_here(L) ? &L->callbacks.handle_pool : NULL, h);
     Py_DECREF(type);
     Py_DECREF(L);
 }
@@ -426,7 +426,9 @@ void zl_handle_dealloc(zl_handle *h)
         Py_XINCREF(L);
         type->tp_clear((PyObject *)h);
     }
-    pool_or_free(L != NULL && (type == L->state->handle_type || type == L->state->timer_handle_type)
+    pool_or_free(L != NULL &&
+                         (type == L->state->handle_type || type == L->state->timer_handle_type) &&
+                         zl_pool_here(L)
                      ? pool_of(L, type)
                      : NULL,
                  h);
@@ -487,6 +489,9 @@ static PyObject *handle_cancel_method(zl_handle *h, PyObject *unused)
 {
     if (zl_handle_is_cleared(h))
         return zl_handle_cleared_attribute(h, "_cancelled");
+    /* a run in progress on the loop's thread reads the call cancel() releases */
+    if (zl_check_owner(h->loop) < 0)
+        return NULL;
     if (zl_handle_cancel(h) < 0)
         return NULL;
     Py_RETURN_NONE;
@@ -503,6 +508,8 @@ static PyObject *handle_get_context(zl_handle *h, PyObject *unused)
 {
     if (zl_handle_is_cleared(h))
         return zl_handle_cleared_attribute(h, "_context");
+    if (zl_check_owner(h->loop) < 0) /* the loop's spare context may be taken */
+        return NULL;
     if (h->context == NULL)
         Py_RETURN_NONE;
     if (own_context(h->loop, &h->context, &h->context_snapshot) < 0)
@@ -520,6 +527,8 @@ static PyObject *handle_run_method(zl_handle *h, PyObject *unused)
 {
     if (zl_handle_is_cleared(h))
         return run_cleared(h);
+    if (zl_check_owner(h->loop) < 0)
+        return NULL;
     if (h->callback == NULL)
         return PyObject_CallOneArg(h->loop->state->asyncio_handle_run, (PyObject *)h);
     if (zl_handle_run(h) < 0)

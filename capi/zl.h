@@ -390,6 +390,20 @@ typedef struct {
     uint64_t popped; /* entries popped so far: the position of head */
 } zl_ready_queue;
 
+#ifdef Py_GIL_DISABLED
+/* Free-threaded builds only: entries that threads other than the running
+ * loop's queue (call_soon_threadsafe), moved into the ring by the loop's
+ * thread before its next push or batch (ready.c). `len` is written under
+ * `mutex` and read without it by the loop thread (a relaxed load: is
+ * there anything to move?). A GIL build has none of it: the GIL orders
+ * every push into the ring itself. */
+typedef struct {
+    PyMutex mutex;
+    zl_entry *items;
+    int64_t len, cap;
+} zl_inbox;
+#endif
+
 /* Timer slots (timers.c): zl_shared.slots and .new_timers are their
  * memory, shared with the engine; this is the rest. */
 typedef struct {
@@ -496,8 +510,11 @@ struct zl_loop {
     PyObject *debug_value;       /* what set_debug() was given, if not a bool (its truth: debug) */
     char closed;
     char debug;
-    char running;              /* inside _zl_run */
-    zl_ready_queue ready;      /* ready.c */
+    char running;         /* inside _zl_run */
+    zl_ready_queue ready; /* ready.c */
+#ifdef Py_GIL_DISABLED
+    zl_inbox inbox; /* ready.c: what other threads queue */
+#endif
     zl_timer_table timers;     /* timers.c */
     zl_pending pending;        /* pending.c */
     zl_callbacks callbacks;    /* handle.c */
@@ -539,6 +556,62 @@ static inline int zl_is_loop(PyObject *obj)
             return 1;
     return 0;
 }
+
+/* ---- Free-threaded builds: who may touch a loop ----
+ *
+ * docs/architecture.md, "Free-threaded builds", gives what replaces the
+ * GIL place by place; what is built of it is compiled only where
+ * Py_GIL_DISABLED is defined, or through the helpers below, which are a
+ * plain access or a constant in a GIL build, so that a GIL build keeps
+ * its behaviour and its instructions. */
+
+/* A word another thread reads or writes without a lock (a loop's
+ * run_tstate, its closed flag): a relaxed atomic access in a
+ * free-threaded build, a plain one where the GIL orders it. */
+#ifdef Py_GIL_DISABLED
+#define ZL_FT_LOAD(lvalue) __atomic_load_n(&(lvalue), __ATOMIC_RELAXED)
+#define ZL_FT_STORE(lvalue, v) __atomic_store_n(&(lvalue), (v), __ATOMIC_RELAXED)
+#else
+#define ZL_FT_LOAD(lvalue) (lvalue)
+#define ZL_FT_STORE(lvalue, v) ((lvalue) = (v))
+#endif
+
+#ifdef Py_GIL_DISABLED
+/* L runs on the calling thread. */
+static inline int zl_running_here(const zl_loop *L)
+{
+    return ZL_FT_LOAD(L->run_tstate) == PyThreadState_GetUnchecked();
+}
+/* The calling thread may touch what the table gives per-loop ownership:
+ * L is not running, or runs on this thread. */
+static inline int zl_owned_here(const zl_loop *L)
+{
+    PyThreadState *runner = ZL_FT_LOAD(L->run_tstate);
+    return runner == NULL || runner == PyThreadState_GetUnchecked();
+}
+/* -1 with the RuntimeError asyncio's debug mode raises for a method
+ * called off the loop's thread (util.c). */
+int zl_refuse_foreign_thread(void);
+#endif
+
+/* Per-loop ownership, enforced: 0, or in a free-threaded build -1 with
+ * RuntimeError when L runs on another thread. The entry points that
+ * reach a structure only the loop's thread may touch call it (schedule.c,
+ * fds.c, handle.c, timer_handle.c, the transports' writes); without the
+ * GIL, such a call from another thread would corrupt C memory where
+ * asyncio's own would only race (docs/compatibility.md). A GIL build
+ * checks nothing: the GIL keeps the race a logic one, as in asyncio; the
+ * check is a constant there, which the compiler drops before it weighs
+ * the caller (an inline function that returns 0 changed gcc's layout of
+ * call_soon). */
+#ifdef Py_GIL_DISABLED
+static inline int zl_check_owner(const zl_loop *L)
+{
+    return zl_owned_here(L) ? 0 : zl_refuse_foreign_thread();
+}
+#else
+#define zl_check_owner(L) 0
+#endif
 
 /* ==== Foundations ==== */
 
@@ -739,6 +812,14 @@ int zl_handle_lock_acquire(PyObject *lock);
 int zl_handle_lock_release(PyObject *lock);
 
 /* capi/handle.c */
+/* The loop's free lists of handles may be used by the calling thread: in
+ * a free-threaded build only the running loop's own (a handle's dealloc
+ * runs on whichever thread drops it last), in a GIL build any. */
+#ifdef Py_GIL_DISABLED
+#define zl_pool_here(L) zl_running_here(L)
+#else
+#define zl_pool_here(L) 1 /* a constant, as zl_check_owner's */
+#endif
 /* pending: it goes to the ready queue or a timer slot, which hold it off
  * the collector's lists; else it is tracked at once. */
 zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
@@ -786,7 +867,7 @@ ZL_ALWAYS_INLINE zl_handle *zl_handle_new_soon(zl_loop *L, PyObject *callback,
 {
     zl_handle_pool *pool = &L->callbacks.handle_pool;
     PyTypeObject *type = L->state->handle_type;
-    if (pool->n <= 0 || nargs > ZL_INLINE_ARGS)
+    if (pool->n <= 0 || nargs > ZL_INLINE_ARGS || !zl_pool_here(L))
         return zl_handle_new(L, type, callback, args, nargs, context, 1);
     zl_handle *h = pool->items[--pool->n];
     (void)PyObject_Init((PyObject *)h, type);
@@ -928,10 +1009,40 @@ void zl_ready_clear(zl_loop *L);
 int zl_ready_traverse(zl_loop *L, visitproc visit, void *arg);
 void zl_ready_free(zl_loop *L);
 
+#ifdef Py_GIL_DISABLED
+/* Free-threaded builds: the inbox (zl_inbox). */
+/* Queues e from a thread that may not push into the ring (not the running
+ * loop's); the entry's references move to the inbox. 0, or -1 with
+ * MemoryError set (the entry is the caller's still). */
+int zl_inbox_push(zl_loop *L, zl_entry e);
+/* Moves what the inbox holds into the ring, in the order it came: 0, or
+ * -1 with MemoryError set (what did not fit stays in the inbox). */
+int zl_inbox_take(zl_loop *L);
+/* Whether the inbox holds anything, asked under its mutex: what the loop
+ * asks once `polling` is set, before its wait (dispatch.c). */
+int zl_inbox_waiting(zl_loop *L);
+#endif
+/* Before the loop's thread pushes into the ring or runs a batch: what
+ * other threads queued goes first, so that a call another thread queued
+ * before this one (as far as the program can tell) runs before it, as in
+ * asyncio's one deque. 0, or -1 with MemoryError set; nothing in a GIL
+ * build, whose pushes all go into the ring (a constant there, as
+ * zl_check_owner's). */
+#ifdef Py_GIL_DISABLED
+static inline int zl_ready_sync(zl_loop *L)
+{
+    return ZL_FT_LOAD(L->inbox.len) != 0 ? zl_inbox_take(L) : 0;
+}
+#else
+#define zl_ready_sync(L) 0
+#endif
+
 /* The slot after the last entry (the ring grown if it was full), which
  * the caller fills and then counts; NULL with MemoryError set. */
 static inline zl_entry *zl_ready_tail(zl_loop *L)
 {
+    if (zl_ready_sync(L) < 0)
+        return NULL;
     if (L->sh.ready_len == L->ready.cap && zl_ready_grow(L) < 0)
         return NULL;
     return &L->ready.ring[(L->ready.head + L->sh.ready_len) & (L->ready.cap - 1)];
@@ -1273,7 +1384,7 @@ PyTypeObject *zl_loop_type_new(PyObject *module);
  * is set. */
 static inline int zl_check_closed(zl_loop *L)
 {
-    if (L->closed) {
+    if (ZL_FT_LOAD(L->closed)) {
         PyErr_SetString(PyExc_RuntimeError, "Event loop is closed");
         return -1;
     }
