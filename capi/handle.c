@@ -116,7 +116,8 @@ int zl_visit_pending(zl_handle *h, visitproc visit, void *arg)
         return 0;
     if (PyObject_GC_IsTracked((PyObject *)h))
         return visit((PyObject *)h, arg);
-    if (zl_handle_alone(h))
+    /* zl_handle_alone by the count (a traverse: not ZL_UNIQUE) */
+    if (Py_REFCNT(h) == 1 && *zl_handle_weakrefs(h) == NULL)
         return zl_handle_traverse(h, visit, arg);
     return 0; /* not possible after pending.c's checks; if it were, a leak, never a wrong free */
 }
@@ -125,7 +126,7 @@ void zl_handle_release(zl_handle *h)
 {
     /* The queue or slot held it untracked; whoever else still holds it
      * may build a cycle through it, which the collector must see. */
-    if (Py_REFCNT(h) > 1 && !PyObject_GC_IsTracked((PyObject *)h))
+    if (ZL_SHARED(h) && !PyObject_GC_IsTracked((PyObject *)h))
         PyObject_GC_Track(h);
     Py_DECREF(h);
 }

@@ -57,7 +57,7 @@ ZL_ALWAYS_INLINE void release_entry(zl_loop *L, zl_entry *e)
     e->call = e->arg = e->context = NULL;
     if (context == NULL)
         return;
-    if (Py_REFCNT(context) > 1)
+    if (ZL_SHARED(context))
         /* what both ways below do with a context held elsewhere too (a
          * Task's, or a snapshot other handles share) */
         Py_DECREF(context);
@@ -151,7 +151,7 @@ static int visit_held(PyObject *o, visitproc visit, void *arg)
  * unrun, if a program still holds it. */
 static void track_if_held(PyObject *o)
 {
-    if (o != NULL && PyObject_IS_GC(o) && !PyObject_GC_IsTracked(o) && Py_REFCNT(o) > 1)
+    if (o != NULL && PyObject_IS_GC(o) && !PyObject_GC_IsTracked(o) && ZL_SHARED(o))
         PyObject_GC_Track(o);
 }
 

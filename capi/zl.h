@@ -576,6 +576,24 @@ static inline int zl_is_loop(PyObject *obj)
 #define ZL_FT_STORE(lvalue, v) ((lvalue) = (v))
 #endif
 
+/* The caller's reference to o is its only one, as the decisions that move
+ * an object's contents or hand it on ask (a handle alone, a context
+ * snapshot nobody else holds). In a free-threaded 3.14+ build
+ * PyUnstable_Object_IsUniquelyReferenced: Py_REFCNT(o) == 1 is not enough
+ * where biased counting splits the count between the owning thread's
+ * part and a shared one, and another thread may be taking a reference it
+ * reached without one; false for an object another thread owns. Never in
+ * a collector's traverse: the free-threaded collector keeps its own
+ * counts in the field that function reads (ob_tid). 3.13t has no such
+ * function: the count, as in a GIL build. */
+#if defined(Py_GIL_DISABLED) && PY_VERSION_HEX >= 0x030E0000
+#define ZL_UNIQUE(o) PyUnstable_Object_IsUniquelyReferenced((PyObject *)(o))
+#define ZL_SHARED(o) (!ZL_UNIQUE(o))
+#else
+#define ZL_UNIQUE(o) (Py_REFCNT(o) == 1)
+#define ZL_SHARED(o) (Py_REFCNT(o) > 1) /* !ZL_UNIQUE, as a GIL build has always written it */
+#endif
+
 #ifdef Py_GIL_DISABLED
 /* L runs on the calling thread. */
 static inline int zl_running_here(const zl_loop *L)
@@ -888,7 +906,7 @@ static inline PyObject **zl_handle_weakrefs(zl_handle *h)
  * (inline: pending.c asks it of nearly every call_soon's handle). */
 static inline int zl_handle_alone(zl_handle *h)
 {
-    return Py_REFCNT(h) == 1 && *zl_handle_weakrefs(h) == NULL;
+    return ZL_UNIQUE(h) && *zl_handle_weakrefs(h) == NULL;
 }
 /* Visits a handle held by the ready queue or a timer slot (pending.c). */
 int zl_visit_pending(zl_handle *h, visitproc visit, void *arg);
