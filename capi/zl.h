@@ -1257,7 +1257,9 @@ static inline int zl_socket_fd(const PyTypeObject *socket_type, PyObject *sock)
 {
     if (!zl_socket_layout_known || Py_TYPE(sock) != socket_type)
         return ZL_NOT_A_SOCKET;
-    return ((zl_socket_head *)sock)->sock_fd;
+    /* a relaxed load in a free-threaded build: a close on another thread
+     * stores -1 there, as the socket module's own reads allow for */
+    return ZL_FT_LOAD(((zl_socket_head *)sock)->sock_fd);
 }
 /* The same for a socket in non-blocking mode (timeout 0.0), which one
  * system call serves as its recv and send serve it; ZL_NOT_A_SOCKET in
@@ -1267,7 +1269,7 @@ static inline int zl_socket_nonblocking_fd(const PyTypeObject *socket_type, PyOb
     if (!zl_socket_layout_known || Py_TYPE(sock) != socket_type)
         return ZL_NOT_A_SOCKET;
     const zl_socket_head *s = (const zl_socket_head *)sock;
-    return s->sock_timeout == 0 ? s->sock_fd : ZL_NOT_A_SOCKET;
+    return ZL_FT_LOAD(s->sock_timeout) == 0 ? ZL_FT_LOAD(s->sock_fd) : ZL_NOT_A_SOCKET;
 }
 int zl_sockets_init(void);
 /* The module's socket.socket, into state->socket_type. */
