@@ -424,8 +424,6 @@ static PyObject *schedule_threadsafe(zl_loop *L, PyObject *const *args, Py_ssize
     PyObject *handle = threadsafe_handle_new(L, args[0], args + 1, nargs - 1, context);
     if (handle == NULL)
         return NULL;
-        /* queued as the runner's call itself: no Handle of the adapter's, no
-     * context of its own (the runner enters the handle's) */
 #ifdef Py_GIL_DISABLED
     if (!zl_running_here(L)) { /* the inbox; the ring is the loop thread's */
         zl_entry e = {.call = Py_NewRef(L->state->threadsafe.runner),
@@ -441,6 +439,8 @@ static PyObject *schedule_threadsafe(zl_loop *L, PyObject *const *args, Py_ssize
         return handle;
     }
 #endif
+    /* queued as the runner's call itself: no Handle of the adapter's, no
+     * context of its own (the runner enters the handle's) */
     if (zl_ready_push_bare(L, L->state->threadsafe.runner, Py_NewRef(handle)) < 0) {
         Py_DECREF(handle);
         return NULL;

@@ -102,6 +102,38 @@ def test_threadsafe_calls_from_many_threads_all_run_in_each_thread_order():
         assert seen[t] == list(range(per_thread)), t
 
 
+def test_threadsafe_calls_from_threads_in_debug_mode():
+    # debug mode takes zloopgo's Python edge, then queues an adapter
+    # Handle (3.14+: the runner of asyncio's _ThreadSafeHandle)
+    loop = zloopgo.new_event_loop()
+    loop.set_debug(True)
+    loop.slow_callback_duration = 60  # no slow-callback log on a loaded machine
+    threads, per_thread = 4, 300
+    seen = [[] for _ in range(threads)]
+    finished = []
+
+    def produce(t):
+        for i in range(per_thread):
+            loop.call_soon_threadsafe(seen[t].append, i)
+        loop.call_soon_threadsafe(finished.append, t)
+
+    async def main():
+        workers = [threading.Thread(target=produce, args=(t,)) for t in range(threads)]
+        for w in workers:
+            w.start()
+        while len(finished) < threads:
+            await asyncio.sleep(0.001)
+        for w in workers:
+            w.join()
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    for t in range(threads):
+        assert seen[t] == list(range(per_thread)), t
+
+
 def test_threadsafe_call_before_the_loop_runs_keeps_its_place():
     # queued by another thread before run: between the loop thread's own
     # call_soon calls made before and after it, as in asyncio's one deque
