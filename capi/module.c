@@ -192,6 +192,11 @@ static int exec_module(PyObject *m)
         PyModule_AddIntConstant(m, "SOCK_RX_LIMIT", ZL_SOCK_RX_LIMIT) < 0 ||
         zl_files_constants_add(m) < 0)
         return -1;
+#if defined(Py_GIL_DISABLED) && defined(ZL_TEST_GIL_NOT_USED)
+    /* what tests/test_free_threaded_rows.py asks of scripts/gil-off's build */
+    if (PyModule_AddIntConstant(m, "GIL_OFF_TEST_BUILD", 1) < 0)
+        return -1;
+#endif
     return 0;
 }
 
