@@ -125,7 +125,7 @@ void zl_context_escape(PyObject *ctx)
 
 PyObject *zl_context_private(zl_loop *L, PyObject *snapshot)
 {
-    if (Py_REFCNT(snapshot) == 1)
+    if (ZL_UNIQUE(snapshot))
         return Py_NewRef(snapshot); /* no other handle, not cached: it is ours */
     PyObject *spare = L->contexts.spare;
     if (spare != NULL && vars_of(spare) == vars_of(snapshot)) {
@@ -154,7 +154,7 @@ void zl_context_recycle(zl_loop *L, PyObject *ctx)
     }
     /* held elsewhere (a Task's context, passed with context= for each of
      * its steps): this reference is not the last, nothing else to see */
-    if (Py_REFCNT(ctx) != 1) {
+    if (!ZL_UNIQUE(ctx)) {
         Py_DECREF(ctx);
         return;
     }

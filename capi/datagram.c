@@ -398,6 +398,14 @@ static PyObject *dg_sendto(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     if (ok <= 0)
         return ok < 0 ? NULL : sendto_python(st, self, args, nargs, kwnames);
+#ifdef Py_GIL_DISABLED
+    /* the transport is its loop thread's (zl_check_owner) */
+    const zl_loop *owner = slot_loop(st, self);
+    if (owner != NULL && zl_check_owner(owner) < 0) {
+        Py_XDECREF(d);
+        return NULL;
+    }
+#endif
     ptrdiff_t n;
     if (connected)
         n = zl_sys_send(fd, PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data));

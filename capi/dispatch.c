@@ -13,16 +13,29 @@
  * callback is reported the Python edge's (Loop._zl_slow_callback). */
 #include "zl.h"
 #include <math.h>
+#ifdef Py_GIL_DISABLED
+/* zl_waker_wake, for a handle another thread queued as this one set `polling` */
+#include "waker/waker.h"
+#endif
 
 /* `polling` and `wake_sent` tell call_soon_threadsafe (schedule.c) whether
  * a wake-up must be written: only while the loop sleeps, and once per
  * sleep. Both are set here while the GIL is held, so a thread scheduling
- * (which holds it too) sees them together. */
+ * (which holds it too) sees them together. A free-threaded build has no
+ * GIL to order them: the inbox's mutex does. `polling` is set, then the
+ * inbox looked at under the mutex; a thread queues under the mutex, then
+ * reads `polling` (schedule.c). Either the thread sees `polling`, and
+ * wakes the wait, or this look sees its handle, and the wait is woken
+ * here (the engine chose its timeout from the ring alone). */
 void zl_release(uintptr_t loop)
 {
     zl_loop *L = (zl_loop *)loop;
     atomic_store(&L->wake_sent, 0);
     atomic_store(&L->polling, 1);
+#ifdef Py_GIL_DISABLED
+    if (zl_inbox_waiting(L) && !zl_forked_child && !atomic_exchange(&L->wake_sent, 1))
+        zl_waker_wake(L->waker);
+#endif
     L->saved_tstate = PyEval_SaveThread();
 }
 
@@ -288,6 +301,10 @@ static int64_t next_alone(zl_loop *L, const uint32_t *posted)
 {
     if (L->sh.stopping || L->sh.faked)
         return -1;
+    if (zl_ready_sync(L) < 0) { /* left to the engine's next iteration, which raises it */
+        PyErr_Clear();
+        return -1;
+    }
     int ready = L->sh.ready_len > 0;
     if (!ready && L->sh.watched == 0) /* only a timer or a wake-up can end its wait */
         return -1;
@@ -341,6 +358,9 @@ static int dispatch_batches(zl_loop *L, int64_t nevents, int64_t ntimers, int64_
     L->sh.alone_looked_empty = 0;
     if (reacquire)
         zl_reacquire(loop);
+    /* what other threads queued is in asyncio's ready deque already */
+    if (zl_ready_sync(L) < 0)
+        return -1;
     /* as asyncio's _run_once began: what an odd timer is asked depends on it */
     int idle = L->sh.ready_len == 0 && !L->sh.stopping;
     zl_event *events = L->sh.events;

@@ -132,6 +132,8 @@ static int change_watch(zl_loop *L, int fd, zl_fdwatch *w, uint32_t new)
  * added. */
 static PyObject *add_watch(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, int which)
 {
+    if (zl_check_owner(L) < 0) /* the table is the loop thread's */
+        return NULL;
     nargs = PyVectorcall_NARGS(nargs);
     if (nargs < 3) {
         PyErr_SetString(PyExc_TypeError, "expected a descriptor, its file object and a callback");
@@ -181,6 +183,8 @@ static PyObject *add_watch(zl_loop *L, PyObject *const *args, Py_ssize_t nargs, 
 
 static PyObject *remove_watch(zl_loop *L, PyObject *arg, int which)
 {
+    if (zl_check_owner(L) < 0)
+        return NULL;
     int overflow;
     long v = PyLong_AsLongAndOverflow(arg, &overflow);
     if (v == -1 && PyErr_Occurred())
@@ -230,6 +234,8 @@ PyObject *zl_loop_remove_writer(zl_loop *L, PyObject *fd) { return remove_watch(
  * zloopgo's selector facade reports to asyncio's transports. */
 PyObject *zl_loop_watch_state(zl_loop *L, PyObject *arg)
 {
+    if (zl_check_owner(L) < 0)
+        return NULL;
     int fd = as_fd(arg);
     if (fd == -1 && PyErr_Occurred())
         return NULL;
@@ -247,6 +253,8 @@ PyObject *zl_loop_watch_state(zl_loop *L, PyObject *arg)
  * None. */
 PyObject *zl_loop_find_fileobj(zl_loop *L, PyObject *fileobj)
 {
+    if (zl_check_owner(L) < 0)
+        return NULL;
     for (int fd = 0; fd < L->fds.cap; fd++)
         if (L->fds.entries[fd].fileobj == fileobj)
             return PyLong_FromLong(fd);

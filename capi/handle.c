@@ -80,7 +80,7 @@ zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
 {
     zl_handle *h;
     zl_handle_pool *pool = pool_of(loop, type);
-    if (pool->n > 0) {
+    if (pool->n > 0 && zl_pool_here(loop)) {
         h = pool->items[--pool->n];
         (void)PyObject_Init((PyObject *)h, type);
     } else {
@@ -120,7 +120,8 @@ int zl_visit_pending(zl_handle *h, visitproc visit, void *arg)
         return 0;
     if (PyObject_GC_IsTracked((PyObject *)h))
         return visit((PyObject *)h, arg);
-    if (zl_handle_alone(h))
+    /* zl_handle_alone by the count (a traverse: not ZL_UNIQUE) */
+    if (Py_REFCNT(h) == 1 && *zl_handle_weakrefs(h) == NULL)
         return zl_handle_traverse(h, visit, arg);
     return 0; /* not possible after pending.c's checks; if it were, a leak, never a wrong free */
 }
@@ -129,7 +130,7 @@ void zl_handle_release(zl_handle *h)
 {
     /* The queue or slot held it untracked; whoever else still holds it
      * may build a cycle through it, which the collector must see. */
-    if (Py_REFCNT(h) > 1 && !PyObject_GC_IsTracked((PyObject *)h))
+    if (ZL_SHARED(h) && !PyObject_GC_IsTracked((PyObject *)h))
         PyObject_GC_Track(h);
     Py_DECREF(h);
 }
@@ -423,7 +424,7 @@ static __attribute__((noinline)) void free_handed_over_slowly(zl_handle *h)
     zl_loop *L = h->loop;
     h->loop = NULL;
     clear_asyncio_slots(h);
-    pool_or_free(&L->callbacks.handle_pool, h);
+    pool_or_free(zl_pool_here(L) ? &L->callbacks.handle_pool : NULL, h);
     Py_DECREF(type);
     Py_DECREF(L);
 }
@@ -469,7 +470,9 @@ static __attribute__((noinline)) void dealloc_held(zl_handle *h)
         Py_XINCREF(L);
         type->tp_clear((PyObject *)h);
     }
-    pool_or_free(L != NULL && (type == L->state->handle_type || type == L->state->timer_handle_type)
+    pool_or_free(L != NULL &&
+                         (type == L->state->handle_type || type == L->state->timer_handle_type) &&
+                         zl_pool_here(L)
                      ? pool_of(L, type)
                      : NULL,
                  h);
@@ -541,6 +544,9 @@ static PyObject *handle_cancel_method(zl_handle *h, PyObject *unused)
 {
     if (zl_handle_is_cleared(h))
         return zl_handle_cleared_attribute(h, "_cancelled");
+    /* a run in progress on the loop's thread reads the call cancel() releases */
+    if (zl_check_owner(h->loop) < 0)
+        return NULL;
     if (zl_handle_cancel(h) < 0)
         return NULL;
     Py_RETURN_NONE;
@@ -557,6 +563,8 @@ static PyObject *handle_get_context(zl_handle *h, PyObject *unused)
 {
     if (zl_handle_is_cleared(h))
         return zl_handle_cleared_attribute(h, "_context");
+    if (zl_check_owner(h->loop) < 0) /* the loop's spare context may be taken */
+        return NULL;
     if (h->context == NULL)
         Py_RETURN_NONE;
     if (own_context(h->loop, &h->context, &h->context_snapshot) < 0)
@@ -574,6 +582,8 @@ static PyObject *handle_run_method(zl_handle *h, PyObject *unused)
 {
     if (zl_handle_is_cleared(h))
         return run_cleared(h);
+    if (zl_check_owner(h->loop) < 0)
+        return NULL;
     if (h->callback == NULL)
         return PyObject_CallOneArg(h->loop->state->asyncio_handle_run, (PyObject *)h);
     if (zl_handle_run(h) < 0)

@@ -10,9 +10,13 @@
  * call_soon_threadsafe (callgrind, 3.14.8); with this lock, a small
  * object with no lock of the system behind it, the call costs 3,244.
  *
- * Its state, an owner and a count, is read and written only by threads
- * that hold the GIL (zloopgo refuses free-threaded builds, setup.py), which
- * orders every access. A thread that finds it held by another waits with
+ * Its state, an owner and a count, is read and written, in a GIL build,
+ * only by threads that hold the GIL, which orders every access. In a
+ * free-threaded build the owner is taken by compare-and-swap from 0 to
+ * the thread's ident (acquire order) and stored with release order; the
+ * count is written by the owner alone; any other thread reads both with
+ * atomic loads (OWNER, COUNT, TAKE_IF_FREE and the setters below, plain
+ * accesses in a GIL build). A thread that finds it held by another waits with
  * the GIL released, looking again after sleeps that double from 20 us to
  * 1 ms, and runs signal handlers between looks, as RLock's acquire does
  * (a handler that raises ends the wait with its exception). That wait
@@ -31,6 +35,36 @@ typedef struct {
     unsigned long owner; /* the ident of the thread holding it, 0 when free */
     unsigned long count; /* how many times that thread took it */
 } zl_handle_lock;
+
+/* The owner and the count as any thread may read them, their stores,
+ * and the lock taken by `me` if it is free (1, its count 1; else 0). */
+#ifdef Py_GIL_DISABLED
+#define OWNER(self) __atomic_load_n(&(self)->owner, __ATOMIC_ACQUIRE)
+#define COUNT(self) __atomic_load_n(&(self)->count, __ATOMIC_RELAXED)
+#define SET_OWNER(self, v) __atomic_store_n(&(self)->owner, (v), __ATOMIC_RELEASE)
+#define SET_COUNT(self, v) __atomic_store_n(&(self)->count, (v), __ATOMIC_RELAXED)
+static inline int take_if_free(zl_handle_lock *self, unsigned long me)
+{
+    unsigned long free_owner = 0;
+    if (!__atomic_compare_exchange_n(&self->owner, &free_owner, me, 0, __ATOMIC_ACQUIRE,
+                                     __ATOMIC_RELAXED))
+        return 0;
+    SET_COUNT(self, 1);
+    return 1;
+}
+#define TAKE_IF_FREE(self, me) take_if_free(self, me)
+/* the whole state at once, by the thread that holds the lock: the count
+ * first, so that a thread taking it once the owner is stored (0: free)
+ * finds its own count left alone */
+#define SET_STATE(self, o, c) (SET_COUNT(self, c), SET_OWNER(self, o))
+#else
+#define OWNER(self) ((self)->owner)
+#define COUNT(self) ((self)->count)
+#define SET_OWNER(self, v) ((self)->owner = (v))
+#define SET_COUNT(self, v) ((self)->count = (v))
+#define TAKE_IF_FREE(self, me) ((self)->owner == 0 && ((self)->owner = (me), (self)->count = 1, 1))
+#define SET_STATE(self, o, c) ((self)->owner = (o), (self)->count = (c))
+#endif
 
 PyObject *zl_handle_lock_new(zl_module_state *state)
 {
@@ -59,11 +93,8 @@ static int wait_and_take(zl_handle_lock *self, unsigned long me, double timeout)
     int64_t start = zl_sys_monotonic_ns();
     long nap_us = 20;
     for (;;) {
-        if (self->owner == 0) {
-            self->owner = me;
-            self->count = 1;
+        if (TAKE_IF_FREE(self, me))
             return 1;
-        }
         double waited = 0;
         if (timeout >= 0) {
             waited = (double)(zl_sys_monotonic_ns() - start) / 1e9;
@@ -88,19 +119,16 @@ static int wait_and_take(zl_handle_lock *self, unsigned long me, double timeout)
 static int take(zl_handle_lock *self, int blocking, double timeout)
 {
     unsigned long me = PyThread_get_thread_ident();
-    if (self->owner == me) {
+    if (OWNER(self) == me) {
         if (self->count == ULONG_MAX) {
             PyErr_SetString(PyExc_OverflowError, "Internal lock count overflowed");
             return -1;
         }
-        self->count++;
+        SET_COUNT(self, self->count + 1);
         return 1;
     }
-    if (self->owner == 0) {
-        self->owner = me;
-        self->count = 1;
+    if (TAKE_IF_FREE(self, me))
         return 1;
-    }
     if (!blocking)
         return 0;
     return wait_and_take(self, me, timeout);
@@ -114,12 +142,13 @@ int zl_handle_lock_acquire(PyObject *lock)
 int zl_handle_lock_release(PyObject *lock)
 {
     zl_handle_lock *self = (zl_handle_lock *)lock;
-    if (self->count == 0 || self->owner != PyThread_get_thread_ident()) {
+    if (COUNT(self) == 0 || OWNER(self) != PyThread_get_thread_ident()) {
         PyErr_SetString(PyExc_RuntimeError, "cannot release un-acquired lock");
         return -1;
     }
-    if (--self->count == 0)
-        self->owner = 0;
+    SET_COUNT(self, self->count - 1);
+    if (self->count == 0)
+        SET_OWNER(self, 0);
     return 0;
 }
 
@@ -237,13 +266,13 @@ static PyObject *lock_exit(PyObject *obj, PyObject *const *args, Py_ssize_t narg
 
 static PyObject *lock_locked(PyObject *obj, PyObject *unused)
 {
-    return PyBool_FromLong(((zl_handle_lock *)obj)->count > 0);
+    return PyBool_FromLong(COUNT((zl_handle_lock *)obj) > 0);
 }
 
 static PyObject *lock_is_owned(PyObject *obj, PyObject *unused)
 {
     zl_handle_lock *self = (zl_handle_lock *)obj;
-    return PyBool_FromLong(self->count > 0 && self->owner == PyThread_get_thread_ident());
+    return PyBool_FromLong(COUNT(self) > 0 && OWNER(self) == PyThread_get_thread_ident());
 }
 
 /* What threading.Condition takes from the lock it is given, as RLock's:
@@ -254,15 +283,14 @@ static PyObject *lock_is_owned(PyObject *obj, PyObject *unused)
 static PyObject *lock_release_save(PyObject *obj, PyObject *unused)
 {
     zl_handle_lock *self = (zl_handle_lock *)obj;
-    if (self->count == 0 || self->owner != PyThread_get_thread_ident()) {
+    if (COUNT(self) == 0 || OWNER(self) != PyThread_get_thread_ident()) {
         PyErr_SetString(PyExc_RuntimeError, "cannot release un-acquired lock");
         return NULL;
     }
     PyObject *state = Py_BuildValue("(kk)", self->count, self->owner);
     if (state == NULL)
         return NULL;
-    self->owner = 0;
-    self->count = 0;
+    SET_STATE(self, 0, 0);
     return state;
 }
 
@@ -293,23 +321,21 @@ static PyObject *lock_acquire_restore(PyObject *obj, PyObject *args)
         return NULL;
     if (take(self, 1, -1) < 0)
         return NULL;
-    self->owner = (unsigned long)owner;
-    self->count = (unsigned long)count;
+    SET_STATE(self, (unsigned long)owner, (unsigned long)count);
     Py_RETURN_NONE;
 }
 
 static PyObject *lock_recursion_count(PyObject *obj, PyObject *unused)
 {
     zl_handle_lock *self = (zl_handle_lock *)obj;
-    return PyLong_FromUnsignedLong(self->owner == PyThread_get_thread_ident() ? self->count : 0);
+    return PyLong_FromUnsignedLong(OWNER(self) == PyThread_get_thread_ident() ? COUNT(self) : 0);
 }
 
 /* threading's after-fork hook: the lock is free in the child */
 static PyObject *lock_at_fork_reinit(PyObject *obj, PyObject *unused)
 {
     zl_handle_lock *self = (zl_handle_lock *)obj;
-    self->owner = 0;
-    self->count = 0;
+    SET_STATE(self, 0, 0);
     Py_RETURN_NONE;
 }
 
@@ -317,8 +343,8 @@ static PyObject *lock_repr(PyObject *obj)
 {
     zl_handle_lock *self = (zl_handle_lock *)obj;
     return PyUnicode_FromFormat("<%s %s object owner=%lu count=%lu at %p>",
-                                self->count ? "locked" : "unlocked", Py_TYPE(obj)->tp_name,
-                                self->owner, self->count, obj);
+                                COUNT(self) ? "locked" : "unlocked", Py_TYPE(obj)->tp_name,
+                                OWNER(self), COUNT(self), obj);
 }
 
 static PyMethodDef lock_methods[] = {

@@ -53,9 +53,9 @@ static PyObject *loop_run_engine(zl_loop *L, PyObject *unused)
     if (zl_clock_sync(L) < 0)
         return NULL;
     L->running = 1;
-    L->run_tstate = PyThreadState_Get();
+    ZL_FT_STORE(L->run_tstate, PyThreadState_Get());
     int rc = zlgo_engine_run(L->engine);
-    L->run_tstate = NULL;
+    ZL_FT_STORE(L->run_tstate, NULL);
     L->running = 0;
     if (rc == -1)
         return NULL;
@@ -75,7 +75,7 @@ static void engine_close(zl_loop *L)
      * loop deallocated unclosed has not): Python code that releasing the
      * handles runs (their finalizers) cannot schedule, watch or look up
      * anything more. */
-    L->closed = 1;
+    ZL_FT_STORE(L->closed, 1);
     L->engine = 0;
     L->waker = NULL;
     zl_pending_reset(L);
@@ -212,7 +212,7 @@ static int set_flag(char *flag, PyObject *v)
     int b = PyObject_IsTrue(v);
     if (b < 0)
         return -1;
-    *flag = (char)b;
+    ZL_FT_STORE(*flag, (char)b);
     return 0;
 }
 

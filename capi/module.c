@@ -192,6 +192,11 @@ static int exec_module(PyObject *m)
         PyModule_AddIntConstant(m, "SOCK_RX_LIMIT", ZL_SOCK_RX_LIMIT) < 0 ||
         zl_files_constants_add(m) < 0)
         return -1;
+#if ZL_GIL_NOT_USED
+    /* what tests/test_free_threaded_rows.py asks of scripts/gil-off's build */
+    if (PyModule_AddIntConstant(m, "GIL_OFF_TEST_BUILD", 1) < 0)
+        return -1;
+#endif
     return 0;
 }
 
@@ -299,12 +304,18 @@ static PyModuleDef_Slot module_slots[] = {
     {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
 #endif
 #if PY_VERSION_HEX >= 0x030D0000
-    /* The adapter relies on the GIL (docs/architecture.md, "Free-threaded
+/* The adapter relies on the GIL (docs/architecture.md, "Free-threaded
      * builds: what is still missing" lists where and what replaces it):
      * said, not left to the default, so that a free-threaded interpreter
      * keeps the GIL on for it. Py_MOD_GIL_NOT_USED once all of that is built
-     * and a free-threaded suite has passed. */
+     * and a free-threaded suite has passed. ZL_TEST_GIL_NOT_USED is a
+     * test-only build's (scripts/gil-off, through CGO_CFLAGS; not
+     * supported): the rows built so far, stressed with the GIL off. */
+#if ZL_GIL_NOT_USED
+    {Py_mod_gil, Py_MOD_GIL_NOT_USED},
+#else
     {Py_mod_gil, Py_MOD_GIL_USED},
+#endif
 #endif
     {0, NULL}};
 

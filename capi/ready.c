@@ -11,6 +11,12 @@
  * move into the entry and the handle goes back to its free list
  * (zl_ready_take_call, from schedule.c's check of the last handle made).
  *
+ * In a free-threaded build, threads other than the running loop's never
+ * touch the ring: call_soon_threadsafe queues into the loop's inbox
+ * (zl_inbox) under its mutex, and the loop's thread moves the inbox into
+ * the ring before its next push or batch (zl_ready_sync): one lock per
+ * batch, none per call_soon.
+ *
  * It knows nothing of why a call is ready (a call_soon, a timer, a
  * descriptor) nor of the engine. */
 #include "zl.h"
@@ -51,7 +57,7 @@ ZL_ALWAYS_INLINE void release_entry(zl_loop *L, zl_entry *e)
     e->call = e->arg = e->context = NULL;
     if (context == NULL)
         return;
-    if (Py_REFCNT(context) > 1)
+    if (ZL_SHARED(context))
         /* what both ways below do with a context held elsewhere too (a
          * Task's, or a snapshot other handles share) */
         Py_DECREF(context);
@@ -145,12 +151,84 @@ static int visit_held(PyObject *o, visitproc visit, void *arg)
  * unrun, if a program still holds it. */
 static void track_if_held(PyObject *o)
 {
-    if (o != NULL && PyObject_IS_GC(o) && !PyObject_GC_IsTracked(o) && Py_REFCNT(o) > 1)
+    if (o != NULL && PyObject_IS_GC(o) && !PyObject_GC_IsTracked(o) && ZL_SHARED(o))
         PyObject_GC_Track(o);
 }
 
+#ifdef Py_GIL_DISABLED
+/* ---- the inbox (free-threaded builds) ---- */
+
+int zl_inbox_push(zl_loop *L, zl_entry e)
+{
+    zl_inbox *in = &L->inbox;
+    PyMutex_Lock(&in->mutex);
+    int ok = in->len < in->cap ||
+             zl_grow_raw((void **)&in->items, &in->cap, 16, in->len + 1, sizeof(zl_entry)) == 0;
+    if (ok) {
+        in->items[in->len] = e;
+        ZL_FT_STORE(in->len, in->len + 1);
+    }
+    PyMutex_Unlock(&in->mutex);
+    if (!ok)
+        PyErr_NoMemory();
+    return ok ? 0 : -1;
+}
+
+int zl_inbox_take(zl_loop *L)
+{
+    zl_inbox *in = &L->inbox;
+    int rc = 0;
+    PyMutex_Lock(&in->mutex);
+    int64_t moved = 0;
+    for (; moved < in->len; moved++) {
+        if (L->sh.ready_len == L->ready.cap && zl_ready_grow(L) < 0) {
+            rc = -1;
+            break;
+        }
+        L->ready.ring[(L->ready.head + L->sh.ready_len) & (L->ready.cap - 1)] = in->items[moved];
+        L->sh.ready_len++;
+    }
+    if (moved < in->len)
+        memmove(in->items, in->items + moved, (size_t)(in->len - moved) * sizeof(zl_entry));
+    ZL_FT_STORE(in->len, in->len - moved);
+    PyMutex_Unlock(&in->mutex);
+    return rc;
+}
+
+int zl_inbox_waiting(zl_loop *L)
+{
+    PyMutex_Lock(&L->inbox.mutex);
+    int64_t n = L->inbox.len;
+    PyMutex_Unlock(&L->inbox.mutex);
+    return n != 0;
+}
+
+/* What the inbox holds, dropped as the ring's entries are (the loop is
+ * closing: nothing can run them), and its memory. */
+static void inbox_clear(zl_loop *L)
+{
+    for (;;) {
+        PyMutex_Lock(&L->inbox.mutex);
+        if (L->inbox.len == 0) {
+            PyMutex_Unlock(&L->inbox.mutex);
+            return;
+        }
+        zl_entry e = L->inbox.items[--L->inbox.len];
+        PyMutex_Unlock(&L->inbox.mutex);
+        /* outside the mutex: a release may run a finalizer that queues */
+        if (e.flags & ZL_ENTRY_HANDLE)
+            zl_handle_release((zl_handle *)e.call);
+        else
+            zl_entry_release(L, &e);
+    }
+}
+#endif
+
 void zl_ready_clear(zl_loop *L)
 {
+#ifdef Py_GIL_DISABLED
+    inbox_clear(L);
+#endif
     while (L->sh.ready_len > 0) {
         zl_entry e = zl_ready_pop(L);
         if (e.flags & ZL_ENTRY_HANDLE) {
@@ -164,6 +242,14 @@ void zl_ready_clear(zl_loop *L)
 
 int zl_ready_traverse(zl_loop *L, visitproc visit, void *arg)
 {
+#ifdef Py_GIL_DISABLED
+    /* the collector has stopped every other thread: no push is under way */
+    for (int64_t i = 0; i < L->inbox.len; i++) {
+        Py_VISIT(L->inbox.items[i].call);
+        Py_VISIT(L->inbox.items[i].arg);
+        Py_VISIT(L->inbox.items[i].context);
+    }
+#endif
     for (int64_t i = 0; i < L->sh.ready_len; i++) {
         zl_entry *e = &L->ready.ring[(L->ready.head + i) & (L->ready.cap - 1)];
         if (e->flags & ZL_ENTRY_HANDLE) {
@@ -181,4 +267,10 @@ int zl_ready_traverse(zl_loop *L, visitproc visit, void *arg)
     return 0;
 }
 
-void zl_ready_free(zl_loop *L) { PyMem_Free(L->ready.ring); }
+void zl_ready_free(zl_loop *L)
+{
+    PyMem_Free(L->ready.ring);
+#ifdef Py_GIL_DISABLED
+    PyMem_RawFree(L->inbox.items); /* zl_grow_raw's */
+#endif
+}

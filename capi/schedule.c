@@ -145,6 +145,8 @@ PyObject *zl_loop_call_soon(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
     nargs = PyVectorcall_NARGS(nargs);
     if (!parse_call(L, args, nargs, kwnames, 1, &context))
         return bind_as_asyncio(L, L->state->names._zl_bind_call_soon, args, nargs, kwnames);
+    if (zl_check_owner(L) < 0) /* the ring, the free lists, the caches are the loop thread's */
+        return NULL;
     return schedule_soon(L, args, nargs, context, "call_soon");
 }
 
@@ -349,10 +351,68 @@ static PyObject *threadsafe_handle_new(zl_loop *L, PyObject *callback, PyObject 
      * 20,000 queued, callgrind). The loop's traversal goes through the
      * handle while only the queue holds it (ready.c); running it
      * (run_threadsafe) or closing the loop (zl_ready_clear) puts it back.
-     * The lock refers to nothing and is not the collector's. */
+     * The lock refers to nothing and is not the collector's.
+     * A free-threaded build keeps it tracked (docs/architecture.md,
+     * "Free-threaded builds"): another thread may be making it, and the
+     * queue's look at its count (visit_held) is the GIL's. */
+#ifndef Py_GIL_DISABLED
     PyObject_GC_UnTrack(h);
+#endif
     return h;
 }
+
+#ifdef Py_GIL_DISABLED
+/* A free-threaded build's call_soon_threadsafe of an adapter Handle (before
+ * 3.14, and 3.14's debug mode, whose Python edge queues its handle's
+ * runner) from a thread that is not the running loop's: the handle made
+ * without the loop's caches (no free list: zl_handle_new pops only on the
+ * loop's thread; a fresh copy of the context rather than a shared
+ * snapshot; no note of it as the last handle made), tracked at once, and
+ * queued into the inbox. */
+static PyObject *schedule_foreign(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                                  PyObject *context, const char *method)
+{
+    PyObject *traceback = NULL;
+    if ((ZL_FT_LOAD(L->closed) || L->debug) && check_schedule(L, method, args[0], &traceback) < 0)
+        return NULL;
+    PyObject *own =
+        context == NULL || context == Py_None ? PyContext_CopyCurrent() : Py_NewRef(context);
+    zl_handle *h =
+        own ? zl_handle_new(L, L->state->handle_type, args[0], args + 1, nargs - 1, own, 0) : NULL;
+    Py_XDECREF(own);
+    if (h == NULL) {
+        Py_XDECREF(traceback);
+        return NULL;
+    }
+    if (traceback != NULL && attach_traceback(h, traceback) < 0) {
+        Py_DECREF(h);
+        return NULL;
+    }
+    zl_entry e = {.call = Py_NewRef((PyObject *)h), .flags = ZL_ENTRY_HANDLE};
+    if (zl_inbox_push(L, e) < 0) {
+        Py_DECREF(h);
+        Py_DECREF(h);
+        return NULL;
+    }
+    return (PyObject *)h;
+}
+#endif
+
+/* call_soon_threadsafe of an adapter Handle: call_soon's way on the
+ * running loop's thread (and always in a GIL build: a macro there, so
+ * that its code is the call itself), schedule_foreign's on any other. */
+#ifdef Py_GIL_DISABLED
+static PyObject *schedule_soon_threadsafe(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                                          PyObject *context)
+{
+    if (!zl_running_here(L))
+        return schedule_foreign(L, args, nargs, context, "call_soon_threadsafe");
+    return schedule_soon(L, args, nargs, context, "call_soon_threadsafe");
+}
+#else
+#define schedule_soon_threadsafe(L, args, nargs, context) \
+    schedule_soon(L, args, nargs, context, "call_soon_threadsafe")
+#endif
 
 /* asyncio 3.14's call_soon_threadsafe outside debug mode: the handle
  * queued natively, its run behind zloopgo's queue entry. */
@@ -364,6 +424,21 @@ static PyObject *schedule_threadsafe(zl_loop *L, PyObject *const *args, Py_ssize
     PyObject *handle = threadsafe_handle_new(L, args[0], args + 1, nargs - 1, context);
     if (handle == NULL)
         return NULL;
+#ifdef Py_GIL_DISABLED
+    if (!zl_running_here(L)) { /* the inbox; the ring is the loop thread's */
+        zl_entry e = {.call = Py_NewRef(L->state->threadsafe.runner),
+                      .arg = Py_NewRef(handle),
+                      .nargs = 1,
+                      .flags = ZL_ENTRY_BARE};
+        if (zl_inbox_push(L, e) < 0) {
+            Py_DECREF(e.call);
+            Py_DECREF(e.arg);
+            Py_DECREF(handle);
+            return NULL;
+        }
+        return handle;
+    }
+#endif
     /* queued as the runner's call itself: no Handle of the adapter's, no
      * context of its own (the runner enters the handle's) */
     if (zl_ready_push_bare(L, L->state->threadsafe.runner, Py_NewRef(handle)) < 0) {
@@ -382,12 +457,12 @@ PyObject *zl_loop_call_soon_threadsafe(zl_loop *L, PyObject *const *args, Py_ssi
         return bind_as_asyncio(L, L->state->names._zl_bind_call_soon_threadsafe, args, nargs,
                                kwnames);
     if (L->state->threadsafe.type == NULL)
-        h = schedule_soon(L, args, nargs, context, "call_soon_threadsafe");
+        h = schedule_soon_threadsafe(L, args, nargs, context);
     else if (!L->debug)
         h = schedule_threadsafe(L, args, nargs, context);
     else if (args[0] == L->state->threadsafe.runner)
         /* debug mode: the handle zloopgo's Python edge made, queued */
-        h = schedule_soon(L, args, nargs, context, "call_soon_threadsafe");
+        h = schedule_soon_threadsafe(L, args, nargs, context);
     else {
         /* debug mode: zloopgo's Python edge takes asyncio's steps and
          * comes back above */
@@ -407,9 +482,18 @@ PyObject *zl_loop_call_soon_threadsafe(zl_loop *L, PyObject *const *args, Py_ssi
      * the parent's (the child's copy of `polling` may say it sleeps): the
      * handle is queued on the child's copy of the loop, which cannot run
      * there, and nothing is written. */
+    /* A free-threaded build: a handle another thread queued went to the
+     * inbox, under its mutex; `polling` is read after that (dispatch.c,
+     * zl_release, reads the inbox under it after setting `polling`), so
+     * either the loop sees the handle before it waits or this thread sees
+     * it waiting. */
     if (h != NULL && atomic_load(&L->polling) && !zl_forked_child &&
         !atomic_exchange(&L->wake_sent, 1)) {
+#ifdef Py_GIL_DISABLED
+        __atomic_fetch_add(&L->counters.wakeups, 1, __ATOMIC_RELAXED);
+#else
         L->counters.wakeups++; /* under the GIL, as stats.c reads it */
+#endif
         zl_waker_wake(L->waker);
     }
     return h;
@@ -520,8 +604,9 @@ static PyObject *schedule_at(zl_loop *L, PyObject *when_obj, double when, PyObje
 #endif
         return NULL;
     }
-    /* asyncio's call_later goes through call_at, whose checks name it */
-    if (check_schedule(L, "call_at", args[0], &traceback) < 0)
+    /* asyncio's call_later goes through call_at, whose checks name it;
+     * the timer slots are the loop thread's */
+    if (zl_check_owner(L) < 0 || check_schedule(L, "call_at", args[0], &traceback) < 0)
         return NULL;
     char kind = ZL_WHEN_FLOAT;
     PyObject *pushed = NULL; /* what asyncio's heappush would raise */

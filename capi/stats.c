@@ -126,7 +126,7 @@ PyObject *zl_stats(PyObject *mod, PyObject *loop)
         put_u(d, "callbacks_timed", c->timed - c0->timed) < 0 ||
         put_u(d, "callback_ns", c->timed_ns - c0->timed_ns) < 0 ||
         put_u(d, "slow_callbacks", c->slow - c0->slow) < 0 ||
-        put_u(d, "wakeups", c->wakeups - c0->wakeups) < 0 ||
+        put_u(d, "wakeups", ZL_FT_LOAD(c->wakeups) - c0->wakeups) < 0 ||
         put_u(d, "looks_ahead", c->looks_ahead - c0->looks_ahead) < 0 ||
         put_u(d, "looks_ahead_ready", c->looks_ahead_ready - c0->looks_ahead_ready) < 0 ||
         put_u(d, "looks_ahead_left", c->looks_ahead_left - c0->looks_ahead_left) < 0 ||

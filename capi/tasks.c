@@ -47,7 +47,12 @@ static PyObject *general_create_task(zl_loop *L, PyObject *const *args, Py_ssize
 static int on_running_thread(zl_loop *L)
 {
 #if PY_VERSION_HEX >= 0x030C0000
+#ifdef Py_GIL_DISABLED /* run_tstate is written on the loop's thread */
+    PyThreadState *runner = ZL_FT_LOAD(L->run_tstate);
+    return runner != NULL && runner == PyThreadState_Get();
+#else
     return L->run_tstate != NULL && L->run_tstate == PyThreadState_Get();
+#endif
 #else
     (void)L;
     return 0;

@@ -54,6 +54,8 @@ static PyObject *timer_cancel_method(zl_timer *h, PyObject *unused)
 {
     if (zl_handle_is_cleared(&h->base))
         return zl_handle_cleared_attribute(&h->base, "_cancelled");
+    if (zl_check_owner(h->base.loop) < 0) /* its slot is the loop thread's */
+        return NULL;
     if (zl_timer_cancel(h) < 0)
         return NULL;
     Py_RETURN_NONE;

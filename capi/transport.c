@@ -682,6 +682,14 @@ static PyObject *transport_write(PyObject *self, PyObject *data)
             return NULL;
         L = transport_loop(st, self);
     }
+#ifdef Py_GIL_DISABLED
+    /* the transport and its buffer are its loop thread's (zl_check_owner) */
+    if (L != NULL && zl_check_owner(L) < 0) {
+        Py_DECREF(sock);
+        Py_XDECREF(buffer);
+        return NULL;
+    }
+#endif
     if (zl_socket_nonblocking_fd(socket_type_of(L), sock) == ZL_NOT_A_SOCKET) {
         Py_DECREF(sock);
         Py_XDECREF(buffer);
@@ -841,6 +849,12 @@ static PyObject *transport_writelines(PyObject *self, PyObject *chunks)
     if (sock == NULL)
         return NULL;
     zl_loop *L = transport_loop(st, self);
+#ifdef Py_GIL_DISABLED
+    if (L != NULL && zl_check_owner(L) < 0) { /* as write()'s */
+        Py_DECREF(sock);
+        return NULL;
+    }
+#endif
     if (zl_socket_nonblocking_fd(socket_type_of(L), sock) == ZL_NOT_A_SOCKET) {
         Py_DECREF(sock);
         return writelines_python(st, self, chunks);

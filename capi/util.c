@@ -239,6 +239,17 @@ int zl_layout_long_slow(const zl_layout *layout, PyObject *self, int f, long *ou
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
+#ifdef Py_GIL_DISABLED
+int zl_refuse_foreign_thread(void)
+{
+    /* asyncio's BaseEventLoop._check_thread's message (debug mode) */
+    PyErr_SetString(
+        PyExc_RuntimeError,
+        "Non-thread-safe operation invoked on an event loop other than the current one");
+    return -1;
+}
+#endif
+
 int zl_grow_raw(void **buf, int64_t *cap, int64_t first, int64_t need, size_t size)
 {
     int64_t n = *cap ? *cap : first;

@@ -394,6 +394,20 @@ typedef struct {
     uint64_t popped; /* entries popped so far: the position of head */
 } zl_ready_queue;
 
+#ifdef Py_GIL_DISABLED
+/* Free-threaded builds only: entries that threads other than the running
+ * loop's queue (call_soon_threadsafe), moved into the ring by the loop's
+ * thread before its next push or batch (ready.c). `len` is written under
+ * `mutex` and read without it by the loop thread (a relaxed load: is
+ * there anything to move?). A GIL build has none of it: the GIL orders
+ * every push into the ring itself. */
+typedef struct {
+    PyMutex mutex;
+    zl_entry *items;
+    int64_t len, cap;
+} zl_inbox;
+#endif
+
 /* Timer slots (timers.c): zl_shared.slots and .new_timers are their
  * memory, shared with the engine; this is the rest. */
 typedef struct {
@@ -500,8 +514,11 @@ struct zl_loop {
     PyObject *debug_value;       /* what set_debug() was given, if not a bool (its truth: debug) */
     char closed;
     char debug;
-    char running;              /* inside _zl_run */
-    zl_ready_queue ready;      /* ready.c */
+    char running;         /* inside _zl_run */
+    zl_ready_queue ready; /* ready.c */
+#ifdef Py_GIL_DISABLED
+    zl_inbox inbox; /* ready.c: what other threads queue */
+#endif
     zl_timer_table timers;     /* timers.c */
     zl_pending pending;        /* pending.c */
     zl_callbacks callbacks;    /* handle.c */
@@ -543,6 +560,92 @@ static inline int zl_is_loop(PyObject *obj)
             return 1;
     return 0;
 }
+
+/* ---- Free-threaded builds: who may touch a loop ----
+ *
+ * docs/architecture.md, "Free-threaded builds", gives what replaces the
+ * GIL place by place; what is built of it is compiled only where
+ * Py_GIL_DISABLED is defined, or through the helpers below, which are a
+ * plain access or a constant in a GIL build, so that a GIL build keeps
+ * its behaviour and its instructions. */
+
+/* A word another thread reads or writes without a lock (a loop's
+ * run_tstate, its closed flag): a relaxed atomic access in a
+ * free-threaded build, a plain one where the GIL orders it. */
+#ifdef Py_GIL_DISABLED
+#define ZL_FT_LOAD(lvalue) __atomic_load_n(&(lvalue), __ATOMIC_RELAXED)
+#define ZL_FT_STORE(lvalue, v) __atomic_store_n(&(lvalue), (v), __ATOMIC_RELAXED)
+#else
+#define ZL_FT_LOAD(lvalue) (lvalue)
+#define ZL_FT_STORE(lvalue, v) ((lvalue) = (v))
+#endif
+
+/* The caller's reference to o is its only one, as the decisions that move
+ * an object's contents or hand it on ask (a handle alone, a context
+ * snapshot nobody else holds). In a free-threaded 3.14+ build
+ * PyUnstable_Object_IsUniquelyReferenced: Py_REFCNT(o) == 1 is not enough
+ * where biased counting splits the count between the owning thread's
+ * part and a shared one, and another thread may be taking a reference it
+ * reached without one; false for an object another thread owns. Never in
+ * a collector's traverse: the free-threaded collector keeps its own
+ * counts in the field that function reads (ob_tid). 3.13t has no such
+ * function: the count, as in a GIL build. */
+#if defined(Py_GIL_DISABLED) && PY_VERSION_HEX >= 0x030E0000
+#define ZL_UNIQUE(o) PyUnstable_Object_IsUniquelyReferenced((PyObject *)(o))
+#define ZL_SHARED(o) (!ZL_UNIQUE(o))
+#else
+#define ZL_UNIQUE(o) (Py_REFCNT(o) == 1)
+#define ZL_SHARED(o) (Py_REFCNT(o) > 1) /* !ZL_UNIQUE, as a GIL build has always written it */
+#endif
+
+#ifdef Py_GIL_DISABLED
+/* L runs on the calling thread. */
+static inline int zl_running_here(const zl_loop *L)
+{
+    return ZL_FT_LOAD(L->run_tstate) == PyThreadState_GetUnchecked();
+}
+/* The calling thread may touch what the table gives per-loop ownership:
+ * L is not running, or runs on this thread. */
+static inline int zl_owned_here(const zl_loop *L)
+{
+    PyThreadState *runner = ZL_FT_LOAD(L->run_tstate);
+    return runner == NULL || runner == PyThreadState_GetUnchecked();
+}
+/* -1 with the RuntimeError asyncio's debug mode raises for a method
+ * called off the loop's thread (util.c). */
+int zl_refuse_foreign_thread(void);
+#endif
+
+/* The engine declares that it does not use the GIL (Py_mod_gil,
+ * module.c): so far only scripts/gil-off's test-only build, which
+ * defines ZL_TEST_GIL_NOT_USED. Every other free-threaded build runs with
+ * the GIL on. */
+#if defined(Py_GIL_DISABLED) && defined(ZL_TEST_GIL_NOT_USED)
+#define ZL_GIL_NOT_USED 1
+#else
+#define ZL_GIL_NOT_USED 0
+#endif
+
+/* Per-loop ownership, enforced: 0, or where the engine runs without the
+ * GIL (ZL_GIL_NOT_USED) -1 with RuntimeError when L runs on another
+ * thread. The entry points that reach a structure only the loop's thread
+ * may touch call it (schedule.c, fds.c, handle.c, timer_handle.c, the
+ * transports' writes); without the GIL, such a call from another thread
+ * would corrupt C memory where asyncio's own would only race
+ * (docs/compatibility.md). With the GIL, free-threaded build or not,
+ * nothing is checked: the GIL keeps the race a logic one, as in asyncio,
+ * and a program that asyncio lets race runs as it does there. The check
+ * is then a constant, which the compiler drops before it weighs the
+ * caller (an inline function that returns 0 changed gcc's layout of
+ * call_soon). */
+#if ZL_GIL_NOT_USED
+static inline int zl_check_owner(const zl_loop *L)
+{
+    return zl_owned_here(L) ? 0 : zl_refuse_foreign_thread();
+}
+#else
+#define zl_check_owner(L) 0
+#endif
 
 /* ==== Foundations ==== */
 
@@ -743,6 +846,14 @@ int zl_handle_lock_acquire(PyObject *lock);
 int zl_handle_lock_release(PyObject *lock);
 
 /* capi/handle.c */
+/* The loop's free lists of handles may be used by the calling thread: in
+ * a free-threaded build only the running loop's own (a handle's dealloc
+ * runs on whichever thread drops it last), in a GIL build any. */
+#ifdef Py_GIL_DISABLED
+#define zl_pool_here(L) zl_running_here(L)
+#else
+#define zl_pool_here(L) 1 /* a constant, as zl_check_owner's */
+#endif
 /* pending: it goes to the ready queue or a timer slot, which hold it off
  * the collector's lists; else it is tracked at once. */
 zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
@@ -790,7 +901,7 @@ ZL_ALWAYS_INLINE zl_handle *zl_handle_new_soon(zl_loop *L, PyObject *callback,
 {
     zl_handle_pool *pool = &L->callbacks.handle_pool;
     PyTypeObject *type = L->state->handle_type;
-    if (pool->n <= 0 || nargs > ZL_INLINE_ARGS)
+    if (pool->n <= 0 || nargs > ZL_INLINE_ARGS || !zl_pool_here(L))
         return zl_handle_new(L, type, callback, args, nargs, context, 1);
     zl_handle *h = pool->items[--pool->n];
     (void)PyObject_Init((PyObject *)h, type);
@@ -811,7 +922,7 @@ static inline PyObject **zl_handle_weakrefs(zl_handle *h)
  * (inline: pending.c asks it of nearly every call_soon's handle). */
 static inline int zl_handle_alone(zl_handle *h)
 {
-    return Py_REFCNT(h) == 1 && *zl_handle_weakrefs(h) == NULL;
+    return ZL_UNIQUE(h) && *zl_handle_weakrefs(h) == NULL;
 }
 /* Visits a handle held by the ready queue or a timer slot (pending.c). */
 int zl_visit_pending(zl_handle *h, visitproc visit, void *arg);
@@ -952,10 +1063,40 @@ void zl_ready_clear(zl_loop *L);
 int zl_ready_traverse(zl_loop *L, visitproc visit, void *arg);
 void zl_ready_free(zl_loop *L);
 
+#ifdef Py_GIL_DISABLED
+/* Free-threaded builds: the inbox (zl_inbox). */
+/* Queues e from a thread that may not push into the ring (not the running
+ * loop's); the entry's references move to the inbox. 0, or -1 with
+ * MemoryError set (the entry is the caller's still). */
+int zl_inbox_push(zl_loop *L, zl_entry e);
+/* Moves what the inbox holds into the ring, in the order it came: 0, or
+ * -1 with MemoryError set (what did not fit stays in the inbox). */
+int zl_inbox_take(zl_loop *L);
+/* Whether the inbox holds anything, asked under its mutex: what the loop
+ * asks once `polling` is set, before its wait (dispatch.c). */
+int zl_inbox_waiting(zl_loop *L);
+#endif
+/* Before the loop's thread pushes into the ring or runs a batch: what
+ * other threads queued goes first, so that a call another thread queued
+ * before this one (as far as the program can tell) runs before it, as in
+ * asyncio's one deque. 0, or -1 with MemoryError set; nothing in a GIL
+ * build, whose pushes all go into the ring (a constant there, as
+ * zl_check_owner's). */
+#ifdef Py_GIL_DISABLED
+static inline int zl_ready_sync(zl_loop *L)
+{
+    return ZL_FT_LOAD(L->inbox.len) != 0 ? zl_inbox_take(L) : 0;
+}
+#else
+#define zl_ready_sync(L) 0
+#endif
+
 /* The slot after the last entry (the ring grown if it was full), which
  * the caller fills and then counts; NULL with MemoryError set. */
 static inline zl_entry *zl_ready_tail(zl_loop *L)
 {
+    if (zl_ready_sync(L) < 0)
+        return NULL;
     if (L->sh.ready_len == L->ready.cap && zl_ready_grow(L) < 0)
         return NULL;
     return &L->ready.ring[(L->ready.head + L->sh.ready_len) & (L->ready.cap - 1)];
@@ -1152,7 +1293,9 @@ static inline int zl_socket_fd(const PyTypeObject *socket_type, PyObject *sock)
 {
     if (!zl_socket_layout_known || Py_TYPE(sock) != socket_type)
         return ZL_NOT_A_SOCKET;
-    return ((zl_socket_head *)sock)->sock_fd;
+    /* a relaxed load in a free-threaded build: a close on another thread
+     * stores -1 there, as the socket module's own reads allow for */
+    return ZL_FT_LOAD(((zl_socket_head *)sock)->sock_fd);
 }
 /* The same for a socket in non-blocking mode (timeout 0.0), which one
  * system call serves as its recv and send serve it; ZL_NOT_A_SOCKET in
@@ -1162,7 +1305,7 @@ static inline int zl_socket_nonblocking_fd(const PyTypeObject *socket_type, PyOb
     if (!zl_socket_layout_known || Py_TYPE(sock) != socket_type)
         return ZL_NOT_A_SOCKET;
     const zl_socket_head *s = (const zl_socket_head *)sock;
-    return s->sock_timeout == 0 ? s->sock_fd : ZL_NOT_A_SOCKET;
+    return ZL_FT_LOAD(s->sock_timeout) == 0 ? ZL_FT_LOAD(s->sock_fd) : ZL_NOT_A_SOCKET;
 }
 int zl_sockets_init(void);
 /* The module's socket.socket, into state->socket_type. */
@@ -1297,7 +1440,7 @@ PyTypeObject *zl_loop_type_new(PyObject *module);
  * is set. */
 static inline int zl_check_closed(zl_loop *L)
 {
-    if (L->closed) {
+    if (ZL_FT_LOAD(L->closed)) {
         PyErr_SetString(PyExc_RuntimeError, "Event loop is closed");
         return -1;
     }

@@ -1,0 +1,369 @@
+"""The rows of docs/architecture.md's "Free-threaded builds" table that are
+built: per-loop ownership enforced, the inbox other threads queue into
+(call_soon_threadsafe), the handle free lists kept by the loop's own
+thread. Each test runs on every build; what it asserts depends on the
+build only where zloopgo differs on purpose (a build that declares the
+GIL unused, scripts/gil-off's alone so far, refuses a loop method called
+off the running loop's thread, which asyncio, a GIL build of zloopgo and
+a free-threaded one with the GIL on let race: docs/compatibility.md).
+
+scripts/gil-off runs this file with the GIL off, on a test-only build of
+the engine that declares it does not need it; the first test checks that
+the GIL is off there, and on elsewhere. It knows nothing of how the adapter queues or
+checks: only what a program sees."""
+
+import asyncio
+import gc
+import socket
+import sys
+import sysconfig
+import threading
+
+import pytest
+
+import zloopgo
+
+FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+
+
+def _gil_off_build():
+    from zloopgo import _engine
+
+    return getattr(_engine, "GIL_OFF_TEST_BUILD", 0) == 1
+
+
+# where the engine declares the GIL unused, it enforces per-loop ownership
+OWNERSHIP_ENFORCED = FREE_THREADED and _gil_off_build()
+FOREIGN = "Non-thread-safe operation invoked on an event loop other than the current one"
+THREADSAFE_HANDLE = hasattr(asyncio.events, "_ThreadSafeHandle")
+
+
+def test_the_gil_is_as_the_engine_declares():
+    # scripts/gil-off's build (GIL_OFF_TEST_BUILD) keeps the GIL off on a
+    # free-threaded interpreter: the rows below then ran without it, not
+    # with it turned on by the engine (or anything else) loading; any other
+    # build turns it on, or runs where there is one
+    loop = zloopgo.new_event_loop()
+    loop.close()
+    expect_off = _gil_off_build()
+    enabled = getattr(sys, "_is_gil_enabled", lambda: True)()
+    assert enabled is not expect_off
+
+
+def _run_in_thread(fn):
+    """fn() on a thread of its own: what it returned or raised."""
+    out = {}
+
+    def body():
+        try:
+            out["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+            out["error"] = exc
+
+    t = threading.Thread(target=body)
+    t.start()
+    t.join(60)
+    assert not t.is_alive()
+    return out
+
+
+def test_threadsafe_calls_from_many_threads_all_run_in_each_thread_order():
+    loop = zloopgo.new_event_loop()
+    threads, per_thread = 8, 3000
+    seen = [[] for _ in range(threads)]
+    total = threads * per_thread
+    ran = 0
+    done = loop.create_future()
+    go = threading.Event()
+
+    def record(t, i):
+        nonlocal ran
+        seen[t].append(i)
+        ran += 1
+        if ran % 997 == 0:
+            gc.collect()  # the loop collects while other threads queue
+        if ran == total:
+            done.set_result(None)
+
+    def produce(t):
+        go.wait()
+        for i in range(per_thread):
+            loop.call_soon_threadsafe(record, t, i)
+
+    async def main():
+        workers = [threading.Thread(target=produce, args=(t,)) for t in range(threads)]
+        for w in workers:
+            w.start()
+        go.set()
+        # the loop's own thread queues meanwhile too
+        own = []
+        for i in range(500):
+            loop.call_soon(own.append, i)
+            await asyncio.sleep(0)
+        await done
+        for w in workers:
+            w.join()
+        return own
+
+    try:
+        own = loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert own == list(range(500))
+    for t in range(threads):
+        assert seen[t] == list(range(per_thread)), t
+
+
+def test_threadsafe_calls_from_threads_in_debug_mode():
+    # debug mode takes zloopgo's Python edge, then queues an adapter
+    # Handle (3.14+: the runner of asyncio's _ThreadSafeHandle)
+    loop = zloopgo.new_event_loop()
+    loop.set_debug(True)
+    loop.slow_callback_duration = 60  # no slow-callback log on a loaded machine
+    threads, per_thread = 4, 300
+    seen = [[] for _ in range(threads)]
+    finished = []
+
+    def produce(t):
+        for i in range(per_thread):
+            loop.call_soon_threadsafe(seen[t].append, i)
+        loop.call_soon_threadsafe(finished.append, t)
+
+    async def main():
+        workers = [threading.Thread(target=produce, args=(t,)) for t in range(threads)]
+        for w in workers:
+            w.start()
+        while len(finished) < threads:
+            await asyncio.sleep(0.001)
+        for w in workers:
+            w.join()
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    for t in range(threads):
+        assert seen[t] == list(range(per_thread)), t
+
+
+def test_threadsafe_call_before_the_loop_runs_keeps_its_place():
+    # queued by another thread before run: between the loop thread's own
+    # call_soon calls made before and after it, as in asyncio's one deque
+    loop = zloopgo.new_event_loop()
+    order = []
+    loop.call_soon(order.append, "first")
+    out = _run_in_thread(lambda: loop.call_soon_threadsafe(order.append, "second"))
+    assert "error" not in out
+    loop.call_soon(order.append, "third")
+    loop.call_soon(loop.stop)
+    try:
+        loop.run_forever()
+    finally:
+        loop.close()
+    assert order == ["first", "second", "third"]
+
+
+def test_threadsafe_call_seen_before_a_later_call_soon():
+    # another thread queues, then lets the loop know; the callback the
+    # loop then schedules itself runs after the other thread's, as asyncio's
+    loop = zloopgo.new_event_loop()
+    order = []
+    queued = threading.Event()
+
+    def other():
+        loop.call_soon_threadsafe(order.append, "other thread")
+        queued.set()
+
+    async def main():
+        t = threading.Thread(target=other)
+        t.start()
+        await loop.run_in_executor(None, queued.wait)
+        loop.call_soon(order.append, "loop thread")
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        t.join()
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert order == ["other thread", "loop thread"]
+
+
+def test_threadsafe_call_wakes_a_loop_waiting_with_nothing_else_to_do():
+    loop = zloopgo.new_event_loop()
+    results = []
+
+    def later():
+        loop.call_soon_threadsafe(results.append, "woken")
+        loop.call_soon_threadsafe(loop.stop)
+
+    loop.call_soon(lambda: threading.Thread(target=later).start())
+    try:
+        loop.run_forever()  # nothing else: only the wake-up ends the wait
+    finally:
+        loop.close()
+    assert results == ["woken"]
+
+
+def test_threadsafe_calls_left_queued_are_released_at_close():
+    loop = zloopgo.new_event_loop()
+    released = threading.Event()
+
+    class Arg:
+        def __del__(self):
+            released.set()
+
+    out = _run_in_thread(lambda: loop.call_soon_threadsafe(_noop, Arg()))
+    assert "error" not in out
+    del out
+    loop.close()
+    gc.collect()
+    assert released.is_set()
+
+
+@pytest.mark.skipif(not THREADSAFE_HANDLE, reason="3.14+'s _ThreadSafeHandle and its lock")
+def test_threadsafe_handle_cancelled_on_another_thread_while_it_runs():
+    # 3.14's cancel() waits for the running callback (its lock): every
+    # cancel that found the callback running returns after it finished
+    loop = zloopgo.new_event_loop()
+    rounds = 200
+    late = []
+
+    def one_round():
+        started, cancelling, finished = threading.Event(), threading.Event(), threading.Event()
+
+        def callback():
+            started.set()
+            cancelling.wait(10)
+            finished.set()
+
+        h = loop.call_soon_threadsafe(callback)
+        started.wait(10)
+        cancelling.set()
+        h.cancel()  # waits for callback to return
+        if not finished.is_set():
+            late.append(h)
+
+    async def main():
+        def canceller():
+            for _ in range(rounds):
+                one_round()
+
+        threads = [threading.Thread(target=canceller) for _ in range(3)]
+        for t in threads:
+            t.start()
+        while any(t.is_alive() for t in threads):
+            await asyncio.sleep(0.001)
+        for t in threads:
+            t.join()
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert late == []
+
+
+def _noop(*args):
+    pass
+
+
+def _methods_off_thread(loop, sock):
+    """Each loop method that is not thread-safe, called from another
+    thread while loop runs: its name and what it returned or raised."""
+    timer = loop.call_later(3600, _noop)
+    handle = loop.call_soon(_noop)
+    calls = {
+        "call_soon": lambda: loop.call_soon(_noop),
+        "call_later": lambda: loop.call_later(3600, _noop),
+        "call_at": lambda: loop.call_at(loop.time() + 3600, _noop),
+        "add_reader": lambda: loop.add_reader(sock.fileno(), _noop),
+        "remove_reader": lambda: loop.remove_reader(sock.fileno()),
+        "add_writer": lambda: loop.add_writer(sock.fileno(), _noop),
+        "remove_writer": lambda: loop.remove_writer(sock.fileno()),
+        "TimerHandle.cancel": timer.cancel,
+        "Handle.cancel": handle.cancel,
+    }
+    return {name: _run_in_thread(fn) for name, fn in calls.items()}, (timer, handle)
+
+
+def test_loop_methods_off_the_running_loops_thread():
+    loop = zloopgo.new_event_loop()
+    a, b = socket.socketpair()
+
+    async def main():
+        return _methods_off_thread(loop, a)
+
+    try:
+        outcomes, held = loop.run_until_complete(main())
+        for h in held:
+            h.cancel()
+        loop.remove_reader(a.fileno())
+        loop.remove_writer(a.fileno())
+    finally:
+        loop.close()
+        a.close()
+        b.close()
+    for name, out in outcomes.items():
+        if OWNERSHIP_ENFORCED:
+            # the loop's C structures are its thread's: refused, as
+            # asyncio's debug mode refuses call_soon
+            assert isinstance(out.get("error"), RuntimeError), name
+            assert str(out["error"]) == FOREIGN, name
+        else:
+            # the GIL keeps asyncio's behaviour: the call goes through
+            assert "error" not in out, (name, out.get("error"))
+
+
+def test_loop_methods_from_another_thread_while_it_is_not_running():
+    # ownership is the running loop's: a loop that does not run may be
+    # driven from any thread, as asyncio's
+    loop = zloopgo.new_event_loop()
+    try:
+        out = _run_in_thread(lambda: (loop.call_soon(_noop), loop.call_later(1, _noop)))
+        assert "error" not in out
+        for h in out["value"]:
+            h.cancel()
+    finally:
+        loop.close()
+
+
+def test_transport_write_off_the_loops_thread():
+    loop = zloopgo.new_event_loop()
+    received = bytearray()
+
+    async def main():
+        got = loop.create_future()
+
+        async def serve(reader, writer):
+            while len(received) < 4:
+                data = await reader.read(100)
+                if not data:
+                    break
+                received.extend(data)
+            got.set_result(None)
+            writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        out = _run_in_thread(lambda: writer.write(b"late"))
+        writer.write(b"ok!!")
+        await got
+        writer.close()
+        server.close()
+        await server.wait_closed()
+        return out
+
+    try:
+        out = loop.run_until_complete(main())
+    finally:
+        loop.close()
+    if OWNERSHIP_ENFORCED:
+        assert isinstance(out.get("error"), RuntimeError)
+        assert str(out["error"]) == FOREIGN
+        assert bytes(received) == b"ok!!"
+    else:
+        assert "error" not in out
+        assert bytes(received) == b"lateok!!"
