@@ -441,7 +441,10 @@ ZL_ALWAYS_INLINE void free_handed_over(zl_handle *h)
 {
     zl_loop *L = h->loop;
     zl_handle_pool *pool = &L->callbacks.handle_pool;
-    if (asyncio_slots_hold_any(h) || pool->n >= FREELIST_MAX || pool->items == NULL) {
+    /* a free-threaded build pools on the running loop's thread alone; the
+     * collector's hook may hand over another loop's handle (pending.c) */
+    if (asyncio_slots_hold_any(h) || pool->n >= FREELIST_MAX || pool->items == NULL ||
+        !zl_pool_here(L)) {
         free_handed_over_slowly(h);
         return;
     }
