@@ -139,20 +139,32 @@ def write_docs(run_dir, docs=DOCS):
     return docs
 
 
-def free_threaded(minor, python, a, installs, run_dir, harness_args):
-    """The part ft: seed 000's free-threaded table (the harness with
-    --free-threaded) on the free-threaded Python: its report's lines and
-    its wall time. No chart: the seed tables' figures are in the report."""
-    tag = f"py{minor}"
-    env = dict(os.environ, ZL_BENCH_TAG=tag, ZL_BENCH_ZLOOPGO_SOURCE=a.zloopgo_source)
+def section_env(minor, a, installs):
+    """The environment a Python section's harness runs in: its tag, the
+    zloopgo source, and where its peers were installed."""
+    env = dict(os.environ, ZL_BENCH_TAG=f"py{minor}", ZL_BENCH_ZLOOPGO_SOURCE=a.zloopgo_source)
     if minor in installs:
         env["ZL_BENCH_INSTALLS"] = os.path.abspath(installs[minor])
-    version = subprocess.run(
+    return env
+
+
+def version_of(python):
+    """python's version, as sys.version's first word ('' if it would not say)."""
+    return subprocess.run(
         [python, "-c", "import sys; print(sys.version.split()[0])"],
         capture_output=True,
         text=True,
         check=False,
     ).stdout.strip()
+
+
+def free_threaded(minor, python, a, installs, run_dir, harness_args):
+    """The part ft: seed 000's free-threaded table (the harness with
+    --free-threaded) on the free-threaded Python: its report's lines and
+    its wall time. No chart: the seed tables' figures are in the report."""
+    tag = f"py{minor}"
+    env = section_env(minor, a, installs)
+    version = version_of(python)
     title = f"Free-threaded Python {version}"
     cmd = [python, "-m", "benchmark", "--free-threaded", "--title", title, "--out", run_dir]
     cmd += ["--heading", "###"] + (["--quick"] if a.quick else []) + harness_args
@@ -229,15 +241,8 @@ def main(argv):
     timing = []
     for minor, python in sections:
         tag = f"py{minor}"
-        env = dict(os.environ, ZL_BENCH_TAG=tag, ZL_BENCH_ZLOOPGO_SOURCE=a.zloopgo_source)
-        if minor in installs:
-            env["ZL_BENCH_INSTALLS"] = os.path.abspath(installs[minor])
-        version = subprocess.run(
-            [python, "-c", "import sys; print(sys.version.split()[0])"],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.strip()
+        env = section_env(minor, a, installs)
+        version = version_of(python)
         report.append(f"## Python {version} (`{python}`)")
         report.append("")
         sec = {"minor": minor, "python": python, "version": version, "files": {}}
