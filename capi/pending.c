@@ -28,7 +28,8 @@
  * are: it is changed and read only with that interpreter's GIL held (loop
  * creation and deallocation, the hook), and tests/test_loops_in_threads.py
  * runs loops in several threads with a collection on nearly every
- * allocation.
+ * allocation. The hook's look may free the loop it looks at
+ * (check_live_loops says how the walk survives that).
  *
  * It knows the ready queue only through zl_ready_take_call (inline, with
  * the hand-over it makes, in zl_pending_check); nothing of
@@ -59,6 +60,44 @@ void zl_pending_check(zl_loop *L)
     }
 }
 
+/* Looks at the last handle made of each live loop. The look may hand a
+ * handle over, which drops the reference it held on its loop, and that
+ * may be the loop's last: a loop dropped while its last call_soon's
+ * handle waits alone in its queue (the cycle loop -> queue -> handle ->
+ * loop, which this collection would have freed) is deallocated right
+ * there, and its dealloc may run a program's code (a subclass's __del__,
+ * its __dict__ cleared) that makes or drops other loops. So the walk
+ * never follows the list while looking: every listed loop is held first,
+ * on a chain of the walk's own (next_held), in a pass that runs no code,
+ * then looked at, then let go, each possibly deallocated then, off the
+ * list's links. A listed loop whose count is 0 is being deallocated
+ * (zl_loop_dealloc unlinks it only after a Python subclass's dealloc has
+ * run its finalizer and cleared its __dict__, which may run a collection,
+ * and after the trashcan, which may defer it): holding it would
+ * deallocate it a second time, and it has no pending handle to look at
+ * (each holds a reference to its loop), so it is left alone.
+ * tests/test_gc.py's ..._ends_its_walk_safely reaches both. A collection
+ * does not start while one runs (the collector's `collecting` flag), so
+ * the chain is never in use twice. */
+static void check_live_loops(zl_module_state *state)
+{
+    zl_loop *held = NULL;
+    for (zl_loop *L = state->live_loops; L != NULL; L = L->pending.next_live)
+        if (Py_REFCNT(L) > 0) {
+            Py_INCREF(L);
+            L->pending.next_held = held;
+            held = L;
+        }
+    for (zl_loop *L = held; L != NULL; L = L->pending.next_held)
+        zl_pending_check(L);
+    while (held != NULL) {
+        zl_loop *L = held;
+        held = L->pending.next_held;
+        L->pending.next_held = NULL;
+        Py_DECREF(L);
+    }
+}
+
 /* gc.callbacks entry, bound to a weak reference to the module (a strong
  * one from the process-lived list would keep every module object made
  * alive): before a collection, no pending handle of its interpreter's
@@ -80,8 +119,7 @@ static PyObject *before_collection(PyObject *module_ref, PyObject *const *args, 
     zl_module_state *state = PyModule_GetState(mod);
     if (nargs >= 1 && PyUnicode_Check(args[0]) &&
         PyUnicode_CompareWithASCIIString(args[0], "start") == 0)
-        for (zl_loop *L = state->live_loops; L != NULL; L = L->pending.next_live)
-            zl_pending_check(L);
+        check_live_loops(state);
     Py_DECREF(mod);
     Py_RETURN_NONE;
 }

@@ -361,6 +361,7 @@ typedef struct {
     zl_handle *last;                /* NULL once looked at */
     uint64_t pos;                   /* its position in the ready queue, if it waits there */
     zl_loop *prev_live, *next_live; /* the list of its interpreter's live loops */
+    zl_loop *next_held;             /* the collector hook's chain of the loops it holds */
 } zl_pending;
 
 /* One entry of the ready queue (ready.c): a handle the queue holds a
