@@ -31,6 +31,20 @@
  * allocation. The hook's look may free the loop it looks at
  * (check_live_loops says how the walk survives that).
  *
+ * A free-threaded build (Py_GIL_DISABLED) has neither the hook nor the
+ * list: every handle is tracked from the moment it is made
+ * (ZL_FT_TRACKS_PENDING, zl.h), as asyncio's are, and untracked only by
+ * the hand-over, as its memory goes back to the free list. Its collector
+ * calls gc.callbacks before it stops the world (CPython 3.14's
+ * Python/gc_free_threading.c, gc_collect_main), so the hook would look at
+ * other loops' pending records while their threads run call_soon: a lock
+ * that every call_soon takes. And what untracking saves is less there:
+ * that collector keeps no list to link an object into (tracking is a bit
+ * in the header) and walks every block of the heap, tracked or not. The
+ * looks at the last handle made that remain there (call_soon's, the
+ * batch's) run on the loop's own thread, per-loop ownership, and do the
+ * hand-over alone.
+ *
  * It knows the ready queue only through zl_ready_take_call (inline, with
  * the hand-over it makes, in zl_pending_check); nothing of
  * timers' slots or the engine. */
@@ -60,6 +74,7 @@ void zl_pending_check(zl_loop *L)
     }
 }
 
+#ifndef Py_GIL_DISABLED
 /* Looks at the last handle made of each live loop. The look may hand a
  * handle over, which drops the reference it held on its loop, and that
  * may be the loop's last: a loop dropped while its last call_soon's
@@ -136,9 +151,15 @@ static PyObject *gc_callbacks(void)
     Py_XDECREF(gc);
     return callbacks;
 }
+#endif /* the hook: GIL builds only */
 
 int zl_pending_init(PyObject *module, zl_module_state *state)
 {
+#ifdef Py_GIL_DISABLED
+    (void)module;
+    (void)state;
+    return 0; /* every handle is tracked there: no hook (the header says why) */
+#else
     PyObject *callbacks = gc_callbacks();
     PyObject *ref = callbacks ? PyWeakref_NewRef(module, NULL) : NULL;
     state->gc_hook = ref ? PyCFunction_New(&before_collection_def, ref) : NULL;
@@ -146,10 +167,12 @@ int zl_pending_init(PyObject *module, zl_module_state *state)
     Py_XDECREF(ref);
     Py_XDECREF(callbacks);
     return r;
+#endif
 }
 
 void zl_pending_fini(zl_module_state *state)
 {
+#ifndef Py_GIL_DISABLED
     if (state->gc_hook == NULL)
         return;
     /* at interpreter exit gc may be gone: the hook then goes with it */
@@ -166,23 +189,34 @@ void zl_pending_fini(zl_module_state *state)
     if (exc != NULL)
         zl_restore_exception(exc);
     Py_CLEAR(state->gc_hook);
+#else
+    (void)state;
+#endif
 }
 
 void zl_pending_loop_added(zl_loop *L)
 {
+#ifndef Py_GIL_DISABLED
     zl_loop **live_loops = &L->state->live_loops;
     L->pending.next_live = *live_loops;
     if (*live_loops != NULL)
         (*live_loops)->pending.prev_live = L;
     *live_loops = L;
+#else
+    (void)L;
+#endif
 }
 
 void zl_pending_loop_removed(zl_loop *L)
 {
+#ifndef Py_GIL_DISABLED
     if (L->pending.prev_live != NULL)
         L->pending.prev_live->pending.next_live = L->pending.next_live;
     else if (L->state->live_loops == L)
         L->state->live_loops = L->pending.next_live;
     if (L->pending.next_live != NULL)
         L->pending.next_live->pending.prev_live = L->pending.prev_live;
+#else
+    (void)L;
+#endif
 }
