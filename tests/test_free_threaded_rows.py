@@ -501,3 +501,35 @@ def test_loops_made_and_dropped_on_threads_while_another_collects():
     gc.collect()
     for refs in results:
         assert [r() for r in refs] == [None] * len(refs)
+
+
+# ---- lookups in flight (fthook12): each loop settles its own lookups,
+# taking each one's future out of its table in one step (PyDict_Pop) ----
+
+
+def test_lookups_on_loops_on_several_threads_all_settle():
+    import socket as socket_module
+
+    per_loop = 400
+    flags = socket_module.NI_NUMERICHOST | socket_module.NI_NUMERICSERV
+
+    def work(t):
+        loop = zloopgo.new_event_loop()
+
+        async def main():
+            # numeric getnameinfo: a lookup of the worker pool that needs
+            # no resolver (a numeric getaddrinfo is answered in Python)
+            names = [loop.getnameinfo(("127.0.0.1", 2000 + i), flags) for i in range(per_loop)]
+            got = await asyncio.gather(*names)
+            stats = zloopgo.stats(loop)
+            return got, stats["lookups_done"], loop._zl_lookups_in_flight()
+
+        try:
+            return loop.run_until_complete(main())
+        finally:
+            loop.close()
+
+    results, _ = _collect_while(work, threads=4)
+    for got, done, in_flight in results:
+        assert got == [("127.0.0.1", str(2000 + i)) for i in range(per_loop)]
+        assert (done, in_flight) == (per_loop, 0)
