@@ -533,3 +533,63 @@ def test_lookups_on_loops_on_several_threads_all_settle():
     for got, done, in_flight in results:
         assert got == [("127.0.0.1", str(2000 + i)) for i in range(per_loop)]
         assert (done, in_flight) == (per_loop, 0)
+
+
+# ---- context snapshots (fthook12): the loop's snapshot cache and spare
+# context are its running thread's; a handle freed on another thread
+# releases its context without making it the spare ----
+
+
+def test_contexts_of_handles_freed_on_other_threads_while_the_loop_runs():
+    import contextvars
+    import queue
+
+    var = contextvars.ContextVar("fthook12_var")
+    rounds, per_round = 100, 8
+
+    def work(t):
+        loop = zloopgo.new_event_loop()
+        seen = []
+        handoff = queue.SimpleQueue()
+
+        def record(i):
+            seen.append((i, var.get()))
+            var.set(-1)  # a private context of its own from now on
+
+        def dropper():
+            # takes references of its own, waits until the loop's thread
+            # let go of its own, then frees the handles (and their private
+            # contexts) here while the loop runs the next round
+            while (item := handoff.get()) is not None:
+                handles, taken, released = item
+                mine = list(handles)
+                loop.call_soon_threadsafe(taken.set_result, None)
+                released.wait(60)
+                del mine
+
+        d = threading.Thread(target=dropper)
+        d.start()
+
+        async def main():
+            for r in range(rounds):
+                var.set(r)  # one snapshot shared by the round's handles
+                handles = [loop.call_soon(record, r * per_round + j) for j in range(per_round)]
+                await asyncio.sleep(0)
+                taken, released = loop.create_future(), threading.Event()
+                handoff.put((handles, taken, released))
+                await taken
+                handles.clear()
+                released.set()
+
+        try:
+            loop.run_until_complete(main())
+        finally:
+            handoff.put(None)
+            d.join(60)
+            loop.close()
+        return seen
+
+    results, _ = _collect_while(work, threads=3)
+    want = [(i, i // per_round) for i in range(rounds * per_round)]
+    for seen in results:
+        assert seen == want  # each callback saw its context as of scheduling
