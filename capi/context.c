@@ -13,7 +13,14 @@
  * (PyThreadState.context, PyContext's variables); a self-test at import
  * checks them, and without it every handle gets its own copy at once, as
  * before. This file knows contexts and the loop's one-entry cache; it
- * knows nothing of the engine. */
+ * knows nothing of the engine.
+ *
+ * In a free-threaded build the cache and the spare are used on the
+ * running loop's own thread alone (zl_pool_here): a handle's dealloc, and
+ * with it zl_context_recycle, runs on whichever thread drops it last, and
+ * a loop that does not run may make handles on any thread. Elsewhere a
+ * handle gets a copy of its own and its private context is released.
+ * The counts that decide sharing are ZL_UNIQUE's (zl.h). */
 #include "zl.h"
 
 /* PyContext's layout on CPython 3.10 to 3.15 (Include/internal/pycore_context.h). */
@@ -92,7 +99,10 @@ void zl_context_release(PyObject *ctx)
 
 PyObject *zl_context_snapshot(zl_loop *L)
 {
-    if (!sharing)
+    /* the cache is the running loop's own thread's in a free-threaded
+     * build (zl_pool_here, as the handle free lists): a loop that does not
+     * run may make handles on any thread */
+    if (!sharing || !zl_pool_here(L))
         return hidden_copy();
     PyObject *current = PyThreadState_Get()->context;
     PyObject *cached = L->contexts.cache;
@@ -127,7 +137,7 @@ PyObject *zl_context_private(zl_loop *L, PyObject *snapshot)
 {
     if (ZL_UNIQUE(snapshot))
         return Py_NewRef(snapshot); /* no other handle, not cached: it is ours */
-    PyObject *spare = L->contexts.spare;
+    PyObject *spare = zl_pool_here(L) ? L->contexts.spare : NULL;
     if (spare != NULL && vars_of(spare) == vars_of(snapshot)) {
         L->contexts.spare = NULL; /* the loop's reference becomes the caller's */
         return spare;
@@ -148,7 +158,9 @@ PyObject *zl_context_private(zl_loop *L, PyObject *snapshot)
 void zl_context_recycle(zl_loop *L, PyObject *ctx)
 {
     context_layout *c = (context_layout *)ctx;
-    if (!sharing || L == NULL || !PyContext_CheckExact(ctx)) {
+    /* a handle freed on another thread than its running loop's (a
+     * free-threaded build: zl_pool_here) leaves the spare alone */
+    if (!sharing || L == NULL || !PyContext_CheckExact(ctx) || !zl_pool_here(L)) {
         zl_context_release(ctx);
         return;
     }

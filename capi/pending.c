@@ -28,7 +28,22 @@
  * are: it is changed and read only with that interpreter's GIL held (loop
  * creation and deallocation, the hook), and tests/test_loops_in_threads.py
  * runs loops in several threads with a collection on nearly every
- * allocation.
+ * allocation. The hook's look may free the loop it looks at
+ * (check_live_loops says how the walk survives that).
+ *
+ * A free-threaded build (Py_GIL_DISABLED) has neither the hook nor the
+ * list: every handle is tracked from the moment it is made
+ * (ZL_FT_TRACKS_PENDING, zl.h), as asyncio's are, and untracked only by
+ * the hand-over, as its memory goes back to the free list. Its collector
+ * calls gc.callbacks before it stops the world (CPython 3.14's
+ * Python/gc_free_threading.c, gc_collect_main), so the hook would look at
+ * other loops' pending records while their threads run call_soon: a lock
+ * that every call_soon takes. And what untracking saves is less there:
+ * that collector keeps no list to link an object into (tracking is a bit
+ * in the header) and walks every block of the heap, tracked or not. The
+ * looks at the last handle made that remain there (call_soon's, the
+ * batch's) run on the loop's own thread, per-loop ownership, and do the
+ * hand-over alone.
  *
  * It knows the ready queue only through zl_ready_take_call (inline, with
  * the hand-over it makes, in zl_pending_check); nothing of
@@ -59,6 +74,45 @@ void zl_pending_check(zl_loop *L)
     }
 }
 
+#ifndef Py_GIL_DISABLED
+/* Looks at the last handle made of each live loop. The look may hand a
+ * handle over, which drops the reference it held on its loop, and that
+ * may be the loop's last: a loop dropped while its last call_soon's
+ * handle waits alone in its queue (the cycle loop -> queue -> handle ->
+ * loop, which this collection would have freed) is deallocated right
+ * there, and its dealloc may run a program's code (a subclass's __del__,
+ * its __dict__ cleared) that makes or drops other loops. So the walk
+ * never follows the list while looking: every listed loop is held first,
+ * on a chain of the walk's own (next_held), in a pass that runs no code,
+ * then looked at, then let go, each possibly deallocated then, off the
+ * list's links. A listed loop whose count is 0 is being deallocated
+ * (zl_loop_dealloc unlinks it only after a Python subclass's dealloc has
+ * run its finalizer and cleared its __dict__, which may run a collection,
+ * and after the trashcan, which may defer it): holding it would
+ * deallocate it a second time, and it has no pending handle to look at
+ * (each holds a reference to its loop), so it is left alone.
+ * tests/test_gc.py's ..._ends_its_walk_safely reaches both. A collection
+ * does not start while one runs (the collector's `collecting` flag), so
+ * the chain is never in use twice. */
+static void check_live_loops(zl_module_state *state)
+{
+    zl_loop *held = NULL;
+    for (zl_loop *L = state->live_loops; L != NULL; L = L->pending.next_live)
+        if (Py_REFCNT(L) > 0) {
+            Py_INCREF(L);
+            L->pending.next_held = held;
+            held = L;
+        }
+    for (zl_loop *L = held; L != NULL; L = L->pending.next_held)
+        zl_pending_check(L);
+    while (held != NULL) {
+        zl_loop *L = held;
+        held = L->pending.next_held;
+        L->pending.next_held = NULL;
+        Py_DECREF(L);
+    }
+}
+
 /* gc.callbacks entry, bound to a weak reference to the module (a strong
  * one from the process-lived list would keep every module object made
  * alive): before a collection, no pending handle of its interpreter's
@@ -80,8 +134,7 @@ static PyObject *before_collection(PyObject *module_ref, PyObject *const *args, 
     zl_module_state *state = PyModule_GetState(mod);
     if (nargs >= 1 && PyUnicode_Check(args[0]) &&
         PyUnicode_CompareWithASCIIString(args[0], "start") == 0)
-        for (zl_loop *L = state->live_loops; L != NULL; L = L->pending.next_live)
-            zl_pending_check(L);
+        check_live_loops(state);
     Py_DECREF(mod);
     Py_RETURN_NONE;
 }
@@ -98,9 +151,15 @@ static PyObject *gc_callbacks(void)
     Py_XDECREF(gc);
     return callbacks;
 }
+#endif /* the hook: GIL builds only */
 
 int zl_pending_init(PyObject *module, zl_module_state *state)
 {
+#ifdef Py_GIL_DISABLED
+    (void)module;
+    (void)state;
+    return 0; /* every handle is tracked there: no hook (the header says why) */
+#else
     PyObject *callbacks = gc_callbacks();
     PyObject *ref = callbacks ? PyWeakref_NewRef(module, NULL) : NULL;
     state->gc_hook = ref ? PyCFunction_New(&before_collection_def, ref) : NULL;
@@ -108,10 +167,12 @@ int zl_pending_init(PyObject *module, zl_module_state *state)
     Py_XDECREF(ref);
     Py_XDECREF(callbacks);
     return r;
+#endif
 }
 
 void zl_pending_fini(zl_module_state *state)
 {
+#ifndef Py_GIL_DISABLED
     if (state->gc_hook == NULL)
         return;
     /* at interpreter exit gc may be gone: the hook then goes with it */
@@ -128,23 +189,34 @@ void zl_pending_fini(zl_module_state *state)
     if (exc != NULL)
         zl_restore_exception(exc);
     Py_CLEAR(state->gc_hook);
+#else
+    (void)state;
+#endif
 }
 
 void zl_pending_loop_added(zl_loop *L)
 {
+#ifndef Py_GIL_DISABLED
     zl_loop **live_loops = &L->state->live_loops;
     L->pending.next_live = *live_loops;
     if (*live_loops != NULL)
         (*live_loops)->pending.prev_live = L;
     *live_loops = L;
+#else
+    (void)L;
+#endif
 }
 
 void zl_pending_loop_removed(zl_loop *L)
 {
+#ifndef Py_GIL_DISABLED
     if (L->pending.prev_live != NULL)
         L->pending.prev_live->pending.next_live = L->pending.next_live;
     else if (L->state->live_loops == L)
         L->state->live_loops = L->pending.next_live;
     if (L->pending.next_live != NULL)
         L->pending.next_live->pending.prev_live = L->pending.prev_live;
+#else
+    (void)L;
+#endif
 }

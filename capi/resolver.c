@@ -289,11 +289,21 @@ void zl_settle_lookups(zl_loop *L, const zl_completion *done, int64_t n)
         lookup *r = (lookup *)(uintptr_t)c->value;
         L->counters.lookups_done++;
         PyObject *key = PyLong_FromUnsignedLongLong(c->token);
+#ifdef Py_GIL_DISABLED
+        /* one step that gives a new reference: no borrowed entry between
+         * the lookup and the delete (docs/architecture.md, "Free-threaded
+         * builds") */
+        PyObject *entry = NULL;
+        if (key && L->lookups.futures)
+            (void)PyDict_Pop(L->lookups.futures, key, &entry);
+        if (entry != NULL) {
+#else
         PyObject *entry =
             key && L->lookups.futures ? PyDict_GetItemWithError(L->lookups.futures, key) : NULL;
         if (entry != NULL) {
             Py_INCREF(entry);
             (void)PyDict_DelItem(L->lookups.futures, key);
+#endif
             long kind = PyLong_AsLong(PyTuple_GET_ITEM(entry, 1));
             PyObject *value = settle_value(L->state, (int)kind, r);
             PyObject *exc = value == NULL ? zl_fetch_exception() : NULL;

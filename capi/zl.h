@@ -361,6 +361,7 @@ typedef struct {
     zl_handle *last;                /* NULL once looked at */
     uint64_t pos;                   /* its position in the ready queue, if it waits there */
     zl_loop *prev_live, *next_live; /* the list of its interpreter's live loops */
+    zl_loop *next_held;             /* the collector hook's chain of the loops it holds */
 } zl_pending;
 
 /* One entry of the ready queue (ready.c): a handle the queue holds a
@@ -855,7 +856,14 @@ int zl_handle_lock_release(PyObject *lock);
 #define zl_pool_here(L) 1 /* a constant, as zl_check_owner's */
 #endif
 /* pending: it goes to the ready queue or a timer slot, which hold it off
- * the collector's lists; else it is tracked at once. */
+ * the collector's lists (not in a free-threaded build, where every handle
+ * is tracked at once: ZL_FT_TRACKS_PENDING, capi/pending.c); else it is
+ * tracked at once. */
+#ifdef Py_GIL_DISABLED
+#define ZL_FT_TRACKS_PENDING 1
+#else
+#define ZL_FT_TRACKS_PENDING 0
+#endif
 zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
                          PyObject *const *args, Py_ssize_t nargs, PyObject *context, int pending);
 /* The rest of zl_handle_new once h's memory is ready (h initialised as
@@ -885,8 +893,9 @@ ZL_ALWAYS_INLINE zl_handle *zl_handle_fill(zl_loop *L, zl_handle *h, PyObject *c
         h->context = Py_NewRef(context);
     }
     /* A handle going to the ready queue or a timer slot stays off the
-     * collector's lists while it waits there (see zl_handle_release). */
-    if (!pending)
+     * collector's lists while it waits there (see zl_handle_release); a
+     * free-threaded build tracks every handle (capi/pending.c says why). */
+    if (!pending || ZL_FT_TRACKS_PENDING)
         PyObject_GC_Track(h);
     return h;
 }
@@ -999,7 +1008,7 @@ static inline int zl_is_threadsafe_runner(const zl_loop *L, PyObject *call)
 /* zl_handle_dealloc's way for a handle handed over (zl_handle_hand_over),
  * its reference count 0: what releasing it leaves to do (handle.c). */
 void zl_handle_free_handed_over(zl_handle *h);
-/* h, alone (zl_handle_alone), never tracked, an exact Handle of its loop
+/* h, alone (zl_handle_alone), never tracked (a free-threaded build untracks it here), an exact Handle of its loop
  * with at most one argument (inline: args is inline_args), nothing debug
  * mode recorded and no run in progress, waits at entry e: its call moves
  * into e and the queue's reference, the last, is dropped; h goes back to
@@ -1012,6 +1021,13 @@ void zl_handle_free_handed_over(zl_handle *h);
 static inline void zl_handle_hand_over(zl_handle *h, zl_entry *e)
 {
     _Static_assert(ZL_ENTRY_SNAPSHOT == 1, "context_snapshot is the flag");
+#ifdef Py_GIL_DISABLED
+    /* tracked since it was made (ZL_FT_TRACKS_PENDING); the free list and
+     * the short way of its dealloc keep only untracked memory. The
+     * collector's stop-the-world cannot fall between zl_handle_alone and
+     * here (no safe point), so no other thread found it meanwhile. */
+    PyObject_GC_UnTrack(h);
+#endif
     e->call = h->callback;
     e->nargs = (uint32_t)h->nargs;
     e->arg = h->inline_args[0];

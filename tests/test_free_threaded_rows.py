@@ -367,3 +367,229 @@ def test_transport_write_off_the_loops_thread():
     else:
         assert "error" not in out
         assert bytes(received) == b"lateok!!"
+
+
+# ---- the live-loop list and the collector hook (issue 41, fthook12) ----
+# A GIL build keeps pending handles off the collector's lists and looks at
+# every loop's last handle before each collection (a gc.callbacks hook
+# walking a list of live loops); a free-threaded build tracks every handle
+# instead, and has neither the hook nor the list (capi/pending.c). Loops on
+# several threads make, keep and drop handles and cycles through them, and
+# loops are made and dropped, while another thread collects in a loop.
+
+
+class _Holder:
+    """A cycle through a pending handle: holder -> handle -> bound method."""
+
+    def method(self, *args):
+        pass
+
+
+def _collect_while(work, threads):
+    """work(t) on `threads` threads while another calls gc.collect() until
+    they are done: [what each returned], the number of collections made."""
+    stop = threading.Event()
+    collections = 0
+
+    def collector():
+        nonlocal collections
+        while not stop.is_set():
+            gc.collect()
+            collections += 1
+
+    c = threading.Thread(target=collector)
+    c.start()
+    outs = [None] * threads
+
+    def body(t):
+        outs[t] = _run_in_thread(lambda: work(t))
+
+    try:
+        ts = [threading.Thread(target=body, args=(t,)) for t in range(threads)]
+        for th in ts:
+            th.start()
+        for th in ts:
+            th.join(120)
+            assert not th.is_alive()
+    finally:
+        stop.set()
+        c.join(60)
+    assert not c.is_alive()
+    for out in outs:
+        assert "error" not in out, out.get("error")
+    return [out["value"] for out in outs], collections
+
+
+def test_handles_made_kept_and_dropped_on_loop_threads_while_another_collects():
+    import weakref
+
+    rounds = 2000
+
+    def work(t):
+        loop = zloopgo.new_event_loop()
+        ran, kept, cycles = [], [], []
+
+        async def main():
+            for i in range(rounds):
+                loop.call_soon(ran.append, i)  # dropped at once: alone
+                if i % 4 == 0:
+                    kept.append(loop.call_soon(ran.append, -i))  # held: shared
+                if i % 16 == 0:
+                    holder = _Holder()
+                    holder.handle = loop.call_soon(holder.method, i)
+                    holder.timer = loop.call_later(3600, holder.method)
+                    cycles.append(weakref.ref(holder))
+                    holder.timer.cancel()
+                    del holder
+                await asyncio.sleep(0)
+
+        try:
+            loop.run_until_complete(main())
+            tracked = [gc.is_tracked(h) for h in kept]
+            cancelled = [h.cancelled() for h in kept]
+        finally:
+            loop.close()
+        return ran, tracked, cancelled, cycles
+
+    results, collections = _collect_while(work, threads=4)
+    assert collections > 0
+    hooks = [c for c in gc.callbacks if "zloopgo" in getattr(c, "__name__", "")]
+    assert len(hooks) == (0 if FREE_THREADED else 1)  # the hook: a GIL build's alone
+    want = []
+    for i in range(rounds):
+        want.append(i)
+        if i % 4 == 0:
+            want.append(-i)
+    for ran, tracked, cancelled, _cycles in results:
+        assert ran == want  # every callback ran once, in its loop's order
+        assert all(tracked)  # a handle the program holds is the collector's
+        assert not any(cancelled)
+    gc.collect()
+    for *_, cycles in results:
+        assert [r() for r in cycles] == [None] * len(cycles)
+
+
+def test_loops_made_and_dropped_on_threads_while_another_collects():
+    import weakref
+
+    from zloopgo._engine import LoopCore
+
+    class Core(LoopCore):
+        pass
+
+    def work(t):
+        refs = []
+        for i in range(200):
+            loop = zloopgo.new_event_loop()
+            ran = []
+            loop.call_soon(ran.append, i)
+            loop.run_until_complete(asyncio.sleep(0))
+            loop.close()
+            assert ran == [i]
+            refs.append(weakref.ref(loop))
+            # dropped unclosed with a handle waiting alone: the cycle
+            # loop -> queue -> handle -> loop, the collector's to free
+            core = Core()
+            core.call_soon(ran.append, -i)
+            refs.append(weakref.ref(core))
+            del loop, core
+        return refs
+
+    results, collections = _collect_while(work, threads=4)
+    assert collections > 0
+    gc.collect()
+    gc.collect()
+    for refs in results:
+        assert [r() for r in refs] == [None] * len(refs)
+
+
+# ---- lookups in flight (fthook12): each loop settles its own lookups,
+# taking each one's future out of its table in one step (PyDict_Pop) ----
+
+
+def test_lookups_on_loops_on_several_threads_all_settle():
+    import socket as socket_module
+
+    per_loop = 400
+    flags = socket_module.NI_NUMERICHOST | socket_module.NI_NUMERICSERV
+
+    def work(t):
+        loop = zloopgo.new_event_loop()
+
+        async def main():
+            # numeric getnameinfo: a lookup of the worker pool that needs
+            # no resolver (a numeric getaddrinfo is answered in Python)
+            names = [loop.getnameinfo(("127.0.0.1", 2000 + i), flags) for i in range(per_loop)]
+            got = await asyncio.gather(*names)
+            stats = zloopgo.stats(loop)
+            return got, stats["lookups_done"], loop._zl_lookups_in_flight()
+
+        try:
+            return loop.run_until_complete(main())
+        finally:
+            loop.close()
+
+    results, _ = _collect_while(work, threads=4)
+    for got, done, in_flight in results:
+        assert got == [("127.0.0.1", str(2000 + i)) for i in range(per_loop)]
+        assert (done, in_flight) == (per_loop, 0)
+
+
+# ---- context snapshots (fthook12): the loop's snapshot cache and spare
+# context are its running thread's; a handle freed on another thread
+# releases its context without making it the spare ----
+
+
+def test_contexts_of_handles_freed_on_other_threads_while_the_loop_runs():
+    import contextvars
+    import queue
+
+    var = contextvars.ContextVar("fthook12_var")
+    rounds, per_round = 100, 8
+
+    def work(t):
+        loop = zloopgo.new_event_loop()
+        seen = []
+        handoff = queue.SimpleQueue()
+
+        def record(i):
+            seen.append((i, var.get()))
+            var.set(-1)  # a private context of its own from now on
+
+        def dropper():
+            # takes references of its own, waits until the loop's thread
+            # let go of its own, then frees the handles (and their private
+            # contexts) here while the loop runs the next round
+            while (item := handoff.get()) is not None:
+                handles, taken, released = item
+                mine = list(handles)
+                loop.call_soon_threadsafe(taken.set_result, None)
+                released.wait(60)
+                del mine
+
+        d = threading.Thread(target=dropper)
+        d.start()
+
+        async def main():
+            for r in range(rounds):
+                var.set(r)  # one snapshot shared by the round's handles
+                handles = [loop.call_soon(record, r * per_round + j) for j in range(per_round)]
+                await asyncio.sleep(0)
+                taken, released = loop.create_future(), threading.Event()
+                handoff.put((handles, taken, released))
+                await taken
+                handles.clear()
+                released.set()
+
+        try:
+            loop.run_until_complete(main())
+        finally:
+            handoff.put(None)
+            d.join(60)
+            loop.close()
+        return seen
+
+    results, _ = _collect_while(work, threads=3)
+    want = [(i, i // per_round) for i in range(rounds * per_round)]
+    for seen in results:
+        assert seen == want  # each callback saw its context as of scheduling

@@ -5,6 +5,7 @@ stock asyncio and on zloopgo."""
 import asyncio
 import gc
 import os
+import sysconfig
 import warnings
 import weakref
 
@@ -253,6 +254,11 @@ def test_cleared_gc_callbacks_do_not_break_collection(loop_factory):
         gc.callbacks[:] = saved
 
 
+# A free-threaded build tracks every handle from the moment it is made
+# (capi/pending.c says why); a GIL build keeps pending ones off the lists.
+PENDING_TRACKED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+
+
 def test_zloopgo_pending_handles_stay_off_the_collectors_lists():
     import zloopgo
 
@@ -263,9 +269,13 @@ def test_zloopgo_pending_handles_stay_off_the_collectors_lists():
             lp.call_soon(print)
         lp.call_later(3600, print)
         added = len(gc.get_objects()) - before
-        assert added < 100, added  # not one per handle
+        # not one per handle: each was alone when the next was made, so its
+        # call moved into its queue entry and the handle went (tracked or not)
+        assert added < 100, added
         kept = lp.call_soon(print)
-        assert not gc.is_tracked(kept)  # not looked at yet
+        assert gc.is_tracked(kept) is PENDING_TRACKED  # not looked at yet
+        timer = lp.call_later(3600, print)
+        assert gc.is_tracked(timer) is PENDING_TRACKED
         lp.call_soon(print)
         assert gc.is_tracked(kept)  # kept by the caller: tracked
     finally:
@@ -305,7 +315,7 @@ def test_zloopgo_handle_scheduled_by_a_settled_lookup_is_not_looked_at_once_free
     try:
         lp.add_reader(r.fileno(), probe)
         lp.run_until_complete(look_up_then_wake_probe())
-        assert seen == [False]  # made untracked, as every call_soon's handle
+        assert seen == [PENDING_TRACKED]  # made as every call_soon's handle
     finally:
         if was_enabled:
             gc.enable()
@@ -402,3 +412,77 @@ def test_a_handle_the_collector_cleared_reads_as_asyncios():
     if sys.version_info < (3, 14):  # 3.14's collector clears such weak references first
         assert "handle _run(): AttributeError _callback from AttributeError _context" in want
         assert "timer cancel(): AttributeError _cancelled" in want
+
+
+LOOP_FREED_BY_THE_HOOK_SCRIPT = """
+import gc, weakref
+from zloopgo._engine import LoopCore
+
+kept = factory()  # the oldest of the live loops: the walk reaches it last
+log = []
+
+class Plain(LoopCore):
+    pass
+
+class Finalizing(LoopCore):
+    def __del__(self):
+        log.append("finalized")
+        # a loop made (and left to the collector) while the hook walks
+        other = Plain()
+        other.call_soon(print)
+
+class CollectsWhenCleared:
+    # held in a loop's __dict__: its __del__ runs while that loop is
+    # deallocated, its count 0, and still on the list of live loops
+    def __del__(self):
+        log.append("collected while a loop is deallocated")
+        gc.collect()
+
+gc.collect()
+refs = []
+for cls in (Plain, Finalizing, Plain):
+    # a loop whose last call_soon's handle, waiting alone in its ready
+    # queue, holds the only reference left to it: the hook's look at that
+    # handle hands its call over and drops that reference, the loop's last
+    lp = cls()
+    lp.call_soon(print)
+    refs.append(weakref.ref(lp))
+    del lp
+gc.collect()
+gc.collect()
+print("dropped loops freed", [r() is None for r in refs])
+
+lp = Plain()
+lp.sink = CollectsWhenCleared()
+del lp
+kept.call_soon(log.append, "kept loop runs")
+kept.run_until_complete(asyncio.sleep(0))
+kept.close()
+print(log)
+print("done")
+"""
+
+
+def test_zloopgo_loop_freed_by_the_collector_hook_ends_its_walk_safely():
+    """A loop whose only reference left is its pending handle's: the hook
+    run before each collection (capi/pending.c) hands that handle over, the
+    loop is deallocated, and the walk over the live loops read the next
+    one from the freed loop (a crash with freed memory overwritten, glibc's
+    MALLOC_PERTURB_ with PYTHONMALLOC=malloc; ASan's heap-use-after-free
+    under scripts/sanitize). The loop whose dealloc collects while it is
+    still listed guards the fix's order: its count is 0 then, so holding
+    it (an increment and a decrement) would deallocate it twice."""
+    from helpers import check, run_script
+
+    # freed memory overwritten (glibc); a free-threaded build has no hook,
+    # and its allocator is mimalloc alone (it refuses PYTHONMALLOC=malloc)
+    env = {"MALLOC_PERTURB_": "85", "GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"}
+    if not PENDING_TRACKED:
+        env["PYTHONMALLOC"] = "malloc"
+    proc = run_script("zloopgo", LOOP_FREED_BY_THE_HOOK_SCRIPT, env=env)
+    check(
+        proc,
+        "dropped loops freed [True, True, True]",
+        "['finalized', 'collected while a loop is deallocated', 'kept loop runs']",
+        "done",
+    )
