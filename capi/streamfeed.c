@@ -222,9 +222,20 @@ int zl_stream_feed(zl_module_state *state, PyObject *protocol, const char *buf, 
         if (!PyByteArray_CheckExact(buffer)) {
             rc = 0; /* not asyncio's bytearray: let feed_data deal with it */
         } else {
+            /* extend(), as feed_data's self._buffer.extend(data): the
+             * resize and the copy in one critical section on the buffer,
+             * as bytearray's own methods take it, so that another thread
+             * that reads, clears or resizes the reader's buffer meanwhile
+             * (which it may without the GIL) never sees the copy land in
+             * memory it freed, nor the grown tail unwritten */
+            int resized;
+            Py_BEGIN_CRITICAL_SECTION(buffer);
             Py_ssize_t old = PyByteArray_GET_SIZE(buffer);
-            if (PyByteArray_Resize(buffer, old + n) == 0) {
+            resized = PyByteArray_Resize(buffer, old + n) == 0;
+            if (resized)
                 memcpy(PyByteArray_AS_STRING(buffer) + old, buf, n);
+            Py_END_CRITICAL_SECTION();
+            if (resized) {
                 if (wakeup_waiter(&state->names, reader) == 0 &&
                     maybe_pause(&state->names, reader, PyByteArray_GET_SIZE(buffer)) == 0)
                     rc = 1;

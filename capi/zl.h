@@ -580,6 +580,16 @@ static inline int zl_is_loop(PyObject *obj)
 #define ZL_FT_STORE(lvalue, v) ((lvalue) = (v))
 #endif
 
+/* A critical section on an object another thread can reach, around a
+ * native change of it that CPython's own methods make under one (a
+ * bytearray resized, then written): Python.h's from 3.13, where a
+ * free-threaded build can exist; before, a GIL build, where the GIL is
+ * the exclusion and the section a plain block, as 3.13's is there. */
+#ifndef Py_BEGIN_CRITICAL_SECTION
+#define Py_BEGIN_CRITICAL_SECTION(op) {
+#define Py_END_CRITICAL_SECTION() }
+#endif
+
 /* The caller's reference to o is its only one, as the decisions that move
  * an object's contents or hand it on ask (a handle alone, a context
  * snapshot nobody else holds). In a free-threaded 3.14+ build

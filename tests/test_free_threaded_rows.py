@@ -367,3 +367,71 @@ def test_transport_write_off_the_loops_thread():
     else:
         assert "error" not in out
         assert bytes(received) == b"lateok!!"
+
+
+# ---- ftxport12: transports, class caches and set_* (issue 41) ----
+# The rows built by ftxport12: native writes into a StreamReader's buffer
+# in a critical section, slot reads at recorded offsets taking their
+# reference safely, the layout's checked class and the class caches as
+# atomics, the module's set_* written once. Without the GIL each of these
+# was a use-after-free or a torn read waiting for a user thread; with it
+# the tests check the same outcomes, which a GIL build gives anyway.
+
+
+@pytest.mark.parametrize("round_", range(3))  # the race shows by turns
+def test_stream_buffer_read_and_cleared_by_a_thread_while_the_loop_feeds_it(round_):
+    # the loop appends what the socket reads to reader._buffer natively
+    # (the stream fast path), while a user thread takes bytes from its
+    # front: every byte sent is taken once, in order (before the critical
+    # section, the copy landed where the buffer's end had been)
+    loop = zloopgo.new_event_loop()
+    chunks = 5000
+    expected = b"".join(i.to_bytes(4, "big") * 256 for i in range(chunks))
+    taken = []
+    stop = threading.Event()
+
+    def drain(buffer):
+        # a copy by slicing, not bytes(buffer): that one exports the
+        # buffer while it copies, and asyncio's own extend() then fails
+        # with BufferError as the native one does
+        while not stop.is_set():
+            data = buffer[:]
+            if data:
+                del buffer[: len(data)]  # the loop only appends behind it
+                taken.append(bytes(data))
+
+    async def main():
+        async def serve(_reader, writer):
+            for i in range(chunks):
+                writer.write(i.to_bytes(4, "big") * 256)
+                if i % 64 == 0:
+                    await writer.drain()
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        # a limit past the whole stream: the reader never pauses reading
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 30)
+        t = threading.Thread(target=drain, args=(reader._buffer,))
+        t.start()
+        try:
+            # until the stream ends (or the transport fails) and the
+            # thread has taken what was buffered
+            transport = writer.transport
+            while not reader._eof and not transport.is_closing():
+                await asyncio.sleep(0.001)
+            while reader._buffer and not transport.is_closing():
+                await asyncio.sleep(0.001)
+        finally:
+            stop.set()
+            t.join(60)
+        writer.close()
+        server.close()
+        await server.wait_closed()
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert b"".join(taken) == expected
