@@ -353,10 +353,20 @@ static int may_send(const zl_module_state *st, PyObject *self, PyObject *addr, i
     if (lost != 0 || buffered != 0)
         return lost < 0 || buffered < 0 ? -1 : 0;
     PyObject *extra = zl_layout_get(&st->datagram_layout, self, D_EXTRA);
+#ifdef Py_GIL_DISABLED
+    /* a strong reference from the dictionary's own lookup: another thread
+     * may set _extra['peername'], and free the old value, meanwhile */
+    PyObject *peer = NULL;
+    if (extra != NULL && PyDict_CheckExact(extra))
+        PyDict_GetItemRef(extra, st->names.peername, &peer);
+    *connected = peer != NULL ? PyObject_IsTrue(peer) : -1;
+    Py_XDECREF(peer);
+#else
     PyObject *peer = extra != NULL && PyDict_CheckExact(extra)
                          ? PyDict_GetItemWithError(extra, st->names.peername) /* borrowed */
                          : NULL;
     *connected = peer != NULL ? PyObject_IsTrue(peer) : -1;
+#endif
     Py_XDECREF(extra);
     if (*connected < 0) {
         PyErr_Clear(); /* no peername key, or not a dict: asyncio's own error */

@@ -108,7 +108,19 @@ static int set_field(const zl_module_state *st, PyObject *self, int f, PyObject 
     const zl_layout *layout = &st->tls.layout;
     if (!zl_layout_direct(layout, self))
         return PyObject_SetAttr(self, zl_layout_name(layout, &st->names, f), v);
+#ifdef Py_GIL_DISABLED
+    /* as the slot's descriptor stores: in a critical section on self, the
+     * old value dropped after it (zl_layout_slot_ref, zl.h) */
+    PyObject *old;
+    Py_BEGIN_CRITICAL_SECTION(self);
+    PyObject **slot = (PyObject **)((char *)self + layout->offset[f]);
+    old = *slot;
+    __atomic_store_n(slot, Py_NewRef(v), __ATOMIC_RELEASE);
+    Py_END_CRITICAL_SECTION();
+    Py_XDECREF(old);
+#else
     Py_XSETREF(*(PyObject **)((char *)self + layout->offset[f]), Py_NewRef(v));
+#endif
     return 0;
 }
 
@@ -308,10 +320,18 @@ static PyObject *ssl_target(zl_module_state *st, PyObject *sslobj, PyObject *nam
 {
     if (Py_TYPE(sslobj) == st->tls.sslobject_type && sslobject_unchanged(st)) {
         PyObject *dict = PyObject_GenericGetDict(sslobj, NULL);
+#ifdef Py_GIL_DISABLED
+        /* a strong reference from the dictionary's own lookup: another
+         * thread may replace the item, and free it, meanwhile */
+        PyObject *inner = NULL;
+        if (dict != NULL && PyDict_GET_SIZE(dict) == 1)
+            PyDict_GetItemRef(dict, st->names._sslobj, &inner);
+#else
         PyObject *inner = dict != NULL && PyDict_GET_SIZE(dict) == 1
                               ? PyDict_GetItemWithError(dict, st->names._sslobj) /* borrowed */
                               : NULL;
         Py_XINCREF(inner);
+#endif
         Py_XDECREF(dict);
         if (inner != NULL)
             return inner;
@@ -524,7 +544,16 @@ static int tls_setattro(PyObject *self, PyObject *name, PyObject *value)
             PyObject *method = step_name(&st->names, &step_methods[i]);
             if (name == method || (!interned && PyUnicode_Compare(name, method) == 0)) {
                 PyObject **mark = (PyObject **)((char *)self + st->tls.layout.offset[F_REPLACED]);
+#ifdef Py_GIL_DISABLED
+                /* True is immortal: nothing to drop but what was there */
+                PyObject *old;
+                Py_BEGIN_CRITICAL_SECTION(self);
+                old = __atomic_exchange_n(mark, Py_True, __ATOMIC_RELEASE);
+                Py_END_CRITICAL_SECTION();
+                Py_XDECREF(old);
+#else
                 Py_XSETREF(*mark, Py_NewRef(Py_True));
+#endif
                 break;
             }
         }

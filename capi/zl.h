@@ -719,6 +719,26 @@ ZL_ALWAYS_INLINE PyObject *zl_layout_slot(const zl_layout *layout, PyObject *sel
         return NULL;
     return *(PyObject **)((char *)self + layout->offset[f]);
 }
+#ifdef Py_GIL_DISABLED
+/* Field f of self as a new reference, or NULL (no error set) where
+ * zl_layout_slot gives NULL. Without the GIL another thread may store
+ * into the slot meanwhile and free what it held: the word is read and its
+ * reference taken inside a critical section on self, which the slot's
+ * descriptor holds while it stores (PyMember_SetOne, 3.13+; it drops the
+ * value it replaced after leaving it). zl_layout_slot's borrowed word is
+ * then only compared, never followed, but for the fields that asyncio
+ * sets once in __init__ (a transport's _loop, its native state). */
+static inline PyObject *zl_layout_slot_ref(const zl_layout *layout, PyObject *self, int f)
+{
+    if (!zl_layout_direct(layout, self))
+        return NULL;
+    PyObject *v;
+    Py_BEGIN_CRITICAL_SECTION(self);
+    v = Py_XNewRef(*(PyObject **)((char *)self + layout->offset[f]));
+    Py_END_CRITICAL_SECTION();
+    return v;
+}
+#endif
 /* Field f by attribute lookup, and its truth so looked up (util.c): what
  * the two below fall back to. */
 PyObject *zl_layout_lookup(const zl_layout *layout, PyObject *self, int f);
@@ -730,8 +750,13 @@ int zl_layout_long_slow(const zl_layout *layout, PyObject *self, int f, long *ou
  * with an exception set. */
 ZL_ALWAYS_INLINE PyObject *zl_layout_get(const zl_layout *layout, PyObject *self, int f)
 {
+#ifdef Py_GIL_DISABLED
+    PyObject *v = zl_layout_slot_ref(layout, self, f);
+    return v != NULL ? v : zl_layout_lookup(layout, self, f);
+#else
     PyObject *v = zl_layout_slot(layout, self, f);
     return v != NULL ? Py_NewRef(v) : zl_layout_lookup(layout, self, f);
+#endif
 }
 /* A one-digit int's value in *out, read from the object (1), or 0 when v
  * is not an exact one-digit int (or the Python has no such API: 3.11),
@@ -766,6 +791,19 @@ static inline int zl_exact_long(PyObject *v, long *out)
 /* Field f's truth (1, 0) or -1 with an exception set. */
 ZL_ALWAYS_INLINE int zl_layout_true(const zl_layout *layout, PyObject *self, int f)
 {
+#ifdef Py_GIL_DISABLED
+    /* the value's truth asked with a reference held (zl_layout_slot_ref) */
+    PyObject *v = zl_layout_slot_ref(layout, self, f);
+    long small;
+    if (v == NULL)
+        return zl_layout_lookup_true(layout, self, f);
+    int r = v == Py_False || v == Py_None ? 0
+            : v == Py_True                ? 1
+            : zl_small_int(v, &small)     ? small != 0
+                                          : PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+#else
     PyObject *v = zl_layout_slot(layout, self, f);
     long small;
     if (v == Py_False || v == Py_None)
@@ -775,13 +813,22 @@ ZL_ALWAYS_INLINE int zl_layout_true(const zl_layout *layout, PyObject *self, int
     if (v == NULL)
         return zl_layout_lookup_true(layout, self, f);
     return zl_small_int(v, &small) ? small != 0 : PyObject_IsTrue(v);
+#endif
 }
 /* Field f as a C long in *out: 0, or -1 with an exception set. */
 static inline int zl_layout_long(const zl_layout *layout, PyObject *self, int f, long *out)
 {
+#ifdef Py_GIL_DISABLED
+    PyObject *v = zl_layout_slot_ref(layout, self, f);
+    int small = v != NULL && zl_small_int(v, out);
+    Py_XDECREF(v);
+    if (small)
+        return 0;
+#else
     PyObject *v = zl_layout_slot(layout, self, f);
     if (v != NULL && zl_small_int(v, out))
         return 0;
+#endif
     return zl_layout_long_slow(layout, self, f, out);
 }
 /* Grows *buf (of *cap items of size bytes, *cap 0 when never allocated)

@@ -435,3 +435,115 @@ def test_stream_buffer_read_and_cleared_by_a_thread_while_the_loop_feeds_it(roun
     finally:
         loop.close()
     assert b"".join(taken) == expected
+
+
+class _Recording(asyncio.Protocol):
+    """A protocol that hands what it receives to a shared list: many of
+    them, made and dropped by another thread, receive one stream."""
+
+    def __init__(self, into):
+        self.into = into
+
+    def data_received(self, data):
+        self.into.append(data)
+
+    def eof_received(self):
+        self.into.append(None)
+
+
+def test_protocol_swapped_by_a_thread_while_the_loop_reads():
+    # the native read takes transport._protocol for each read; a user
+    # thread replaces it (set_protocol, a new object each time, the old one
+    # dropped) meanwhile: every byte reaches one of them, in order
+    loop = zloopgo.new_event_loop()
+    chunks = 3000
+    expected = b"".join(i.to_bytes(4, "big") * 64 for i in range(chunks))
+    received = []
+    stop = threading.Event()
+
+    def swap(transport):
+        while not stop.is_set():
+            transport.set_protocol(_Recording(received))
+
+    async def main():
+        async def serve(_reader, writer):
+            for i in range(chunks):
+                writer.write(i.to_bytes(4, "big") * 64)
+                if i % 32 == 0:
+                    await writer.drain()
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        transport, _ = await loop.create_connection(
+            lambda: _Recording(received), "127.0.0.1", port
+        )
+        t = threading.Thread(target=swap, args=(transport,))
+        t.start()
+        try:
+            while not received or received[-1] is not None:
+                await asyncio.sleep(0.001)
+        finally:
+            stop.set()
+            t.join(60)
+        transport.close()
+        server.close()
+        await server.wait_closed()
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert received[-1] is None
+    assert b"".join(received[:-1]) == expected
+
+
+def test_datagram_extra_and_protocol_swapped_by_a_thread_while_the_loop_sends():
+    # a connected datagram transport's sendto reads _extra['peername'] and
+    # its protocol natively; a user thread replaces both (new objects each
+    # time, the old ones dropped) meanwhile: every datagram is sent
+    loop = zloopgo.new_event_loop()
+    count = 3000
+    got = []
+    stop = threading.Event()
+
+    class Peer(asyncio.DatagramProtocol):
+        def datagram_received(self, data, addr):
+            got.append(data)
+
+    def swap(transport, peername):
+        host, port = peername
+        while not stop.is_set():
+            extra = dict(transport._extra)
+            extra["peername"] = (str(host), int(port))  # a new tuple each time
+            transport._extra = extra
+            transport.set_protocol(asyncio.DatagramProtocol())
+
+    async def main():
+        peer, _ = await loop.create_datagram_endpoint(Peer, local_addr=("127.0.0.1", 0))
+        address = peer.get_extra_info("sockname")
+        transport, _ = await loop.create_datagram_endpoint(
+            asyncio.DatagramProtocol, remote_addr=address
+        )
+        t = threading.Thread(target=swap, args=(transport, address))
+        t.start()
+        try:
+            for i in range(count):
+                transport.sendto(b"%d" % i)
+                if i % 16 == 15:  # paced: the loopback never drops one
+                    while len(got) < i + 1:
+                        await asyncio.sleep(0)
+            while len(got) < count:
+                await asyncio.sleep(0.001)
+        finally:
+            stop.set()
+            t.join(60)
+        transport.close()
+        peer.close()
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert got == [b"%d" % i for i in range(count)]
