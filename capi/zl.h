@@ -212,7 +212,9 @@ typedef struct {
     int n;
     const size_t *name_at;        /* offsetof(zl_names, ...) of each field */
     PyTypeObject *checked;        /* the last class whose fields are the slots */
-    unsigned int checked_version; /* its tp_version_tag then (never 0) */
+    unsigned int checked_version; /* its tp_version_tag then (never 0); in a
+                                   * free-threaded build it alone, `checked`
+                                   * unused (zl_layout_direct) */
     Py_ssize_t offset[ZL_LAYOUT_MAX];
     /* each field's slot definition (its class's, which the recorded one
      * keeps alive): what a name must still resolve to */
@@ -707,8 +709,18 @@ int zl_layout_check(const zl_layout *layout, PyTypeObject *tp);
 ZL_ALWAYS_INLINE int zl_layout_direct(const zl_layout *layout, PyObject *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
+#ifdef Py_GIL_DISABLED
+    /* Without the GIL the pair (checked, checked_version) could be read
+     * half written by another thread's check: the tag alone, one word
+     * read and written atomically, names the class (tags are never
+     * reused, 0 is none), and tp's own tag is read atomically, as a
+     * class change writes it. */
+    unsigned int tag = ZL_FT_LOAD(tp->tp_version_tag);
+    return (tag != 0 && tag == ZL_FT_LOAD(layout->checked_version)) || zl_layout_check(layout, tp);
+#else
     return (tp == layout->checked && tp->tp_version_tag == layout->checked_version) ||
            zl_layout_check(layout, tp);
+#endif
 }
 /* Field f of self, borrowed, or NULL (no error set) when its slot may not
  * be read directly (zl_layout_direct) or is unset: then look the
@@ -737,6 +749,31 @@ static inline PyObject *zl_layout_slot_ref(const zl_layout *layout, PyObject *se
     v = Py_XNewRef(*(PyObject **)((char *)self + layout->offset[f]));
     Py_END_CRITICAL_SECTION();
     return v;
+}
+#endif
+#ifdef Py_GIL_DISABLED
+/* _PyType_Lookup's result as a strong reference, for a caller that
+ * follows it (a descriptor's d_member, d_method): without the GIL another
+ * thread may change the class and free what a borrowed lookup gave.
+ * 3.14's _PyType_LookupRef; 3.13t exports it only internally: the
+ * borrowed lookup, its reference taken at once. A result only compared
+ * by identity stays a borrowed _PyType_Lookup. */
+static inline PyObject *zl_type_lookup_ref(PyTypeObject *tp, PyObject *name)
+{
+#if PY_VERSION_HEX >= 0x030E0000
+    return _PyType_LookupRef(tp, name);
+#else
+    return Py_XNewRef(_PyType_Lookup(tp, name));
+#endif
+}
+/* A class's version tag before a cache looks it over, assigned if it has
+ * none: remembered after the lookups, it is stale (and asks again) if
+ * another thread changed the class meanwhile, where the tag read after
+ * them would vouch for lookups made before the change. */
+static inline unsigned int zl_tag_before_lookups(PyTypeObject *tp)
+{
+    PyUnstable_Type_AssignVersionTag(tp);
+    return ZL_FT_LOAD(tp->tp_version_tag);
 }
 #endif
 /* Field f by attribute lookup, and its truth so looked up (util.c): what

@@ -547,3 +547,104 @@ def test_datagram_extra_and_protocol_swapped_by_a_thread_while_the_loop_sends():
     finally:
         loop.close()
     assert got == [b"%d" % i for i in range(count)]
+
+
+def test_classes_changed_by_a_thread_while_loops_on_two_others_use_their_caches():
+    # the transport's layout check, the stream fast path's class checks and
+    # the loop's clock remember a class by its version tag; a thread keeps
+    # changing those classes (a new attribute each time, and now and then
+    # StreamReader.feed_data replaced by a wrapper and put back) while two
+    # loops, each on its own thread, stream through them: every byte
+    # arrives, in order, on both, and the wrapper, while installed, is called
+    chunks, size = 400, 1024
+    expected = b"".join(i.to_bytes(4, "big") * (size // 4) for i in range(chunks))
+    wrapped_calls = []
+    original_feed = asyncio.StreamReader.feed_data
+
+    def wrapped_feed(self, data):
+        wrapped_calls.append(len(data))
+        return original_feed(self, data)
+
+    async def stream_once():
+        async def serve(reader, writer):
+            got = await reader.readexactly(len(expected))
+            for i in range(chunks):
+                writer.write(got[i * size : (i + 1) * size])
+                if i % 16 == 0:
+                    await writer.drain()
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        for i in range(chunks):
+            writer.write(expected[i * size : (i + 1) * size])
+            if i % 16 == 0:
+                await writer.drain()
+        echoed = await reader.readexactly(len(expected))
+        writer.close()
+        server.close()
+        await server.wait_closed()
+        return echoed, type(writer.transport)
+
+    results = {}
+    classes = []
+
+    def run_loop(name):
+        loop = zloopgo.new_event_loop()
+        try:
+            for _ in range(5):
+                echoed, transport_type = loop.run_until_complete(stream_once())
+                results.setdefault(name, []).append(echoed == expected)
+                classes.append(transport_type)
+            classes.append(type(loop))
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+            results[name] = exc
+        finally:
+            loop.close()
+
+    stop = threading.Event()
+    changed = []
+
+    def change_classes():
+        targets = [asyncio.StreamReader, asyncio.StreamReaderProtocol, zloopgo.Loop]
+        i = 0
+        while not stop.is_set():
+            i += 1
+            for cls in targets + classes[:1]:
+                setattr(cls, "_zl_test_changed", i)
+            if i % 50 == 0:
+                asyncio.StreamReader.feed_data = wrapped_feed
+            elif i % 50 == 25:
+                asyncio.StreamReader.feed_data = original_feed
+        changed.append(i)
+
+    changer = threading.Thread(target=change_classes)
+    loops = [threading.Thread(target=run_loop, args=(n,)) for n in ("a", "b")]
+    changer.start()
+    try:
+        for t in loops:
+            t.start()
+        for t in loops:
+            t.join(120)
+    finally:
+        stop.set()
+        changer.join(60)
+        asyncio.StreamReader.feed_data = original_feed
+        for cls in [asyncio.StreamReader, asyncio.StreamReaderProtocol, zloopgo.Loop] + classes:
+            if "_zl_test_changed" in cls.__dict__:
+                delattr(cls, "_zl_test_changed")
+    assert results == {"a": [True] * 5, "b": [True] * 5}
+    assert changed and changed[0] > 0
+    # with the classes left alone, the wrapper, installed, is what runs
+    loop = zloopgo.new_event_loop()
+    asyncio.StreamReader.feed_data = wrapped_feed
+    try:
+        wrapped_calls.clear()
+        echoed, _ = loop.run_until_complete(stream_once())
+    finally:
+        asyncio.StreamReader.feed_data = original_feed
+        loop.close()
+    assert echoed == expected
+    assert sum(wrapped_calls) >= len(expected)  # both ends' readers fed through it
