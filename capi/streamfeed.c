@@ -62,12 +62,28 @@ PyObject *zl_set_streams(PyObject *mod, PyObject *args)
 static int class_unchanged(PyTypeObject *type, unsigned int *version, PyObject *name1,
                            PyObject *fn1, PyObject *name2, PyObject *fn2)
 {
+#ifdef Py_GIL_DISABLED
+    /* Without the GIL loops on several threads share the cache and
+     * another thread may change the class: the tags are relaxed atomics
+     * (a stale one only asks again), the class's taken before the
+     * lookups (zl_tag_before_lookups, zl.h); the lookups are compared by
+     * identity alone, so they stay borrowed. */
+    unsigned int tag = ZL_FT_LOAD(type->tp_version_tag);
+    if (tag != 0 && tag == ZL_FT_LOAD(*version))
+        return 1;
+    tag = zl_tag_before_lookups(type);
+    if (_PyType_Lookup(type, name1) != fn1 || _PyType_Lookup(type, name2) != fn2)
+        return 0;
+    ZL_FT_STORE(*version, tag);
+    return 1;
+#else
     if (type->tp_version_tag != 0 && type->tp_version_tag == *version)
         return 1;
     if (_PyType_Lookup(type, name1) != fn1 || _PyType_Lookup(type, name2) != fn2)
         return 0;
     *version = type->tp_version_tag; /* the lookups assigned one if it had none */
     return 1;
+#endif
 }
 
 /* obj.name is still the class's method fn, bound to obj (an attribute set

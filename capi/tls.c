@@ -298,6 +298,19 @@ static int resolves_to(PyObject *obj, PyObject *name, PyObject *fn, PyCFunction 
 /* ssl.SSLObject still holds its own read and write. */
 static inline int sslobject_unchanged(zl_module_state *st)
 {
+#ifdef Py_GIL_DISABLED
+    /* as streamfeed.c's class_unchanged: relaxed atomic tags, the class's
+     * taken before the lookups, which are compared by identity alone */
+    unsigned int tag = ZL_FT_LOAD(st->tls.sslobject_type->tp_version_tag);
+    if (tag != 0 && tag == ZL_FT_LOAD(st->tls.sslobject_version))
+        return 1;
+    tag = zl_tag_before_lookups(st->tls.sslobject_type);
+    if (_PyType_Lookup(st->tls.sslobject_type, st->names.read) != st->tls.sslobject_read ||
+        _PyType_Lookup(st->tls.sslobject_type, st->names.write) != st->tls.sslobject_write)
+        return 0;
+    ZL_FT_STORE(st->tls.sslobject_version, tag);
+    return 1;
+#else
     if (st->tls.sslobject_version != 0 &&
         st->tls.sslobject_type->tp_version_tag == st->tls.sslobject_version)
         return 1;
@@ -307,6 +320,7 @@ static inline int sslobject_unchanged(zl_module_state *st)
     st->tls.sslobject_version =
         st->tls.sslobject_type->tp_version_tag; /* the lookups gave it one */
     return 1;
+#endif
 }
 
 /* What self._sslobj.<name>(...) reaches when `fn` is ssl.SSLObject's own
@@ -500,6 +514,26 @@ static inline PyObject *step_name(const zl_names *names, const zl_step_method *m
 static int protocol_class_unchanged(zl_module_state *st)
 {
     PyTypeObject *t = st->tls.layout.type;
+#ifdef Py_GIL_DISABLED
+    /* the tag taken before the lookups; a descriptor followed (d_method)
+     * through a strong reference (zl_type_lookup_ref, zl.h) */
+    unsigned int tag = zl_tag_before_lookups(t);
+    for (size_t i = 0; i < N_STEP_METHODS; i++) {
+        const zl_step_method *m = &step_methods[i];
+        PyObject *fn = m->fn_at != NO_FN ? *(PyObject **)((char *)&st->tls + m->fn_at) : NULL;
+        if (m->fn_at != NO_FN && fn == NULL)
+            continue;
+        PyObject *d = zl_type_lookup_ref(t, step_name(&st->names, m));
+        int same = fn != NULL ? d == fn
+                              : d != NULL && Py_IS_TYPE(d, &PyMethodDescr_Type) &&
+                                    ((PyMethodDescrObject *)d)->d_method->ml_meth == m->native;
+        Py_XDECREF(d);
+        if (!same)
+            return 0;
+    }
+    ZL_FT_STORE(st->tls.protocol_version, tag);
+    return 1;
+#else
     for (size_t i = 0; i < N_STEP_METHODS; i++) {
         const zl_step_method *m = &step_methods[i];
         PyObject *fn = m->fn_at != NO_FN ? *(PyObject **)((char *)&st->tls + m->fn_at) : NULL;
@@ -514,6 +548,7 @@ static int protocol_class_unchanged(zl_module_state *st)
     }
     st->tls.protocol_version = t->tp_version_tag;
     return 1;
+#endif
 }
 
 /* Nothing replaces those methods on self without a lookup telling: self
@@ -526,9 +561,15 @@ static inline int unreplaced(zl_module_state *st, PyObject *self)
     PyTypeObject *t = st->tls.layout.type;
     if (t == NULL || Py_TYPE(self) != t)
         return 0;
+#ifdef Py_GIL_DISABLED
+    unsigned int cached = ZL_FT_LOAD(st->tls.protocol_version);
+    if ((cached == 0 || ZL_FT_LOAD(t->tp_version_tag) != cached) && !protocol_class_unchanged(st))
+        return 0;
+#else
     if ((st->tls.protocol_version == 0 || t->tp_version_tag != st->tls.protocol_version) &&
         !protocol_class_unchanged(st))
         return 0;
+#endif
     return *(PyObject **)((char *)self + st->tls.layout.offset[F_REPLACED]) == NULL;
 }
 

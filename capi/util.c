@@ -128,10 +128,18 @@ PyObject *zl_own_methods(PyObject *mod, PyObject *cls)
             PyObject *name = PyUnicode_InternFromString(def->ml_name);
             if (name == NULL)
                 goto fail;
+#ifdef Py_GIL_DISABLED
+            /* followed (d_method): a strong reference (zl_type_lookup_ref) */
+            PyObject *found = zl_type_lookup_ref(type, name);
+#else
             PyObject *found = _PyType_Lookup(type, name); /* borrowed */
+#endif
             int ours = found != NULL && Py_IS_TYPE(found, &PyMethodDescr_Type) &&
                        ((PyMethodDescrObject *)found)->d_method == def &&
                        PyDescr_TYPE(found) != type;
+#ifdef Py_GIL_DISABLED
+            Py_XDECREF(found);
+#endif
             PyObject *descr = ours ? PyDescr_NewMethod(type, def) : NULL;
             int failed = ours && (descr == NULL || PyObject_SetAttr(cls, name, descr) < 0 ||
                                   PyList_Append(owned, name) < 0);
