@@ -47,10 +47,17 @@ static inline zl_module_state *datagram_state(PyObject *self)
     return zl_state_of_native(self, &((zl_native_transport *)self)->state);
 }
 
+/* Once per module object, as set_transport_layout (transport.c). */
 PyObject *zl_set_datagram_layout(PyObject *mod, PyObject *cls)
 {
     zl_module_state *state = PyModule_GetState(mod);
-    if (zl_layout_record(&state->datagram_layout, &state->names, cls) < 0)
+    int rc;
+    Py_BEGIN_CRITICAL_SECTION(mod);
+    rc = zl_refuse_set_again("set_datagram_layout", state->datagram_layout.type) < 0
+             ? -1
+             : zl_layout_record(&state->datagram_layout, &state->names, cls);
+    Py_END_CRITICAL_SECTION();
+    if (rc < 0)
         return NULL;
     Py_RETURN_NONE;
 }

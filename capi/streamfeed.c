@@ -18,8 +18,17 @@
 #include "zl.h"
 
 /* _engine.set_streams(StreamReaderProtocol, StreamReader, check_asserts)
- * turns the fast path on (None turns it off). */
-PyObject *zl_set_streams(PyObject *mod, PyObject *args)
+ * turns the fast path on (None turns it off).
+ *
+ * In a free-threaded build loops on other threads read what it sets while
+ * they feed, with no GIL between: the classes and their methods are
+ * written once, by the first call that names classes, and never replaced
+ * or freed while the module lives; a later call turns the path off (None)
+ * or on again with the same classes and check_asserts (what zloopgo's
+ * tests do, test_stream_fast_path.py, test_interpreters.py), a flag read
+ * atomically; other classes are refused (RuntimeError). A GIL build
+ * replaces them, the GIL keeping every loop out meanwhile. */
+static PyObject *set_streams(PyObject *mod, PyObject *args)
 {
     PyObject *proto, *reader;
     int asserts;
@@ -27,12 +36,32 @@ PyObject *zl_set_streams(PyObject *mod, PyObject *args)
         return NULL;
     zl_module_state *state = PyModule_GetState(mod);
     zl_stream_classes *c = &state->streams;
+#ifdef Py_GIL_DISABLED
+    PyTypeObject *set = c->protocol_type; /* written under the section alone */
+    if (proto == Py_None) {
+        ZL_FT_STORE(c->off, 1);
+        Py_RETURN_NONE;
+    }
+    if (!PyType_Check(proto) || !PyType_Check(reader))
+        return PyErr_Format(PyExc_TypeError, "expected two classes");
+    if (set != NULL) {
+        if (proto != (PyObject *)set || reader != (PyObject *)c->reader_type ||
+            asserts != c->check_asserts)
+            return PyErr_Format(PyExc_RuntimeError,
+                                "this module's stream classes are %s and %s already (a "
+                                "free-threaded build sets them once)",
+                                set->tp_name, c->reader_type->tp_name);
+        ZL_FT_STORE(c->off, 0);
+        Py_RETURN_NONE;
+    }
+#else
     Py_CLEAR(c->protocol_type);
     Py_CLEAR(c->reader_type);
     if (proto == Py_None)
         Py_RETURN_NONE;
     if (!PyType_Check(proto) || !PyType_Check(reader))
         return PyErr_Format(PyExc_TypeError, "expected two classes");
+#endif
     struct {
         PyObject **slot;
         PyTypeObject *type;
@@ -49,12 +78,36 @@ PyObject *zl_set_streams(PyObject *mod, PyObject *args)
             return PyErr_Format(PyExc_TypeError, "%R has no %R", methods[i].type, methods[i].name);
         Py_XSETREF(*methods[i].slot, Py_NewRef(m));
     }
+#ifdef Py_GIL_DISABLED
+    /* the protocol class last, released: a loop that loads it (acquiring,
+     * zl_stream_feed) sees everything else set */
+    c->reader_type = (PyTypeObject *)Py_NewRef(reader);
+    c->protocol_version = c->reader_version = 0; /* looked at on first use */
+    c->check_asserts = asserts;
+    ZL_FT_STORE(c->off, 0);
+    __atomic_store_n(&c->protocol_type, (PyTypeObject *)Py_NewRef(proto), __ATOMIC_RELEASE);
+#else
     c->protocol_type = (PyTypeObject *)Py_NewRef(proto);
     c->reader_type = (PyTypeObject *)Py_NewRef(reader);
     c->protocol_version = c->protocol_type->tp_version_tag;
     c->reader_version = c->reader_type->tp_version_tag;
     c->check_asserts = asserts;
+#endif
     Py_RETURN_NONE;
+}
+
+PyObject *zl_set_streams(PyObject *mod, PyObject *args)
+{
+#ifdef Py_GIL_DISABLED
+    /* two threads' calls at once: one records, the other finds it done */
+    PyObject *r;
+    Py_BEGIN_CRITICAL_SECTION(mod);
+    r = set_streams(mod, args);
+    Py_END_CRITICAL_SECTION();
+    return r;
+#else
+    return set_streams(mod, args);
+#endif
 }
 
 /* The class still resolves `name` to what was checked. A changed version
@@ -199,11 +252,21 @@ int zl_stream_feed(zl_module_state *state, PyObject *protocol, const char *buf, 
     if (state == NULL)
         return 0;
     zl_stream_classes *c = &state->streams;
+#ifdef Py_GIL_DISABLED
+    /* set once, off as a flag (zl_set_streams) */
+    PyTypeObject *set = __atomic_load_n(&c->protocol_type, __ATOMIC_ACQUIRE);
+    if (set == NULL || ZL_FT_LOAD(c->off) || Py_TYPE(protocol) != set ||
+        !class_unchanged(c->protocol_type, &c->protocol_version, state->names.data_received,
+                         c->data_received_fn, state->names._stream_reader, c->stream_reader_prop) ||
+        !bound_method_is(protocol, state->names.data_received, c->data_received_fn))
+        return 0;
+#else
     if (c->protocol_type == NULL || Py_TYPE(protocol) != c->protocol_type ||
         !class_unchanged(c->protocol_type, &c->protocol_version, state->names.data_received,
                          c->data_received_fn, state->names._stream_reader, c->stream_reader_prop) ||
         !bound_method_is(protocol, state->names.data_received, c->data_received_fn))
         return 0;
+#endif
     /* data_received: reader = self._stream_reader (a weak reference) */
     PyObject *wr = PyObject_GetAttr(protocol, state->names._stream_reader_wr);
     if (wr == NULL)

@@ -150,7 +150,7 @@ static PyObject *app_field(const zl_module_state *st, PyObject *self, int f)
     return zl_layout_get(&st->tls.app_layout, self, f);
 }
 
-PyObject *zl_set_tls(PyObject *mod, PyObject *args)
+static PyObject *set_tls(PyObject *mod, PyObject *args)
 {
     PyObject *proto_cls, *states, *again, *sslobject, *ours, *our_app;
     int asks;
@@ -158,6 +158,9 @@ PyObject *zl_set_tls(PyObject *mod, PyObject *args)
                           &again, &PyType_Type, &sslobject, &asks, &ours, &our_app))
         return NULL;
     zl_module_state *st = PyModule_GetState(mod);
+    /* sslobject_type: set last, by a call that succeeded */
+    if (zl_refuse_set_again("set_tls", st->tls.sslobject_type) < 0)
+        return NULL;
     if (zl_layout_record(&st->tls.layout, &st->names, ours) < 0 ||
         zl_layout_record(&st->tls.app_layout, &st->names, our_app) < 0)
         return NULL;
@@ -207,6 +210,17 @@ PyObject *zl_set_tls(PyObject *mod, PyObject *args)
     st->tls.sslobject_version = st->tls.protocol_version = 0; /* looked at on first use */
     st->tls.is_closing_asks_transport = asks;
     Py_RETURN_NONE;
+}
+
+/* Once per module object (zl_refuse_set_again), in a critical section on
+ * the module, as set_transport_layout (transport.c). */
+PyObject *zl_set_tls(PyObject *mod, PyObject *args)
+{
+    PyObject *r;
+    Py_BEGIN_CRITICAL_SECTION(mod);
+    r = set_tls(mod, args);
+    Py_END_CRITICAL_SECTION();
+    return r;
 }
 
 /* ---- small steps ---- */

@@ -70,10 +70,18 @@ ZL_ALWAYS_INLINE PyObject *get_field(const zl_module_state *st, PyObject *self, 
     return zl_layout_get(&st->transport_layout, self, f);
 }
 
+/* Once per module object (zl_refuse_set_again); in a critical section on
+ * the module, so that two threads' calls at once are one and a refusal. */
 PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls)
 {
     zl_module_state *state = PyModule_GetState(mod);
-    if (zl_layout_record(&state->transport_layout, &state->names, cls) < 0)
+    int rc;
+    Py_BEGIN_CRITICAL_SECTION(mod);
+    rc = zl_refuse_set_again("set_transport_layout", state->transport_layout.type) < 0
+             ? -1
+             : zl_layout_record(&state->transport_layout, &state->names, cls);
+    Py_END_CRITICAL_SECTION();
+    if (rc < 0)
         return NULL;
     Py_RETURN_NONE;
 }

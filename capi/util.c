@@ -155,6 +155,17 @@ fail:
     return NULL;
 }
 
+int zl_refuse_set_again(const char *what, const void *recorded)
+{
+    if (recorded == NULL)
+        return 0;
+    PyErr_Format(PyExc_RuntimeError,
+                 "%s was called already for this module: what it sets is set once, "
+                 "since loops read it without a lock",
+                 what);
+    return -1;
+}
+
 int zl_layout_record(zl_layout *layout, const zl_names *names, PyObject *cls)
 {
     if (!PyType_Check(cls)) {

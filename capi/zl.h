@@ -193,6 +193,11 @@ typedef struct {
     PyObject *data_received_fn, *stream_reader_prop, *feed_data_fn, *wakeup_waiter_fn;
     unsigned int protocol_version, reader_version; /* tp_version_tag when last checked */
     int check_asserts; /* sys.flags.optimize == 0: feed_data's assert runs */
+#ifdef Py_GIL_DISABLED
+    /* the path turned off by set_streams(None): in a free-threaded build
+     * the classes, once set, are never cleared (streamfeed.c) */
+    int off;
+#endif
 } zl_stream_classes;
 
 /* The offsets of a class's object slots (__slots__), recorded once
@@ -694,6 +699,11 @@ static inline PyObject *zl_layout_name(const zl_layout *layout, const zl_names *
  * state's that records it): 0, or -1 with TypeError when one is not an
  * object slot of cls. */
 int zl_layout_record(zl_layout *layout, const zl_names *names, PyObject *cls);
+/* -1 with RuntimeError when `what` (a set_* of the module, recording
+ * `recorded`) was set already, else 0: the module state's set_* functions
+ * are written once, since loops on other threads read what they set
+ * without a lock and nothing of zloopgo's asks twice (util.c). */
+int zl_refuse_set_again(const char *what, const void *recorded);
 /* own_methods(cls): gives cls, a Python subclass of the adapter's types,
  * method descriptors of its own for the C methods it inherits, so that
  * CPython's specialized calls apply to them; the names, as a list. */

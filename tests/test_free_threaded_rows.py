@@ -648,3 +648,88 @@ def test_classes_changed_by_a_thread_while_loops_on_two_others_use_their_caches(
         loop.close()
     assert echoed == expected
     assert sum(wrapped_calls) >= len(expected)  # both ends' readers fed through it
+
+
+def _fresh_engine():
+    """A module object of the engine of its own (a state of its own, as
+    test_interpreters' re-import makes), so that what it refuses or
+    accepts leaves the imported zloopgo's alone."""
+    import importlib.util
+
+    from zloopgo import _engine
+
+    spec = importlib.util.spec_from_file_location("zloopgo._engine", _engine.__file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_modules_layouts_and_tls_classes_are_set_once():
+    # loops read what set_transport_layout, set_datagram_layout and
+    # set_tls record without a lock: a second call is refused, in every
+    # build, and leaves the first's in place
+    from zloopgo import _datagram, _transports
+
+    engine = _fresh_engine()
+    for name, cls in (
+        ("set_transport_layout", _transports.SocketTransport),
+        ("set_datagram_layout", _datagram.DatagramTransport),
+    ):
+        assert getattr(engine, name)(cls) is None
+        with pytest.raises(RuntimeError, match=f"{name} was called already"):
+            getattr(engine, name)(cls)
+    # the imported module's, set at import, refuse too
+    from zloopgo import _engine
+
+    with pytest.raises(RuntimeError, match="set_transport_layout was called already"):
+        _engine.set_transport_layout(_transports.SocketTransport)
+    from zloopgo import _tls
+
+    if _tls.NATIVE_TLS:  # the versions whose SSLProtocol the native path knows
+        with pytest.raises(RuntimeError, match="set_tls was called already"):
+            _engine.set_tls(object, None, (), object, False, None, None)
+    # and streams still flow through the layouts recorded first
+    loop = zloopgo.new_event_loop()
+
+    async def echo_once():
+        async def serve(reader, writer):
+            writer.write(await reader.readexactly(5))
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", server.sockets[0].getsockname()[1]
+        )
+        writer.write(b"hello")
+        got = await reader.readexactly(5)
+        writer.close()
+        server.close()
+        await server.wait_closed()
+        return got
+
+    try:
+        assert loop.run_until_complete(echo_once()) == b"hello"
+    finally:
+        loop.close()
+
+
+def test_stream_classes_switch_off_and_on_but_are_replaced_only_with_the_gil():
+    # set_streams is switched off (None) and on again with the same classes
+    # (zloopgo's tests do); other classes replace them in a GIL build, and
+    # a free-threaded build, whose loops read them without a lock, refuses
+    engine = _fresh_engine()
+    asserts = sys.flags.optimize == 0
+    proto, reader = asyncio.StreamReaderProtocol, asyncio.StreamReader
+    assert engine.set_streams(proto, reader, asserts) is None
+    assert engine.set_streams(None, None, False) is None
+    assert engine.set_streams(proto, reader, asserts) is None
+
+    class OtherReader(asyncio.StreamReader):
+        pass
+
+    if FREE_THREADED:
+        with pytest.raises(RuntimeError, match="sets them once"):
+            engine.set_streams(proto, OtherReader, asserts)
+    else:
+        assert engine.set_streams(proto, OtherReader, asserts) is None
