@@ -1,7 +1,8 @@
 """The rows of docs/architecture.md's "Free-threaded builds" table that are
 built: per-loop ownership enforced, the inbox other threads queue into
 (call_soon_threadsafe), the handle free lists kept by the loop's own
-thread. Each test runs on every build; what it asserts depends on the
+thread; and (the block at the end) transports' native writes and slot
+reads, the class caches and the module's set_* functions. Each test runs on every build; what it asserts depends on the
 build only where zloopgo differs on purpose (a build that declares the
 GIL unused, scripts/gil-off's alone so far, refuses a loop method called
 off the running loop's thread, which asyncio, a GIL build of zloopgo and
@@ -476,9 +477,7 @@ def test_protocol_swapped_by_a_thread_while_the_loop_reads():
 
         server = await asyncio.start_server(serve, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
-        transport, _ = await loop.create_connection(
-            lambda: _Recording(received), "127.0.0.1", port
-        )
+        transport, _ = await loop.create_connection(lambda: _Recording(received), "127.0.0.1", port)
         t = threading.Thread(target=swap, args=(transport,))
         t.start()
         try:
@@ -613,7 +612,7 @@ def test_classes_changed_by_a_thread_while_loops_on_two_others_use_their_caches(
         while not stop.is_set():
             i += 1
             for cls in targets + classes[:1]:
-                setattr(cls, "_zl_test_changed", i)
+                cls._zl_test_changed = i
             if i % 50 == 0:
                 asyncio.StreamReader.feed_data = wrapped_feed
             elif i % 50 == 25:
