@@ -45,13 +45,26 @@ static int refresh(zl_loop *L)
     PyObject *time = PyObject_GetAttr((PyObject *)L, L->state->names.time);
     if (time == NULL)
         return -1;
-    /* LoopCore's method, or the copy of it zloopgo.Loop owns (zl_own_methods,
+        /* LoopCore's method, or the copy of it zloopgo.Loop owns (zl_own_methods,
      * util.c): a descriptor of the same C method */
+#ifdef Py_GIL_DISABLED
+    /* without the GIL another thread may change the class and free the
+     * descriptor: its d_method followed through a strong reference
+     * (zl_type_lookup_ref, zl.h), the tag taken before the lookup */
+    unsigned int tag = zl_tag_before_lookups(Py_TYPE(L));
+    PyObject *found = zl_type_lookup_ref(Py_TYPE(L), L->state->names.time);
+    int own = PyCFunction_Check(time) && PyCFunction_GET_SELF(time) == (PyObject *)L &&
+              found != NULL && Py_IS_TYPE(found, &PyMethodDescr_Type) &&
+              ((PyMethodDescrObject *)found)->d_method->ml_meth == (PyCFunction)zl_loop_time;
+    Py_XDECREF(found);
+    L->clock.type_version = tag;
+#else
     PyObject *found = _PyType_Lookup(Py_TYPE(L), L->state->names.time); /* borrowed */
     int own = PyCFunction_Check(time) && PyCFunction_GET_SELF(time) == (PyObject *)L &&
               found != NULL && Py_IS_TYPE(found, &PyMethodDescr_Type) &&
               ((PyMethodDescrObject *)found)->d_method->ml_meth == (PyCFunction)zl_loop_time;
     L->clock.type_version = Py_TYPE(L)->tp_version_tag; /* the lookups gave it one */
+#endif
     if (own) {
         Py_DECREF(time);
         Py_CLEAR(L->clock.replacement);
@@ -64,8 +77,16 @@ static int refresh(zl_loop *L)
 
 int zl_clock_check(zl_loop *L)
 {
+#ifdef Py_GIL_DISABLED
+    /* the class's tag, which another thread's change of it writes, read
+     * atomically; L->clock is the loop's own */
+    unsigned int tag = ZL_FT_LOAD(Py_TYPE(L)->tp_version_tag);
+    if (tag != L->clock.type_version || tag == 0)
+        return refresh(L);
+#else
     if (Py_TYPE(L)->tp_version_tag != L->clock.type_version || Py_TYPE(L)->tp_version_tag == 0)
         return refresh(L);
+#endif
     return 0;
 }
 

@@ -47,10 +47,17 @@ static inline zl_module_state *datagram_state(PyObject *self)
     return zl_state_of_native(self, &((zl_native_transport *)self)->state);
 }
 
+/* Once per module object, as set_transport_layout (transport.c). */
 PyObject *zl_set_datagram_layout(PyObject *mod, PyObject *cls)
 {
     zl_module_state *state = PyModule_GetState(mod);
-    if (zl_layout_record(&state->datagram_layout, &state->names, cls) < 0)
+    int rc;
+    Py_BEGIN_CRITICAL_SECTION(mod);
+    rc = zl_refuse_set_again("set_datagram_layout", state->datagram_layout.type) < 0
+             ? -1
+             : zl_layout_record(&state->datagram_layout, &state->names, cls);
+    Py_END_CRITICAL_SECTION();
+    if (rc < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -353,10 +360,20 @@ static int may_send(const zl_module_state *st, PyObject *self, PyObject *addr, i
     if (lost != 0 || buffered != 0)
         return lost < 0 || buffered < 0 ? -1 : 0;
     PyObject *extra = zl_layout_get(&st->datagram_layout, self, D_EXTRA);
+#ifdef Py_GIL_DISABLED
+    /* a strong reference from the dictionary's own lookup: another thread
+     * may set _extra['peername'], and free the old value, meanwhile */
+    PyObject *peer = NULL;
+    if (extra != NULL && PyDict_CheckExact(extra))
+        PyDict_GetItemRef(extra, st->names.peername, &peer);
+    *connected = peer != NULL ? PyObject_IsTrue(peer) : -1;
+    Py_XDECREF(peer);
+#else
     PyObject *peer = extra != NULL && PyDict_CheckExact(extra)
                          ? PyDict_GetItemWithError(extra, st->names.peername) /* borrowed */
                          : NULL;
     *connected = peer != NULL ? PyObject_IsTrue(peer) : -1;
+#endif
     Py_XDECREF(extra);
     if (*connected < 0) {
         PyErr_Clear(); /* no peername key, or not a dict: asyncio's own error */

@@ -275,7 +275,7 @@ static PyObject *run_threadsafe(PyObject *mod, PyObject *handle)
 static PyMethodDef run_threadsafe_def = {"_zl_run_threadsafe", run_threadsafe, METH_O,
                                          "Runs one _ThreadSafeHandle as its _run does."};
 
-PyObject *zl_set_threadsafe_handle(PyObject *mod, PyObject *args)
+static PyObject *set_threadsafe_handle(PyObject *mod, PyObject *args)
 {
     PyObject *type;
     if (!PyArg_ParseTuple(args, "O!", &PyType_Type, &type))
@@ -316,6 +316,21 @@ PyObject *zl_set_threadsafe_handle(PyObject *mod, PyObject *args)
     threadsafe->context = offsets[6];
     threadsafe->lock = offsets[7];
     return Py_NewRef(runner);
+}
+
+/* In a critical section on the module (a plain call in a GIL build): two
+ * threads' first calls at once are one and an answer to it. */
+PyObject *zl_set_threadsafe_handle(PyObject *mod, PyObject *args)
+{
+#ifdef Py_GIL_DISABLED
+    PyObject *r;
+    Py_BEGIN_CRITICAL_SECTION(mod);
+    r = set_threadsafe_handle(mod, args);
+    Py_END_CRITICAL_SECTION();
+    return r;
+#else
+    return set_threadsafe_handle(mod, args);
+#endif
 }
 
 /* A _ThreadSafeHandle as its __init__ makes one outside debug mode. */

@@ -18,8 +18,17 @@
 #include "zl.h"
 
 /* _engine.set_streams(StreamReaderProtocol, StreamReader, check_asserts)
- * turns the fast path on (None turns it off). */
-PyObject *zl_set_streams(PyObject *mod, PyObject *args)
+ * turns the fast path on (None turns it off).
+ *
+ * In a free-threaded build loops on other threads read what it sets while
+ * they feed, with no GIL between: the classes and their methods are
+ * written once, by the first call that names classes, and never replaced
+ * or freed while the module lives; a later call turns the path off (None)
+ * or on again with the same classes and check_asserts (what zloopgo's
+ * tests do, test_stream_fast_path.py, test_interpreters.py), a flag read
+ * atomically; other classes are refused (RuntimeError). A GIL build
+ * replaces them, the GIL keeping every loop out meanwhile. */
+static PyObject *set_streams(PyObject *mod, PyObject *args)
 {
     PyObject *proto, *reader;
     int asserts;
@@ -27,12 +36,32 @@ PyObject *zl_set_streams(PyObject *mod, PyObject *args)
         return NULL;
     zl_module_state *state = PyModule_GetState(mod);
     zl_stream_classes *c = &state->streams;
+#ifdef Py_GIL_DISABLED
+    PyTypeObject *set = c->protocol_type; /* written under the section alone */
+    if (proto == Py_None) {
+        ZL_FT_STORE(c->off, 1);
+        Py_RETURN_NONE;
+    }
+    if (!PyType_Check(proto) || !PyType_Check(reader))
+        return PyErr_Format(PyExc_TypeError, "expected two classes");
+    if (set != NULL) {
+        if (proto != (PyObject *)set || reader != (PyObject *)c->reader_type ||
+            asserts != c->check_asserts)
+            return PyErr_Format(PyExc_RuntimeError,
+                                "this module's stream classes are %s and %s already (a "
+                                "free-threaded build sets them once)",
+                                set->tp_name, c->reader_type->tp_name);
+        ZL_FT_STORE(c->off, 0);
+        Py_RETURN_NONE;
+    }
+#else
     Py_CLEAR(c->protocol_type);
     Py_CLEAR(c->reader_type);
     if (proto == Py_None)
         Py_RETURN_NONE;
     if (!PyType_Check(proto) || !PyType_Check(reader))
         return PyErr_Format(PyExc_TypeError, "expected two classes");
+#endif
     struct {
         PyObject **slot;
         PyTypeObject *type;
@@ -49,12 +78,36 @@ PyObject *zl_set_streams(PyObject *mod, PyObject *args)
             return PyErr_Format(PyExc_TypeError, "%R has no %R", methods[i].type, methods[i].name);
         Py_XSETREF(*methods[i].slot, Py_NewRef(m));
     }
+#ifdef Py_GIL_DISABLED
+    /* the protocol class last, released: a loop that loads it (acquiring,
+     * zl_stream_feed) sees everything else set */
+    c->reader_type = (PyTypeObject *)Py_NewRef(reader);
+    c->protocol_version = c->reader_version = 0; /* looked at on first use */
+    c->check_asserts = asserts;
+    ZL_FT_STORE(c->off, 0);
+    __atomic_store_n(&c->protocol_type, (PyTypeObject *)Py_NewRef(proto), __ATOMIC_RELEASE);
+#else
     c->protocol_type = (PyTypeObject *)Py_NewRef(proto);
     c->reader_type = (PyTypeObject *)Py_NewRef(reader);
     c->protocol_version = c->protocol_type->tp_version_tag;
     c->reader_version = c->reader_type->tp_version_tag;
     c->check_asserts = asserts;
+#endif
     Py_RETURN_NONE;
+}
+
+PyObject *zl_set_streams(PyObject *mod, PyObject *args)
+{
+#ifdef Py_GIL_DISABLED
+    /* two threads' calls at once: one records, the other finds it done */
+    PyObject *r;
+    Py_BEGIN_CRITICAL_SECTION(mod);
+    r = set_streams(mod, args);
+    Py_END_CRITICAL_SECTION();
+    return r;
+#else
+    return set_streams(mod, args);
+#endif
 }
 
 /* The class still resolves `name` to what was checked. A changed version
@@ -62,12 +115,28 @@ PyObject *zl_set_streams(PyObject *mod, PyObject *args)
 static int class_unchanged(PyTypeObject *type, unsigned int *version, PyObject *name1,
                            PyObject *fn1, PyObject *name2, PyObject *fn2)
 {
+#ifdef Py_GIL_DISABLED
+    /* Without the GIL loops on several threads share the cache and
+     * another thread may change the class: the tags are relaxed atomics
+     * (a stale one only asks again), the class's taken before the
+     * lookups (zl_tag_before_lookups, zl.h); the lookups are compared by
+     * identity alone, so they stay borrowed. */
+    unsigned int tag = ZL_FT_LOAD(type->tp_version_tag);
+    if (tag != 0 && tag == ZL_FT_LOAD(*version))
+        return 1;
+    tag = zl_tag_before_lookups(type);
+    if (_PyType_Lookup(type, name1) != fn1 || _PyType_Lookup(type, name2) != fn2)
+        return 0;
+    ZL_FT_STORE(*version, tag);
+    return 1;
+#else
     if (type->tp_version_tag != 0 && type->tp_version_tag == *version)
         return 1;
     if (_PyType_Lookup(type, name1) != fn1 || _PyType_Lookup(type, name2) != fn2)
         return 0;
     *version = type->tp_version_tag; /* the lookups assigned one if it had none */
     return 1;
+#endif
 }
 
 /* obj.name is still the class's method fn, bound to obj (an attribute set
@@ -183,11 +252,21 @@ int zl_stream_feed(zl_module_state *state, PyObject *protocol, const char *buf, 
     if (state == NULL)
         return 0;
     zl_stream_classes *c = &state->streams;
+#ifdef Py_GIL_DISABLED
+    /* set once, off as a flag (zl_set_streams) */
+    PyTypeObject *set = __atomic_load_n(&c->protocol_type, __ATOMIC_ACQUIRE);
+    if (set == NULL || ZL_FT_LOAD(c->off) || Py_TYPE(protocol) != set ||
+        !class_unchanged(c->protocol_type, &c->protocol_version, state->names.data_received,
+                         c->data_received_fn, state->names._stream_reader, c->stream_reader_prop) ||
+        !bound_method_is(protocol, state->names.data_received, c->data_received_fn))
+        return 0;
+#else
     if (c->protocol_type == NULL || Py_TYPE(protocol) != c->protocol_type ||
         !class_unchanged(c->protocol_type, &c->protocol_version, state->names.data_received,
                          c->data_received_fn, state->names._stream_reader, c->stream_reader_prop) ||
         !bound_method_is(protocol, state->names.data_received, c->data_received_fn))
         return 0;
+#endif
     /* data_received: reader = self._stream_reader (a weak reference) */
     PyObject *wr = PyObject_GetAttr(protocol, state->names._stream_reader_wr);
     if (wr == NULL)
@@ -222,9 +301,20 @@ int zl_stream_feed(zl_module_state *state, PyObject *protocol, const char *buf, 
         if (!PyByteArray_CheckExact(buffer)) {
             rc = 0; /* not asyncio's bytearray: let feed_data deal with it */
         } else {
+            /* extend(), as feed_data's self._buffer.extend(data): the
+             * resize and the copy in one critical section on the buffer,
+             * as bytearray's own methods take it, so that another thread
+             * that reads, clears or resizes the reader's buffer meanwhile
+             * (which it may without the GIL) never sees the copy land in
+             * memory it freed, nor the grown tail unwritten */
+            int resized;
+            Py_BEGIN_CRITICAL_SECTION(buffer);
             Py_ssize_t old = PyByteArray_GET_SIZE(buffer);
-            if (PyByteArray_Resize(buffer, old + n) == 0) {
+            resized = PyByteArray_Resize(buffer, old + n) == 0;
+            if (resized)
                 memcpy(PyByteArray_AS_STRING(buffer) + old, buf, n);
+            Py_END_CRITICAL_SECTION();
+            if (resized) {
                 if (wakeup_waiter(&state->names, reader) == 0 &&
                     maybe_pause(&state->names, reader, PyByteArray_GET_SIZE(buffer)) == 0)
                     rc = 1;

@@ -108,7 +108,19 @@ static int set_field(const zl_module_state *st, PyObject *self, int f, PyObject 
     const zl_layout *layout = &st->tls.layout;
     if (!zl_layout_direct(layout, self))
         return PyObject_SetAttr(self, zl_layout_name(layout, &st->names, f), v);
+#ifdef Py_GIL_DISABLED
+    /* as the slot's descriptor stores: in a critical section on self, the
+     * old value dropped after it (zl_layout_slot_ref, zl.h) */
+    PyObject *old;
+    Py_BEGIN_CRITICAL_SECTION(self);
+    PyObject **slot = (PyObject **)((char *)self + layout->offset[f]);
+    old = *slot;
+    __atomic_store_n(slot, Py_NewRef(v), __ATOMIC_RELEASE);
+    Py_END_CRITICAL_SECTION();
+    Py_XDECREF(old);
+#else
     Py_XSETREF(*(PyObject **)((char *)self + layout->offset[f]), Py_NewRef(v));
+#endif
     return 0;
 }
 
@@ -138,7 +150,7 @@ static PyObject *app_field(const zl_module_state *st, PyObject *self, int f)
     return zl_layout_get(&st->tls.app_layout, self, f);
 }
 
-PyObject *zl_set_tls(PyObject *mod, PyObject *args)
+static PyObject *set_tls(PyObject *mod, PyObject *args)
 {
     PyObject *proto_cls, *states, *again, *sslobject, *ours, *our_app;
     int asks;
@@ -146,6 +158,9 @@ PyObject *zl_set_tls(PyObject *mod, PyObject *args)
                           &again, &PyType_Type, &sslobject, &asks, &ours, &our_app))
         return NULL;
     zl_module_state *st = PyModule_GetState(mod);
+    /* sslobject_type: set last, by a call that succeeded */
+    if (zl_refuse_set_again("set_tls", st->tls.sslobject_type) < 0)
+        return NULL;
     if (zl_layout_record(&st->tls.layout, &st->names, ours) < 0 ||
         zl_layout_record(&st->tls.app_layout, &st->names, our_app) < 0)
         return NULL;
@@ -195,6 +210,17 @@ PyObject *zl_set_tls(PyObject *mod, PyObject *args)
     st->tls.sslobject_version = st->tls.protocol_version = 0; /* looked at on first use */
     st->tls.is_closing_asks_transport = asks;
     Py_RETURN_NONE;
+}
+
+/* Once per module object (zl_refuse_set_again), in a critical section on
+ * the module, as set_transport_layout (transport.c). */
+PyObject *zl_set_tls(PyObject *mod, PyObject *args)
+{
+    PyObject *r;
+    Py_BEGIN_CRITICAL_SECTION(mod);
+    r = set_tls(mod, args);
+    Py_END_CRITICAL_SECTION();
+    return r;
 }
 
 /* ---- small steps ---- */
@@ -286,6 +312,19 @@ static int resolves_to(PyObject *obj, PyObject *name, PyObject *fn, PyCFunction 
 /* ssl.SSLObject still holds its own read and write. */
 static inline int sslobject_unchanged(zl_module_state *st)
 {
+#ifdef Py_GIL_DISABLED
+    /* as streamfeed.c's class_unchanged: relaxed atomic tags, the class's
+     * taken before the lookups, which are compared by identity alone */
+    unsigned int tag = ZL_FT_LOAD(st->tls.sslobject_type->tp_version_tag);
+    if (tag != 0 && tag == ZL_FT_LOAD(st->tls.sslobject_version))
+        return 1;
+    tag = zl_tag_before_lookups(st->tls.sslobject_type);
+    if (_PyType_Lookup(st->tls.sslobject_type, st->names.read) != st->tls.sslobject_read ||
+        _PyType_Lookup(st->tls.sslobject_type, st->names.write) != st->tls.sslobject_write)
+        return 0;
+    ZL_FT_STORE(st->tls.sslobject_version, tag);
+    return 1;
+#else
     if (st->tls.sslobject_version != 0 &&
         st->tls.sslobject_type->tp_version_tag == st->tls.sslobject_version)
         return 1;
@@ -295,6 +334,7 @@ static inline int sslobject_unchanged(zl_module_state *st)
     st->tls.sslobject_version =
         st->tls.sslobject_type->tp_version_tag; /* the lookups gave it one */
     return 1;
+#endif
 }
 
 /* What self._sslobj.<name>(...) reaches when `fn` is ssl.SSLObject's own
@@ -308,10 +348,18 @@ static PyObject *ssl_target(zl_module_state *st, PyObject *sslobj, PyObject *nam
 {
     if (Py_TYPE(sslobj) == st->tls.sslobject_type && sslobject_unchanged(st)) {
         PyObject *dict = PyObject_GenericGetDict(sslobj, NULL);
+#ifdef Py_GIL_DISABLED
+        /* a strong reference from the dictionary's own lookup: another
+         * thread may replace the item, and free it, meanwhile */
+        PyObject *inner = NULL;
+        if (dict != NULL && PyDict_GET_SIZE(dict) == 1)
+            PyDict_GetItemRef(dict, st->names._sslobj, &inner);
+#else
         PyObject *inner = dict != NULL && PyDict_GET_SIZE(dict) == 1
                               ? PyDict_GetItemWithError(dict, st->names._sslobj) /* borrowed */
                               : NULL;
         Py_XINCREF(inner);
+#endif
         Py_XDECREF(dict);
         if (inner != NULL)
             return inner;
@@ -480,6 +528,26 @@ static inline PyObject *step_name(const zl_names *names, const zl_step_method *m
 static int protocol_class_unchanged(zl_module_state *st)
 {
     PyTypeObject *t = st->tls.layout.type;
+#ifdef Py_GIL_DISABLED
+    /* the tag taken before the lookups; a descriptor followed (d_method)
+     * through a strong reference (zl_type_lookup_ref, zl.h) */
+    unsigned int tag = zl_tag_before_lookups(t);
+    for (size_t i = 0; i < N_STEP_METHODS; i++) {
+        const zl_step_method *m = &step_methods[i];
+        PyObject *fn = m->fn_at != NO_FN ? *(PyObject **)((char *)&st->tls + m->fn_at) : NULL;
+        if (m->fn_at != NO_FN && fn == NULL)
+            continue;
+        PyObject *d = zl_type_lookup_ref(t, step_name(&st->names, m));
+        int same = fn != NULL ? d == fn
+                              : d != NULL && Py_IS_TYPE(d, &PyMethodDescr_Type) &&
+                                    ((PyMethodDescrObject *)d)->d_method->ml_meth == m->native;
+        Py_XDECREF(d);
+        if (!same)
+            return 0;
+    }
+    ZL_FT_STORE(st->tls.protocol_version, tag);
+    return 1;
+#else
     for (size_t i = 0; i < N_STEP_METHODS; i++) {
         const zl_step_method *m = &step_methods[i];
         PyObject *fn = m->fn_at != NO_FN ? *(PyObject **)((char *)&st->tls + m->fn_at) : NULL;
@@ -494,6 +562,7 @@ static int protocol_class_unchanged(zl_module_state *st)
     }
     st->tls.protocol_version = t->tp_version_tag;
     return 1;
+#endif
 }
 
 /* Nothing replaces those methods on self without a lookup telling: self
@@ -506,9 +575,15 @@ static inline int unreplaced(zl_module_state *st, PyObject *self)
     PyTypeObject *t = st->tls.layout.type;
     if (t == NULL || Py_TYPE(self) != t)
         return 0;
+#ifdef Py_GIL_DISABLED
+    unsigned int cached = ZL_FT_LOAD(st->tls.protocol_version);
+    if ((cached == 0 || ZL_FT_LOAD(t->tp_version_tag) != cached) && !protocol_class_unchanged(st))
+        return 0;
+#else
     if ((st->tls.protocol_version == 0 || t->tp_version_tag != st->tls.protocol_version) &&
         !protocol_class_unchanged(st))
         return 0;
+#endif
     return *(PyObject **)((char *)self + st->tls.layout.offset[F_REPLACED]) == NULL;
 }
 
@@ -524,7 +599,16 @@ static int tls_setattro(PyObject *self, PyObject *name, PyObject *value)
             PyObject *method = step_name(&st->names, &step_methods[i]);
             if (name == method || (!interned && PyUnicode_Compare(name, method) == 0)) {
                 PyObject **mark = (PyObject **)((char *)self + st->tls.layout.offset[F_REPLACED]);
+#ifdef Py_GIL_DISABLED
+                /* True is immortal: nothing to drop but what was there */
+                PyObject *old;
+                Py_BEGIN_CRITICAL_SECTION(self);
+                old = __atomic_exchange_n(mark, Py_True, __ATOMIC_RELEASE);
+                Py_END_CRITICAL_SECTION();
+                Py_XDECREF(old);
+#else
                 Py_XSETREF(*mark, Py_NewRef(Py_True));
+#endif
                 break;
             }
         }

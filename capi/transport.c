@@ -70,10 +70,18 @@ ZL_ALWAYS_INLINE PyObject *get_field(const zl_module_state *st, PyObject *self, 
     return zl_layout_get(&st->transport_layout, self, f);
 }
 
+/* Once per module object (zl_refuse_set_again); in a critical section on
+ * the module, so that two threads' calls at once are one and a refusal. */
 PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls)
 {
     zl_module_state *state = PyModule_GetState(mod);
-    if (zl_layout_record(&state->transport_layout, &state->names, cls) < 0)
+    int rc;
+    Py_BEGIN_CRITICAL_SECTION(mod);
+    rc = zl_refuse_set_again("set_transport_layout", state->transport_layout.type) < 0
+             ? -1
+             : zl_layout_record(&state->transport_layout, &state->names, cls);
+    Py_END_CRITICAL_SECTION();
+    if (rc < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -235,8 +243,8 @@ ZL_ALWAYS_INLINE int is_zero(PyObject *v)
  * go when self's class allows it and _conn_lost is 0 (as usual_write_slots
  * below, whose reasons hold here): 1 with *sock (a new reference) and *L
  * (transport_loop's), else 0, and the read takes them one by one. */
-ZL_ALWAYS_INLINE int usual_read_slots(const zl_module_state *st, PyObject *self, PyObject **sock,
-                                      zl_loop **L)
+ZL_ALWAYS_INLINE int usual_read_slots_held(const zl_module_state *st, PyObject *self,
+                                           PyObject **sock, zl_loop **L)
 {
     const zl_layout *layout = &st->transport_layout;
     if (!zl_layout_direct(layout, self))
@@ -249,6 +257,23 @@ ZL_ALWAYS_INLINE int usual_read_slots(const zl_module_state *st, PyObject *self,
     *L = loop != NULL && zl_is_loop(loop) ? (zl_loop *)loop : NULL;
     return 1;
 }
+#ifdef Py_GIL_DISABLED
+/* Without the GIL, the slots are read, and _sock's reference taken, in a
+ * critical section on self, which a slot's descriptor holds while it
+ * stores (zl_layout_slot_ref, zl.h): another thread's store cannot free
+ * what is read meanwhile, nor its _conn_lost change between the reads. */
+ZL_ALWAYS_INLINE int usual_read_slots(const zl_module_state *st, PyObject *self, PyObject **sock,
+                                      zl_loop **L)
+{
+    int usual;
+    Py_BEGIN_CRITICAL_SECTION(self);
+    usual = usual_read_slots_held(st, self, sock, L);
+    Py_END_CRITICAL_SECTION();
+    return usual;
+}
+#else
+#define usual_read_slots usual_read_slots_held
+#endif
 
 /* The socket.socket of L's interpreter, whose sockets alone the native
  * calls serve: NULL (none) without a zloopgo loop. */
@@ -600,8 +625,8 @@ static PyObject *write_python(const zl_module_state *st, PyObject *self, PyObjec
  * the one-by-one reads keep for any other value) and one check of the
  * class serves them all. 1 with *sock and *buffer (new references) and *L
  * (transport_loop's), else 0. */
-ZL_ALWAYS_INLINE int usual_write_slots(const zl_module_state *st, PyObject *self, PyObject **sock,
-                                       PyObject **buffer, zl_loop **L)
+ZL_ALWAYS_INLINE int usual_write_slots_held(const zl_module_state *st, PyObject *self,
+                                            PyObject **sock, PyObject **buffer, zl_loop **L)
 {
     const zl_layout *layout = &st->transport_layout;
     if (!zl_layout_direct(layout, self))
@@ -617,6 +642,20 @@ ZL_ALWAYS_INLINE int usual_write_slots(const zl_module_state *st, PyObject *self
     *L = loop != NULL && zl_is_loop(loop) ? (zl_loop *)loop : NULL;
     return 1;
 }
+#ifdef Py_GIL_DISABLED
+/* in a critical section on self without the GIL, as usual_read_slots */
+ZL_ALWAYS_INLINE int usual_write_slots(const zl_module_state *st, PyObject *self, PyObject **sock,
+                                       PyObject **buffer, zl_loop **L)
+{
+    int usual;
+    Py_BEGIN_CRITICAL_SECTION(self);
+    usual = usual_write_slots_held(st, self, sock, buffer, L);
+    Py_END_CRITICAL_SECTION();
+    return usual;
+}
+#else
+#define usual_write_slots usual_write_slots_held
+#endif
 
 /* write(data): asyncio's checks; then, with nothing buffered, the data is
  * sent at once; with data already buffered it is appended behind it, as

@@ -128,10 +128,18 @@ PyObject *zl_own_methods(PyObject *mod, PyObject *cls)
             PyObject *name = PyUnicode_InternFromString(def->ml_name);
             if (name == NULL)
                 goto fail;
+#ifdef Py_GIL_DISABLED
+            /* followed (d_method): a strong reference (zl_type_lookup_ref) */
+            PyObject *found = zl_type_lookup_ref(type, name);
+#else
             PyObject *found = _PyType_Lookup(type, name); /* borrowed */
+#endif
             int ours = found != NULL && Py_IS_TYPE(found, &PyMethodDescr_Type) &&
                        ((PyMethodDescrObject *)found)->d_method == def &&
                        PyDescr_TYPE(found) != type;
+#ifdef Py_GIL_DISABLED
+            Py_XDECREF(found);
+#endif
             PyObject *descr = ours ? PyDescr_NewMethod(type, def) : NULL;
             int failed = ours && (descr == NULL || PyObject_SetAttr(cls, name, descr) < 0 ||
                                   PyList_Append(owned, name) < 0);
@@ -145,6 +153,17 @@ PyObject *zl_own_methods(PyObject *mod, PyObject *cls)
 fail:
     Py_DECREF(owned);
     return NULL;
+}
+
+int zl_refuse_set_again(const char *what, const void *recorded)
+{
+    if (recorded == NULL)
+        return 0;
+    PyErr_Format(PyExc_RuntimeError,
+                 "%s was called already for this module: what it sets is set once, "
+                 "since loops read it without a lock",
+                 what);
+    return -1;
 }
 
 int zl_layout_record(zl_layout *layout, const zl_names *names, PyObject *cls)
@@ -175,6 +194,34 @@ int zl_layout_record(zl_layout *layout, const zl_names *names, PyObject *cls)
     return 0;
 }
 
+#ifdef Py_GIL_DISABLED
+/* zl_layout_check without the GIL: the tag taken before the lookups
+ * (zl_tag_before_lookups), each descriptor followed through a strong
+ * reference (zl_type_lookup_ref), and the tag alone remembered, in one
+ * atomic store (zl_layout_direct). */
+int zl_layout_check(const zl_layout *layout, PyTypeObject *tp)
+{
+    if (layout->type == NULL || !PyType_IsSubtype(tp, layout->type))
+        return 0;
+    zl_module_state *state = zl_state_of_type(tp); /* found: tp derives from its types */
+    if (state == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    unsigned int tag = zl_tag_before_lookups(tp);
+    for (int f = 0; f < layout->n; f++) {
+        PyObject *d = zl_type_lookup_ref(tp, zl_layout_name(layout, &state->names, f));
+        int same = d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type) &&
+                   ((PyMemberDescrObject *)d)->d_member == layout->member[f];
+        Py_XDECREF(d);
+        if (!same)
+            return 0;
+    }
+    if (tag != 0)
+        ZL_FT_STORE(((zl_layout *)layout)->checked_version, tag);
+    return 1;
+}
+#else
 int zl_layout_check(const zl_layout *layout, PyTypeObject *tp)
 {
     if (layout->type == NULL || !PyType_IsSubtype(tp, layout->type))
@@ -203,6 +250,7 @@ int zl_layout_check(const zl_layout *layout, PyTypeObject *tp)
     cache->checked_version = tp->tp_version_tag;
     return 1;
 }
+#endif
 
 /* Field f's name, from the names of the module that made self's class's
  * native base: a lookup is the slow path (another class, an unset slot),

@@ -193,6 +193,11 @@ typedef struct {
     PyObject *data_received_fn, *stream_reader_prop, *feed_data_fn, *wakeup_waiter_fn;
     unsigned int protocol_version, reader_version; /* tp_version_tag when last checked */
     int check_asserts; /* sys.flags.optimize == 0: feed_data's assert runs */
+#ifdef Py_GIL_DISABLED
+    /* the path turned off by set_streams(None): in a free-threaded build
+     * the classes, once set, are never cleared (streamfeed.c) */
+    int off;
+#endif
 } zl_stream_classes;
 
 /* The offsets of a class's object slots (__slots__), recorded once
@@ -212,7 +217,9 @@ typedef struct {
     int n;
     const size_t *name_at;        /* offsetof(zl_names, ...) of each field */
     PyTypeObject *checked;        /* the last class whose fields are the slots */
-    unsigned int checked_version; /* its tp_version_tag then (never 0) */
+    unsigned int checked_version; /* its tp_version_tag then (never 0); in a
+                                   * free-threaded build it alone, `checked`
+                                   * unused (zl_layout_direct) */
     Py_ssize_t offset[ZL_LAYOUT_MAX];
     /* each field's slot definition (its class's, which the recorded one
      * keeps alive): what a name must still resolve to */
@@ -581,6 +588,16 @@ static inline int zl_is_loop(PyObject *obj)
 #define ZL_FT_STORE(lvalue, v) ((lvalue) = (v))
 #endif
 
+/* A critical section on an object another thread can reach, around a
+ * native change of it that CPython's own methods make under one (a
+ * bytearray resized, then written): Python.h's from 3.13, where a
+ * free-threaded build can exist; before, a GIL build, where the GIL is
+ * the exclusion and the section a plain block, as 3.13's is there. */
+#ifndef Py_BEGIN_CRITICAL_SECTION
+#define Py_BEGIN_CRITICAL_SECTION(op) {
+#define Py_END_CRITICAL_SECTION() }
+#endif
+
 /* The caller's reference to o is its only one, as the decisions that move
  * an object's contents or hand it on ask (a handle alone, a context
  * snapshot nobody else holds). In a free-threaded 3.14+ build
@@ -683,6 +700,11 @@ static inline PyObject *zl_layout_name(const zl_layout *layout, const zl_names *
  * state's that records it): 0, or -1 with TypeError when one is not an
  * object slot of cls. */
 int zl_layout_record(zl_layout *layout, const zl_names *names, PyObject *cls);
+/* -1 with RuntimeError when `what` (a set_* of the module, recording
+ * `recorded`) was set already, else 0: the module state's set_* functions
+ * are written once, since loops on other threads read what they set
+ * without a lock and nothing of zloopgo's asks twice (util.c). */
+int zl_refuse_set_again(const char *what, const void *recorded);
 /* own_methods(cls): gives cls, a Python subclass of the adapter's types,
  * method descriptors of its own for the C methods it inherits, so that
  * CPython's specialized calls apply to them; the names, as a list. */
@@ -698,8 +720,18 @@ int zl_layout_check(const zl_layout *layout, PyTypeObject *tp);
 ZL_ALWAYS_INLINE int zl_layout_direct(const zl_layout *layout, PyObject *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
+#ifdef Py_GIL_DISABLED
+    /* Without the GIL the pair (checked, checked_version) could be read
+     * half written by another thread's check: the tag alone, one word
+     * read and written atomically, names the class (tags are never
+     * reused, 0 is none), and tp's own tag is read atomically, as a
+     * class change writes it. */
+    unsigned int tag = ZL_FT_LOAD(tp->tp_version_tag);
+    return (tag != 0 && tag == ZL_FT_LOAD(layout->checked_version)) || zl_layout_check(layout, tp);
+#else
     return (tp == layout->checked && tp->tp_version_tag == layout->checked_version) ||
            zl_layout_check(layout, tp);
+#endif
 }
 /* Field f of self, borrowed, or NULL (no error set) when its slot may not
  * be read directly (zl_layout_direct) or is unset: then look the
@@ -710,6 +742,51 @@ ZL_ALWAYS_INLINE PyObject *zl_layout_slot(const zl_layout *layout, PyObject *sel
         return NULL;
     return *(PyObject **)((char *)self + layout->offset[f]);
 }
+#ifdef Py_GIL_DISABLED
+/* Field f of self as a new reference, or NULL (no error set) where
+ * zl_layout_slot gives NULL. Without the GIL another thread may store
+ * into the slot meanwhile and free what it held: the word is read and its
+ * reference taken inside a critical section on self, which the slot's
+ * descriptor holds while it stores (PyMember_SetOne, 3.13+; it drops the
+ * value it replaced after leaving it). zl_layout_slot's borrowed word is
+ * then only compared, never followed, but for the fields that asyncio
+ * sets once in __init__ (a transport's _loop, its native state). */
+static inline PyObject *zl_layout_slot_ref(const zl_layout *layout, PyObject *self, int f)
+{
+    if (!zl_layout_direct(layout, self))
+        return NULL;
+    PyObject *v;
+    Py_BEGIN_CRITICAL_SECTION(self);
+    v = Py_XNewRef(*(PyObject **)((char *)self + layout->offset[f]));
+    Py_END_CRITICAL_SECTION();
+    return v;
+}
+#endif
+#ifdef Py_GIL_DISABLED
+/* _PyType_Lookup's result as a strong reference, for a caller that
+ * follows it (a descriptor's d_member, d_method): without the GIL another
+ * thread may change the class and free what a borrowed lookup gave.
+ * 3.14's _PyType_LookupRef; 3.13t exports it only internally: the
+ * borrowed lookup, its reference taken at once. A result only compared
+ * by identity stays a borrowed _PyType_Lookup. */
+static inline PyObject *zl_type_lookup_ref(PyTypeObject *tp, PyObject *name)
+{
+#if PY_VERSION_HEX >= 0x030E0000
+    return _PyType_LookupRef(tp, name);
+#else
+    return Py_XNewRef(_PyType_Lookup(tp, name));
+#endif
+}
+/* A class's version tag before a cache looks it over, assigned if it has
+ * none: remembered after the lookups, it is stale (and asks again) if
+ * another thread changed the class meanwhile, where the tag read after
+ * them would vouch for lookups made before the change. */
+static inline unsigned int zl_tag_before_lookups(PyTypeObject *tp)
+{
+    PyUnstable_Type_AssignVersionTag(tp);
+    return ZL_FT_LOAD(tp->tp_version_tag);
+}
+#endif
 /* Field f by attribute lookup, and its truth so looked up (util.c): what
  * the two below fall back to. */
 PyObject *zl_layout_lookup(const zl_layout *layout, PyObject *self, int f);
@@ -721,8 +798,13 @@ int zl_layout_long_slow(const zl_layout *layout, PyObject *self, int f, long *ou
  * with an exception set. */
 ZL_ALWAYS_INLINE PyObject *zl_layout_get(const zl_layout *layout, PyObject *self, int f)
 {
+#ifdef Py_GIL_DISABLED
+    PyObject *v = zl_layout_slot_ref(layout, self, f);
+    return v != NULL ? v : zl_layout_lookup(layout, self, f);
+#else
     PyObject *v = zl_layout_slot(layout, self, f);
     return v != NULL ? Py_NewRef(v) : zl_layout_lookup(layout, self, f);
+#endif
 }
 /* A one-digit int's value in *out, read from the object (1), or 0 when v
  * is not an exact one-digit int (or the Python has no such API: 3.11),
@@ -757,6 +839,19 @@ static inline int zl_exact_long(PyObject *v, long *out)
 /* Field f's truth (1, 0) or -1 with an exception set. */
 ZL_ALWAYS_INLINE int zl_layout_true(const zl_layout *layout, PyObject *self, int f)
 {
+#ifdef Py_GIL_DISABLED
+    /* the value's truth asked with a reference held (zl_layout_slot_ref) */
+    PyObject *v = zl_layout_slot_ref(layout, self, f);
+    long small;
+    if (v == NULL)
+        return zl_layout_lookup_true(layout, self, f);
+    int r = v == Py_False || v == Py_None ? 0
+            : v == Py_True                ? 1
+            : zl_small_int(v, &small)     ? small != 0
+                                          : PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+#else
     PyObject *v = zl_layout_slot(layout, self, f);
     long small;
     if (v == Py_False || v == Py_None)
@@ -766,13 +861,22 @@ ZL_ALWAYS_INLINE int zl_layout_true(const zl_layout *layout, PyObject *self, int
     if (v == NULL)
         return zl_layout_lookup_true(layout, self, f);
     return zl_small_int(v, &small) ? small != 0 : PyObject_IsTrue(v);
+#endif
 }
 /* Field f as a C long in *out: 0, or -1 with an exception set. */
 static inline int zl_layout_long(const zl_layout *layout, PyObject *self, int f, long *out)
 {
+#ifdef Py_GIL_DISABLED
+    PyObject *v = zl_layout_slot_ref(layout, self, f);
+    int small = v != NULL && zl_small_int(v, out);
+    Py_XDECREF(v);
+    if (small)
+        return 0;
+#else
     PyObject *v = zl_layout_slot(layout, self, f);
     if (v != NULL && zl_small_int(v, out))
         return 0;
+#endif
     return zl_layout_long_slow(layout, self, f, out);
 }
 /* Grows *buf (of *cap items of size bytes, *cap 0 when never allocated)

@@ -1,16 +1,19 @@
 """The rows of docs/architecture.md's "Free-threaded builds" table that are
 built: per-loop ownership enforced, the inbox other threads queue into
 (call_soon_threadsafe), the handle free lists kept by the loop's own
-thread. Each test runs on every build; what it asserts depends on the
-build only where zloopgo differs on purpose (a build that declares the
-GIL unused, scripts/gil-off's alone so far, refuses a loop method called
-off the running loop's thread, which asyncio, a GIL build of zloopgo and
-a free-threaded one with the GIL on let race: docs/compatibility.md).
+thread; the collector hook's absence and context snapshots (the block
+after them); and (the block at the end) transports' native writes and
+slot reads, the class caches and the module's set_* functions. Each test
+runs on every build; what it asserts depends on the build only where
+zloopgo differs on purpose (a build that declares the GIL unused,
+scripts/gil-off's alone so far, refuses a loop method called off the
+running loop's thread, which asyncio, a GIL build of zloopgo and a
+free-threaded one with the GIL on let race: docs/compatibility.md).
 
 scripts/gil-off runs this file with the GIL off, on a test-only build of
 the engine that declares it does not need it; the first test checks that
-the GIL is off there, and on elsewhere. It knows nothing of how the adapter queues or
-checks: only what a program sees."""
+the GIL is off there, and on elsewhere. It knows nothing of how the
+adapter queues or checks: only what a program sees."""
 
 import asyncio
 import gc
@@ -593,3 +596,367 @@ def test_contexts_of_handles_freed_on_other_threads_while_the_loop_runs():
     want = [(i, i // per_round) for i in range(rounds * per_round)]
     for seen in results:
         assert seen == want  # each callback saw its context as of scheduling
+
+
+# ---- ftxport12: transports, class caches and set_* (issue 41) ----
+# The rows built by ftxport12: native writes into a StreamReader's buffer
+# in a critical section, slot reads at recorded offsets taking their
+# reference safely, the layout's checked class and the class caches as
+# atomics, the module's set_* written once. Without the GIL each of these
+# was a use-after-free or a torn read waiting for a user thread; with it
+# the tests check the same outcomes, which a GIL build gives anyway.
+
+
+@pytest.mark.parametrize("round_", range(3))  # the race shows by turns
+def test_stream_buffer_read_and_cleared_by_a_thread_while_the_loop_feeds_it(round_):
+    # the loop appends what the socket reads to reader._buffer natively
+    # (the stream fast path), while a user thread takes bytes from its
+    # front: every byte sent is taken once, in order (before the critical
+    # section, the copy landed where the buffer's end had been)
+    loop = zloopgo.new_event_loop()
+    chunks = 5000
+    expected = b"".join(i.to_bytes(4, "big") * 256 for i in range(chunks))
+    taken = []
+    stop = threading.Event()
+
+    def drain(buffer):
+        # a copy by slicing, not bytes(buffer): that one exports the
+        # buffer while it copies, and asyncio's own extend() then fails
+        # with BufferError as the native one does
+        while not stop.is_set():
+            data = buffer[:]
+            if data:
+                del buffer[: len(data)]  # the loop only appends behind it
+                taken.append(bytes(data))
+
+    async def main():
+        async def serve(_reader, writer):
+            for i in range(chunks):
+                writer.write(i.to_bytes(4, "big") * 256)
+                if i % 64 == 0:
+                    await writer.drain()
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        # a limit past the whole stream: the reader never pauses reading
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 30)
+        t = threading.Thread(target=drain, args=(reader._buffer,))
+        t.start()
+        try:
+            # until the stream ends (or the transport fails) and the
+            # thread has taken what was buffered
+            transport = writer.transport
+            while not reader._eof and not transport.is_closing():
+                await asyncio.sleep(0.001)
+            while reader._buffer and not transport.is_closing():
+                await asyncio.sleep(0.001)
+        finally:
+            stop.set()
+            t.join(60)
+        writer.close()
+        server.close()
+        await server.wait_closed()
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert b"".join(taken) == expected
+
+
+class _Recording(asyncio.Protocol):
+    """A protocol that hands what it receives to a shared list: many of
+    them, made and dropped by another thread, receive one stream."""
+
+    def __init__(self, into):
+        self.into = into
+
+    def data_received(self, data):
+        self.into.append(data)
+
+    def eof_received(self):
+        self.into.append(None)
+
+
+def test_protocol_swapped_by_a_thread_while_the_loop_reads():
+    # the native read takes transport._protocol for each read; a user
+    # thread replaces it (set_protocol, a new object each time, the old one
+    # dropped) meanwhile: every byte reaches one of them, in order
+    loop = zloopgo.new_event_loop()
+    chunks = 3000
+    expected = b"".join(i.to_bytes(4, "big") * 64 for i in range(chunks))
+    received = []
+    stop = threading.Event()
+
+    def swap(transport):
+        while not stop.is_set():
+            transport.set_protocol(_Recording(received))
+
+    async def main():
+        async def serve(_reader, writer):
+            for i in range(chunks):
+                writer.write(i.to_bytes(4, "big") * 64)
+                if i % 32 == 0:
+                    await writer.drain()
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        transport, _ = await loop.create_connection(lambda: _Recording(received), "127.0.0.1", port)
+        t = threading.Thread(target=swap, args=(transport,))
+        t.start()
+        try:
+            while not received or received[-1] is not None:
+                await asyncio.sleep(0.001)
+        finally:
+            stop.set()
+            t.join(60)
+        transport.close()
+        server.close()
+        await server.wait_closed()
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert received[-1] is None
+    assert b"".join(received[:-1]) == expected
+
+
+def test_datagram_extra_and_protocol_swapped_by_a_thread_while_the_loop_sends():
+    # a connected datagram transport's sendto reads _extra['peername'] and
+    # its protocol natively; a user thread replaces both (new objects each
+    # time, the old ones dropped) meanwhile: every datagram is sent
+    loop = zloopgo.new_event_loop()
+    count = 3000
+    got = []
+    stop = threading.Event()
+
+    class Peer(asyncio.DatagramProtocol):
+        def datagram_received(self, data, addr):
+            got.append(data)
+
+    def swap(transport, peername):
+        host, port = peername
+        while not stop.is_set():
+            extra = dict(transport._extra)
+            extra["peername"] = (str(host), int(port))  # a new tuple each time
+            transport._extra = extra
+            transport.set_protocol(asyncio.DatagramProtocol())
+
+    async def main():
+        peer, _ = await loop.create_datagram_endpoint(Peer, local_addr=("127.0.0.1", 0))
+        address = peer.get_extra_info("sockname")
+        transport, _ = await loop.create_datagram_endpoint(
+            asyncio.DatagramProtocol, remote_addr=address
+        )
+        t = threading.Thread(target=swap, args=(transport, address))
+        t.start()
+        try:
+            for i in range(count):
+                transport.sendto(b"%d" % i)
+                if i % 16 == 15:  # paced: the loopback never drops one
+                    while len(got) < i + 1:
+                        await asyncio.sleep(0)
+            while len(got) < count:
+                await asyncio.sleep(0.001)
+        finally:
+            stop.set()
+            t.join(60)
+        transport.close()
+        peer.close()
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert got == [b"%d" % i for i in range(count)]
+
+
+def test_classes_changed_by_a_thread_while_loops_on_two_others_use_their_caches():
+    # the transport's layout check, the stream fast path's class checks and
+    # the loop's clock remember a class by its version tag; a thread keeps
+    # changing those classes (a new attribute each time, and now and then
+    # StreamReader.feed_data replaced by a wrapper and put back) while two
+    # loops, each on its own thread, stream through them: every byte
+    # arrives, in order, on both, and the wrapper, while installed, is called
+    chunks, size = 400, 1024
+    expected = b"".join(i.to_bytes(4, "big") * (size // 4) for i in range(chunks))
+    wrapped_calls = []
+    original_feed = asyncio.StreamReader.feed_data
+
+    def wrapped_feed(self, data):
+        wrapped_calls.append(len(data))
+        return original_feed(self, data)
+
+    async def stream_once():
+        async def serve(reader, writer):
+            got = await reader.readexactly(len(expected))
+            for i in range(chunks):
+                writer.write(got[i * size : (i + 1) * size])
+                if i % 16 == 0:
+                    await writer.drain()
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        for i in range(chunks):
+            writer.write(expected[i * size : (i + 1) * size])
+            if i % 16 == 0:
+                await writer.drain()
+        echoed = await reader.readexactly(len(expected))
+        writer.close()
+        server.close()
+        await server.wait_closed()
+        return echoed, type(writer.transport)
+
+    results = {}
+    classes = []
+
+    def run_loop(name):
+        loop = zloopgo.new_event_loop()
+        try:
+            for _ in range(5):
+                echoed, transport_type = loop.run_until_complete(stream_once())
+                results.setdefault(name, []).append(echoed == expected)
+                classes.append(transport_type)
+            classes.append(type(loop))
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+            results[name] = exc
+        finally:
+            loop.close()
+
+    stop = threading.Event()
+    changed = []
+
+    def change_classes():
+        targets = [asyncio.StreamReader, asyncio.StreamReaderProtocol, zloopgo.Loop]
+        i = 0
+        while not stop.is_set():
+            i += 1
+            for cls in targets + classes[:1]:
+                cls._zl_test_changed = i
+            if i % 50 == 0:
+                asyncio.StreamReader.feed_data = wrapped_feed
+            elif i % 50 == 25:
+                asyncio.StreamReader.feed_data = original_feed
+        changed.append(i)
+
+    changer = threading.Thread(target=change_classes)
+    loops = [threading.Thread(target=run_loop, args=(n,)) for n in ("a", "b")]
+    changer.start()
+    try:
+        for t in loops:
+            t.start()
+        for t in loops:
+            t.join(120)
+    finally:
+        stop.set()
+        changer.join(60)
+        asyncio.StreamReader.feed_data = original_feed
+        for cls in [asyncio.StreamReader, asyncio.StreamReaderProtocol, zloopgo.Loop] + classes:
+            if "_zl_test_changed" in cls.__dict__:
+                delattr(cls, "_zl_test_changed")
+    assert results == {"a": [True] * 5, "b": [True] * 5}
+    assert changed and changed[0] > 0
+    # with the classes left alone, the wrapper, installed, is what runs
+    loop = zloopgo.new_event_loop()
+    asyncio.StreamReader.feed_data = wrapped_feed
+    try:
+        wrapped_calls.clear()
+        echoed, _ = loop.run_until_complete(stream_once())
+    finally:
+        asyncio.StreamReader.feed_data = original_feed
+        loop.close()
+    assert echoed == expected
+    assert sum(wrapped_calls) >= len(expected)  # both ends' readers fed through it
+
+
+def _fresh_engine():
+    """A module object of the engine of its own (a state of its own, as
+    test_interpreters' re-import makes), so that what it refuses or
+    accepts leaves the imported zloopgo's alone."""
+    import importlib.util
+
+    from zloopgo import _engine
+
+    spec = importlib.util.spec_from_file_location("zloopgo._engine", _engine.__file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_modules_layouts_and_tls_classes_are_set_once():
+    # loops read what set_transport_layout, set_datagram_layout and
+    # set_tls record without a lock: a second call is refused, in every
+    # build, and leaves the first's in place
+    from zloopgo import _datagram, _transports
+
+    engine = _fresh_engine()
+    for name, cls in (
+        ("set_transport_layout", _transports.SocketTransport),
+        ("set_datagram_layout", _datagram.DatagramTransport),
+    ):
+        assert getattr(engine, name)(cls) is None
+        with pytest.raises(RuntimeError, match=f"{name} was called already"):
+            getattr(engine, name)(cls)
+    # the imported module's, set at import, refuse too
+    from zloopgo import _engine
+
+    with pytest.raises(RuntimeError, match="set_transport_layout was called already"):
+        _engine.set_transport_layout(_transports.SocketTransport)
+    from zloopgo import _tls
+
+    if _tls.NATIVE_TLS:  # the versions whose SSLProtocol the native path knows
+        with pytest.raises(RuntimeError, match="set_tls was called already"):
+            _engine.set_tls(object, None, (), object, False, None, None)
+    # and streams still flow through the layouts recorded first
+    loop = zloopgo.new_event_loop()
+
+    async def echo_once():
+        async def serve(reader, writer):
+            writer.write(await reader.readexactly(5))
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", server.sockets[0].getsockname()[1]
+        )
+        writer.write(b"hello")
+        got = await reader.readexactly(5)
+        writer.close()
+        server.close()
+        await server.wait_closed()
+        return got
+
+    try:
+        assert loop.run_until_complete(echo_once()) == b"hello"
+    finally:
+        loop.close()
+
+
+def test_stream_classes_switch_off_and_on_but_are_replaced_only_with_the_gil():
+    # set_streams is switched off (None) and on again with the same classes
+    # (zloopgo's tests do); other classes replace them in a GIL build, and
+    # a free-threaded build, whose loops read them without a lock, refuses
+    engine = _fresh_engine()
+    asserts = sys.flags.optimize == 0
+    proto, reader = asyncio.StreamReaderProtocol, asyncio.StreamReader
+    assert engine.set_streams(proto, reader, asserts) is None
+    assert engine.set_streams(None, None, False) is None
+    assert engine.set_streams(proto, reader, asserts) is None
+
+    class OtherReader(asyncio.StreamReader):
+        pass
+
+    if FREE_THREADED:
+        with pytest.raises(RuntimeError, match="sets them once"):
+            engine.set_streams(proto, OtherReader, asserts)
+    else:
+        assert engine.set_streams(proto, OtherReader, asserts) is None
