@@ -429,17 +429,19 @@ with InterpreterPoolExecutor(max_workers=3) as pool:
 
 
 # What a closed interpreter may leave in the process's resident memory
-# beyond what asyncio's leaves (measured with 40 interpreters each, in the
-# order the test runs them; docs/architecture.md, "What a closed
+# beyond what asyncio's leaves (40 interpreters after 10, measured with
+# scripts/probes/interpmem.py; docs/architecture.md, "What a closed
 # interpreter leaves"). On a GIL build the process gets back every page:
-# under 1 KiB per interpreter with either loop, so a flat allowance covers
-# the machine's noise. A free-threaded build (mimalloc) keeps the pages an
-# interpreter's heaps used, in proportion to what it allocated, not to what
-# is still alive: asyncio's program leaves 15.4 MB per interpreter, an
-# empty interpreter 6.5 MB, and importing zloopgo's loop modules adds
-# 0.75 to 0.98 MB (importing optparse adds 0.47 MB, optparse and
-# http.client 2.5 MB), with no block left allocated. 1.5 MiB per
-# interpreter there, on top of the flat 16 MiB, is 1.6 times the largest.
+# at most 26 KB per interpreter with either loop, so a flat allowance
+# covers the machine's noise. A free-threaded build (mimalloc) keeps
+# memory in proportion to what an interpreter allocated, not to what is
+# still alive: asyncio's program leaves 15.4 MB per interpreter, an empty
+# interpreter 6.4 MB, and zloopgo's loop modules add 0.75 to 0.98 MB
+# (importing optparse adds 0.5 to 0.6 MB, optparse and http.client
+# 2.4 MB), with no block left allocated; with mimalloc giving freed pages
+# back at once (MIMALLOC_PURGE_DELAY=0, MIMALLOC_ABANDONED_PAGE_PURGE=1)
+# zloopgo's extra is 0.15 to 0.17 MB. 1.5 MiB per interpreter there, on
+# top of the flat 16 MiB, is 1.6 times the largest extra measured.
 FLAT_MEMORY_ALLOWANCE = 16 << 20
 FREE_THREADED_PER_INTERPRETER = 3 << 19
 INTERPRETERS = 40
