@@ -55,6 +55,7 @@ zl_rotated_python() {
 
 # what the suite imports besides zloopgo (scripts/test's py and ft stages,
 # scripts/gil-off suite)
+# shellcheck disable=SC2034 # read by the scripts that source this file
 py_test_packages=(pytest pytest-timeout hypothesis trustme opentelemetry-sdk gunicorn uvicorn uvicorn-worker mypy "pyright[nodejs]")
 
 # zl_venv PYTHON PACKAGES...: prints the path of a virtualenv for PYTHON
