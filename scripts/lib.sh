@@ -53,6 +53,11 @@ zl_rotated_python() {
     echo "${others[$((count % ${#others[@]}))]}"
 }
 
+# what the suite imports besides zloopgo (scripts/test's py and ft stages,
+# scripts/gil-off suite)
+# shellcheck disable=SC2034 # read by the scripts that source this file
+py_test_packages=(pytest pytest-timeout hypothesis trustme opentelemetry-sdk gunicorn uvicorn uvicorn-worker mypy "pyright[nodejs]")
+
 # zl_venv PYTHON PACKAGES...: prints the path of a virtualenv for PYTHON
 # (.venv-X.Y in the checkout, .venv-X.Yt for a free-threaded build;
 # .venv-MACHINE-X.Y on a machine other than x86_64, such as scripts/arm64's

@@ -12,7 +12,9 @@ import pkgutil
 import socket
 import subprocess
 import sys
+import sysconfig
 import textwrap
+from pathlib import Path
 
 import zloopgo
 
@@ -27,6 +29,33 @@ SCRIPT_FACTORIES = {
     "zloopgo": "zloopgo.new_event_loop",
 }
 FACTORIES = {name: pkgutil.resolve_name(path) for name, path in SCRIPT_FACTORIES.items()}
+
+# The folder holding the zloopgo this run imported: the checkout with an
+# editable install, site-packages with scripts/gil-off's installed build.
+# A child interpreter that must import the same zloopgo gets it on
+# PYTHONPATH (the checkout's own package has no engine for that venv).
+ZLOOPGO_HOME = Path(zloopgo.__file__).resolve().parent.parent
+
+FOREIGN_CALL = "Non-thread-safe operation invoked on an event loop other than the current one"
+
+
+def engine_without_gil():
+    """Whether the engine runs without the GIL: scripts/gil-off's test-only
+    build (GIL_OFF_TEST_BUILD) on a free-threaded Python. Every other build
+    runs with the GIL (docs/compatibility.md)."""
+    from zloopgo import _engine
+
+    free_threaded = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+    return free_threaded and getattr(_engine, "GIL_OFF_TEST_BUILD", 0) == 1
+
+
+def refuses_foreign_calls(loop):
+    """Whether `loop` refuses its non-thread-safe methods from another
+    thread while it runs: zloopgo's loops where the engine runs without
+    the GIL (per-loop ownership, docs/compatibility.md)."""
+    return isinstance(loop, zloopgo.Loop) and engine_without_gil()
+
+
 # The two loops of the dual-run tests of pipes and subprocesses: on Windows
 # asyncio's reference there is its ProactorEventLoop (the default), as its
 # SelectorEventLoop has neither.

@@ -1,6 +1,7 @@
 """How many of some system calls a Python program makes, all threads
 together: the program runs in a fresh interpreter under `strace -f -c`,
-with the checkout on PYTHONPATH and none of the inherited PYTHON* or GO*
+with the folder of the zloopgo imported here on PYTHONPATH (helpers'
+ZLOOPGO_HOME) and none of the inherited PYTHON* or GO*
 variables. Used by the tests that count calls per operation
 (test_waits_per_round_trip.py, test_getpid_per_task.py).
 
@@ -12,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ZLOOPGO_HOME
 
 
 def count(script, args, calls, out):
@@ -22,7 +23,7 @@ def count(script, args, calls, out):
     strace = shutil.which("strace")
     assert strace, "needs strace on PATH (scripts/test installs it with apt-get)"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "GO"))}
-    env["PYTHONPATH"] = str(ROOT)
+    env["PYTHONPATH"] = str(ZLOOPGO_HOME)
     proc = subprocess.run(
         [strace, "-f", "-c", "-o", str(out), "-e", "trace=" + ",".join(calls)]
         + [sys.executable, str(script)]

@@ -11,6 +11,7 @@ import time
 import warnings
 
 import pytest
+from helpers import FOREIGN_CALL, refuses_foreign_calls
 
 
 def test_slow_callback_logs_warning(loop, caplog):
@@ -89,6 +90,12 @@ def test_call_soon_from_other_thread_allowed_without_debug(loop):
         await asyncio.get_running_loop().run_in_executor(None, from_thread)
         await asyncio.sleep(0)
 
+    if refuses_foreign_calls(loop):  # per-loop ownership, docs/compatibility.md
+        with pytest.raises(RuntimeError, match=FOREIGN_CALL):
+            loop.run_until_complete(main())
+        loop.run_until_complete(loop.shutdown_default_executor())
+        assert ran == []
+        return
     loop.run_until_complete(main())
     loop.run_until_complete(loop.shutdown_default_executor())
     assert ran == ["ok"]
