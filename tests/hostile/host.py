@@ -118,6 +118,16 @@ class Host:
             self.notes.setdefault("ending", []).append(entry)
         elif self.lateness:
             self.late.append((self.late_key, entry))
+        elif self.finalizing and entry[0] == "op":
+            # An op a finalizer ran: that it ran is compared, not what it
+            # met, which depends on when the finalizer ran (datagram seed
+            # 33 on 3.11, 2 programs of 600: a trap's __del__ replaced a protocol's
+            # method on a transport whose connection_lost had run; asyncio
+            # freed the trap at the step's collection, after the transport
+            # let its protocol go, zloopgo where the failed callback that
+            # held it returned, before)
+            self.notes.setdefault("op in a finalizer, not compared", []).append(entry)
+            self.finalized.append(list(entry[:2]) + ["in a finalizer, not compared"])
         elif self.finalizing:
             self.finalized.append(entry)
         else:
