@@ -51,15 +51,7 @@ static inline zl_module_state *datagram_state(PyObject *self)
 PyObject *zl_set_datagram_layout(PyObject *mod, PyObject *cls)
 {
     zl_module_state *state = PyModule_GetState(mod);
-    int rc;
-    Py_BEGIN_CRITICAL_SECTION(mod);
-    rc = zl_refuse_set_again("set_datagram_layout", state->datagram_layout.type) < 0
-             ? -1
-             : zl_layout_record(&state->datagram_layout, &state->names, cls);
-    Py_END_CRITICAL_SECTION();
-    if (rc < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return zl_set_layout_once(mod, "set_datagram_layout", &state->datagram_layout, cls);
 }
 
 /* The most a native read takes: larger max_size values go to Python. */

@@ -322,15 +322,11 @@ static PyObject *set_threadsafe_handle(PyObject *mod, PyObject *args)
  * threads' first calls at once are one and an answer to it. */
 PyObject *zl_set_threadsafe_handle(PyObject *mod, PyObject *args)
 {
-#ifdef Py_GIL_DISABLED
     PyObject *r;
     Py_BEGIN_CRITICAL_SECTION(mod);
     r = set_threadsafe_handle(mod, args);
     Py_END_CRITICAL_SECTION();
     return r;
-#else
-    return set_threadsafe_handle(mod, args);
-#endif
 }
 
 /* A _ThreadSafeHandle as its __init__ makes one outside debug mode. */

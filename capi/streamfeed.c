@@ -96,18 +96,15 @@ static PyObject *set_streams(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* In a critical section on the module (a plain call in a GIL build): two
+ * threads' calls at once: one records, the other finds it done. */
 PyObject *zl_set_streams(PyObject *mod, PyObject *args)
 {
-#ifdef Py_GIL_DISABLED
-    /* two threads' calls at once: one records, the other finds it done */
     PyObject *r;
     Py_BEGIN_CRITICAL_SECTION(mod);
     r = set_streams(mod, args);
     Py_END_CRITICAL_SECTION();
     return r;
-#else
-    return set_streams(mod, args);
-#endif
 }
 
 /* The class still resolves `name` to what was checked. A changed version

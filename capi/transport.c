@@ -75,15 +75,7 @@ ZL_ALWAYS_INLINE PyObject *get_field(const zl_module_state *st, PyObject *self, 
 PyObject *zl_set_transport_layout(PyObject *mod, PyObject *cls)
 {
     zl_module_state *state = PyModule_GetState(mod);
-    int rc;
-    Py_BEGIN_CRITICAL_SECTION(mod);
-    rc = zl_refuse_set_again("set_transport_layout", state->transport_layout.type) < 0
-             ? -1
-             : zl_layout_record(&state->transport_layout, &state->names, cls);
-    Py_END_CRITICAL_SECTION();
-    if (rc < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return zl_set_layout_once(mod, "set_transport_layout", &state->transport_layout, cls);
 }
 
 ZL_ALWAYS_INLINE int field_true(const zl_module_state *st, PyObject *self, int f)

@@ -166,6 +166,19 @@ int zl_refuse_set_again(const char *what, const void *recorded)
     return -1;
 }
 
+PyObject *zl_set_layout_once(PyObject *mod, const char *what, zl_layout *layout, PyObject *cls)
+{
+    zl_module_state *state = PyModule_GetState(mod);
+    int rc;
+    Py_BEGIN_CRITICAL_SECTION(mod);
+    rc = zl_refuse_set_again(what, layout->type) < 0 ? -1
+                                                     : zl_layout_record(layout, &state->names, cls);
+    Py_END_CRITICAL_SECTION();
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 int zl_layout_record(zl_layout *layout, const zl_names *names, PyObject *cls)
 {
     if (!PyType_Check(cls)) {

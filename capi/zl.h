@@ -705,6 +705,11 @@ int zl_layout_record(zl_layout *layout, const zl_names *names, PyObject *cls);
  * are written once, since loops on other threads read what they set
  * without a lock and nothing of zloopgo's asks twice (util.c). */
 int zl_refuse_set_again(const char *what, const void *recorded);
+/* A set_*_layout of the module: records cls's slots in *layout (a field
+ * of mod's state) once, in a critical section on mod so that two
+ * threads' calls at once are one and a refusal; None, or NULL with an
+ * exception set. */
+PyObject *zl_set_layout_once(PyObject *mod, const char *what, zl_layout *layout, PyObject *cls);
 /* own_methods(cls): gives cls, a Python subclass of the adapter's types,
  * method descriptors of its own for the C methods it inherits, so that
  * CPython's specialized calls apply to them; the names, as a list. */
