@@ -132,7 +132,8 @@ PyObject *zl_own_methods(PyObject *mod, PyObject *cls)
             /* followed (d_method): a strong reference (zl_type_lookup_ref) */
             PyObject *found = zl_type_lookup_ref(type, name);
 #else
-            PyObject *found = _PyType_Lookup(type, name); /* borrowed */
+            /* borrowed */
+            PyObject *found = _PyType_Lookup(type, name);
 #endif
             int ours = found != NULL && Py_IS_TYPE(found, &PyMethodDescr_Type) &&
                        ((PyMethodDescrObject *)found)->d_method == def &&
@@ -207,11 +208,27 @@ int zl_layout_record(zl_layout *layout, const zl_names *names, PyObject *cls)
     return 0;
 }
 
+/* Whether field f's name still resolves, on tp, to the slot's member
+ * descriptor that layout recorded. Without the GIL another thread may
+ * change the class and free the descriptor a borrowed lookup gave, so it
+ * is followed through a strong reference there (zl_type_lookup_ref).
+ * Never sets an exception: the names are strings, the MROs tuples. */
+static inline int field_unchanged(const zl_layout *layout, const zl_names *names, PyTypeObject *tp,
+                                  int f)
+{
 #ifdef Py_GIL_DISABLED
-/* zl_layout_check without the GIL: the tag taken before the lookups
- * (zl_tag_before_lookups), each descriptor followed through a strong
- * reference (zl_type_lookup_ref), and the tag alone remembered, in one
- * atomic store (zl_layout_direct). */
+    PyObject *d = zl_type_lookup_ref(tp, zl_layout_name(layout, names, f));
+    int same = d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type) &&
+               ((PyMemberDescrObject *)d)->d_member == layout->member[f];
+    Py_XDECREF(d);
+    return same;
+#else
+    PyObject *d = _PyType_Lookup(tp, zl_layout_name(layout, names, f)); /* borrowed */
+    return d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type) &&
+           ((PyMemberDescrObject *)d)->d_member == layout->member[f];
+#endif
+}
+
 int zl_layout_check(const zl_layout *layout, PyTypeObject *tp)
 {
     if (layout->type == NULL || !PyType_IsSubtype(tp, layout->type))
@@ -221,36 +238,20 @@ int zl_layout_check(const zl_layout *layout, PyTypeObject *tp)
         PyErr_Clear();
         return 0;
     }
+#ifdef Py_GIL_DISABLED
+    /* the tag taken before the lookups, so that a class changed meanwhile
+     * leaves it stale (zl_tag_before_lookups) */
     unsigned int tag = zl_tag_before_lookups(tp);
+#endif
     for (int f = 0; f < layout->n; f++) {
-        PyObject *d = zl_type_lookup_ref(tp, zl_layout_name(layout, &state->names, f));
-        int same = d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type) &&
-                   ((PyMemberDescrObject *)d)->d_member == layout->member[f];
-        Py_XDECREF(d);
-        if (!same)
+        if (!field_unchanged(layout, &state->names, tp, f))
             return 0;
     }
+#ifdef Py_GIL_DISABLED
+    /* the tag alone, one atomic word, remembers the class (zl_layout_direct) */
     if (tag != 0)
         ZL_FT_STORE(((zl_layout *)layout)->checked_version, tag);
-    return 1;
-}
 #else
-int zl_layout_check(const zl_layout *layout, PyTypeObject *tp)
-{
-    if (layout->type == NULL || !PyType_IsSubtype(tp, layout->type))
-        return 0;
-    zl_module_state *state = zl_state_of_type(tp); /* found: tp derives from its types */
-    if (state == NULL) {
-        PyErr_Clear();
-        return 0;
-    }
-    for (int f = 0; f < layout->n; f++) {
-        /* borrowed; no exception: the names are strings, the MRO tuples */
-        PyObject *d = _PyType_Lookup(tp, zl_layout_name(layout, &state->names, f));
-        if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type) ||
-            ((PyMemberDescrObject *)d)->d_member != layout->member[f])
-            return 0;
-    }
 #if PY_VERSION_HEX >= 0x030C0000
     PyUnstable_Type_AssignVersionTag(tp); /* the lookups may have made none */
 #endif
@@ -261,9 +262,9 @@ int zl_layout_check(const zl_layout *layout, PyTypeObject *tp)
     zl_layout *cache = (zl_layout *)layout;
     cache->checked = tp;
     cache->checked_version = tp->tp_version_tag;
+#endif
     return 1;
 }
-#endif
 
 /* Field f's name, from the names of the module that made self's class's
  * native base: a lookup is the slow path (another class, an unset slot),
