@@ -19,6 +19,7 @@ options in the environment to see a free-threaded build's change).
 """
 
 import argparse
+import ast
 import json
 import os
 import subprocess
@@ -26,35 +27,26 @@ import sys
 import sysconfig
 import textwrap
 
-# The scheduling program is the isolation test's, with `loop` made first.
-SCHEDULING = """
-import threading
-events = []
-async def child(i):
-    await asyncio.sleep(0)
-    events.append(("child", i))
-    return i * i
-async def main():
-    lp = asyncio.get_running_loop()
-    lp.call_soon(events.append, "soon-1")
-    h = lp.call_soon(events.append, "cancelled")
-    lp.call_soon(events.append, "soon-2")
-    h.cancel()
-    fut = lp.create_future()
-    other = threading.Thread(target=lp.call_soon_threadsafe, args=(fut.set_result, "threadsafe"))
-    other.start()
-    other.join()
-    t0 = lp.time()
-    lp.call_at(t0 + 0.2, events.append, "at-200ms")
-    lp.call_later(0.1, events.append, "later-100ms")
-    lp.call_later(0.05, events.append, "later-50ms").cancel()
-    events.append(await fut)
-    squares = await asyncio.gather(*(lp.create_task(child(i)) for i in range(5)))
-    await asyncio.sleep(0.25)
-    return squares
-result = (loop.run_until_complete(main()), events)
-loop.close()
-"""
+# The isolation test's source, where the scheduling program is kept.
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ISOLATION_TEST = os.path.join(CHECKOUT, "tests", "test_interpreters_isolation.py")
+
+
+def isolation_program(name):
+    """A program of tests/test_interpreters_isolation.py (a string
+    assigned to `name` at its top level), read from its source: importing
+    the test would need pytest and the tests' helpers."""
+    with open(ISOLATION_TEST) as f:
+        tree = ast.parse(f.read())
+    for node in tree.body:
+        targets = [t.id for t in getattr(node, "targets", ()) if isinstance(t, ast.Name)]
+        if isinstance(node, ast.Assign) and targets == [name]:
+            return ast.literal_eval(node.value)
+    raise LookupError(f"{name} is not assigned in {ISOLATION_TEST}")
+
+
+# The scheduling program, with `loop` made first and closed last.
+SCHEDULING = isolation_program("SCHEDULING") + "loop.close()\n"
 ASYNCIO = "import asyncio, zloopgo\nloop = asyncio.SelectorEventLoop()\n" + SCHEDULING
 ZLOOPGO = "import asyncio, zloopgo\nloop = zloopgo.new_event_loop()\n" + SCHEDULING
 
