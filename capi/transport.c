@@ -678,21 +678,12 @@ ZL_ALWAYS_INLINE int refuse_write(const zl_module_state *st, PyObject *self, con
 static PyObject *transport_write(PyObject *self, PyObject *data)
 {
     const zl_module_state *st = transport_state(self);
-    if (!PyBytes_Check(data) && !PyByteArray_Check(data) && !PyMemoryView_Check(data)) {
-        /* type(data).__name__, as asyncio's message has it */
-        const char *name = Py_TYPE(data)->tp_name, *dot = strrchr(name, '.');
-#if PY_VERSION_HEX >= 0x030E0000 /* asyncio's wording from 3.14 */
-        return PyErr_Format(PyExc_TypeError,
-                            "data argument must be a bytes, bytearray, or memoryview object, "
-                            "not '%s'",
-                            dot ? dot + 1 : name);
-#else
-        return PyErr_Format(PyExc_TypeError, "data argument must be a bytes-like object, not '%s'",
-                            dot ? dot + 1 : name);
-#endif
-    }
-    /* a subclass of bytes or bytearray may answer asyncio's `if not data`
-     * with its own __len__ or __bool__: asyncio's own write asks it */
+    /* Not bytes-like: asyncio's own write raises its TypeError, whose
+     * wording changed within 3.13's patch releases (3.13.0 "a bytes-like
+     * object", 3.13.15 and 3.14 "a bytes, bytearray, or memoryview
+     * object"), so no version check here can give it. A subclass of bytes
+     * or bytearray may answer asyncio's `if not data` with its own __len__
+     * or __bool__: asyncio's own write asks it too. */
     if (!PyBytes_CheckExact(data) && !PyByteArray_CheckExact(data) && !PyMemoryView_Check(data))
         return write_python(st, self, data);
     int flag;

@@ -600,10 +600,21 @@ CASES += [
 
 # ---- transports -----------------------------------------------------------
 
-# What transport.write() says of a non-bytes argument: 3.14 names the types.
-WRITE_WANTS = (
-    "bytes, bytearray, or memoryview object" if sys.version_info >= (3, 14) else "bytes-like object"
-)
+
+def asyncio_write_wants():
+    """What asyncio's socket transport's write() says it wants of a
+    non-bytes argument, read from this Python's asyncio: the wording changed
+    within 3.13's patch releases (3.13.0 "bytes-like object", 3.13.15 and
+    3.14 "bytes, bytearray, or memoryview object"). Its check comes before
+    anything reads the transport, so no transport is needed."""
+    from asyncio import selector_events
+
+    with pytest.raises(TypeError) as caught:
+        selector_events._SelectorSocketTransport.write(None, 0)
+    return re.fullmatch(r"data argument must be a (.+), not 'int'", str(caught.value)).group(1)
+
+
+WRITE_WANTS = asyncio_write_wants()
 
 CASES += [
     case(
