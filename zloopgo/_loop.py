@@ -12,6 +12,7 @@ sockets, TLS's among them, get the adapter's SocketTransport. This module knows 
 adapter's Python-facing methods; it knows nothing of Go.
 """
 
+import ast
 import asyncio
 import contextlib
 import inspect
@@ -19,6 +20,7 @@ import os
 import selectors
 import socket
 import sys
+import textwrap
 import threading
 from asyncio import (
     base_events,
@@ -56,9 +58,27 @@ else:
 
 # run_forever's steps, as this Python's BaseEventLoop.run_forever takes them
 # (tests/test_asyncio_internals.py checks its code against these):
-# 3.10-3.12 inline, 3.13 _run_forever_setup inside the try, 3.14+ before it.
+# 3.10-3.12 inline, 3.13.0 _run_forever_setup inside the try, 3.14+ and
+# later 3.13 releases (3.13.15) before it.
 _HAS_RUN_FOREVER_SETUP = hasattr(base_events.BaseEventLoop, "_run_forever_setup")
-_SETUP_BEFORE_TRY = sys.version_info >= (3, 14)
+
+
+def _setup_before_try():
+    # A 3.13 patch release moved the setup out of the try, as 3.14 did: a
+    # nested run_forever's RuntimeError then leaves the running loop set.
+    # asyncio's own code decides; the version, where it cannot be read.
+    if not _HAS_RUN_FOREVER_SETUP:
+        return False
+    try:
+        source = inspect.getsource(base_events.BaseEventLoop.run_forever)
+    except (OSError, TypeError):
+        return sys.version_info >= (3, 14)
+    body = ast.parse(textwrap.dedent(source)).body[0].body
+    steps = [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    return bool(steps) and ast.unparse(steps[0]) == "self._run_forever_setup()"
+
+
+_SETUP_BEFORE_TRY = _setup_before_try()
 # 3.15 gives transports a context: the transport factories take context=,
 # and the selector loop's _add_reader/_add_writer run the handle in it.
 _TRANSPORT_TAKES_CONTEXT = (
@@ -130,7 +150,7 @@ class Loop(_engine.LoopCore, SockMethods, _AsyncioLoop):
 
     def run_forever(self):
         """Run until stop() is called."""
-        if _SETUP_BEFORE_TRY:  # 3.14+
+        if _SETUP_BEFORE_TRY:  # 3.14+, 3.13.15
             # A setup that fails (another loop runs) leaves that loop's
             # state alone: no cleanup, as asyncio's run_forever.
             self._run_forever_setup()
@@ -139,7 +159,7 @@ class Loop(_engine.LoopCore, SockMethods, _AsyncioLoop):
             finally:
                 self._run_forever_cleanup()
             return
-        if _HAS_RUN_FOREVER_SETUP:  # 3.13
+        if _HAS_RUN_FOREVER_SETUP:  # 3.13.0
             try:
                 self._run_forever_setup()
                 self._zl_run()
