@@ -12,7 +12,6 @@ sockets, TLS's among them, get the adapter's SocketTransport. This module knows 
 adapter's Python-facing methods; it knows nothing of Go.
 """
 
-import ast
 import asyncio
 import contextlib
 import inspect
@@ -20,7 +19,6 @@ import os
 import selectors
 import socket
 import sys
-import textwrap
 import threading
 from asyncio import (
     base_events,
@@ -63,19 +61,34 @@ else:
 _HAS_RUN_FOREVER_SETUP = hasattr(base_events.BaseEventLoop, "_run_forever_setup")
 
 
+class _SetupProbe:
+    """Stands in for a loop in _setup_before_try: its setup fails, and its
+    cleanup says whether it ran."""
+
+    cleaned = False
+
+    def _run_forever_setup(self):
+        raise _SetupFailed
+
+    def _run_forever_cleanup(self):
+        self.cleaned = True
+
+
+class _SetupFailed(Exception):
+    pass
+
+
 def _setup_before_try():
     # A 3.13 patch release moved the setup out of the try, as 3.14 did: a
     # nested run_forever's RuntimeError then leaves the running loop set.
-    # asyncio's own code decides; the version, where it cannot be read.
+    # asyncio's own method decides: it runs on a stand-in whose setup
+    # fails, and its cleanup runs only where the setup is inside the try.
     if not _HAS_RUN_FOREVER_SETUP:
         return False
-    try:
-        source = inspect.getsource(base_events.BaseEventLoop.run_forever)
-    except (OSError, TypeError):
-        return sys.version_info >= (3, 14)
-    body = ast.parse(textwrap.dedent(source)).body[0].body
-    steps = [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    return bool(steps) and ast.unparse(steps[0]) == "self._run_forever_setup()"
+    probe = _SetupProbe()
+    with contextlib.suppress(_SetupFailed):
+        base_events.BaseEventLoop.run_forever(probe)
+    return not probe.cleaned
 
 
 _SETUP_BEFORE_TRY = _setup_before_try()
