@@ -877,6 +877,132 @@ def test_classes_changed_by_a_thread_while_loops_on_two_others_use_their_caches(
     assert sum(wrapped_calls) >= len(expected)  # both ends' readers fed through it
 
 
+def test_tls_classes_changed_by_a_thread_while_loops_on_two_others_stream_through_them(
+    tls_contexts,
+):
+    # the TLS record path remembers ssl.SSLObject (its own read and write)
+    # and zloopgo's SSLProtocol (its step methods) by their version tags
+    # (sslobject_unchanged, protocol_class_unchanged, unreplaced: tls.c); a
+    # thread keeps changing those classes (a new attribute each time, and
+    # now and then SSLObject.read and SSLProtocol._do_read replaced by
+    # wrappers and put back) while two loops, each on its own thread,
+    # stream over TLS: every byte arrives, in order, on both, and the
+    # wrappers, while installed, are called
+    import ssl
+
+    from zloopgo import _tls
+
+    server_ctx, client_ctx = tls_contexts
+    chunks, size = 200, 1024
+    expected = b"".join(i.to_bytes(4, "big") * (size // 4) for i in range(chunks))
+    protocol_class = _tls.protocol_class
+    original_read = ssl.SSLObject.__dict__["read"]
+    original_do_read = protocol_class.__dict__.get("_do_read")
+    wrapped_calls = {"read": 0, "_do_read": 0}
+
+    def wrapped_read(self, *args, **kwargs):
+        wrapped_calls["read"] += 1
+        return original_read(self, *args, **kwargs)
+
+    def wrapped_do_read(self):
+        wrapped_calls["_do_read"] += 1
+        return (original_do_read or sslproto_do_read)(self)
+
+    sslproto_do_read = asyncio.sslproto.SSLProtocol._do_read
+
+    def put_back():
+        ssl.SSLObject.read = original_read
+        if original_do_read is not None:
+            protocol_class._do_read = original_do_read
+        elif "_do_read" in protocol_class.__dict__:
+            del protocol_class._do_read
+
+    async def stream_once():
+        async def serve(reader, writer):
+            got = await reader.readexactly(len(expected))
+            for i in range(chunks):
+                writer.write(got[i * size : (i + 1) * size])
+                if i % 16 == 0:
+                    await writer.drain()
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=server_ctx)
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", port, ssl=client_ctx, server_hostname="localhost"
+        )
+        for i in range(chunks):
+            writer.write(expected[i * size : (i + 1) * size])
+            if i % 16 == 0:
+                await writer.drain()
+        echoed = await reader.readexactly(len(expected))
+        writer.close()
+        server.close()
+        await server.wait_closed()
+        return echoed
+
+    results = {}
+
+    def run_loop(name):
+        loop = zloopgo.new_event_loop()
+        try:
+            for _ in range(3):
+                echoed = loop.run_until_complete(stream_once())
+                results.setdefault(name, []).append(echoed == expected)
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+            results[name] = exc
+        finally:
+            loop.close()
+
+    stop = threading.Event()
+    changed = []
+    targets = [ssl.SSLObject, protocol_class, asyncio.sslproto.SSLProtocol]
+
+    def change_classes():
+        i = 0
+        while not stop.is_set():
+            i += 1
+            for cls in targets:
+                cls._zl_test_changed = i
+            if i % 50 == 0:
+                ssl.SSLObject.read = wrapped_read
+                protocol_class._do_read = wrapped_do_read
+            elif i % 50 == 25:
+                put_back()
+        changed.append(i)
+
+    changer = threading.Thread(target=change_classes)
+    loops = [threading.Thread(target=run_loop, args=(n,)) for n in ("a", "b")]
+    changer.start()
+    try:
+        for t in loops:
+            t.start()
+        for t in loops:
+            t.join(120)
+    finally:
+        stop.set()
+        changer.join(60)
+        put_back()
+        for cls in targets:
+            if "_zl_test_changed" in cls.__dict__:
+                delattr(cls, "_zl_test_changed")
+    assert results == {"a": [True] * 3, "b": [True] * 3}
+    assert changed and changed[0] > 0
+    # with the classes left alone, the wrappers, installed, are what run
+    loop = zloopgo.new_event_loop()
+    ssl.SSLObject.read = wrapped_read
+    protocol_class._do_read = wrapped_do_read
+    try:
+        wrapped_calls.update(read=0, _do_read=0)
+        echoed = loop.run_until_complete(stream_once())
+    finally:
+        put_back()
+        loop.close()
+    assert echoed == expected
+    assert wrapped_calls["read"] > 0 and wrapped_calls["_do_read"] > 0
+
+
 def _fresh_engine():
     """A module object of the engine of its own (a state of its own, as
     test_interpreters' re-import makes), so that what it refuses or
