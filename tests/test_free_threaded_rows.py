@@ -598,6 +598,127 @@ def test_contexts_of_handles_freed_on_other_threads_while_the_loop_runs():
         assert seen == want  # each callback saw its context as of scheduling
 
 
+def _tracked_contexts_holding(var, value):
+    import contextvars
+
+    return sum(
+        1
+        for o in gc.get_objects()
+        if type(o) is contextvars.Context and var in o and o[var] is value
+    )
+
+
+def test_a_snapshot_is_tracked_once_a_handle_sharing_it_is_freed_on_another_thread():
+    # handles scheduled in one context share one snapshot of it, which
+    # the adapter keeps off the collector's lists (capi/context.c) and must
+    # put back before its last reference goes. With the GIL only the last
+    # holder can tell it is the last (the count reads 1); without it two
+    # holders letting go on two threads at once may both read 2, so a
+    # free-threaded build puts it back at the first holder that lets go
+    # and is not certainly the last: here a handle freed on another thread
+    # while the loop's cache and a second handle still hold the snapshot
+    import contextvars
+
+    var = contextvars.ContextVar("giloff13_var")
+    marker = object()
+    loop = zloopgo.new_event_loop()
+
+    def schedule():
+        var.set(marker)
+        return [loop.call_later(3600, print) for _ in range(2)]
+
+    async def main():
+        handles = contextvars.copy_context().run(schedule)
+        for h in handles:
+            h.cancel()  # their timer slots let go: the handles hold the snapshot
+        return handles
+
+    try:
+        handles = loop.run_until_complete(main())
+        gc.collect()
+        before = _tracked_contexts_holding(var, marker)
+        first = [handles.pop()]
+        freer = threading.Thread(target=first.clear)  # the handle's dealloc runs there
+        freer.start()
+        freer.join(60)
+        after = _tracked_contexts_holding(var, marker)
+        handles.clear()
+    finally:
+        loop.close()
+    assert before == 0  # the context the schedule ran in is gone; the snapshot untracked
+    assert after == (1 if FREE_THREADED else 0)
+
+
+def test_the_last_holders_of_a_snapshot_let_go_on_several_threads_at_once():
+    # the race itself: each round, four cancelled handles sharing one
+    # snapshot are its last holders (the loop's cache moved on to another),
+    # and four threads drop one each at the same moment (a barrier) while
+    # another thread collects. Each snapshot must be back on the
+    # collector's lists before it goes: a debug build's Context dealloc
+    # asserts it, a release build runs on (ThreadSanitizer or a debug
+    # build is what shows a loss). Checked here: every round ends, and no
+    # snapshot is left once the handles are gone.
+    import contextvars
+
+    var = contextvars.ContextVar("giloff13_race_var")
+    threads, rounds = 4, 300
+    slots = [None] * threads
+    start = threading.Barrier(threads + 1)
+    end = threading.Barrier(threads + 1)
+    markers = [object() for _ in range(rounds)]
+
+    def schedule(r):
+        var.set(markers[r])
+        handles = [loop.call_later(3600, print) for _ in range(threads)]
+        for h in handles:
+            h.cancel()  # the timer slots let go: the handles hold the snapshot
+        return handles
+
+    def dropper(t):
+        for _ in range(rounds):
+            start.wait(60)
+            slots[t] = None  # one of the snapshot's last references
+            end.wait(60)
+
+    async def main():
+        for r in range(rounds):
+            handles = contextvars.copy_context().run(schedule, r)
+            loop.call_soon(len, ())  # another context: the cache lets the snapshot go
+            for t in range(threads):
+                slots[t] = handles[t]
+            handles.clear()
+            start.wait(60)  # the loop's thread blocks while they drop
+            end.wait(60)
+            await asyncio.sleep(0)
+
+    stop = threading.Event()
+
+    def collector():
+        while not stop.is_set():
+            gc.collect()
+
+    loop = zloopgo.new_event_loop()
+    workers = [threading.Thread(target=dropper, args=(t,)) for t in range(threads)]
+    workers.append(threading.Thread(target=collector))
+    for w in workers:
+        w.start()
+    finished = False
+    try:
+        loop.run_until_complete(main())
+        finished = True
+    finally:
+        stop.set()
+        if not finished:  # the droppers wait for rounds that will not come
+            start.abort()
+            end.abort()
+        for w in workers:
+            w.join(60)
+        loop.close()
+    assert not any(w.is_alive() for w in workers)
+    gc.collect()
+    assert sum(_tracked_contexts_holding(var, m) for m in markers[-3:]) == 0
+
+
 # ---- ftxport12: transports, class caches and set_* (issue 41) ----
 # The rows built by ftxport12: native writes into a StreamReader's buffer
 # in a critical section, slot reads at recorded offsets taking their
