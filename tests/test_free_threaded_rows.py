@@ -661,7 +661,7 @@ def test_the_last_holders_of_a_snapshot_let_go_on_several_threads_at_once():
     import contextvars
 
     var = contextvars.ContextVar("giloff13_race_var")
-    threads, rounds = 4, 300
+    threads, rounds = 4, 100
     slots = [None] * threads
     start = threading.Barrier(threads + 1)
     end = threading.Barrier(threads + 1)
@@ -696,6 +696,7 @@ def test_the_last_holders_of_a_snapshot_let_go_on_several_threads_at_once():
     def collector():
         while not stop.is_set():
             gc.collect()
+            stop.wait(0.005)  # a collection stops every thread: let rounds run between
 
     loop = zloopgo.new_event_loop()
     workers = [threading.Thread(target=dropper, args=(t,)) for t in range(threads)]
