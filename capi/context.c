@@ -84,16 +84,33 @@ static PyObject *hidden_copy(void)
     return copy;
 }
 
+/* Context's dealloc unlinks it from the collector's lists: one of ours
+ * must be on them again before the last reference goes. (A context=
+ * argument may be anything; a real Context is tracked unless this file
+ * untracked it.) */
 void zl_context_release(PyObject *ctx)
 {
     if (ctx == NULL)
         return;
-    /* Context's dealloc unlinks it from the collector's lists: one of
-     * ours must be on them again before the last reference goes. (A
-     * context= argument may be anything; a real Context is tracked unless
-     * this file untracked it.) */
+#ifdef Py_GIL_DISABLED
+    /* The count decides nothing here: two holders letting go on two
+     * threads at once may both read 2, and the context would go
+     * untracked (a debug build's dealloc asserts; a release build's only
+     * clears a bit). A holder that is not certainly the last (ZL_UNIQUE:
+     * this thread's one reference and no other thread's) tracks it, as a
+     * context handed out is (zl_context_escape: in a critical section,
+     * since such holders may track it at the same moment); the certain
+     * last one tracks it alone, no other thread holding it. A context
+     * shared by handles is then on the collector's lists from the first
+     * of them that lets go. */
+    if (!ZL_UNIQUE(ctx))
+        zl_context_escape(ctx);
+    else if (PyContext_CheckExact(ctx) && !PyObject_GC_IsTracked(ctx))
+        PyObject_GC_Track(ctx);
+#else
     if (Py_REFCNT(ctx) == 1 && PyContext_CheckExact(ctx) && !PyObject_GC_IsTracked(ctx))
         PyObject_GC_Track(ctx);
+#endif
     Py_DECREF(ctx);
 }
 
@@ -129,8 +146,20 @@ void zl_context_cache_clear(zl_loop *L)
 
 void zl_context_escape(PyObject *ctx)
 {
+#ifdef Py_GIL_DISABLED
+    /* PyObject_GC_Track of a tracked object is a fatal error: the look and
+     * the tracking in one critical section on the context, which every
+     * thread that tracks one of ours takes (zl_context_release) */
+    if (!PyContext_CheckExact(ctx) || PyObject_GC_IsTracked(ctx))
+        return;
+    Py_BEGIN_CRITICAL_SECTION(ctx);
+    if (!PyObject_GC_IsTracked(ctx))
+        PyObject_GC_Track(ctx);
+    Py_END_CRITICAL_SECTION();
+#else
     if (PyContext_CheckExact(ctx) && !PyObject_GC_IsTracked(ctx))
         PyObject_GC_Track(ctx);
+#endif
 }
 
 PyObject *zl_context_private(zl_loop *L, PyObject *snapshot)
@@ -167,7 +196,7 @@ void zl_context_recycle(zl_loop *L, PyObject *ctx)
     /* held elsewhere (a Task's context, passed with context= for each of
      * its steps): this reference is not the last, nothing else to see */
     if (!ZL_UNIQUE(ctx)) {
-        Py_DECREF(ctx);
+        zl_context_drop_shared(ctx);
         return;
     }
     if (PyObject_GC_IsTracked(ctx) || c->ctx_weakreflist != NULL || c->ctx_entered ||

@@ -60,7 +60,7 @@ ZL_ALWAYS_INLINE void release_entry(zl_loop *L, zl_entry *e)
     if (ZL_SHARED(context))
         /* what both ways below do with a context held elsewhere too (a
          * Task's, or a snapshot other handles share) */
-        Py_DECREF(context);
+        zl_context_drop_shared(context);
     else if (e->flags & ZL_ENTRY_SNAPSHOT)
         zl_context_release(context);
     else

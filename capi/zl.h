@@ -932,6 +932,17 @@ void zl_context_recycle(zl_loop *L, PyObject *ctx);
 void zl_context_escape(PyObject *ctx);
 /* Drops a reference to a context that may be off the collector's lists. */
 void zl_context_release(PyObject *ctx);
+/* Drops a reference to a context held elsewhere too (a Task's, or a
+ * snapshot other handles share). A GIL build's count says so for certain,
+ * and the last holder's zl_context_release tracks it: a plain decref. In a
+ * free-threaded build the others may be letting go on other threads at
+ * the same moment, and ZL_UNIQUE is false for a context another thread
+ * made even where this is its one reference: zl_context_release's way. */
+#ifdef Py_GIL_DISABLED
+#define zl_context_drop_shared(ctx) zl_context_release(ctx)
+#else
+#define zl_context_drop_shared(ctx) Py_DECREF(ctx)
+#endif
 void zl_context_cache_clear(zl_loop *L);
 int zl_context_traverse(zl_loop *L, visitproc visit, void *arg);
 /* _engine.set_handle_context(handle, context) */

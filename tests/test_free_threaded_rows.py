@@ -598,6 +598,128 @@ def test_contexts_of_handles_freed_on_other_threads_while_the_loop_runs():
         assert seen == want  # each callback saw its context as of scheduling
 
 
+def _tracked_contexts_holding(var, value):
+    import contextvars
+
+    return sum(
+        1
+        for o in gc.get_objects()
+        if type(o) is contextvars.Context and var in o and o[var] is value
+    )
+
+
+def test_a_snapshot_is_tracked_once_a_handle_sharing_it_is_freed_on_another_thread():
+    # handles scheduled in one context share one snapshot of it, which
+    # the adapter keeps off the collector's lists (capi/context.c) and must
+    # put back before its last reference goes. With the GIL only the last
+    # holder can tell it is the last (the count reads 1); without it two
+    # holders letting go on two threads at once may both read 2, so a
+    # free-threaded build puts it back at the first holder that lets go
+    # and is not certainly the last: here a handle freed on another thread
+    # while the loop's cache and a second handle still hold the snapshot
+    import contextvars
+
+    var = contextvars.ContextVar("giloff13_var")
+    marker = object()
+    loop = zloopgo.new_event_loop()
+
+    def schedule():
+        var.set(marker)
+        return [loop.call_later(3600, print) for _ in range(2)]
+
+    async def main():
+        handles = contextvars.copy_context().run(schedule)
+        for h in handles:
+            h.cancel()  # their timer slots let go: the handles hold the snapshot
+        return handles
+
+    try:
+        handles = loop.run_until_complete(main())
+        gc.collect()
+        before = _tracked_contexts_holding(var, marker)
+        first = [handles.pop()]
+        freer = threading.Thread(target=first.clear)  # the handle's dealloc runs there
+        freer.start()
+        freer.join(60)
+        after = _tracked_contexts_holding(var, marker)
+        handles.clear()
+    finally:
+        loop.close()
+    assert before == 0  # the context the schedule ran in is gone; the snapshot untracked
+    assert after == (1 if FREE_THREADED else 0)
+
+
+def test_the_last_holders_of_a_snapshot_let_go_on_several_threads_at_once():
+    # the race itself: each round, four cancelled handles sharing one
+    # snapshot are its last holders (the loop's cache moved on to another),
+    # and four threads drop one each at the same moment (a barrier) while
+    # another thread collects. Each snapshot must be back on the
+    # collector's lists before it goes: a debug build's Context dealloc
+    # asserts it, a release build runs on (ThreadSanitizer or a debug
+    # build is what shows a loss). Checked here: every round ends, and no
+    # snapshot is left once the handles are gone.
+    import contextvars
+
+    var = contextvars.ContextVar("giloff13_race_var")
+    threads, rounds = 4, 100
+    slots = [None] * threads
+    start = threading.Barrier(threads + 1)
+    end = threading.Barrier(threads + 1)
+    markers = [object() for _ in range(rounds)]
+
+    def schedule(r):
+        var.set(markers[r])
+        handles = [loop.call_later(3600, print) for _ in range(threads)]
+        for h in handles:
+            h.cancel()  # the timer slots let go: the handles hold the snapshot
+        return handles
+
+    def dropper(t):
+        for _ in range(rounds):
+            start.wait(60)
+            slots[t] = None  # one of the snapshot's last references
+            end.wait(60)
+
+    async def main():
+        for r in range(rounds):
+            handles = contextvars.copy_context().run(schedule, r)
+            loop.call_soon(len, ())  # another context: the cache lets the snapshot go
+            for t in range(threads):
+                slots[t] = handles[t]
+            handles.clear()
+            start.wait(60)  # the loop's thread blocks while they drop
+            end.wait(60)
+            await asyncio.sleep(0)
+
+    stop = threading.Event()
+
+    def collector():
+        while not stop.is_set():
+            gc.collect()
+            stop.wait(0.005)  # a collection stops every thread: let rounds run between
+
+    loop = zloopgo.new_event_loop()
+    workers = [threading.Thread(target=dropper, args=(t,)) for t in range(threads)]
+    workers.append(threading.Thread(target=collector))
+    for w in workers:
+        w.start()
+    finished = False
+    try:
+        loop.run_until_complete(main())
+        finished = True
+    finally:
+        stop.set()
+        if not finished:  # the droppers wait for rounds that will not come
+            start.abort()
+            end.abort()
+        for w in workers:
+            w.join(60)
+        loop.close()
+    assert not any(w.is_alive() for w in workers)
+    gc.collect()
+    assert sum(_tracked_contexts_holding(var, m) for m in markers[-3:]) == 0
+
+
 # ---- ftxport12: transports, class caches and set_* (issue 41) ----
 # The rows built by ftxport12: native writes into a StreamReader's buffer
 # in a critical section, slot reads at recorded offsets taking their
@@ -875,6 +997,132 @@ def test_classes_changed_by_a_thread_while_loops_on_two_others_use_their_caches(
         loop.close()
     assert echoed == expected
     assert sum(wrapped_calls) >= len(expected)  # both ends' readers fed through it
+
+
+def test_tls_classes_changed_by_a_thread_while_loops_on_two_others_stream_through_them(
+    tls_contexts,
+):
+    # the TLS record path remembers ssl.SSLObject (its own read and write)
+    # and zloopgo's SSLProtocol (its step methods) by their version tags
+    # (sslobject_unchanged, protocol_class_unchanged, unreplaced: tls.c); a
+    # thread keeps changing those classes (a new attribute each time, and
+    # now and then SSLObject.read and SSLProtocol._do_read replaced by
+    # wrappers and put back) while two loops, each on its own thread,
+    # stream over TLS: every byte arrives, in order, on both, and the
+    # wrappers, while installed, are called
+    import ssl
+
+    from zloopgo import _tls
+
+    server_ctx, client_ctx = tls_contexts
+    chunks, size = 200, 1024
+    expected = b"".join(i.to_bytes(4, "big") * (size // 4) for i in range(chunks))
+    protocol_class = _tls.protocol_class
+    original_read = ssl.SSLObject.__dict__["read"]
+    original_do_read = protocol_class.__dict__.get("_do_read")
+    wrapped_calls = {"read": 0, "_do_read": 0}
+
+    def wrapped_read(self, *args, **kwargs):
+        wrapped_calls["read"] += 1
+        return original_read(self, *args, **kwargs)
+
+    def wrapped_do_read(self):
+        wrapped_calls["_do_read"] += 1
+        return (original_do_read or sslproto_do_read)(self)
+
+    sslproto_do_read = asyncio.sslproto.SSLProtocol._do_read
+
+    def put_back():
+        ssl.SSLObject.read = original_read
+        if original_do_read is not None:
+            protocol_class._do_read = original_do_read
+        elif "_do_read" in protocol_class.__dict__:
+            del protocol_class._do_read
+
+    async def stream_once():
+        async def serve(reader, writer):
+            got = await reader.readexactly(len(expected))
+            for i in range(chunks):
+                writer.write(got[i * size : (i + 1) * size])
+                if i % 16 == 0:
+                    await writer.drain()
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=server_ctx)
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", port, ssl=client_ctx, server_hostname="localhost"
+        )
+        for i in range(chunks):
+            writer.write(expected[i * size : (i + 1) * size])
+            if i % 16 == 0:
+                await writer.drain()
+        echoed = await reader.readexactly(len(expected))
+        writer.close()
+        server.close()
+        await server.wait_closed()
+        return echoed
+
+    results = {}
+
+    def run_loop(name):
+        loop = zloopgo.new_event_loop()
+        try:
+            for _ in range(3):
+                echoed = loop.run_until_complete(stream_once())
+                results.setdefault(name, []).append(echoed == expected)
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+            results[name] = exc
+        finally:
+            loop.close()
+
+    stop = threading.Event()
+    changed = []
+    targets = [ssl.SSLObject, protocol_class, asyncio.sslproto.SSLProtocol]
+
+    def change_classes():
+        i = 0
+        while not stop.is_set():
+            i += 1
+            for cls in targets:
+                cls._zl_test_changed = i
+            if i % 50 == 0:
+                ssl.SSLObject.read = wrapped_read
+                protocol_class._do_read = wrapped_do_read
+            elif i % 50 == 25:
+                put_back()
+        changed.append(i)
+
+    changer = threading.Thread(target=change_classes)
+    loops = [threading.Thread(target=run_loop, args=(n,)) for n in ("a", "b")]
+    changer.start()
+    try:
+        for t in loops:
+            t.start()
+        for t in loops:
+            t.join(120)
+    finally:
+        stop.set()
+        changer.join(60)
+        put_back()
+        for cls in targets:
+            if "_zl_test_changed" in cls.__dict__:
+                delattr(cls, "_zl_test_changed")
+    assert results == {"a": [True] * 3, "b": [True] * 3}
+    assert changed and changed[0] > 0
+    # with the classes left alone, the wrappers, installed, are what run
+    loop = zloopgo.new_event_loop()
+    ssl.SSLObject.read = wrapped_read
+    protocol_class._do_read = wrapped_do_read
+    try:
+        wrapped_calls.update(read=0, _do_read=0)
+        echoed = loop.run_until_complete(stream_once())
+    finally:
+        put_back()
+        loop.close()
+    assert echoed == expected
+    assert wrapped_calls["read"] > 0 and wrapped_calls["_do_read"] > 0
 
 
 def _fresh_engine():
