@@ -80,7 +80,10 @@ zl_handle *zl_handle_new(zl_loop *loop, PyTypeObject *type, PyObject *callback,
 {
     zl_handle *h;
     zl_handle_pool *pool = pool_of(loop, type);
-    if (pool->n > 0 && zl_pool_here(loop)) {
+    /* whose free list it is first: another thread reads not even its
+     * count, which the running loop's thread writes (a race ThreadSanitizer
+     * reported, scripts/tsan) */
+    if (zl_pool_here(loop) && pool->n > 0) {
         h = pool->items[--pool->n];
         (void)PyObject_Init((PyObject *)h, type);
     } else {
@@ -443,8 +446,8 @@ ZL_ALWAYS_INLINE void free_handed_over(zl_handle *h)
     zl_handle_pool *pool = &L->callbacks.handle_pool;
     /* a free-threaded build pools on the running loop's thread alone; the
      * collector's hook may hand over another loop's handle (pending.c) */
-    if (asyncio_slots_hold_any(h) || pool->n >= FREELIST_MAX || pool->items == NULL ||
-        !zl_pool_here(L)) {
+    if (!zl_pool_here(L) || asyncio_slots_hold_any(h) || pool->n >= FREELIST_MAX ||
+        pool->items == NULL) {
         free_handed_over_slowly(h);
         return;
     }

@@ -1030,7 +1030,7 @@ ZL_ALWAYS_INLINE zl_handle *zl_handle_new_soon(zl_loop *L, PyObject *callback,
 {
     zl_handle_pool *pool = &L->callbacks.handle_pool;
     PyTypeObject *type = L->state->handle_type;
-    if (pool->n <= 0 || nargs > ZL_INLINE_ARGS || !zl_pool_here(L))
+    if (!zl_pool_here(L) || pool->n <= 0 || nargs > ZL_INLINE_ARGS) /* whose list first */
         return zl_handle_new(L, type, callback, args, nargs, context, 1);
     zl_handle *h = pool->items[--pool->n];
     (void)PyObject_Init((PyObject *)h, type);

@@ -39,6 +39,12 @@ def _gil_off_build():
 OWNERSHIP_ENFORCED = FREE_THREADED and _gil_off_build()
 FOREIGN = "Non-thread-safe operation invoked on an event loop other than the current one"
 THREADSAFE_HANDLE = hasattr(asyncio.events, "_ThreadSafeHandle")
+# How long a worker thread may take before the test calls it hung: a guard,
+# not a measure. Generous, since scripts/tsan runs these tests on an
+# instrumented interpreter 5-15 times slower, where a collection stops
+# every thread (at 60 s, two tests' threads outlived their joins there on
+# a loaded machine and then finished).
+HANG_GUARD = 600
 
 
 def test_the_gil_is_as_the_engine_declares():
@@ -65,7 +71,7 @@ def _run_in_thread(fn):
 
     t = threading.Thread(target=body)
     t.start()
-    t.join(60)
+    t.join(HANG_GUARD)
     assert not t.is_alive()
     return out
 
@@ -412,11 +418,11 @@ def _collect_while(work, threads):
         for th in ts:
             th.start()
         for th in ts:
-            th.join(120)
+            th.join(HANG_GUARD)
             assert not th.is_alive()
     finally:
         stop.set()
-        c.join(60)
+        c.join(HANG_GUARD)
     assert not c.is_alive()
     for out in outs:
         assert "error" not in out, out.get("error")
