@@ -904,6 +904,45 @@ def test_datagram_extra_and_protocol_swapped_by_a_thread_while_the_loop_sends():
     assert got == [b"%d" % i for i in range(count)]
 
 
+def _while_a_thread_changes_classes(targets, swap_in, put_back, run_loop):
+    """Runs run_loop("a") and run_loop("b"), each on a thread of its own,
+    while a third thread keeps changing the classes targets() names (a new
+    attribute each time; every 50th change swap_in(), 25 later
+    put_back()); then puts back and takes the attribute away again.
+    Returns how many changes were made."""
+    stop = threading.Event()
+    changed = []
+
+    def change_classes():
+        i = 0
+        while not stop.is_set():
+            i += 1
+            for cls in targets():
+                cls._zl_test_changed = i
+            if i % 50 == 0:
+                swap_in()
+            elif i % 50 == 25:
+                put_back()
+        changed.append(i)
+
+    changer = threading.Thread(target=change_classes)
+    loops = [threading.Thread(target=run_loop, args=(n,)) for n in ("a", "b")]
+    changer.start()
+    try:
+        for t in loops:
+            t.start()
+        for t in loops:
+            t.join(120)
+    finally:
+        stop.set()
+        changer.join(60)
+        put_back()
+        for cls in targets():
+            if "_zl_test_changed" in cls.__dict__:
+                delattr(cls, "_zl_test_changed")
+    return changed[0] if changed else 0
+
+
 def test_classes_changed_by_a_thread_while_loops_on_two_others_use_their_caches():
     # the transport's layout check, the stream fast path's class checks and
     # the loop's clock remember a class by its version tag; a thread keeps
@@ -959,39 +998,20 @@ def test_classes_changed_by_a_thread_while_loops_on_two_others_use_their_caches(
         finally:
             loop.close()
 
-    stop = threading.Event()
-    changed = []
+    def swap_in():
+        asyncio.StreamReader.feed_data = wrapped_feed
 
-    def change_classes():
-        targets = [asyncio.StreamReader, asyncio.StreamReaderProtocol, zloopgo.Loop]
-        i = 0
-        while not stop.is_set():
-            i += 1
-            for cls in targets + classes[:1]:
-                cls._zl_test_changed = i
-            if i % 50 == 0:
-                asyncio.StreamReader.feed_data = wrapped_feed
-            elif i % 50 == 25:
-                asyncio.StreamReader.feed_data = original_feed
-        changed.append(i)
-
-    changer = threading.Thread(target=change_classes)
-    loops = [threading.Thread(target=run_loop, args=(n,)) for n in ("a", "b")]
-    changer.start()
-    try:
-        for t in loops:
-            t.start()
-        for t in loops:
-            t.join(120)
-    finally:
-        stop.set()
-        changer.join(60)
+    def put_back():
         asyncio.StreamReader.feed_data = original_feed
-        for cls in [asyncio.StreamReader, asyncio.StreamReaderProtocol, zloopgo.Loop] + classes:
-            if "_zl_test_changed" in cls.__dict__:
-                delattr(cls, "_zl_test_changed")
+
+    changed = _while_a_thread_changes_classes(
+        lambda: [asyncio.StreamReader, asyncio.StreamReaderProtocol, zloopgo.Loop] + classes[:1],
+        swap_in,
+        put_back,
+        run_loop,
+    )
     assert results == {"a": [True] * 5, "b": [True] * 5}
-    assert changed and changed[0] > 0
+    assert changed > 0
     # with the classes left alone, the wrapper, installed, is what runs
     loop = zloopgo.new_event_loop()
     asyncio.StreamReader.feed_data = wrapped_feed
@@ -1083,40 +1103,18 @@ def test_tls_classes_changed_by_a_thread_while_loops_on_two_others_stream_throug
         finally:
             loop.close()
 
-    stop = threading.Event()
-    changed = []
-    targets = [ssl.SSLObject, protocol_class, asyncio.sslproto.SSLProtocol]
+    def swap_in():
+        ssl.SSLObject.read = wrapped_read
+        protocol_class._do_read = wrapped_do_read
 
-    def change_classes():
-        i = 0
-        while not stop.is_set():
-            i += 1
-            for cls in targets:
-                cls._zl_test_changed = i
-            if i % 50 == 0:
-                ssl.SSLObject.read = wrapped_read
-                protocol_class._do_read = wrapped_do_read
-            elif i % 50 == 25:
-                put_back()
-        changed.append(i)
-
-    changer = threading.Thread(target=change_classes)
-    loops = [threading.Thread(target=run_loop, args=(n,)) for n in ("a", "b")]
-    changer.start()
-    try:
-        for t in loops:
-            t.start()
-        for t in loops:
-            t.join(120)
-    finally:
-        stop.set()
-        changer.join(60)
-        put_back()
-        for cls in targets:
-            if "_zl_test_changed" in cls.__dict__:
-                delattr(cls, "_zl_test_changed")
+    changed = _while_a_thread_changes_classes(
+        lambda: [ssl.SSLObject, protocol_class, asyncio.sslproto.SSLProtocol],
+        swap_in,
+        put_back,
+        run_loop,
+    )
     assert results == {"a": [True] * 3, "b": [True] * 3}
-    assert changed and changed[0] > 0
+    assert changed > 0
     # with the classes left alone, the wrappers, installed, are what run
     loop = zloopgo.new_event_loop()
     ssl.SSLObject.read = wrapped_read
