@@ -25,6 +25,7 @@ import threading
 import pytest
 
 import zloopgo
+from zloopgo import _tls
 
 FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
@@ -1025,6 +1026,11 @@ def test_classes_changed_by_a_thread_while_loops_on_two_others_use_their_caches(
     assert sum(wrapped_calls) >= len(expected)  # both ends' readers fed through it
 
 
+@pytest.mark.skipif(
+    not _tls.NATIVE_TLS,
+    reason="the native TLS record path and its class caches are 3.11-3.15's "
+    "(3.10's asyncio has the SSLProtocol before 3.11's rewrite)",
+)
 def test_tls_classes_changed_by_a_thread_while_loops_on_two_others_stream_through_them(
     tls_contexts,
 ):
@@ -1037,8 +1043,6 @@ def test_tls_classes_changed_by_a_thread_while_loops_on_two_others_stream_throug
     # stream over TLS: every byte arrives, in order, on both, and the
     # wrappers, while installed, are called
     import ssl
-
-    from zloopgo import _tls
 
     server_ctx, client_ctx = tls_contexts
     chunks, size = 200, 1024
@@ -1162,8 +1166,6 @@ def test_the_modules_layouts_and_tls_classes_are_set_once():
 
     with pytest.raises(RuntimeError, match="set_transport_layout was called already"):
         _engine.set_transport_layout(_transports.SocketTransport)
-    from zloopgo import _tls
-
     if _tls.NATIVE_TLS:  # the versions whose SSLProtocol the native path knows
         with pytest.raises(RuntimeError, match="set_tls was called already"):
             _engine.set_tls(object, None, (), object, False, None, None)
