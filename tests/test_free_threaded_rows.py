@@ -905,6 +905,36 @@ def test_datagram_extra_and_protocol_swapped_by_a_thread_while_the_loop_sends():
     assert got == [b"%d" % i for i in range(count)]
 
 
+async def _echo_in_chunks(expected, chunks, size, server_ssl=None, client_ssl=None):
+    """expected sent through a server of asyncio's streams that echoes it,
+    in `chunks` writes of `size` bytes each way, over TLS where the
+    contexts are given; returns (what came back, the client's transport
+    class)."""
+
+    async def serve(reader, writer):
+        got = await reader.readexactly(len(expected))
+        for i in range(chunks):
+            writer.write(got[i * size : (i + 1) * size])
+            if i % 16 == 0:
+                await writer.drain()
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=server_ssl)
+    port = server.sockets[0].getsockname()[1]
+    tls = {"ssl": client_ssl, "server_hostname": "localhost"} if client_ssl else {}
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, **tls)
+    for i in range(chunks):
+        writer.write(expected[i * size : (i + 1) * size])
+        if i % 16 == 0:
+            await writer.drain()
+    echoed = await reader.readexactly(len(expected))
+    writer.close()
+    server.close()
+    await server.wait_closed()
+    return echoed, type(writer.transport)
+
+
 def _while_a_thread_changes_classes(targets, swap_in, put_back, run_loop):
     """Runs run_loop("a") and run_loop("b"), each on a thread of its own,
     while a third thread keeps changing the classes targets() names (a new
@@ -961,27 +991,7 @@ def test_classes_changed_by_a_thread_while_loops_on_two_others_use_their_caches(
         return original_feed(self, data)
 
     async def stream_once():
-        async def serve(reader, writer):
-            got = await reader.readexactly(len(expected))
-            for i in range(chunks):
-                writer.write(got[i * size : (i + 1) * size])
-                if i % 16 == 0:
-                    await writer.drain()
-            await writer.drain()
-            writer.close()
-
-        server = await asyncio.start_server(serve, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        for i in range(chunks):
-            writer.write(expected[i * size : (i + 1) * size])
-            if i % 16 == 0:
-                await writer.drain()
-        echoed = await reader.readexactly(len(expected))
-        writer.close()
-        server.close()
-        await server.wait_closed()
-        return echoed, type(writer.transport)
+        return await _echo_in_chunks(expected, chunks, size)
 
     results = {}
     classes = []
@@ -1070,28 +1080,7 @@ def test_tls_classes_changed_by_a_thread_while_loops_on_two_others_stream_throug
             del protocol_class._do_read
 
     async def stream_once():
-        async def serve(reader, writer):
-            got = await reader.readexactly(len(expected))
-            for i in range(chunks):
-                writer.write(got[i * size : (i + 1) * size])
-                if i % 16 == 0:
-                    await writer.drain()
-            await writer.drain()
-            writer.close()
-
-        server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=server_ctx)
-        port = server.sockets[0].getsockname()[1]
-        reader, writer = await asyncio.open_connection(
-            "127.0.0.1", port, ssl=client_ctx, server_hostname="localhost"
-        )
-        for i in range(chunks):
-            writer.write(expected[i * size : (i + 1) * size])
-            if i % 16 == 0:
-                await writer.drain()
-        echoed = await reader.readexactly(len(expected))
-        writer.close()
-        server.close()
-        await server.wait_closed()
+        echoed, _ = await _echo_in_chunks(expected, chunks, size, server_ctx, client_ctx)
         return echoed
 
     results = {}
