@@ -1,7 +1,6 @@
 """The aiohttp server of the application rows: aiohttp.web routes over
 benchmark/apps/handlers.py, the same paths as the Starlette app (and
-/exit), on the
-loop named on the command line:
+/exit, /gc), on the loop named on the command line:
 
     python -m benchmark.apps.aiohttp_app --port 8080 --loop zloopgo
 
@@ -14,7 +13,7 @@ import importlib
 
 from aiohttp import web
 
-from .handlers import Backend, count_of, exit_soon
+from .handlers import Backend, count_of, exit_soon, gc_counts
 
 MESSAGE = {"message": "Hello, World!"}
 BACKEND = web.AppKey("backend", Backend)
@@ -53,6 +52,10 @@ async def ready(request):
     return web.Response(text="ok")
 
 
+async def collections(request):
+    return web.json_response(gc_counts())
+
+
 async def exit_now(request):
     exit_soon()
     return web.Response(text="bye")
@@ -84,6 +87,7 @@ def main(argv=None):
             web.get("/cached", cached),
             web.get("/ready", ready),
             web.get("/exit", exit_now),
+            web.get("/gc", collections),
         ]
     )
     web.run_app(app, host="127.0.0.1", port=a.port, loop=loop, print=None, access_log=None)

@@ -18,6 +18,7 @@ template, nothing of HTTP or of loops.
 """
 
 import asyncio
+import gc
 import json
 import os
 import random
@@ -47,6 +48,12 @@ def exit_soon():
     GET /exit, since a signal to a process with the Go runtime's threads
     trips callgrind (an assertion in its signal handling)."""
     asyncio.get_running_loop().call_later(0.05, os._exit, 0)
+
+
+def gc_counts():
+    """The interpreter's collections so far, per generation (GET /gc):
+    probes/ratethreads.py counts them per request on each loop."""
+    return {"collections": [s["collections"] for s in gc.get_stats()]}
 
 
 def count_of(text):

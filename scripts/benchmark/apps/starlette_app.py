@@ -6,6 +6,7 @@ test:
 
     GET /json  /db  /queries?queries=N  /fortunes  /updates?queries=N
         /cached?count=N  /ready  /exit (ends the process: probes/perrequest.py)
+        /gc (the interpreter's collections: probes/ratethreads.py)
 
 It knows Starlette's side of each row; the work is the handlers'.
 """
@@ -16,7 +17,7 @@ from starlette.applications import Starlette
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
-from .handlers import Backend, count_of, exit_soon
+from .handlers import Backend, count_of, exit_soon, gc_counts
 
 MESSAGE = {"message": "Hello, World!"}
 
@@ -63,6 +64,10 @@ async def ready(request):
     return PlainTextResponse("ok")
 
 
+async def collections(request):
+    return JSONResponse(gc_counts())
+
+
 async def exit_now(request):
     exit_soon()
     return PlainTextResponse("bye")
@@ -78,6 +83,7 @@ app = Starlette(
         Route("/cached", cached),
         Route("/ready", ready),
         Route("/exit", exit_now),
+        Route("/gc", collections),
     ],
     lifespan=lifespan,
 )
