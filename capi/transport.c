@@ -135,6 +135,20 @@ static PyObject *report_fatal(const zl_names *names, PyObject *self, PyObject *m
     Py_RETURN_NONE;
 }
 
+/* A lookup inside asyncio's `try: ... self._sock.recv...` failed (the
+ * socket attribute, or max_size): BlockingIOError and InterruptedError
+ * end the read quietly, as that try's first clause does; anything else
+ * is the fatal read error. */
+static PyObject *read_failed(const zl_names *names, PyObject *self)
+{
+    if (PyErr_ExceptionMatches(PyExc_BlockingIOError) ||
+        PyErr_ExceptionMatches(PyExc_InterruptedError)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    return report_fatal(names, self, names->msg_transport_read_error);
+}
+
 static PyObject *read_ready_data_received(PyObject *self, PyObject *unused);
 static PyObject *read_ready_get_buffer(PyObject *self, PyObject *unused);
 static PyObject *read_data_received(const zl_module_state *st, PyObject *self);
@@ -302,9 +316,10 @@ static PyObject *read_data_received(const zl_module_state *st, PyObject *self)
         int lost = field_true(st, self, F_CONN_LOST);
         if (lost != 0)
             return lost < 0 ? NULL : Py_NewRef(Py_None);
-        /* asyncio's self._sock.recv(self.max_size): the socket is taken first */
+        /* asyncio's self._sock.recv(self.max_size): the socket is taken
+         * first, inside the read's try */
         if ((sock = get_field(st, self, F_SOCK)) == NULL)
-            return NULL;
+            return read_failed(&st->names, self);
         L = transport_loop(st, self);
     }
     long max_size = 0; /* read_size sets it when usual != 0, which gcc cannot always see */
@@ -377,8 +392,8 @@ static PyObject *read_data_received(const zl_module_state *st, PyObject *self)
     if (fed != 0) {
         Py_XDECREF(protocol);
         Py_XDECREF(data);
-        if (fed == -2)
-            return NULL;
+        if (fed == -2) /* self._protocol failed, inside asyncio's try */
+            return report_fatal(names, self, names->msg_data_received);
         return fed < 0 ? report_fatal(names, self, names->msg_data_received) : Py_NewRef(Py_None);
     }
     if (direct && n < max_size / 2) {
@@ -467,10 +482,11 @@ static PyObject *read_get_buffer(const zl_module_state *st, PyObject *self)
     int lost = field_true(st, self, F_CONN_LOST);
     if (lost != 0)
         return lost < 0 ? NULL : Py_NewRef(Py_None);
+    const zl_names *names = &st->names;
+    /* self._protocol.get_buffer(-1), all of it inside asyncio's try */
     PyObject *protocol = get_field(st, self, F_PROTOCOL);
     if (protocol == NULL)
-        return NULL;
-    const zl_names *names = &st->names;
+        return report_fatal(names, self, names->msg_get_buffer);
     PyObject *minus_one = PyLong_FromLong(-1); /* CPython's cached small int */
     PyObject *buf = minus_one != NULL
                         ? PyObject_CallMethodOneArg(protocol, names->get_buffer, minus_one)
@@ -491,12 +507,14 @@ static PyObject *read_get_buffer(const zl_module_state *st, PyObject *self)
     int got = sock != NULL ? recv_into(names, socket_type_of(L), sock, buf, &nbytes, &filled) : -1;
     Py_XDECREF(sock);
     Py_DECREF(buf);
+    /* asyncio reads self._protocol again for buffer_updated: get_buffer,
+     * len() and the socket's recv_into may have run Python that set
+     * another protocol */
+    Py_DECREF(protocol);
     zl_transport *t = state_of(st, self);
     if (got <= 0) {
         count_read(counts(L, t), -1);
-        Py_DECREF(protocol);
-        return got < 0 ? report_fatal(names, self, names->msg_transport_read_error)
-                       : Py_NewRef(Py_None);
+        return got < 0 ? read_failed(names, self) : Py_NewRef(Py_None);
     }
     Py_ssize_t n = PyLong_Check(nbytes) ? PyLong_AsSsize_t(nbytes) : -1;
     PyErr_Clear(); /* a count recv_into gave: only its truth matters here */
@@ -504,14 +522,16 @@ static PyObject *read_get_buffer(const zl_module_state *st, PyObject *self)
     int any = PyObject_IsTrue(nbytes);
     if (any <= 0) {
         Py_DECREF(nbytes);
-        Py_DECREF(protocol);
         return any < 0 ? NULL : PyObject_CallMethodNoArgs(self, names->_read_ready__on_eof);
     }
     if (t != NULL)
         t->fed_quietly = 0;
-    PyObject *r = PyObject_CallMethodOneArg(protocol, names->buffer_updated, nbytes);
+    protocol = get_field(st, self, F_PROTOCOL);
+    PyObject *r = protocol != NULL
+                      ? PyObject_CallMethodOneArg(protocol, names->buffer_updated, nbytes)
+                      : NULL;
     Py_DECREF(nbytes);
-    Py_DECREF(protocol);
+    Py_XDECREF(protocol);
     if (r == NULL)
         return report_fatal(names, self, names->msg_buffer_updated);
     Py_DECREF(r);

@@ -184,3 +184,73 @@ def test_conn_lost_small_and_large_ints(loop, lost):
         transport.close()
         peer.close()
         loop.run_until_complete(asyncio.sleep(0))
+
+
+class Buffered(asyncio.BufferedProtocol):
+    """Keeps what buffer_updated reports; switch_to, when set, is the
+    protocol get_buffer makes the transport's before handing its buffer."""
+
+    def __init__(self):
+        self.buf = bytearray(64)
+        self.got = []
+        self.switch_to = None
+        self.transport = None
+
+    def connection_made(self, transport):
+        self.transport = transport
+
+    def get_buffer(self, sizehint):
+        if self.switch_to is not None:
+            self.transport.set_protocol(self.switch_to)
+        return self.buf
+
+    def buffer_updated(self, nbytes):
+        self.got.append(bytes(self.buf[:nbytes]))
+
+
+@pytest.mark.parametrize(
+    "protocol_factory, method, message",
+    [
+        (Collect, "_read_ready__data_received", "Fatal error: protocol.data_received() call failed."),
+        (Buffered, "_read_ready__get_buffer", "Fatal error: protocol.get_buffer() call failed."),
+    ],
+)
+def test_a_protocol_attribute_that_is_gone_is_that_steps_fatal_error(loop, protocol_factory, method, message):
+    """asyncio reads self._protocol inside the try around the protocol's
+    call: an attribute that is gone goes to _fatal_error with that call's
+    message, not out of the read (found by the hostile generator, natives
+    seed 38, on an object made without __init__)."""
+    transport, protocol, peer = _connected(loop, protocol_factory)
+    transport.pause_reading()
+    peer.sendall(b"pending")
+    loop.run_until_complete(asyncio.sleep(0.02))
+    fatal = []
+    transport._fatal_error = lambda exc, message: fatal.append((type(exc), message))
+    del transport._protocol
+    try:
+        assert getattr(transport, method)() is None
+        assert fatal == [(AttributeError, message)]
+    finally:
+        transport._protocol = protocol
+        del transport._fatal_error
+        transport.close()
+        peer.close()
+        loop.run_until_complete(asyncio.sleep(0))
+
+
+def test_buffer_updated_goes_to_the_protocol_get_buffer_set(loop):
+    """asyncio reads self._protocol again after recv_into: a get_buffer
+    that sets another protocol has that one's buffer_updated called."""
+    transport, first, peer = _connected(loop, Buffered)
+    second = Buffered()
+    second.buf = first.buf  # the buffer first's get_buffer hands over
+    first.switch_to = second
+    try:
+        peer.sendall(b"switched")
+        loop.run_until_complete(asyncio.sleep(0.05))
+        assert first.got == [] and second.got == [b"switched"]
+        assert transport.get_protocol() is second
+    finally:
+        transport.close()
+        peer.close()
+        loop.run_until_complete(asyncio.sleep(0))
