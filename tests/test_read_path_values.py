@@ -211,11 +211,17 @@ class Buffered(asyncio.BufferedProtocol):
 @pytest.mark.parametrize(
     "protocol_factory, method, message",
     [
-        (Collect, "_read_ready__data_received", "Fatal error: protocol.data_received() call failed."),
+        (
+            Collect,
+            "_read_ready__data_received",
+            "Fatal error: protocol.data_received() call failed.",
+        ),
         (Buffered, "_read_ready__get_buffer", "Fatal error: protocol.get_buffer() call failed."),
     ],
 )
-def test_a_protocol_attribute_that_is_gone_is_that_steps_fatal_error(loop, protocol_factory, method, message):
+def test_a_protocol_attribute_that_is_gone_is_that_steps_fatal_error(
+    loop, protocol_factory, method, message
+):
     """asyncio reads self._protocol inside the try around the protocol's
     call: an attribute that is gone goes to _fatal_error with that call's
     message, not out of the read (found by the hostile generator, natives
