@@ -43,7 +43,7 @@ PyObject *zl_set_asyncio(PyObject *mod, PyObject *args)
     int form;
     if (!PyArg_ParseTuple(args, "OOOi", &futures, &tasks, &base_create_task, &form))
         return NULL;
-    if (form < ZL_CREATE_TASK_ASYNCIO || form > ZL_CREATE_TASK_KEYWORDS)
+    if (form < ZL_CREATE_TASK_ASYNCIO || form > ZL_CREATE_TASK_NAME_CONTEXT_KEYWORDS)
         return PyErr_Format(PyExc_ValueError, "unknown create_task form %d", form);
     zl_module_state *state = PyModule_GetState(mod);
     Py_XSETREF(state->futures_module, Py_NewRef(futures));

@@ -72,14 +72,11 @@ static PyObject *new_task(zl_loop *L, PyObject *const *stack, Py_ssize_t nkw, Py
 /* The most keywords create_task passes on to Task without asyncio's method. */
 #define TASK_KEYWORDS_MAX 6
 
-/* The KEYWORDS form, create_task(coro, **kwargs) (3.14+) or
- * create_task(coro, *, name=None, context=None, **kwargs) (3.13's later
- * patch releases): asyncio's tasks.Task(coro, loop=self, **kwargs), every
- * keyword Task takes (eager_start=, name=, context=) and any it refuses,
- * which Task words; 3.13's name=None and context=None, given to Task as
- * they are, are Task's own defaults. A keyword named loop (asyncio's call
- * then has two) or more keywords than fit here go to asyncio's own
- * method. */
+/* The KEYWORDS form, create_task(coro, **kwargs) (3.14+): asyncio's
+ * tasks.Task(coro, loop=self, **kwargs), every keyword Task takes
+ * (eager_start=, name=, context=) and any it refuses, which Task words. A
+ * keyword named loop (asyncio's call then has two) or more keywords than
+ * fit here go to asyncio's own method. */
 static PyObject *create_task_keywords(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
                                       PyObject *kwnames)
 {
@@ -108,6 +105,57 @@ static PyObject *create_task_keywords(zl_loop *L, PyObject *const *args, Py_ssiz
         stack[i + 2] = args[i + 1];
     }
     PyObject *task = new_task(L, stack, nkw + 1, names);
+    Py_DECREF(names);
+    return task;
+}
+
+/* The NAME_CONTEXT_KEYWORDS form, create_task(coro, *, name=None,
+ * context=None, **kwargs) (3.13's later patch releases): asyncio's
+ * tasks.Task(coro, loop=self, name=name, context=context, **kwargs), the
+ * keywords in that order, name and context always given, so that Task
+ * words a refusal as for asyncio's call ("takes at most 5 arguments (6
+ * given)" counts them). loop= always goes too: 3.13's Task asks the loop
+ * it was given, not the running one, whether it runs for eager_start=. A
+ * keyword named loop, or more keywords than fit here, go to asyncio's own
+ * method. */
+static PyObject *create_task_name_context_keywords(zl_loop *L, PyObject *const *args,
+                                                   Py_ssize_t nargs, PyObject *kwnames)
+{
+    const zl_task_kwnames *kw = &L->state->task_kwnames;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nkw > TASK_KEYWORDS_MAX)
+        return general_create_task(L, args, nargs, kwnames);
+    /* Task(coro, loop=self, name=name, context=context, the others...) */
+    PyObject *stack[TASK_KEYWORDS_MAX + 4] = {args[0], (PyObject *)L, Py_None, Py_None};
+    Py_ssize_t others = 0;
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, i);
+        if (PyUnicode_CompareWithASCIIString(key, "name") == 0)
+            stack[2] = args[1 + i];
+        else if (PyUnicode_CompareWithASCIIString(key, "context") == 0)
+            stack[3] = args[1 + i];
+        else if (PyUnicode_CompareWithASCIIString(key, "loop") == 0)
+            return general_create_task(L, args, nargs, kwnames);
+        else
+            stack[4 + others++] = args[1 + i];
+    }
+    if (zl_check_closed(L) < 0)
+        return NULL;
+    if (others == 0)
+        return new_task(L, stack, 3, kw->loop_name_context);
+    PyObject *names = PyTuple_New(3 + others);
+    if (names == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < 3; i++)
+        PyTuple_SET_ITEM(names, i, Py_NewRef(PyTuple_GET_ITEM(kw->loop_name_context, i)));
+    Py_ssize_t at = 3;
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, i);
+        if (PyUnicode_CompareWithASCIIString(key, "name") != 0 &&
+            PyUnicode_CompareWithASCIIString(key, "context") != 0)
+            PyTuple_SET_ITEM(names, at++, Py_NewRef(key));
+    }
+    PyObject *task = new_task(L, stack, 3 + others, names);
     Py_DECREF(names);
     return task;
 }
@@ -176,6 +224,8 @@ PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t narg
         return general_create_task(L, args, nargs, kwnames);
     if (form == ZL_CREATE_TASK_KEYWORDS)
         return create_task_keywords(L, args, nargs, kwnames);
+    if (form == ZL_CREATE_TASK_NAME_CONTEXT_KEYWORDS)
+        return create_task_name_context_keywords(L, args, nargs, kwnames);
     return create_task_named(L, args, nargs, kwnames, form == ZL_CREATE_TASK_NAME_CONTEXT);
 }
 

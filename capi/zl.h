@@ -245,7 +245,9 @@ enum {
     ZL_CREATE_TASK_ASYNCIO = 0,      /* none known: asyncio's method */
     ZL_CREATE_TASK_NAME = 1,         /* (coro, *, name=None): 3.10 */
     ZL_CREATE_TASK_NAME_CONTEXT = 2, /* (coro, *, name=None, context=None): 3.11 to 3.13.0 */
-    ZL_CREATE_TASK_KEYWORDS = 3,     /* every keyword to Task: 3.13's later patch releases, 3.14+ */
+    ZL_CREATE_TASK_KEYWORDS = 3,     /* (coro, **kwargs), every keyword to Task: 3.14+ */
+    /* (coro, *, name=None, context=None, **kwargs): 3.13's later patch releases */
+    ZL_CREATE_TASK_NAME_CONTEXT_KEYWORDS = 4,
 };
 
 /* The keyword names tuples create_future and create_task pass (tasks.c),

@@ -244,11 +244,10 @@ def test_create_task_keywords_before_the_loop_runs(loop):
     assert order == [("eager", "given"), ("lazy", "unset"), ("plain", "unset")]
 
 
-@needs_task_keywords
-def test_create_task_keywords_from_another_thread_of_a_running_loop(loop):
-    # Not the loop's own thread: Task is given loop= with the keywords. An
-    # eager start there is refused by Task itself (the loop runs, but not
-    # in that thread), and the coroutine is left to its caller.
+def _keywords_from_another_thread(lp):
+    """lp runs; another thread creates a task with name= and context=, and
+    one with eager_start=True. Returns what the first task returned (or
+    the refusal of a foreign call) and what the eager one did."""
     made = {}
     ctx = contextvars.copy_context()
     ctx.run(VAR.set, "given")
@@ -259,15 +258,17 @@ def test_create_task_keywords_from_another_thread_of_a_running_loop(loop):
     async def main():
         def other_thread():
             try:
-                made["task"] = loop.create_task(child(), name="t", context=ctx)
+                made["task"] = lp.create_task(child(), name="t", context=ctx)
             except RuntimeError as exc:  # per-loop ownership: the Task's call_soon
                 made["foreign"] = str(exc)
                 return
             eager = child()
             try:
-                loop.create_task(eager, eager_start=True, name="e")
+                task = lp.create_task(eager, eager_start=True, name="e")
             except RuntimeError as exc:
-                made["refused"] = str(exc)
+                made["eager"] = ("refused", re.sub(r"<.*>", "<loop>", str(exc)))
+            else:
+                made["eager"] = ("started", task.done(), task.get_name(), repr(task.exception()))
             finally:
                 eager.close()
 
@@ -278,14 +279,34 @@ def test_create_task_keywords_from_another_thread_of_a_running_loop(loop):
             return made["foreign"]
         return await made["task"]
 
+    return lp.run_until_complete(main()), made
+
+
+@needs_task_keywords
+def test_create_task_keywords_from_another_thread_of_a_running_loop(loop):
+    # Not the loop's own thread: Task is given loop= with the keywords. An
+    # eager start there is Task's to decide: 3.14's refuses it (the loop
+    # runs, but not in that thread) and leaves the coroutine to its
+    # caller; 3.13's starts the task in the calling thread, where no loop
+    # runs. asyncio's own loop, run the same way, says which.
+    result, made = _keywords_from_another_thread(loop)
     if refuses_foreign_calls(loop):
         # where the engine runs without the GIL, zloopgo refuses the call
         # (docs/compatibility.md); everywhere else it is asyncio's
-        assert loop.run_until_complete(main()) == FOREIGN_CALL
+        assert result == FOREIGN_CALL
         return
-    assert loop.run_until_complete(main()) == (loop, "given")
+    assert result == (loop, "given")
     assert made["task"].get_name() == "t" and made["task"].get_loop() is loop
-    assert re.fullmatch(r"loop <.*> is not the running loop", made["refused"])
+    reference = asyncio.SelectorEventLoop()
+    try:
+        _, theirs = _keywords_from_another_thread(reference)
+    finally:
+        reference.close()
+    assert made["eager"] == theirs["eager"]
+    assert made["eager"] in (
+        ("refused", "loop <loop> is not the running loop"),
+        ("started", True, "e", "RuntimeError('no running event loop')"),
+    )
 
 
 @needs_task_keywords

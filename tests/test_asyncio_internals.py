@@ -626,7 +626,7 @@ CREATE_TASK_FORMS = {
     "(self, coro, *, name=None)": 1,  # 3.10: Task(coro, loop=self, name=name)
     "(self, coro, *, name=None, context=None)": 2,  # 3.11-3.13.0: and context=
     # 3.13's later patch releases (3.13.15): every other keyword to Task too
-    "(self, coro, *, name=None, context=None, **kwargs)": 3,
+    "(self, coro, *, name=None, context=None, **kwargs)": 4,
     "(self, coro, **kwargs)": 3,  # 3.14+: every keyword to Task
 }
 NATIVE_SIGNATURES = {
@@ -700,8 +700,8 @@ def test_create_task_in_a_form_not_known_runs_asyncios_method():
 
     lp = zloopgo.new_event_loop()
     try:
-        with pytest.raises(ValueError, match="unknown create_task form 4"):
-            _engine.set_asyncio(futures, tasks, create_task, 4)
+        with pytest.raises(ValueError, match="unknown create_task form 5"):
+            _engine.set_asyncio(futures, tasks, create_task, 5)
         _engine.set_asyncio(futures, tasks, create_task, 0)
         try:
             task = lp.create_task(child())

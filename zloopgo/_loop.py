@@ -101,14 +101,15 @@ _CREATE_TASK_FORMS = {
     (("name", _KW_ONLY, None),): 1,
     # Task(coro, loop=self, name=name, context=context): 3.11 to 3.13.0
     (("name", _KW_ONLY, None), ("context", _KW_ONLY, None)): 2,
-    # Task(coro, loop=self, **kwargs): 3.14+, and 3.13's later patch
-    # releases, whose name=None and context=None go to Task as they are
+    # Task(coro, loop=self, **kwargs): 3.14+
     (("kwargs", _VAR_KEYWORD, inspect.Parameter.empty),): 3,
+    # Task(coro, loop=self, name=name, context=context, **kwargs): 3.13's
+    # later patch releases (3.13.15)
     (
         ("name", _KW_ONLY, None),
         ("context", _KW_ONLY, None),
         ("kwargs", _VAR_KEYWORD, inspect.Parameter.empty),
-    ): 3,
+    ): 4,
 }
 
 
