@@ -274,7 +274,7 @@ typedef struct {
      * they last held the methods the native steps stand for (0: look
      * again); a class or any of its bases changed since has another tag */
     unsigned int sslobject_version, protocol_version;
-    int is_closing_asks_transport; /* 3.14+: is_closing() asks the socket transport too */
+    int is_closing_asks_transport; /* 3.13.15, 3.14+: is_closing() asks the socket transport */
 } zl_tls_classes;
 
 /* What one interpreter's _engine module holds (module.c makes it; a
