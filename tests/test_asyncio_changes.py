@@ -51,6 +51,11 @@ TASK_KEYWORDS = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in _CREATE_TAS
 needs_task_keywords = pytest.mark.skipif(
     not TASK_KEYWORDS, reason="this Python's create_task takes no **kwargs"
 )
+# asyncio's eager_task_factory (3.12+) takes eager_start= from 3.14
+_EAGER_FACTORY = getattr(asyncio, "eager_task_factory", None)
+EAGER_FACTORY_TAKES_EAGER_START = (
+    _EAGER_FACTORY is not None and "eager_start" in inspect.signature(_EAGER_FACTORY).parameters
+)
 # 3.13's create_task with **kwargs keeps name= its own and names the
 # factory's task with set_name(); 3.14's gives it to the factory too
 FACTORY_GETS_NAME = "name" not in _CREATE_TASK_PARAMS
@@ -311,7 +316,7 @@ def test_create_task_keywords_from_another_thread_of_a_running_loop(loop):
 
 @needs_task_keywords
 @pytest.mark.skipif(
-    "eager_start" not in inspect.signature(asyncio.eager_task_factory).parameters,
+    not EAGER_FACTORY_TAKES_EAGER_START,
     reason="this Python's eager_task_factory takes no eager_start= (3.13's refuses it)",
 )
 def test_create_task_eager_start_false_overrides_the_eager_factory(loop):
