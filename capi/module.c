@@ -35,7 +35,9 @@ static PyMethodDef module_methods[] = {
      "Turn the stream fast path on for (StreamReaderProtocol, StreamReader, check_asserts), or off "
      "with None."},
     {"set_asyncio", zl_set_asyncio, METH_VARARGS,
-     "Install asyncio.futures, asyncio.tasks and BaseEventLoop.create_task."},
+     "Install asyncio.futures, asyncio.tasks, BaseEventLoop.create_task and its form (0: asyncio's "
+     "method always, 1: name=, 2: name= and context=, 3: every keyword to Task, 4: name=, "
+     "context= and every other keyword to Task)."},
     {"set_threadsafe_handle", zl_set_threadsafe_handle, METH_VARARGS,
      "Make 3.14+'s call_soon_threadsafe return handles of (type,), once per module; returns "
      "their runner."},

@@ -40,12 +40,16 @@ int zl_check_not_forked(void)
 PyObject *zl_set_asyncio(PyObject *mod, PyObject *args)
 {
     PyObject *futures, *tasks, *base_create_task;
-    if (!PyArg_ParseTuple(args, "OOO", &futures, &tasks, &base_create_task))
+    int form;
+    if (!PyArg_ParseTuple(args, "OOOi", &futures, &tasks, &base_create_task, &form))
         return NULL;
+    if (form < ZL_CREATE_TASK_ASYNCIO || form > ZL_CREATE_TASK_NAME_CONTEXT_KEYWORDS)
+        return PyErr_Format(PyExc_ValueError, "unknown create_task form %d", form);
     zl_module_state *state = PyModule_GetState(mod);
     Py_XSETREF(state->futures_module, Py_NewRef(futures));
     Py_XSETREF(state->tasks_module, Py_NewRef(tasks));
     Py_XSETREF(state->base_create_task, Py_NewRef(base_create_task));
+    state->create_task_form = form;
     Py_RETURN_NONE;
 }
 

@@ -69,22 +69,20 @@ static PyObject *new_task(zl_loop *L, PyObject *const *stack, Py_ssize_t nkw, Py
     return task;
 }
 
-#if PY_VERSION_HEX >= 0x030E0000
 /* The most keywords create_task passes on to Task without asyncio's method. */
 #define TASK_KEYWORDS_MAX 6
 
-/* 3.14+'s create_task(coro, **kwargs): asyncio's
+/* The KEYWORDS form, create_task(coro, **kwargs) (3.14+): asyncio's
  * tasks.Task(coro, loop=self, **kwargs), every keyword Task takes
- * (eager_start=, name=, context=) and any it refuses, which Task words.
- * A keyword named loop (asyncio's call then has two) or more keywords than
+ * (eager_start=, name=, context=) and any it refuses, which Task words. A
+ * keyword named loop (asyncio's call then has two) or more keywords than
  * fit here go to asyncio's own method. */
-PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
-                              PyObject *kwnames)
+static PyObject *create_task_keywords(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                                      PyObject *kwnames)
 {
     const zl_task_kwnames *kw = &L->state->task_kwnames;
-    nargs = PyVectorcall_NARGS(nargs);
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    if (L->task_factory != NULL || L->debug || nargs != 1 || nkw > TASK_KEYWORDS_MAX)
+    if (nkw > TASK_KEYWORDS_MAX)
         return general_create_task(L, args, nargs, kwnames);
     for (Py_ssize_t i = 0; i < nkw; i++)
         if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, i), "loop") == 0)
@@ -110,18 +108,68 @@ PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t narg
     Py_DECREF(names);
     return task;
 }
-#else
-/* create_task(coro, *, name=None, context=None): asyncio's
- * tasks.Task(coro, loop=self, name=name, context=context). With a task
- * factory, in debug mode or with any other argument, asyncio's own Python
- * method runs instead (and words the error). */
-PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
-                              PyObject *kwnames)
+
+/* The NAME_CONTEXT_KEYWORDS form, create_task(coro, *, name=None,
+ * context=None, **kwargs) (3.13's later patch releases): asyncio's
+ * tasks.Task(coro, loop=self, name=name, context=context, **kwargs), the
+ * keywords in that order, name and context always given, so that Task
+ * words a refusal as for asyncio's call ("takes at most 5 arguments (6
+ * given)" counts them). loop= always goes too: 3.13's Task asks the loop
+ * it was given, not the running one, whether it runs for eager_start=. A
+ * keyword named loop, or more keywords than fit here, go to asyncio's own
+ * method. */
+static PyObject *create_task_name_context_keywords(zl_loop *L, PyObject *const *args,
+                                                   Py_ssize_t nargs, PyObject *kwnames)
 {
     const zl_task_kwnames *kw = &L->state->task_kwnames;
-    nargs = PyVectorcall_NARGS(nargs);
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    if (L->task_factory != NULL || L->debug || nargs != 1 || nkw > 2)
+    if (nkw > TASK_KEYWORDS_MAX)
+        return general_create_task(L, args, nargs, kwnames);
+    /* Task(coro, loop=self, name=name, context=context, the others...) */
+    PyObject *stack[TASK_KEYWORDS_MAX + 4] = {args[0], (PyObject *)L, Py_None, Py_None};
+    Py_ssize_t others = 0;
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, i);
+        if (PyUnicode_CompareWithASCIIString(key, "name") == 0)
+            stack[2] = args[1 + i];
+        else if (PyUnicode_CompareWithASCIIString(key, "context") == 0)
+            stack[3] = args[1 + i];
+        else if (PyUnicode_CompareWithASCIIString(key, "loop") == 0)
+            return general_create_task(L, args, nargs, kwnames);
+        else
+            stack[4 + others++] = args[1 + i];
+    }
+    if (zl_check_closed(L) < 0)
+        return NULL;
+    if (others == 0)
+        return new_task(L, stack, 3, kw->loop_name_context);
+    PyObject *names = PyTuple_New(3 + others);
+    if (names == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < 3; i++)
+        PyTuple_SET_ITEM(names, i, Py_NewRef(PyTuple_GET_ITEM(kw->loop_name_context, i)));
+    Py_ssize_t at = 3;
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, i);
+        if (PyUnicode_CompareWithASCIIString(key, "name") != 0 &&
+            PyUnicode_CompareWithASCIIString(key, "context") != 0)
+            PyTuple_SET_ITEM(names, at++, Py_NewRef(key));
+    }
+    PyObject *task = new_task(L, stack, 3 + others, names);
+    Py_DECREF(names);
+    return task;
+}
+
+/* The NAME and NAME_CONTEXT forms, create_task(coro, *, name=None) (3.10)
+ * and create_task(coro, *, name=None, context=None) (3.11 to 3.13.0):
+ * asyncio's tasks.Task(coro, loop=self, name=name[, context=context]).
+ * Any other keyword is a mistake that asyncio's own method words. */
+static PyObject *create_task_named(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                                   PyObject *kwnames, int takes_context)
+{
+    const zl_task_kwnames *kw = &L->state->task_kwnames;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nkw > 2)
         return general_create_task(L, args, nargs, kwnames);
     /* arguments for Task(coro, loop=self, name=..., context=...) */
     PyObject *stack[4] = {args[0], (PyObject *)L, NULL, NULL};
@@ -130,11 +178,9 @@ PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t narg
         PyObject *key = PyTuple_GET_ITEM(kwnames, i);
         if (PyUnicode_CompareWithASCIIString(key, "name") == 0)
             name = args[1 + i];
-#if PY_VERSION_HEX >= 0x030B0000 /* Task takes context= from 3.11 */
-        else if (PyUnicode_CompareWithASCIIString(key, "context") == 0)
+        else if (takes_context && PyUnicode_CompareWithASCIIString(key, "context") == 0)
             context = args[1 + i];
-#endif
-        else /* a mistake: asyncio's own method answers */
+        else
             return general_create_task(L, args, nargs, kwnames);
     }
     if (zl_check_closed(L) < 0)
@@ -157,12 +203,31 @@ PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t narg
     /* loop= goes (on_running_thread) */
     stack[1] = args[0];
     names = names == kw->loop_name_context ? kw->name_context
-            : names == kw->loop_name ? kw->name
-            : names == kw->loop_context ? kw->context
-                                        : NULL;
+            : names == kw->loop_name       ? kw->name
+            : names == kw->loop_context    ? kw->context
+                                           : NULL;
     return new_task(L, stack + 1, names ? PyTuple_GET_SIZE(names) : 0, names);
 }
-#endif
+
+/* create_task(coro, ...) in the form the running Python's asyncio has
+ * (zl_module_state.create_task_form, read from its signature at import,
+ * not from the version: 3.13's patch releases changed it). With a task
+ * factory, in debug mode, with a positional argument besides coro, or in
+ * a form not known here, asyncio's own Python method runs (and words the
+ * errors). */
+PyObject *zl_loop_create_task(zl_loop *L, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames)
+{
+    nargs = PyVectorcall_NARGS(nargs);
+    int form = L->state->create_task_form;
+    if (L->task_factory != NULL || L->debug || nargs != 1 || form == ZL_CREATE_TASK_ASYNCIO)
+        return general_create_task(L, args, nargs, kwnames);
+    if (form == ZL_CREATE_TASK_KEYWORDS)
+        return create_task_keywords(L, args, nargs, kwnames);
+    if (form == ZL_CREATE_TASK_NAME_CONTEXT_KEYWORDS)
+        return create_task_name_context_keywords(L, args, nargs, kwnames);
+    return create_task_named(L, args, nargs, kwnames, form == ZL_CREATE_TASK_NAME_CONTEXT);
+}
 
 PyObject *zl_loop_get_task_factory(zl_loop *L, void *c)
 {

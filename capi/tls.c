@@ -195,7 +195,7 @@ static PyObject *set_tls(PyObject *mod, PyObject *args)
         Py_XSETREF(*members[i].slot, m);
     }
     Py_XSETREF(st->tls.again_errors, Py_NewRef(again));
-    /* 3.14+: _SSLProtocolTransport.is_closing() asks this method */
+    /* 3.13.15, 3.14+: _SSLProtocolTransport.is_closing() asks this method */
     PyObject *closing = asks ? PyObject_GetAttrString(proto_cls, "_is_transport_closing") : NULL;
     if (asks && closing == NULL)
         return NULL;
@@ -500,7 +500,7 @@ static PyObject *do_read(PyObject *self, PyObject *unused);
 
 /* The protocol's methods the native code stands for where asyncio calls
  * them by name: this type's C method, or asyncio's function (recorded by
- * set_tls; _is_transport_closing is NULL before 3.14). */
+ * set_tls; _is_transport_closing is NULL where sslproto has none, 3.11 to 3.13.0). */
 typedef struct {
     size_t name_at; /* offsetof(zl_names, ...) */
     size_t fn_at;   /* offsetof(zl_tls_classes, ...) of asyncio's function, or NO_FN */
@@ -1190,7 +1190,8 @@ static PyObject *app_write(PyObject *self, PyObject *data)
     Py_RETURN_NONE;
 }
 
-/* is_closing(): self._closed, and on 3.14+ or the socket transport's */
+/* is_closing(): self._closed, and where asyncio's asks it (3.13.15, 3.14+) or the socket
+ * transport's */
 static PyObject *app_is_closing(PyObject *self, PyObject *unused)
 {
     zl_module_state *st = app_state(self);

@@ -237,6 +237,19 @@ typedef struct {
 #undef ZL_NAME_TEXT
 } zl_names;
 
+/* The forms of asyncio's BaseEventLoop.create_task that tasks.c does
+ * natively, as zloopgo/_loop.py reads them from its signature at import
+ * (set_asyncio): ASYNCIO, one it does not know, always runs asyncio's own
+ * method. */
+enum {
+    ZL_CREATE_TASK_ASYNCIO = 0,      /* none known: asyncio's method */
+    ZL_CREATE_TASK_NAME = 1,         /* (coro, *, name=None): 3.10 */
+    ZL_CREATE_TASK_NAME_CONTEXT = 2, /* (coro, *, name=None, context=None): 3.11 to 3.13.0 */
+    ZL_CREATE_TASK_KEYWORDS = 3,     /* (coro, **kwargs), every keyword to Task: 3.14+ */
+    /* (coro, *, name=None, context=None, **kwargs): 3.13's later patch releases */
+    ZL_CREATE_TASK_NAME_CONTEXT_KEYWORDS = 4,
+};
+
 /* The keyword names tuples create_future and create_task pass (tasks.c),
  * and sockops.c's partial(..., handle=), made from zl_names in exec. */
 typedef struct {
@@ -261,7 +274,7 @@ typedef struct {
      * they last held the methods the native steps stand for (0: look
      * again); a class or any of its bases changed since has another tag */
     unsigned int sslobject_version, protocol_version;
-    int is_closing_asks_transport; /* 3.14+: is_closing() asks the socket transport too */
+    int is_closing_asks_transport; /* 3.13.15, 3.14+: is_closing() asks the socket transport */
 } zl_tls_classes;
 
 /* What one interpreter's _engine module holds (module.c makes it; a
@@ -296,6 +309,7 @@ typedef struct {
     PyObject *futures_module;       /* asyncio.futures: Future is looked up per call */
     PyObject *tasks_module;         /* asyncio.tasks: Task is looked up per call */
     PyObject *base_create_task;     /* asyncio's BaseEventLoop.create_task */
+    int create_task_form;           /* its form, a ZL_CREATE_TASK_* (tasks.c) */
     zl_threadsafe_class threadsafe; /* schedule.c (set_threadsafe_handle) */
     zl_names names;                 /* module.c interns them in exec */
     zl_task_kwnames task_kwnames;   /* module.c, from names */

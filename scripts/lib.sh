@@ -62,14 +62,17 @@ py_test_packages=(pytest pytest-timeout hypothesis trustme opentelemetry-sdk gun
 # (.venv-X.Y in the checkout, .venv-X.Yt for a free-threaded build;
 # .venv-MACHINE-X.Y on a machine other than x86_64, such as scripts/arm64's
 # aarch64 root, which shares the checkout) with zloopgo installed editable
-# and PACKAGES from PyPI.
+# and PACKAGES from PyPI. One X.Y's venv serves one interpreter at a time:
+# made by another (pyenv's 3.13.0 on the host, the newpy root's Debian
+# 3.13.15 in the same checkout), it is made again, empty, for this one.
 zl_venv() {
     local py=$1; shift
-    local ver dir
+    local ver dir which='import sys; print(sys.version, sys.base_prefix)'
     ver=$("$py" -c 'import sys; print("%d.%d%s" % (*sys.version_info[:2], "t" if "t" in sys.abiflags else ""))')
     dir=".venv-$(zl_machine_tag)$ver"
-    if [ ! -x "$dir/bin/python" ]; then
-        "$py" -m venv "$dir" >&2
+    if [ ! -x "$dir/bin/python" ] ||
+        [ "$("$dir/bin/python" -c "$which")" != "$("$py" -c "$which")" ]; then
+        "$py" -m venv --clear "$dir" >&2
     fi
     "$dir/bin/python" -m pip install -q --upgrade pip >&2
     "$dir/bin/python" -m pip install -q -e . "$@" >&2

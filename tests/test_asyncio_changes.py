@@ -4,7 +4,9 @@ expectation:
 
 - 3.15: a transport's callbacks run in one context (the transport
   factories take context=, the descriptor handles run in it);
-- 3.14: create_task(..., eager_start=) and any keyword Task takes;
+- 3.14 and 3.13's later patch releases: create_task(..., eager_start=)
+  and any keyword Task takes (chosen by asyncio's signature, not the
+  version);
 - 3.14: asyncio.capture_call_graph, and `python -m asyncio ps` / `pstree`
   reading a process that runs the loop;
 - 3.14: the per-thread task lists of _asyncio (all_tasks and
@@ -22,6 +24,7 @@ import asyncio
 import contextvars
 import ctypes
 import importlib
+import inspect
 import os
 import re
 import subprocess
@@ -40,6 +43,22 @@ VAR = contextvars.ContextVar("VAR", default="unset")
 # 3.15's transports keep a context of their own (selector_events).
 TRANSPORT_CONTEXT = sys.version_info >= (3, 15)
 needs_314 = pytest.mark.skipif(sys.version_info < (3, 14), reason="new in CPython 3.14")
+# BaseEventLoop.create_task hands every other keyword to Task (or to the
+# task factory): 3.14, and a 3.13 patch release (3.13.0 has not, 3.13.15
+# has), so asyncio's signature decides, not the version
+_CREATE_TASK_PARAMS = inspect.signature(asyncio.BaseEventLoop.create_task).parameters
+TASK_KEYWORDS = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in _CREATE_TASK_PARAMS.values())
+needs_task_keywords = pytest.mark.skipif(
+    not TASK_KEYWORDS, reason="this Python's create_task takes no **kwargs"
+)
+# asyncio's eager_task_factory (3.12+) takes eager_start= from 3.14
+_EAGER_FACTORY = getattr(asyncio, "eager_task_factory", None)
+EAGER_FACTORY_TAKES_EAGER_START = (
+    _EAGER_FACTORY is not None and "eager_start" in inspect.signature(_EAGER_FACTORY).parameters
+)
+# 3.13's create_task with **kwargs keeps name= its own and names the
+# factory's task with set_name(); 3.14's gives it to the factory too
+FACTORY_GETS_NAME = "name" not in _CREATE_TASK_PARAMS
 
 
 # ---- 3.15: one context per transport ----------------------------------------
@@ -169,7 +188,7 @@ def test_socket_transport_factory_takes_a_context(loop):
 # ---- 3.14: create_task(eager_start=) and Task's keywords ---------------------
 
 
-@needs_314
+@needs_task_keywords
 def test_create_task_eager_start(loop):
     async def main():
         order = []
@@ -187,7 +206,12 @@ def test_create_task_eager_start(loop):
         order.append("created eager")
         lazy = loop.create_task(child("lazy"), eager_start=False)
         order.append("created lazy")
-        quick = asyncio.create_task(at_once(), eager_start=True, name="quick")
+        # asyncio.create_task passes the keywords on from 3.14; 3.13's does not
+        takes = inspect.Parameter.VAR_KEYWORD in (
+            p.kind for p in inspect.signature(asyncio.create_task).parameters.values()
+        )
+        make = asyncio.create_task if takes else loop.create_task
+        quick = make(at_once(), eager_start=True, name="quick")
         assert quick.done() and quick.result() == "done already"
         assert quick.get_name() == "quick"
         assert await eager == "eager" and await lazy == "lazy"
@@ -203,7 +227,7 @@ def test_create_task_eager_start(loop):
     ]
 
 
-@needs_314
+@needs_task_keywords
 def test_create_task_keywords_before_the_loop_runs(loop):
     # Created outside a running loop, an eager task cannot start at once
     # (Task asks loop.is_running()): it runs in the first iteration, in the
@@ -225,11 +249,10 @@ def test_create_task_keywords_before_the_loop_runs(loop):
     assert order == [("eager", "given"), ("lazy", "unset"), ("plain", "unset")]
 
 
-@needs_314
-def test_create_task_keywords_from_another_thread_of_a_running_loop(loop):
-    # Not the loop's own thread: Task is given loop= with the keywords. An
-    # eager start there is refused by Task itself (the loop runs, but not
-    # in that thread), and the coroutine is left to its caller.
+def _keywords_from_another_thread(lp):
+    """lp runs; another thread creates a task with name= and context=, and
+    one with eager_start=True. Returns what the first task returned (or
+    the refusal of a foreign call) and what the eager one did."""
     made = {}
     ctx = contextvars.copy_context()
     ctx.run(VAR.set, "given")
@@ -240,15 +263,17 @@ def test_create_task_keywords_from_another_thread_of_a_running_loop(loop):
     async def main():
         def other_thread():
             try:
-                made["task"] = loop.create_task(child(), name="t", context=ctx)
+                made["task"] = lp.create_task(child(), name="t", context=ctx)
             except RuntimeError as exc:  # per-loop ownership: the Task's call_soon
                 made["foreign"] = str(exc)
                 return
             eager = child()
             try:
-                loop.create_task(eager, eager_start=True, name="e")
+                task = lp.create_task(eager, eager_start=True, name="e")
             except RuntimeError as exc:
-                made["refused"] = str(exc)
+                made["eager"] = ("refused", re.sub(r"<.*>", "<loop>", str(exc)))
+            else:
+                made["eager"] = ("started", task.done(), task.get_name(), repr(task.exception()))
             finally:
                 eager.close()
 
@@ -259,17 +284,41 @@ def test_create_task_keywords_from_another_thread_of_a_running_loop(loop):
             return made["foreign"]
         return await made["task"]
 
+    return lp.run_until_complete(main()), made
+
+
+@needs_task_keywords
+def test_create_task_keywords_from_another_thread_of_a_running_loop(loop):
+    # Not the loop's own thread: Task is given loop= with the keywords. An
+    # eager start there is Task's to decide: 3.14's refuses it (the loop
+    # runs, but not in that thread) and leaves the coroutine to its
+    # caller; 3.13's starts the task in the calling thread, where no loop
+    # runs. asyncio's own loop, run the same way, says which.
+    result, made = _keywords_from_another_thread(loop)
     if refuses_foreign_calls(loop):
         # where the engine runs without the GIL, zloopgo refuses the call
         # (docs/compatibility.md); everywhere else it is asyncio's
-        assert loop.run_until_complete(main()) == FOREIGN_CALL
+        assert result == FOREIGN_CALL
         return
-    assert loop.run_until_complete(main()) == (loop, "given")
+    assert result == (loop, "given")
     assert made["task"].get_name() == "t" and made["task"].get_loop() is loop
-    assert re.fullmatch(r"loop <.*> is not the running loop", made["refused"])
+    reference = asyncio.SelectorEventLoop()
+    try:
+        _, theirs = _keywords_from_another_thread(reference)
+    finally:
+        reference.close()
+    assert made["eager"] == theirs["eager"]
+    assert made["eager"] in (
+        ("refused", "loop <loop> is not the running loop"),
+        ("started", True, "e", "RuntimeError('no running event loop')"),
+    )
 
 
-@needs_314
+@needs_task_keywords
+@pytest.mark.skipif(
+    not EAGER_FACTORY_TAKES_EAGER_START,
+    reason="this Python's eager_task_factory takes no eager_start= (3.13's refuses it)",
+)
 def test_create_task_eager_start_false_overrides_the_eager_factory(loop):
     loop.set_task_factory(asyncio.eager_task_factory)
 
@@ -290,7 +339,7 @@ def test_create_task_eager_start_false_overrides_the_eager_factory(loop):
     assert loop.run_until_complete(main()) == ["created", "child", "child", "created eager"]
 
 
-@needs_314
+@needs_task_keywords
 def test_task_factory_receives_every_keyword(loop):
     got = []
 
@@ -308,7 +357,8 @@ def test_task_factory_receives_every_keyword(loop):
         return await t, t.get_name()
 
     assert loop.run_until_complete(main()) == (1, "n")
-    assert got == [[], ["eager_start", "name"]]  # main's own task, then ours
+    # main's own task, then ours (3.13's names it after, with set_name)
+    assert got == [[], ["eager_start", "name"] if FACTORY_GETS_NAME else ["eager_start"]]
 
 
 def _asyncio_error(call):

@@ -102,7 +102,7 @@ REVIEWED = {
         {
             "8eb80198065d": "3.10.13-3.11.7",
             "0dcc0900ca71": "3.12.1-3.13.0",
-            "8b355a7474ab": "3.14.8 (the TypeError names the types)",
+            "8b355a7474ab": "3.13.15, 3.14.8 (the TypeError names the types)",
             "92989eb88a0e": "3.15.2 (_buffer_size; the writer through the transport)",
         },
     ),
@@ -119,7 +119,7 @@ REVIEWED = {
             "bf08662713e0": "3.10.13",
             "6be498f5bfb8": "3.11.7-3.12.1 (_buffer_size)",
             "0300f0ff62fc": "3.13.0 (empty datagrams sent; the header counted)",
-            "7b5032d499b0": "3.14.8 (_header_size)",
+            "7b5032d499b0": "3.13.15, 3.14.8 (_header_size)",
             "aab1571fbe61": "3.15.2 (the writer through the transport)",
         },
     ),
@@ -202,7 +202,7 @@ REVIEWED = {
         "zloopgo/_loop.py's _make_socket_transport",
         {
             "a8e249698346": "3.10.13-3.11.7",
-            "e1d4c5fa0652": "3.12.1-3.14.8",
+            "e1d4c5fa0652": "3.12.1-3.14.8, 3.13.15",
             "c5244bf7508a": "3.15.2 (context=)",
         },
     ),
@@ -215,7 +215,7 @@ REVIEWED = {
         {
             "db79e236f4d8": "3.10.13-3.12.1 (inline)",
             "27eadb5d947b": "3.13.0 (setup inside the try)",
-            "bb2e74dbb917": "3.14.8-3.15.2 (setup before the try)",
+            "bb2e74dbb917": "3.13.15, 3.14.8-3.15.2 (setup before the try)",
         },
     ),
     "asyncio.base_events.BaseEventLoop.create_task": (
@@ -224,6 +224,7 @@ REVIEWED = {
             "e710da6d5b03": "3.10.13",
             "47de4fae70cb": "3.11.7-3.12.1",
             "6e957e6b9ad1": "3.13.0",
+            "d6f885c6cdf2": "3.13.15 (name=, context= and **kwargs)",
             "ba8b60954aa9": "3.14.8-3.15.2 (**kwargs)",
         },
     ),
@@ -320,20 +321,26 @@ if sys.version_info >= (3, 11):  # 3.10's sslproto is another state machine
     )
     REVIEWED["asyncio.sslproto._SSLProtocolTransport.is_closing"] = (
         TLS,
-        {"d2767ab18acd": "3.11.7-3.13.0", "6f6027f51a70": "3.14.8-3.15.2 (asks the socket's)"},
+        {
+            "d2767ab18acd": "3.11.7-3.13.0",
+            "6f6027f51a70": "3.13.15, 3.14.8-3.15.2 (asks the socket's)",
+        },
     )
     REVIEWED["asyncio.base_events.BaseEventLoop.start_tls"] = (
         "zloopgo/_tls.py's start_tls (asyncio's, making zloopgo's SSLProtocol)",
         {
             "7054041e99ae": "3.11.7-3.13.0",
-            "8e6a0d0a580b": "3.14.8 (hands a StreamReader's bytes to the SSL protocol)",
+            "8e6a0d0a580b": "3.13.15, 3.14.8 (hands a StreamReader's bytes to the SSL protocol)",
             "92f61e16b063": "3.15.2 (and drops the waiter when the handshake fails)",
         },
     )
     REVIEWED["ssl.SSLObject.read"] = (TLS, {"cd40ad059e1c": "3.11.7-3.15.2"})
     REVIEWED["ssl.SSLObject.write"] = (TLS, {"0e38ab6515fe": "3.11.7-3.15.2"})
-    if sys.version_info >= (3, 14):
-        REVIEWED[_SSL + "_is_transport_closing"] = (TLS, {"33a5b6535804": "3.14.8-3.15.2"})
+    if hasattr(sslproto.SSLProtocol, "_is_transport_closing"):  # 3.13.15, 3.14+
+        REVIEWED[_SSL + "_is_transport_closing"] = (
+            TLS,
+            {"33a5b6535804": "3.13.15, 3.14.8-3.15.2"},
+        )
 
 
 def _resolve(name):
@@ -612,6 +619,16 @@ def _sig(params):
 # asyncio's signatures of what zloopgo implements in C (capi/), which
 # inspect cannot read: any of the forms listed is one the C code takes.
 CALLBACK = "callback, *args, context=None"
+# create_task's forms, each with the one capi/tasks.c does natively for it
+# (zloopgo/_loop.py reads it from the signature at import: the ZL_CREATE_TASK_*
+# of capi/zl.h)
+CREATE_TASK_FORMS = {
+    "(self, coro, *, name=None)": 1,  # 3.10: Task(coro, loop=self, name=name)
+    "(self, coro, *, name=None, context=None)": 2,  # 3.11-3.13.0: and context=
+    # 3.13's later patch releases (3.13.15): every other keyword to Task too
+    "(self, coro, *, name=None, context=None, **kwargs)": 4,
+    "(self, coro, **kwargs)": 3,  # 3.14+: every keyword to Task
+}
 NATIVE_SIGNATURES = {
     (ASYNCIO_LOOP, "call_soon"): {f"(self, {CALLBACK})"},
     (ASYNCIO_LOOP, "call_soon_threadsafe"): {f"(self, {CALLBACK})"},
@@ -621,11 +638,7 @@ NATIVE_SIGNATURES = {
     (ASYNCIO_LOOP, "stop"): {"(self)"},
     (ASYNCIO_LOOP, "get_debug"): {"(self)"},
     (ASYNCIO_LOOP, "create_future"): {"(self)"},
-    (ASYNCIO_LOOP, "create_task"): {
-        "(self, coro, *, name=None)",  # 3.10
-        "(self, coro, *, name=None, context=None)",  # 3.11-3.13
-        "(self, coro, **kwargs)",  # 3.14+: the rest goes to asyncio's method
-    },
+    (ASYNCIO_LOOP, "create_task"): set(CREATE_TASK_FORMS),
     (selector_events._SelectorSocketTransport, "_read_ready"): {"(self)"},
     (selector_events._SelectorSocketTransport, "_read_ready__data_received"): {"(self)"},
     (selector_events._SelectorSocketTransport, "_read_ready__get_buffer"): {"(self)"},
@@ -647,6 +660,63 @@ def test_native_methods_match_asyncios_signatures(cls, name):
         f"{base.__qualname__}.{name}{got} on CPython {VERSION}: zloopgo's native {name} takes "
         f"{' or '.join(sorted(NATIVE_SIGNATURES[(cls, name)]))}"
     )
+
+
+def test_create_task_does_natively_the_form_asyncios_has():
+    # chosen from asyncio's signature, not from the version: 3.13's patch
+    # releases changed it
+    theirs = str(inspect.signature(base_events.BaseEventLoop.create_task))
+    assert CREATE_TASK_FORMS[theirs] == _loop._CREATE_TASK_FORM, theirs
+
+
+def test_create_task_form_unknown_to_the_adapter_is_asyncios_method():
+    # a signature not in CREATE_TASK_FORMS: every call is asyncio's own method
+    def create_task(self, coro, *, name=None, eager_start=None):
+        pass
+
+    def not_a_method(coro, **kwargs):
+        pass
+
+    assert _loop._create_task_form(create_task) == 0
+    assert _loop._create_task_form(not_a_method) == 0
+    for form, want in CREATE_TASK_FORMS.items():
+        namespace = {}
+        exec(f"def create_task{form}: pass", namespace)
+        assert _loop._create_task_form(namespace["create_task"]) == want, form
+
+
+def test_create_task_in_a_form_not_known_runs_asyncios_method():
+    # form 0 (capi/tasks.c): every call, even a plain one, is the method's
+    from asyncio import futures, tasks
+
+    calls = []
+
+    def create_task(self, coro, **kwargs):
+        calls.append(sorted(kwargs))
+        return base_events.BaseEventLoop.create_task(self, coro, **kwargs)
+
+    async def child():
+        return "ran"
+
+    lp = zloopgo.new_event_loop()
+    try:
+        with pytest.raises(ValueError, match="unknown create_task form 5"):
+            _engine.set_asyncio(futures, tasks, create_task, 5)
+        _engine.set_asyncio(futures, tasks, create_task, 0)
+        try:
+            task = lp.create_task(child())
+            named = lp.create_task(child(), name="n")
+        finally:
+            _engine.set_asyncio(
+                futures, tasks, base_events.BaseEventLoop.create_task, _loop._CREATE_TASK_FORM
+            )
+        assert lp.run_until_complete(task) == "ran"
+        assert lp.run_until_complete(named) == "ran" and named.get_name() == "n"
+        assert calls == [[], ["name"]]
+        assert lp.run_until_complete(lp.create_task(child(), name="again")) == "ran"  # native again
+        assert calls == [[], ["name"]]
+    finally:
+        lp.close()
 
 
 def _is_own_copy(cls, base, name):
@@ -1113,7 +1183,7 @@ C_NAMES = {
         "_do_write",
         "_process_outgoing",
     },
-    # 3.14+: _SSLProtocolTransport.is_closing() asks the SSL protocol
+    # 3.13.15 and 3.14+: _SSLProtocolTransport.is_closing() asks the SSL protocol
     "tls_protocol_314": {"_is_transport_closing"},
     "tls_app_transport": {"_closed", "_ssl_protocol", "is_closing"},
     "tls_states": {"DO_HANDSHAKE", "WRAPPED", "FLUSHING", "SHUTDOWN", "UNWRAPPED"},
@@ -1295,7 +1365,11 @@ def test_names_the_native_tls_path_reads_exist_on_asyncios_objects():
         sslobj = context.wrap_bio(ssl.MemoryBIO(), ssl.MemoryBIO(), server_hostname="localhost")
         where = {
             "tls_protocol": proto,
-            **({"tls_protocol_314": proto} if sys.version_info >= (3, 14) else {}),
+            **(
+                {"tls_protocol_314": proto}
+                if hasattr(sslproto.SSLProtocol, "_is_transport_closing")
+                else {}
+            ),
             "tls_app_transport": proto._app_transport,
             "tls_states": sslproto.SSLProtocolState,
             "memory_bio": proto._incoming,

@@ -3,7 +3,7 @@ would otherwise step over runs, as on asyncio (issue 39, row 10).
 
 asyncio's SSLProtocol calls self._sslobj.read(n) and .write(data), and its
 own methods (self._do_read(), self._do_write(), self._process_outgoing(),
-the _control_* marks, 3.14's _is_transport_closing) by name, so a method
+the _control_* marks, 3.14's and 3.13.15's _is_transport_closing) by name, so a method
 set on the instance (tracing, mock.patch.object), on a subclass or on
 ssl.SSLObject runs. zloopgo's native path called the _ssl object and its
 own steps directly and skipped them. Both loops run the same TLS echo with
@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import ssl
 import sys
+from asyncio import sslproto
 from unittest import mock
 
 import pytest
@@ -31,7 +32,9 @@ PROTOCOL_METHODS = [
     "_control_app_writing",
     "_control_ssl_reading",
 ]
-if sys.version_info >= (3, 14):  # _SSLProtocolTransport.is_closing() asks it
+# _SSLProtocolTransport.is_closing() asks it: 3.14, and 3.13's later patch
+# releases (3.13.15; not 3.13.0), so asyncio's class tells
+if hasattr(sslproto.SSLProtocol, "_is_transport_closing"):
     PROTOCOL_METHODS.append("_is_transport_closing")
 
 

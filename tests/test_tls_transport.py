@@ -7,14 +7,27 @@ EOF and connection_lost. CPython's own TLS tests run through
 tests/test_conformance.py."""
 
 import asyncio
+import contextlib
 import ssl
 import sys
+from asyncio import base_events, sslproto
 
 import pytest
 from helpers import FACTORIES, assert_same_observations
 
 import zloopgo
 from zloopgo import _transports
+
+# Two changes of 3.14 that 3.13 took in a patch release (3.13.0 has neither,
+# 3.13.15 both), which zloopgo's TLS path does again (zloopgo/_tls.py,
+# capi/tls.c) where asyncio's own code has them: that code tells here too.
+# start_tls hands what a StreamReaderProtocol's reader already holds to
+# the SSL protocol (gh-142352):
+START_TLS_MOVES_BUFFER = (
+    "StreamReaderProtocol" in base_events.BaseEventLoop.start_tls.__code__.co_names
+)
+# the TLS transport's is_closing() asks the socket transport too:
+IS_CLOSING_ASKS_TRANSPORT = hasattr(sslproto.SSLProtocol, "_is_transport_closing")
 
 # around the sizes where the code changes path: one byte, one TLS record
 # (16 KiB) and either side of it, the 64 KiB read, a megabyte
@@ -284,3 +297,90 @@ def test_tls_write_marks_of_any_number_type_behave_as_asyncios(tls_contexts, hig
     assert_same_observations(
         f"marks {high!r}, {low!r}", [], _marks_observations, tls_contexts, high, low
     )
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="3.10 has no StreamWriter.start_tls")
+def test_start_tls_takes_the_hello_the_stream_already_holds(loop, tls_contexts):
+    # The client's hello follows its STARTTLS line at once, so the server's
+    # StreamReader holds it when the server upgrades. Where asyncio hands
+    # those bytes to the SSL protocol the handshake completes; elsewhere
+    # they stay in the reader (and the handshake would wait for them).
+    server_ctx, client_ctx = tls_contexts
+
+    async def main():
+        seen = {}
+
+        async def upgrade(reader, writer):
+            assert await reader.readline() == b"STARTTLS\n"
+            for _ in range(1000):  # the hello's bytes, read by the transport
+                if reader._buffer:
+                    break
+                await asyncio.sleep(0.001)
+            seen["held"] = len(reader._buffer) > 0
+            upgrading = asyncio.ensure_future(writer.start_tls(server_ctx))
+            for _ in range(3):  # its drain, then loop.start_tls up to the handshake's wait
+                await asyncio.sleep(0)
+            seen["left in the reader"] = len(reader._buffer)
+            if not START_TLS_MOVES_BUFFER:
+                upgrading.cancel()  # closes the transport: the client's handshake fails
+                with contextlib.suppress(asyncio.CancelledError):
+                    await upgrading
+                return
+            await upgrading
+            data = await reader.readexactly(5)
+            writer.write(data.upper())
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(upgrade, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"STARTTLS\n")
+        try:
+            await writer.start_tls(client_ctx, server_hostname="localhost")
+        except (ConnectionError, ssl.SSLError) as exc:
+            seen["client"] = "handshake failed"
+            assert not START_TLS_MOVES_BUFFER, exc
+        else:
+            writer.write(b"hello")
+            seen["client"] = await reader.readexactly(5)
+        writer.close()
+        with contextlib.suppress(ConnectionError, ssl.SSLError):
+            await writer.wait_closed()
+        server.close()
+        await server.wait_closed()
+        return seen
+
+    seen = loop.run_until_complete(main())
+    assert seen["held"]
+    if START_TLS_MOVES_BUFFER:
+        assert seen == {"held": True, "left in the reader": 0, "client": b"HELLO"}
+    else:
+        assert seen["left in the reader"] > 0 and seen["client"] == "handshake failed"
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="3.10's SSL transport is another one")
+def test_tls_transport_is_closing_once_its_socket_transport_is(loop, tls_contexts):
+    # Where asyncio's _SSLProtocolTransport.is_closing() asks the socket
+    # transport too, closing that one makes the TLS transport closing at
+    # once (zloopgo's native is_closing asks it likewise); elsewhere only
+    # its own close() or the lost connection do.
+    server_ctx, client_ctx = tls_contexts
+
+    async def main():
+        server, port = await _echo_server(server_ctx)
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", port, ssl=client_ctx, server_hostname="localhost"
+        )
+        tls = writer.transport
+        before = tls.is_closing()
+        _socket_transport(writer).close()
+        at_once = tls.is_closing()
+        assert await reader.read() == b""
+        after = tls.is_closing()
+        writer.close()
+        server.close()
+        await server.wait_closed()
+        return before, at_once, after
+
+    assert loop.run_until_complete(main()) == (False, IS_CLOSING_ASKS_TRANSPORT, True)

@@ -11,6 +11,7 @@ It knows the transport only through asyncio's surface; the last test
 counts Python frames on zloopgo alone."""
 
 import asyncio
+import logging
 import socket
 import sys
 from asyncio import selector_events
@@ -21,8 +22,9 @@ CHUNK = 256 * 1024
 # asyncio's writelines buffers views and sends with sendmsg from 3.12; before,
 # it joins the chunks and writes them
 GATHERS = sys.version_info >= (3, 12)
-# whether it then asks _maybe_pause_protocol (3.14+; 3.12 and 3.13 leave a
-# buffer past the high-water mark unpaused; write, which 3.11's calls, asks it)
+# whether it then asks _maybe_pause_protocol (3.14+ and 3.13's later patch
+# releases, 3.13.15; 3.12 and 3.13.0 leave a buffer past the high-water
+# mark unpaused; write, which 3.11's calls, asks it)
 PAUSES = not GATHERS or (
     "_maybe_pause_protocol" in selector_events._SelectorSocketTransport.writelines.__code__.co_names
 )
@@ -142,6 +144,64 @@ def test_a_send_error_is_fatal_as_asyncios(loop):
     closing, events = loop.run_until_complete(main())
     assert closing is True
     assert events == [("lost", "BrokenPipeError")]
+
+
+def _writelines_after_the_loss(lp, errors):
+    """writelines() six times on a transport whose connection was lost
+    (a send error made it fatal, connection_lost ran): what each call
+    did, the buffer left, asyncio's warnings, the exception handler's
+    messages (errors, filled by lp's handler)."""
+    warnings = []
+
+    class Warnings(logging.Handler):
+        def emit(self, record):
+            warnings.append(record.getMessage())
+
+    async def main():
+        transport, protocol, _, peer = await _connect(lp)
+        peer.close()
+        transport.writelines([b"to", b"nobody"])
+        await protocol.lost
+        outcomes = []
+        for _ in range(6):
+            try:
+                transport.writelines([b"late", b"r"])
+                outcomes.append("returned")
+            except Exception as exc:  # noqa: BLE001 - compared between the loops
+                outcomes.append(f"{type(exc).__name__}: {exc}")
+        return outcomes, transport.get_write_buffer_size(), protocol.events
+
+    handler = Warnings(logging.WARNING)
+    asyncio.log.logger.addHandler(handler)
+    try:
+        outcomes, buffered, events = lp.run_until_complete(main())
+    finally:
+        asyncio.log.logger.removeHandler(handler)
+    return outcomes, buffered, events, warnings, [c["message"] for c in errors]
+
+
+def test_writelines_after_the_connection_was_lost_is_asyncios(loop, loop_errors):
+    # asyncio's answer changed within 3.13's patch releases: 3.13.15
+    # counts the call as a write to a lost connection (a warning past a
+    # threshold), as write() does; 3.13.0 buffers the chunks and tries
+    # them. zloopgo's native writelines hands a lost connection to
+    # asyncio's, so a stock asyncio loop, run the same way, says what
+    # this Python's does.
+    got = _writelines_after_the_loss(loop, loop_errors)
+    reference = asyncio.SelectorEventLoop()
+    reference_errors = []
+    reference.set_exception_handler(lambda _lp, context: reference_errors.append(context))
+    try:
+        want = _writelines_after_the_loss(reference, reference_errors)
+    finally:
+        reference.close()
+    assert got == want
+    outcomes, buffered, events, warnings, _ = got
+    assert events == [("lost", "BrokenPipeError")]
+    if "_conn_lost" in selector_events._SelectorSocketTransport.writelines.__code__.co_names:
+        # 3.13.15, 3.14+: nothing buffered, the fifth and sixth lost writes warned of
+        assert (outcomes, buffered) == (["returned"] * 6, 0)
+        assert warnings == ["socket.send() raised exception."] * 2
 
 
 def test_checks_and_messages_are_asyncios(loop):

@@ -92,6 +92,40 @@ def _setup_before_try():
 
 
 _SETUP_BEFORE_TRY = _setup_before_try()
+# The forms of asyncio's create_task the adapter does natively
+# (capi/tasks.c; the ZL_CREATE_TASK_* of capi/zl.h): each the parameters
+# after (self, coro), as (name, kind, default).
+_KW_ONLY, _VAR_KEYWORD = inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.VAR_KEYWORD
+_CREATE_TASK_FORMS = {
+    # Task(coro, loop=self, name=name): 3.10
+    (("name", _KW_ONLY, None),): 1,
+    # Task(coro, loop=self, name=name, context=context): 3.11 to 3.13.0
+    (("name", _KW_ONLY, None), ("context", _KW_ONLY, None)): 2,
+    # Task(coro, loop=self, **kwargs): 3.14+
+    (("kwargs", _VAR_KEYWORD, inspect.Parameter.empty),): 3,
+    # Task(coro, loop=self, name=name, context=context, **kwargs): 3.13's
+    # later patch releases (3.13.15)
+    (
+        ("name", _KW_ONLY, None),
+        ("context", _KW_ONLY, None),
+        ("kwargs", _VAR_KEYWORD, inspect.Parameter.empty),
+    ): 4,
+}
+
+
+def _create_task_form(create_task):
+    """The form of asyncio's create_task that capi/tasks.c does natively,
+    read from its signature (3.13's patch releases changed it, so the
+    version cannot tell): 0, a form not known, makes every call asyncio's
+    own method."""
+    params = list(inspect.signature(create_task).parameters.values())
+    if [p.name for p in params[:2]] != ["self", "coro"]:
+        return 0
+    shape = tuple((p.name, p.kind, p.default) for p in params[2:])
+    return _CREATE_TASK_FORMS.get(shape, 0)
+
+
+_CREATE_TASK_FORM = _create_task_form(base_events.BaseEventLoop.create_task)
 # 3.15 gives transports a context: the transport factories take context=,
 # and the selector loop's _add_reader/_add_writer run the handle in it.
 _TRANSPORT_TAKES_CONTEXT = (
@@ -583,6 +617,6 @@ def _run_unless_cancelled(handle):
         handle._run()
 
 
-_engine.set_asyncio(futures, tasks, base_events.BaseEventLoop.create_task)
+_engine.set_asyncio(futures, tasks, base_events.BaseEventLoop.create_task, _CREATE_TASK_FORM)
 
 __all__ = ["Loop"]

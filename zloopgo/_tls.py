@@ -22,9 +22,11 @@ except ImportError:  # a Python built without it: asyncio's refusals stand
     ssl = None
 
 NATIVE_TLS = ssl is not None and (3, 11) <= sys.version_info[:2] <= (3, 15)
-# 3.14 made _SSLProtocolTransport.is_closing() ask the socket transport too
+# 3.14 made _SSLProtocolTransport.is_closing() ask the socket transport too,
+# and so did a 3.13 patch release (3.13.15; not 3.13.0): asyncio's class tells
 _IS_CLOSING_ASKS_TRANSPORT = hasattr(sslproto.SSLProtocol, "_is_transport_closing")
-# 3.14 (gh-142352): start_tls on the server side hands what a
+# 3.14 and 3.13's later patch releases (gh-142352; 3.13.15, not 3.13.0):
+# start_tls on the server side hands what a
 # StreamReaderProtocol's reader already holds to the SSL protocol
 _START_TLS_MOVES_BUFFER = (
     "StreamReaderProtocol" in base_events.BaseEventLoop.start_tls.__code__.co_names

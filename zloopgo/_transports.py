@@ -32,7 +32,8 @@ _COUNTS_BUFFER = (
 _WRITELINES_GATHERS = getattr(selector_events, "_HAS_SENDMSG", False) and "writelines" in vars(
     selector_events._SelectorSocketTransport
 )
-# from 3.14 writelines asks _maybe_pause_protocol once it has registered the writer
+# writelines asks _maybe_pause_protocol once it has registered the writer from
+# 3.14, and in 3.13's later patch releases (3.13.15; not 3.13.0): its code tells
 _WRITELINES_PAUSES = (
     _WRITELINES_GATHERS
     and "_maybe_pause_protocol"
