@@ -29,7 +29,8 @@ test_the_harness_agrees_with_itself runs a few programs per machine on
 asyncio twice: a difference there is the harness's.
 test_late_records_are_the_late_threads_own checks the harness alone: what
 a trap called in another thread records is kept apart from what the
-loop's thread records meanwhile.
+loop's thread records meanwhile; test_a_step_lets_go_of_what_finished_frames_held
+that what a kept traceback's frames held is finalized in its step.
 """
 
 import gc
@@ -186,6 +187,46 @@ def test_late_records_are_the_late_threads_own():
     host.flush_late(lambda number: number != 5)
     assert len(host.obs) == 2
     assert host.notes["late, not compared"] == [["trap", 1, "__index__"]]
+
+
+def test_a_step_lets_go_of_what_finished_frames_held():
+    """An exception kept after its call returned (asyncio's `_fatal_error`
+    hands it to a `connection_lost` that waits in a loop's queue) holds
+    the frame it was raised in and, through f_back, the caller's frame,
+    with the caller's locals: natives seed 40, a bytes subclass that
+    asyncio's TLS `write` frame held to the program's end, where zloopgo's
+    native methods give an exception one frame with no caller. The step's collection clears finished
+    frames first (`hostile.host.release_finished_frames`), so the object's
+    `__del__` runs in the step; frames still running, and a suspended
+    generator's, are left as they are."""
+    host = Host({}, "asyncio")
+    kept = []
+
+    def read():  # a Python method of asyncio's that catches and keeps
+        try:
+            raise AttributeError("get_buffer")
+        except AttributeError as exc:
+            kept.append(exc)
+
+    def write(data):  # its caller, the user's object in a local
+        read()
+
+    def suspended():
+        yield 1
+        yield 2
+
+    gen = suspended()
+    next(gen)
+    gc.disable()
+    try:
+        write(vocab.Trap(host, ["trap", 1, {"__del__": []}, {}]))
+        host.collect_step()
+        assert host.finalized == [["trap", 1, "__del__"]]
+        assert host.obs == []
+        assert len(kept) == 1 and kept[0].__traceback__.tb_frame.f_back.f_code.co_name == "write"
+        assert next(gen) == 2
+    finally:
+        gc.enable()
 
 
 def test_a_select_failure_on_a_closed_or_reused_value_is_named():

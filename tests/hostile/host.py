@@ -13,12 +13,15 @@ A machine subclasses Host, implements `run_op(op)` (its ops, which traps'
 It knows nothing of any machine's objects.
 """
 
+import contextlib
 import gc
+import inspect
 import json
 import os
 import sys
 import threading
 import traceback
+import types
 
 from . import canary as canaries
 from . import handler as handlers
@@ -309,7 +312,9 @@ class Host:
         cycle through a failed callback's frame, made before a trap's
         collection, held the argument past the step's end). A full
         collection costs more in a worker that imported a test module and
-        pytest with it."""
+        pytest with it. Finished frames let go of their locals first
+        (release_finished_frames)."""
+        release_finished_frames()
         if self.collected_fully:
             gc.collect()
         else:
@@ -457,6 +462,35 @@ class Host:
 
     def close_resources(self):
         """The machine's objects left open (after the loop closed)."""
+
+
+# code whose frame a clear() would close (a suspended generator's, on
+# CPython before 3.13) rather than refuse
+_SUSPENDABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
+def release_finished_frames():
+    """Clears the locals of every frame object whose call has returned.
+    Such a frame lives on where a traceback, or the f_back of a frame a
+    traceback holds, keeps it (3.11+ gives a caller its frame object and
+    links it as f_back when a frame that has one returns), and it holds
+    whatever its locals held: the harness's, a trap's, and asyncio's own
+    Python methods', which zloopgo's native methods do not have. A frame
+    is no behaviour of a loop; with its locals cleared, when an object is
+    finalized no longer depends on it (natives seed 40: an AttributeError
+    that a stream transport's `_read_ready__get_buffer` passed to
+    `_fatal_error`, waiting in the other loop's queue for
+    `connection_lost`, held on asyncio the Python frame of that method,
+    through f_back a trap's `__len__` and asyncio's TLS `write` frame
+    with the bytes subclass it was writing, to the program's end; on
+    zloopgo the native method's exception has one `<native>` frame, with
+    no caller, and the bytes' `__del__` ran in the step). Executing
+    frames (any thread's stack) refuse clear() and are left as they
+    are."""
+    for obj in gc.get_objects():
+        if type(obj) is types.FrameType and not obj.f_code.co_flags & _SUSPENDABLE:
+            with contextlib.suppress(RuntimeError):
+                obj.clear()
 
 
 def _owner_ids(owners):

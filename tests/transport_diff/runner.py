@@ -104,6 +104,7 @@ import traceback
 from hostile import canary as canaries
 from hostile import handler as handlers
 from hostile import vocab
+from hostile.host import release_finished_frames
 
 from . import peer as peers
 
@@ -1016,7 +1017,9 @@ class Runner:
                 # do not: collected each step (the youngest generation is
                 # all the step made, the collector being off), so that
                 # finalizers are compared step by step (hostile.host.Host
-                # .end_step does the same)
+                # .end_step does the same, finished frames' locals let go
+                # of first: a kept traceback's frames are asyncio's alone)
+                release_finished_frames()
                 gc.collect(0)
                 self.settle()
                 self.report_streams()
