@@ -248,7 +248,7 @@ def test_a_threadsafe_call_as_the_loop_wakes_runs_and_closes():
 
     rng = random.Random(41)
     outcomes = []
-    for i in range(60):
+    for _ in range(60):
         loop = zloopgo.new_event_loop()
         ran = []
         delay = rng.random() * 0.04
