@@ -154,6 +154,10 @@ static int run_timed_entry(zl_loop *L, zl_entry *e, int64_t threshold)
  * (ZL_DONE_*, bridge.h), a run of the same kind at a time. */
 static void settle_completions(zl_loop *L, const zl_completion *done, int64_t n)
 {
+#ifdef ZL_TSAN
+    for (int64_t i = 0; i < n; i++) /* what its worker wrote (workers.h) */
+        ZL_TSAN_TAKE_OVER((void *)(uintptr_t)done[i].value);
+#endif
     for (int64_t i = 0; i < n;) {
         uint64_t kind = done[i].token >> ZL_DONE_KIND_SHIFT;
         int64_t j = i + 1;

@@ -77,7 +77,15 @@ static void engine_close(zl_loop *L)
      * anything more. */
     ZL_FT_STORE(L->closed, 1);
     L->engine = 0;
+#ifdef Py_GIL_DISABLED
+    /* another thread's call_soon_threadsafe reads it under the inbox's
+     * mutex (ready.c, zl_inbox_push); the engine frees it below */
+    PyMutex_Lock(&L->inbox.mutex);
     L->waker = NULL;
+    PyMutex_Unlock(&L->inbox.mutex);
+#else
+    L->waker = NULL;
+#endif
     zl_pending_reset(L);
     zl_drop_lookups(L);
     zl_ready_clear(L);

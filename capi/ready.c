@@ -20,6 +20,8 @@
  * It knows nothing of why a call is ready (a call_soon, a timer, a
  * descriptor) nor of the engine. */
 #include "zl.h"
+/* zl_waker_wake, for a free-threaded build's wake-up under the inbox's mutex */
+#include "waker/waker.h"
 
 int zl_ready_make(zl_loop *L)
 {
@@ -167,6 +169,17 @@ int zl_inbox_push(zl_loop *L, zl_entry e)
     if (ok) {
         in->items[in->len] = e;
         ZL_FT_STORE(in->len, in->len + 1);
+    }
+    /* The wake-up (once per sleep, as schedule.c's is in a GIL build) is
+     * written under the mutex too: engine_close (loop.c) clears L->waker
+     * under it before the engine frees the waker, and a loop this thread
+     * saw sleeping may meanwhile have been woken by something else, run
+     * and been closed by its own thread, which no GIL holds back here (a
+     * waker freed, its descriptor perhaps reused: tsan41) */
+    if (ok && atomic_load(&L->polling) && !zl_forked_child && L->waker != NULL &&
+        !atomic_exchange(&L->wake_sent, 1)) {
+        __atomic_fetch_add(&L->counters.wakeups, 1, __ATOMIC_RELAXED);
+        zl_waker_wake(L->waker);
     }
     PyMutex_Unlock(&in->mutex);
     if (!ok)

@@ -494,19 +494,18 @@ PyObject *zl_loop_call_soon_threadsafe(zl_loop *L, PyObject *const *args, Py_ssi
      * handle is queued on the child's copy of the loop, which cannot run
      * there, and nothing is written. */
     /* A free-threaded build: a handle another thread queued went to the
-     * inbox, under its mutex; `polling` is read after that (dispatch.c,
+     * inbox, and zl_inbox_push (ready.c) wrote this wake-up under its
+     * mutex; `polling` is read there after the push (dispatch.c,
      * zl_release, reads the inbox under it after setting `polling`), so
-     * either the loop sees the handle before it waits or this thread sees
-     * it waiting. */
+     * either the loop sees the handle before it waits or that thread sees
+     * it waiting. The running loop's own thread never sees it polling. */
+#ifndef Py_GIL_DISABLED
     if (h != NULL && atomic_load(&L->polling) && !zl_forked_child &&
         !atomic_exchange(&L->wake_sent, 1)) {
-#ifdef Py_GIL_DISABLED
-        __atomic_fetch_add(&L->counters.wakeups, 1, __ATOMIC_RELAXED);
-#else
         L->counters.wakeups++; /* under the GIL, as stats.c reads it */
-#endif
         zl_waker_wake(L->waker);
     }
+#endif
     return h;
 }
 

@@ -356,6 +356,9 @@ void zl_workers_next(zl_completion *out, uintptr_t *engine, int first)
     out->value = (uint64_t)(uintptr_t)w;
     out->status = 0;
     *engine = w->engine;
+    /* after the worker's last look at w: the loop's thread may free it
+     * as soon as Go posts it */
+    ZL_TSAN_HAND_OVER(w);
 }
 
 void zl_workers_orphan(uint64_t value)

@@ -51,6 +51,33 @@ struct zl_work {
     uint64_t seq; /* submission order, across classes */
 };
 
+/* A finished piece goes from its worker's thread to its loop's through
+ * the engine's inbox (core/inbox.go), a hand-off ThreadSanitizer cannot
+ * see: Go is not instrumented. Under -fsanitize=thread the worker releases
+ * the piece (zl_workers_next, after its last look at it) and the loop's thread
+ * acquires it before settling it (dispatch.c's settle_completions), which
+ * is what the inbox's mutex does; elsewhere both are nothing. scripts/tsan
+ * builds without cgo's own blanket ordering of every call between Go and
+ * C, which would hide races of the adapter's (docs/architecture.md, "Free-
+ * threaded builds"), so this hand-off must be told. */
+#undef ZL_TSAN
+#if defined(__SANITIZE_THREAD__)
+#define ZL_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define ZL_TSAN 1
+#endif
+#endif
+#ifdef ZL_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define ZL_TSAN_HAND_OVER(piece) __tsan_release(piece)
+#define ZL_TSAN_TAKE_OVER(piece) __tsan_acquire(piece)
+#else
+#define ZL_TSAN_HAND_OVER(piece) ((void)0)
+#define ZL_TSAN_TAKE_OVER(piece) ((void)0)
+#endif
+
 /* Queues w (its kind, token, engine and owner set) and wakes or starts a
  * worker if w's class is under its bound. Called with the GIL of w's
  * owner (it frees that owner's orphans first, see zl_workers_drain). */

@@ -232,6 +232,58 @@ def test_threadsafe_calls_left_queued_are_released_at_close():
     assert released.is_set()
 
 
+def test_a_threadsafe_call_as_the_loop_wakes_runs_and_closes():
+    # Another thread makes one call_soon_threadsafe at a moment around the
+    # end of the loop's one short sleep: the loop, asleep, wakes (by its
+    # timer or by that call), finishes and is closed by its own thread. A
+    # call that saw the loop asleep writes its wake-up after its push,
+    # when the loop, woken by its timer, may already have run and closed,
+    # unless the close waits for it (tsan41: the closing thread cleared
+    # and freed the waker while such a call read it; ThreadSanitizer's
+    # report, a crash where the freed waker was used). The call is either
+    # taken (run, or released at the close) or refused as asyncio refuses
+    # it on a closed loop; nothing else happens.
+    import random
+    import time
+
+    rng = random.Random(41)
+    outcomes = []
+    for _ in range(60):
+        loop = zloopgo.new_event_loop()
+        ran = []
+        delay = rng.random() * 0.04
+
+        closed = threading.Event()
+
+        def caller(loop=loop, ran=ran, delay=delay, closed=closed):
+            time.sleep(delay)
+            try:
+                loop.call_soon_threadsafe(ran.append, 1)
+                outcome = "taken"
+            except RuntimeError as exc:
+                outcome = str(exc)
+            # busy until the loop is closed: a thread that blocks or
+            # sleeps here would order its call before the close for
+            # ThreadSanitizer (the interpreter's own bookkeeping of
+            # threads that detach), hiding the race
+            while not closed.is_set():
+                pass
+            outcomes.append(outcome)
+
+        t = threading.Thread(target=caller)
+        t.start()
+        try:
+            loop.run_until_complete(asyncio.sleep(0.02))
+        finally:
+            loop.close()
+            closed.set()
+        t.join(HANG_GUARD)
+        assert not t.is_alive()
+        assert ran in ([], [1])
+    assert set(outcomes) <= {"taken", "Event loop is closed"}
+    assert len(outcomes) == 60
+
+
 @pytest.mark.skipif(not THREADSAFE_HANDLE, reason="3.14+'s _ThreadSafeHandle and its lock")
 def test_threadsafe_handle_cancelled_on_another_thread_while_it_runs():
     # 3.14's cancel() waits for the running callback (its lock): every
@@ -1203,3 +1255,137 @@ def test_stream_classes_switch_off_and_on_but_are_replaced_only_with_the_gil():
             engine.set_streams(proto, OtherReader, asserts)
     else:
         assert engine.set_streams(proto, OtherReader, asserts) is None
+
+
+# ---- end to end (tsan41): a server's loop and its clients' loops on
+# threads of their own, talking through sockets and through each other's
+# call_soon_threadsafe, with the executor, the resolver's worker pool and
+# zloopgo.open's in between ----
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["tcp", "tls"])
+def test_an_echo_server_loop_serves_client_loops_on_other_threads(tls, tls_contexts, tmp_path):
+    # A program as a user would write it: one thread runs the server's
+    # loop; three more each run a client loop that resolves "localhost"
+    # (the worker pool's getaddrinfo, settled through the engine's inbox),
+    # reads its payload from a file with zloopgo.open (the pool again),
+    # streams it to the server in chunks, checks the echo's digest in the
+    # executor and reports to the server's loop with
+    # run_coroutine_threadsafe (call_soon_threadsafe both ways), while a
+    # fifth thread collects now and then. Every byte comes back, each
+    # report reaches the server's loop and its answer the client's.
+    import hashlib
+    import random
+
+    if tls and not _tls.NATIVE_TLS:
+        pytest.skip("the native TLS path is 3.11-3.15's")
+    server_ctx, client_ctx = tls_contexts if tls else (None, None)
+    clients, size, chunk = 3, (64 if tls else 256) * 1024, 7 * 1024
+    payloads = [random.Random(i).randbytes(size) for i in range(clients)]
+    for i, data in enumerate(payloads):
+        (tmp_path / f"payload{i}").write_bytes(data)
+
+    server_ready = threading.Event()
+    server_box = {}
+    reports = []  # appended on the server's loop alone
+
+    async def echo(reader, writer):
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+        writer.close()
+
+    async def record(i, digest):
+        # runs on the server's loop (run_coroutine_threadsafe)
+        assert asyncio.get_running_loop() is server_box["loop"]
+        reports.append((i, digest))
+        count = len(reports)
+        await asyncio.sleep(0)  # the answer crosses back after a turn of the loop
+        return count
+
+    def serve():
+        loop = zloopgo.new_event_loop()
+        server_box["loop"] = loop
+        stop = loop.create_future()
+        server_box["stop"] = stop
+
+        async def main():
+            server = await asyncio.start_server(echo, "127.0.0.1", 0, ssl=server_ctx)
+            server_box["port"] = server.sockets[0].getsockname()[1]
+            server_ready.set()
+            await stop
+            server.close()
+            await server.wait_closed()
+
+        try:
+            loop.run_until_complete(main())
+        finally:
+            loop.close()
+
+    def client(i):
+        loop = zloopgo.new_event_loop()
+
+        async def main():
+            infos = await loop.getaddrinfo("localhost", server_box["port"], type=socket.SOCK_STREAM)
+            host = next(a[4][0] for a in infos if a[0] == socket.AF_INET)
+            async with zloopgo.open(tmp_path / f"payload{i}", "rb") as f:
+                data = await f.read()
+            tls_args = {"ssl": client_ctx, "server_hostname": "localhost"} if tls else {}
+            reader, writer = await asyncio.open_connection(host, server_box["port"], **tls_args)
+            received = bytearray()
+
+            async def receive():
+                while len(received) < len(data):
+                    received.extend(await reader.read(65536))
+
+            receiving = asyncio.ensure_future(receive())
+            for at in range(0, len(data), chunk):
+                writer.write(data[at : at + chunk])
+                await writer.drain()
+            await receiving
+            writer.close()
+            digest = await loop.run_in_executor(None, lambda: hashlib.sha256(received).hexdigest())
+            answer = asyncio.run_coroutine_threadsafe(record(i, digest), server_box["loop"])
+            count = await asyncio.wrap_future(answer)
+            return digest, count
+
+        try:
+            return loop.run_until_complete(main())
+        finally:
+            loop.close()
+
+    stop_collecting = threading.Event()
+
+    def collector():
+        while not stop_collecting.wait(0.05):
+            gc.collect()
+
+    server_thread = threading.Thread(target=serve)
+    collecting = threading.Thread(target=collector)
+    server_thread.start()
+    collecting.start()
+    try:
+        assert server_ready.wait(HANG_GUARD)
+        outs = [None] * clients
+
+        def run_client(i):
+            outs[i] = _run_in_thread(lambda: client(i))
+
+        threads = [threading.Thread(target=run_client, args=(i,)) for i in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(HANG_GUARD)
+            assert not t.is_alive()
+    finally:
+        stop_collecting.set()
+        if "stop" in server_box:
+            server_box["loop"].call_soon_threadsafe(server_box["stop"].set_result, None)
+        server_thread.join(HANG_GUARD)
+        collecting.join(HANG_GUARD)
+    assert not server_thread.is_alive()
+    want = [hashlib.sha256(data).hexdigest() for data in payloads]
+    assert [out.get("error") for out in outs] == [None] * clients
+    assert [out["value"][0] for out in outs] == want
+    assert sorted(out["value"][1] for out in outs) == list(range(1, clients + 1))
+    assert sorted(reports) == sorted(enumerate(want))
