@@ -77,6 +77,23 @@ def _run_in_thread(fn):
     return out
 
 
+def _run_in_threads(fn, n):
+    """fn(0), ..., fn(n - 1), each on a thread of its own, all at once:
+    what each returned or raised, in that order (as _run_in_thread)."""
+    outs = [None] * n
+
+    def body(i):
+        outs[i] = _run_in_thread(lambda: fn(i))
+
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(HANG_GUARD)
+        assert not t.is_alive()
+    return outs
+
+
 def test_threadsafe_calls_from_many_threads_all_run_in_each_thread_order():
     loop = zloopgo.new_event_loop()
     threads, per_thread = 8, 3000
@@ -461,18 +478,8 @@ def _collect_while(work, threads):
 
     c = threading.Thread(target=collector)
     c.start()
-    outs = [None] * threads
-
-    def body(t):
-        outs[t] = _run_in_thread(lambda: work(t))
-
     try:
-        ts = [threading.Thread(target=body, args=(t,)) for t in range(threads)]
-        for th in ts:
-            th.start()
-        for th in ts:
-            th.join(HANG_GUARD)
-            assert not th.is_alive()
+        outs = _run_in_threads(work, threads)
     finally:
         stop.set()
         c.join(HANG_GUARD)
@@ -1366,17 +1373,7 @@ def test_an_echo_server_loop_serves_client_loops_on_other_threads(tls, tls_conte
     collecting.start()
     try:
         assert server_ready.wait(HANG_GUARD)
-        outs = [None] * clients
-
-        def run_client(i):
-            outs[i] = _run_in_thread(lambda: client(i))
-
-        threads = [threading.Thread(target=run_client, args=(i,)) for i in range(clients)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(HANG_GUARD)
-            assert not t.is_alive()
+        outs = _run_in_threads(client, clients)
     finally:
         stop_collecting.set()
         if "stop" in server_box:
