@@ -59,7 +59,8 @@ zl_rotated_python() {
 py_test_packages=(pytest pytest-timeout hypothesis trustme opentelemetry-sdk gunicorn uvicorn uvicorn-worker mypy "pyright[nodejs]")
 
 # zl_venv PYTHON PACKAGES...: prints the path of a virtualenv for PYTHON
-# (.venv-X.Y in the checkout, .venv-X.Yt for a free-threaded build;
+# (.venv-X.Y in the checkout, with the build's ABI flags after it:
+# .venv-X.Yt for a free-threaded build, .venv-X.Ytd for a debug one;
 # .venv-MACHINE-X.Y on a machine other than x86_64, such as scripts/arm64's
 # aarch64 root, which shares the checkout) with zloopgo installed editable
 # and PACKAGES from PyPI. One X.Y's venv serves one interpreter at a time:
@@ -68,7 +69,7 @@ py_test_packages=(pytest pytest-timeout hypothesis trustme opentelemetry-sdk gun
 zl_venv() {
     local py=$1; shift
     local ver dir which='import sys; print(sys.version, sys.base_prefix)'
-    ver=$("$py" -c 'import sys; print("%d.%d%s" % (*sys.version_info[:2], "t" if "t" in sys.abiflags else ""))')
+    ver=$("$py" -c 'import sys; print("%d.%d%s" % (*sys.version_info[:2], sys.abiflags))')
     dir=".venv-$(zl_machine_tag)$ver"
     if [ ! -x "$dir/bin/python" ] ||
         [ "$("$dir/bin/python" -c "$which")" != "$("$py" -c "$which")" ]; then
