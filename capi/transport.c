@@ -372,9 +372,11 @@ static PyObject *read_data_received(const zl_module_state *st, PyObject *self)
     if (t != NULL)
         t->large_reads = n >= LARGE_READ;
     PyObject *protocol = get_field(st, self, F_PROTOCOL);
-    /* An asyncio stream: the bytes go straight into its StreamReader. */
+    /* An asyncio stream: the bytes go straight into its StreamReader. A
+     * self._protocol that fails is, as data_received's failure (-1), the
+     * protocol call's fatal error: asyncio reads it inside that try. */
     int fed =
-        protocol != NULL ? zl_stream_feed(L != NULL ? L->state : NULL, protocol, into, n) : -2;
+        protocol != NULL ? zl_stream_feed(L != NULL ? L->state : NULL, protocol, into, n) : -1;
     /* Fed natively and the socket drained (a stream socket returns less
      * than asked only when nothing more is there): no Python code of the
      * program ran, and this descriptor is not ready any more. */
@@ -392,8 +394,6 @@ static PyObject *read_data_received(const zl_module_state *st, PyObject *self)
     if (fed != 0) {
         Py_XDECREF(protocol);
         Py_XDECREF(data);
-        if (fed == -2) /* self._protocol failed, inside asyncio's try */
-            return report_fatal(names, self, names->msg_data_received);
         return fed < 0 ? report_fatal(names, self, names->msg_data_received) : Py_NewRef(Py_None);
     }
     if (direct && n < max_size / 2) {
